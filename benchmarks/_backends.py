@@ -1,0 +1,174 @@
+"""Backend and device plumbing shared by every benchmark.
+
+Benchmarks are written once against a module with JAX's public API and run
+for both ``impl`` and ``jax``; a missing backend, transform or device turns
+into an asv skip (``NotImplementedError`` raised in ``setup``) instead of a
+failure, so the suite runs at commits where impl is partial or absent.
+"""
+
+import functools
+import importlib
+
+import numpy as np
+
+try:  # asv's own skip marker; plain NotImplementedError is equivalent for asv
+    from asv_runner.benchmarks.mark import SkipNotImplemented
+except ImportError:  # pragma: no cover - asv not installed (pytest-only env)
+
+    class SkipNotImplemented(NotImplementedError):
+        """Raised in setup to skip a parameter combination."""
+
+
+BACKENDS = ["impl", "jax"]
+DEVICES = ["cpu", "gpu"]
+
+# Where each transform lives.  JAX keeps linear_call out of the top level.
+_LOCATIONS = {
+    "jit": ["jit"],
+    "vmap": ["vmap"],
+    "grad": ["grad"],
+    "make_jaxpr": ["make_jaxpr"],
+    "custom_jvp": ["custom_jvp"],
+    "custom_vjp": ["custom_vjp"],
+    "linear_call": ["linear_call", "custom_derivatives.linear_call"],
+    "block_until_ready": ["block_until_ready"],
+}
+
+
+class Backend:
+    """A resolved backend: ``name``, ``np`` (its numpy) and the transforms."""
+
+    def __init__(self, name, module, numpy):
+        self.name = name
+        self.module = module
+        self.np = numpy
+
+    def require(self, *names):
+        """Resolve transforms by name; skip the benchmark if one is missing."""
+        found = []
+        for name in names:
+            fn = _lookup(self.module, _LOCATIONS.get(name, [name]))
+            if fn is None:
+                raise SkipNotImplemented(f"{self.name} has no {name}")
+            found.append(fn)
+        return found[0] if len(found) == 1 else found
+
+    def block(self, tree):
+        """Wait for every array in ``tree``; the end of every timed call."""
+        fn = _lookup(self.module, ["block_until_ready"])
+        if fn is None:
+            import jax
+
+            fn = jax.block_until_ready
+        return fn(tree)
+
+    def asarray(self, x):
+        return self.np.asarray(x)
+
+
+def _lookup(module, paths):
+    for path in paths:
+        obj = module
+        try:
+            for part in path.split("."):
+                try:
+                    obj = getattr(obj, part)
+                except AttributeError:
+                    obj = importlib.import_module(f"{obj.__name__}.{part}")
+            return obj
+        except (AttributeError, ImportError):
+            continue
+    return None
+
+
+_CACHE = {}
+
+
+def load_backend(name):
+    """Import ``impl`` or ``jax`` with its numpy; skip if it cannot be imported."""
+    if name in _CACHE:
+        return _CACHE[name]
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}")
+    try:
+        module = importlib.import_module(name)
+        numpy = importlib.import_module(f"{name}.numpy")
+    except Exception as exc:  # impl may be absent or broken at a given commit
+        raise SkipNotImplemented(f"cannot import {name}: {exc!r}") from exc
+    backend = Backend(name, module, numpy)
+    _CACHE[name] = backend
+    return backend
+
+
+def jax_device(kind):
+    """The first JAX device of ``kind`` ('cpu' or 'gpu'); skip when absent."""
+    import jax
+
+    try:
+        devices = jax.devices(kind)
+    except RuntimeError as exc:
+        raise SkipNotImplemented(f"JAX sees no {kind}: {exc}") from exc
+    if not devices:
+        raise SkipNotImplemented(f"JAX sees no {kind}")
+    return devices[0]
+
+
+def _skip_missing_impl_names(setup):
+    """Turn a missing impl name during setup into a skip, not a failure.
+
+    impl is built incrementally; at a given commit ``impl.numpy.tanh`` may
+    simply not exist yet.  Only for the impl backend, and only for
+    AttributeError/ImportError: any other error is a real failure.
+    """
+
+    @functools.wraps(setup)
+    def wrapped(self, backend, *rest):
+        try:
+            return setup(self, backend, *rest)
+        except (AttributeError, ImportError) as exc:
+            if backend != "impl":
+                raise
+            self.teardown(backend, *rest)
+            raise SkipNotImplemented(f"impl lacks a name: {exc}") from exc
+
+    wrapped._skips_missing = True
+    return wrapped
+
+
+class BenchBase:
+    """Common setup: resolve backend and device, make the device the default.
+
+    ``jax.default_device`` is entered in setup and left in teardown so that
+    impl (which lowers through jax.jit) and jax place data on the same
+    device without each benchmark passing devices around.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        setup = cls.__dict__.get("setup")
+        if setup is not None and not getattr(setup, "_skips_missing", False):
+            cls.setup = _skip_missing_impl_names(setup)
+
+    params = [BACKENDS, DEVICES]
+    param_names = ["backend", "device"]
+    timeout = 300
+
+    def setup(self, backend, device, *rest):
+        import jax
+
+        self.dev = jax_device(device)
+        self.be = load_backend(backend)
+        self._device_ctx = jax.default_device(self.dev)
+        self._device_ctx.__enter__()
+
+    def teardown(self, *params):
+        ctx = getattr(self, "_device_ctx", None)
+        if ctx is not None:
+            ctx.__exit__(None, None, None)
+            self._device_ctx = None
+
+    def put(self, x):
+        """Host data -> backend array on the benchmark device."""
+        import jax
+
+        return self.be.asarray(jax.device_put(np.asarray(x), self.dev))

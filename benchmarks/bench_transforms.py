@@ -1,0 +1,71 @@
+"""Costs paid before any math runs: tracing, lowering+compiling, dispatch."""
+
+from ._backends import BenchBase, SkipNotImplemented
+from ._models import make_per_example_grads, mlp_data
+
+
+class Tracing(BenchBase):
+    """``make_jaxpr(vmap(grad(mlp)))`` of a function never seen before.
+
+    A new function object per call defeats every identity-keyed cache, so
+    this is the cost a user pays the first time a transform stack is traced.
+    """
+
+    def setup(self, backend, device):
+        super().setup(backend, device)
+        self.make_jaxpr = self.be.require("make_jaxpr")
+        self.be.require("vmap", "grad")
+        params, xs, ys = mlp_data("medium")
+        self.args = (
+            [(self.put(w), self.put(b)) for w, b in params],
+            self.put(xs),
+            self.put(ys),
+        )
+
+    def time_make_jaxpr_vmap_grad_mlp(self, backend, device):
+        jaxpr = self.make_jaxpr(make_per_example_grads(self.be))(*self.args)
+        self.be.block(jaxpr)
+
+
+class LowerCompile(BenchBase):
+    """``jit(vmap(grad(mlp))).lower(...).compile()`` of a fresh function.
+
+    Lowering plus XLA compilation is what the first call of a jitted
+    function costs on top of tracing.
+    """
+
+    def setup(self, backend, device):
+        super().setup(backend, device)
+        jit = self.be.require("jit")
+        self.be.require("vmap", "grad")
+        if not hasattr(jit(lambda x: x), "lower"):
+            raise SkipNotImplemented(f"{backend}.jit(...) has no .lower")
+        self.jit = jit
+        params, xs, ys = mlp_data("medium")
+        self.args = (
+            [(self.put(w), self.put(b)) for w, b in params],
+            self.put(xs),
+            self.put(ys),
+        )
+
+    def time_lower_compile(self, backend, device):
+        compiled = self.jit(make_per_example_grads(self.be)).lower(*self.args).compile()
+        self.be.block(compiled)
+
+
+class Dispatch(BenchBase):
+    """A cached ``jit`` call of a trivial function: pure Python overhead.
+
+    Compiled in setup, so the timing is the fast path from Python call to
+    a ready result.
+    """
+
+    def setup(self, backend, device):
+        super().setup(backend, device)
+        jit = self.be.require("jit")
+        self.f = jit(lambda x: x + 1.0)
+        self.x = self.put([1.0, 2.0, 3.0, 4.0])
+        self.be.block(self.f(self.x))  # compile outside the timing
+
+    def time_cached_jit_dispatch(self, backend, device):
+        self.be.block(self.f(self.x))
