@@ -1,0 +1,683 @@
+"""The public transformations over pytrees: jvp, linearize, vjp, grad, jacobians,
+linear_transpose, vmap, jit and make_jaxpr, with JAX's names and signatures."""
+from __future__ import annotations
+
+import functools
+import inspect
+import operator
+from typing import Any, Callable, Sequence
+
+import jax
+import numpy as np
+from jax import tree_util
+
+from impl import core
+from impl.core import ShapedArray, Tracer, float0, get_aval
+from impl.interpreters import ad, batching, lowering
+from impl.interpreters import partial_eval as pe
+from impl.interpreters.ad import Zero
+from impl.primitives.call import jit_p
+
+tree_flatten = tree_util.tree_flatten
+tree_unflatten = tree_util.tree_unflatten
+
+
+# ------------------------------------------------------------------ flattening
+
+def _check_leaf(x, what):
+    if not core.valid_jaxtype(x):
+        raise TypeError(f"{what} must be arrays or scalars, but got a value of type "
+                        f"{type(x).__name__}: {x!r}")
+    return x
+
+
+def flatten_fun(fun, in_tree, has_aux=False, name="function"):
+    """A function of flat leaves; `store` receives the output tree (and aux count)."""
+    store = {}
+
+    def flat_fun(*leaves):
+        out = fun(*tree_unflatten(in_tree, leaves))
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError(f"{name} with has_aux=True must return a pair (output, aux), "
+                                f"got {type(out).__name__}")
+            out, aux = out
+            aux_leaves, store["aux_tree"] = tree_flatten(aux)
+        else:
+            aux_leaves = []
+        out_leaves, store["out_tree"] = tree_flatten(out)
+        for x in out_leaves:
+            _check_leaf(x, f"The outputs of {name}")
+        store["num_out"] = len(out_leaves)
+        return out_leaves + aux_leaves
+    return flat_fun, store
+
+
+def _split_aux(flat, store, has_aux):
+    n = store["num_out"]
+    out = tree_unflatten(store["out_tree"], flat[:n])
+    if not has_aux:
+        return out, None
+    return out, tree_unflatten(store["aux_tree"], flat[n:])
+
+
+def _fun_name(fun):
+    return getattr(fun, "__name__", type(fun).__name__)
+
+
+def _materialize(t):
+    return ad.instantiate_zeros(t) if type(t) is Zero else t
+
+
+# ------------------------------------------------------------------------ jvp
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+    """Forward-mode Jacobian-vector product of `fun` at `primals` along `tangents`."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples or lists, got "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise TypeError(f"jvp: primals and tangents must have the same length, got "
+                        f"{len(primals)} and {len(tangents)}")
+    flat_p, in_tree = tree_flatten(tuple(primals))
+    flat_t, t_tree = tree_flatten(tuple(tangents))
+    if in_tree != t_tree:
+        raise TypeError(f"jvp: primal and tangent arguments must have the same tree "
+                        f"structure; got {in_tree} and {t_tree}")
+    tangents_in = []
+    for i, (p, t) in enumerate(zip(flat_p, flat_t)):
+        _check_leaf(p, "jvp primals")
+        pa, ta = get_aval(p), get_aval(t)
+        expected = ad.tangent_aval(pa)
+        if pa.shape != ta.shape:
+            raise ValueError(f"jvp: primal and tangent arguments must have equal shapes; "
+                             f"leaf {i} has primal shape {pa.shape} and tangent shape "
+                             f"{ta.shape}")
+        if expected.dtype == float0:
+            if ta.dtype != float0:
+                raise TypeError(f"jvp: the primal at leaf {i} has dtype {pa.dtype}, so its "
+                                f"tangent must have dtype float0, got {ta.dtype}")
+            tangents_in.append(Zero(expected))
+        else:
+            if ta.dtype != pa.dtype:
+                raise TypeError(f"jvp: primal and tangent arguments must have the same "
+                                f"dtypes; leaf {i} has primal dtype {pa.dtype} and tangent "
+                                f"dtype {ta.dtype}")
+            tangents_in.append(t)
+    flat_fun, store = flatten_fun(fun, in_tree, has_aux, _fun_name(fun))
+    out_p, out_t = ad.jvp_flat(flat_fun, flat_p, tangents_in)
+    n = store["num_out"]
+    primals_out = tree_unflatten(store["out_tree"], out_p[:n])
+    tangents_out = tree_unflatten(store["out_tree"], [_materialize(t) for t in out_t[:n]])
+    if has_aux:
+        return primals_out, tangents_out, tree_unflatten(store["aux_tree"], out_p[n:])
+    return primals_out, tangents_out
+
+
+# ------------------------------------------------------------ linearize / vjp
+
+def linearize(fun: Callable, *primals, has_aux: bool = False):
+    """Evaluate `fun` and return its linear tangent map as a function."""
+    flat_p, in_tree = tree_flatten(primals)
+    for p in flat_p:
+        _check_leaf(p, "linearize primals")
+    flat_fun, store = flatten_fun(fun, in_tree, has_aux, _fun_name(fun))
+    out_flat, lin = ad.linearize_flat(flat_fun, flat_p)
+    n = store["num_out"]
+    out, aux = _split_aux(out_flat, store, has_aux)
+
+    def f_jvp(*tangents):
+        flat_t, t_tree = tree_flatten(tangents)
+        if t_tree != in_tree:
+            raise TypeError(f"linearized function expects tangents with structure "
+                            f"{in_tree}, got {t_tree}")
+        _check_avals("linearized function tangents", flat_t, lin.in_avals)
+        outs = lin.jvp(flat_t)
+        return tree_unflatten(store["out_tree"], [_materialize(t) for t in outs[:n]])
+
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+
+def _check_avals(what, values, avals):
+    for i, (v, a) in enumerate(zip(values, avals)):
+        va = get_aval(v)
+        if va.shape != a.shape or (va.dtype != a.dtype and not va.weak_type):
+            raise ValueError(f"{what}: leaf {i} should have shape {a.shape} and dtype "
+                             f"{a.dtype}, got shape {va.shape} and dtype {va.dtype}")
+
+
+def _zero_cotangent(t):
+    if type(t) is not Zero:
+        return t
+    if t.aval.dtype == float0:
+        return np.zeros(t.aval.shape, float0)
+    return ad.instantiate_zeros(t)
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """Evaluate `fun` and return a function mapping output cotangents to input ones."""
+    flat_p, in_tree = tree_flatten(primals)
+    for p in flat_p:
+        _check_leaf(p, "vjp primals")
+    flat_fun, store = flatten_fun(fun, in_tree, has_aux, _fun_name(fun))
+    out_flat, lin = ad.linearize_flat(flat_fun, flat_p)
+    n = store["num_out"]
+    out, aux = _split_aux(out_flat, store, has_aux)
+    out_tree = store["out_tree"]
+    out_avals = [get_aval(o) for o in out_flat[:n]]
+
+    def f_vjp(cotangent):
+        flat_ct, ct_tree = tree_flatten(cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"vjp function expects a cotangent with the structure of the "
+                            f"primal output {out_tree}, got {ct_tree}")
+        for i, (c, a) in enumerate(zip(flat_ct, out_avals)):
+            ca = get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(f"vjp: cotangent leaf {i} has shape {ca.shape}, but the "
+                                 f"primal output has shape {a.shape}")
+        cts = flat_ct + [Zero(ad.tangent_aval(get_aval(x))) for x in out_flat[n:]]
+        cts_in = lin.transpose(cts)
+        return tree_unflatten(in_tree, [_zero_cotangent(c) for c in cts_in])
+
+    return (out, f_vjp, aux) if has_aux else (out, f_vjp)
+
+
+# ------------------------------------------------------------------------ grad
+
+def _argnums_tuple(argnums, nargs, name):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for a in nums:
+        if not isinstance(a, int):
+            raise TypeError(f"{name}: argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not -nargs <= a < nargs:
+            raise ValueError(f"{name}: argnums={argnums!r} is out of range for a function "
+                             f"called with {nargs} positional arguments")
+    return single, tuple(a % nargs for a in nums)
+
+
+def _partial_over(fun, args, argnums, kwargs):
+    def f_partial(*dyn):
+        full = list(args)
+        for i, x in zip(argnums, dyn):
+            full[i] = x
+        return fun(*full, **kwargs)
+    return f_partial
+
+
+def _check_grad_inputs(dyn, name, allow_int):
+    for x in tree_util.tree_leaves(dyn):
+        aval = get_aval(x)
+        if not core.is_float_dtype(aval.dtype) and not allow_int:
+            raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype "
+                            f"that is a sub-dtype of np.inexact), but got {aval.dtype.name}. "
+                            "If you want to use Boolean- or integer-valued inputs, use vjp "
+                            "or set allow_int to True.")
+
+
+def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+                   allow_int: bool = False, reduce_axes=()):
+    """A function returning `fun`'s value and its gradient with respect to `argnums`."""
+    name = f"value_and_grad({_fun_name(fun)})"
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args), "grad")
+        dyn = tuple(args[i] for i in nums)
+        _check_grad_inputs(dyn, "grad", allow_int)
+        f_partial = _partial_over(fun, args, nums, kwargs)
+        if has_aux:
+            out, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True)
+        else:
+            out, f_vjp = vjp(f_partial, *dyn)
+        leaves = tree_util.tree_leaves(out)
+        if len(leaves) != 1 or not isinstance(out, (Tracer, jax.Array, np.ndarray, np.generic,
+                                                     float, int)) or get_aval(out).shape != ():
+            shape = get_aval(leaves[0]).shape if len(leaves) == 1 else None
+            raise TypeError("Gradient only defined for scalar-output functions. Output "
+                            + (f"had shape: {shape}." if shape is not None else
+                               f"was a {type(out).__name__} with {len(leaves)} leaves."))
+        aval = get_aval(out)
+        if not core.is_float_dtype(aval.dtype):
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
+                            f"sub-dtype of np.floating), but got {aval.dtype.name}")
+        (g,) = [f_vjp(np.ones((), aval.dtype))]
+        g = g[0] if single else tuple(g)
+        return ((out, aux), g) if has_aux else (out, g)
+
+    value_and_grad_f.__name__ = name
+    return value_and_grad_f
+
+
+def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False, reduce_axes=()):
+    """The gradient of scalar-valued `fun` with respect to the arguments `argnums`."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        return vg(*args, **kwargs)[1]
+
+    grad_f.__name__ = f"grad({_fun_name(fun)})"
+    return grad_f
+
+
+# ------------------------------------------------------------------- jacobians
+
+def _std_basis(leaves):
+    """Identity rows split per leaf: a list of (N, *leaf.shape) numpy arrays."""
+    avals = [get_aval(x) for x in leaves]
+    sizes = [a.size for a in avals]
+    total = sum(sizes)
+    dtype = np.result_type(*[a.dtype for a in avals]) if avals else np.float32
+    eye = np.eye(total, dtype=dtype)
+    out, start = [], 0
+    for a, s in zip(avals, sizes):
+        out.append(eye[:, start:start + s].reshape((total,) + a.shape).astype(a.dtype))
+        start += s
+    return out
+
+
+def _split_columns(flat_jac, axis_sizes, shapes, axis):
+    """Split a batched jacobian leaf along `axis` into pieces reshaped to `shapes`."""
+    import impl.numpy as jnp
+    pieces, start = [], 0
+    for size, shape in zip(axis_sizes, shapes):
+        idx = [slice(None)] * get_aval(flat_jac).ndim
+        idx[axis] = slice(start, start + size)
+        piece = flat_jac[tuple(idx)]
+        pieces.append(piece)
+        start += size
+    return pieces
+
+
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The Jacobian by forward mode: one jvp per input coordinate, vmapped."""
+    import impl.numpy as jnp
+
+    def jacfun(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
+        dyn = tuple(args[i] for i in nums)
+        _check_grad_inputs(dyn, "jacfwd", False)
+        f_partial = _partial_over(fun, args, nums, kwargs)
+        dyn_leaves, dyn_tree = tree_flatten(dyn)
+        basis = tree_unflatten(dyn_tree, _std_basis(dyn_leaves))
+
+        def push(t):
+            res = jvp(f_partial, dyn, t, has_aux=has_aux)
+            return (res[0], res[1], res[2]) if has_aux else (res[0], res[1], None)
+
+        y, jac, aux = vmap(push, out_axes=(None, -1, None))(basis)
+        in_shapes = [get_aval(x).shape for x in dyn_leaves]
+        in_sizes = [int(np.prod(s, dtype=np.int64)) for s in in_shapes]
+
+        def per_output(j):
+            out_shape = get_aval(j).shape[:-1]
+            pieces = _split_columns(j, in_sizes, in_shapes, -1)
+            pieces = [jnp.reshape(p, out_shape + s) for p, s in zip(pieces, in_shapes)]
+            tree = tree_unflatten(dyn_tree, pieces)
+            return tree[0] if single else tree
+
+        jac_tree = tree_util.tree_map(per_output, jac)
+        return (jac_tree, aux) if has_aux else jac_tree
+
+    return jacfun
+
+
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False):
+    """The Jacobian by reverse mode: one vjp per output coordinate, vmapped."""
+    import impl.numpy as jnp
+
+    def jacfun(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args), "jacrev")
+        dyn = tuple(args[i] for i in nums)
+        _check_grad_inputs(dyn, "jacrev", allow_int)
+        f_partial = _partial_over(fun, args, nums, kwargs)
+        if has_aux:
+            y, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True)
+        else:
+            (y, f_vjp), aux = vjp(f_partial, *dyn), None
+        y_leaves, y_tree = tree_flatten(y)
+        basis = tree_unflatten(y_tree, _std_basis(y_leaves))
+        jac = vmap(f_vjp)(basis)      # tuple over dyn args; leaves (N_out, *in_shape)
+        out_shapes = [get_aval(x).shape for x in y_leaves]
+        out_sizes = [int(np.prod(s, dtype=np.int64)) for s in out_shapes]
+        jac_leaves, jac_tree = tree_flatten(jac)
+        # per input leaf: split rows per output leaf
+        per_in = []
+        for j in jac_leaves:
+            in_shape = get_aval(j).shape[1:]
+            rows = _split_columns(j, out_sizes, out_shapes, 0)
+            per_in.append([jnp.reshape(r, s + in_shape) for r, s in zip(rows, out_shapes)])
+        out_pieces = []
+        for k in range(len(y_leaves)):
+            tree = tree_unflatten(jac_tree, [p[k] for p in per_in])
+            out_pieces.append(tree[0] if single else tree)
+        result = tree_unflatten(y_tree, out_pieces)
+        return (result, aux) if has_aux else result
+
+    return jacfun
+
+
+def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The Hessian: forward over reverse."""
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+
+
+# ------------------------------------------------------------ linear_transpose
+
+def linear_transpose(fun: Callable, *primals, reduce_axes=()):
+    """The transpose of the linear function `fun` at inputs shaped like `primals`."""
+    flat_p, in_tree = tree_flatten(primals)
+    in_avals = [get_aval(x).strip_weak_type() for x in flat_p]
+    for a in in_avals:
+        if not core.is_float_dtype(a.dtype):
+            raise TypeError(f"linear_transpose only supports float and complex inputs, "
+                            f"but got {a.dtype.name}")
+    flat_fun, store = flatten_fun(fun, in_tree, False, _fun_name(fun))
+    closed, _ = pe.trace_to_jaxpr(flat_fun, in_avals)
+    out_tree = store["out_tree"]
+    out_avals = closed.out_avals
+
+    def transposed_fun(out_cotangent):
+        flat_ct, ct_tree = tree_flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"cotangent tree does not match function output: expected "
+                            f"{out_tree}, got {ct_tree}")
+        for i, (c, a) in enumerate(zip(flat_ct, out_avals)):
+            ca = get_aval(c)
+            if ca.shape != a.shape or ca.dtype != a.dtype:
+                raise TypeError(f"cotangent leaf {i} should have shape {a.shape} and dtype "
+                                f"{a.dtype.name}, got {ca.shape} and {ca.dtype.name}")
+        args = [ad.UndefinedPrimal(a) for a in in_avals]
+        cts = ad.backward_pass(closed.jaxpr, closed.consts, args, flat_ct)
+        return tree_unflatten(in_tree, [_zero_cotangent(c) for c in cts])
+
+    return transposed_fun
+
+
+# ------------------------------------------------------------------------ vmap
+
+def _flatten_axes(what, tree, axes):
+    """Broadcast the prefix tree `axes` to one entry per leaf of `tree`."""
+    proxy = tree_unflatten(tree, [object()] * tree.num_leaves)
+    out = []
+
+    def add(ax, sub):
+        n = len(tree_util.tree_leaves(sub))
+        out.extend([ax] * n)
+
+    try:
+        tree_util.tree_map(add, axes, proxy, is_leaf=lambda x: x is None)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"vmap {what} specification must be a tree prefix of the "
+                         f"corresponding value, got specification {axes!r} for value tree "
+                         f"{tree}.") from e
+    if len(out) != tree.num_leaves:
+        raise ValueError(f"vmap {what} specification {axes!r} does not match the value "
+                         f"tree {tree}")
+    for ax in out:
+        if ax is not None and not isinstance(ax, (int, np.integer)):
+            raise TypeError(f"vmap {what} must be int, None, or (nested) container with "
+                            f"those types as leaves, but got {ax!r}")
+    return out
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
+         spmd_axis_name=None):
+    """Vectorise `fun` over an axis of its inputs (see jax.vmap)."""
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    name = _fun_name(fun)
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                             f"corresponding to the positional arguments passed to the "
+                             f"function, but got len(in_axes)={len(in_axes)}, "
+                             f"len(args)={len(args)}")
+        flat_args, in_tree = tree_flatten((args, kwargs))
+        axes_spec = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
+                     {k: 0 for k in kwargs})
+        dims = _flatten_axes("in_axes", in_tree, axes_spec)
+        size = _batch_size(name, flat_args, dims, in_tree, axis_size)
+        norm = []
+        for x, d in zip(flat_args, dims):
+            _check_leaf(x, "vmap arguments")
+            if d is not None:
+                nd = get_aval(x).ndim
+                if not -nd <= d < nd:
+                    raise ValueError(
+                        f"vmap was requested to map its argument along axis {d}, which "
+                        f"implies that its rank should be at least {d + 1 if d >= 0 else -d},"
+                        f" but is only {nd} (its shape is {get_aval(x).shape})")
+                d = d % nd
+            norm.append(d)
+
+        def flat_fun(*leaves):
+            a, k = tree_unflatten(in_tree, leaves)
+            out = fun(*a, **k)
+            out_leaves, store["out_tree"] = tree_flatten(out)
+            for o in out_leaves:
+                _check_leaf(o, f"The outputs of the vmapped function {name}")
+            store["out_ranks"] = [get_aval(o).ndim for o in out_leaves]
+            return out_leaves
+
+        store = {}
+
+        def out_dims_fn(n):
+            dims_out = _flatten_axes("out_axes", store["out_tree"], out_axes)
+            res = []
+            for d, r in zip(dims_out, store["out_ranks"]):
+                if d is not None:
+                    if not -(r + 1) <= d <= r:
+                        raise ValueError(f"vmap out_axes={d} is out of bounds for an output "
+                                         f"of rank {r} (rank {r + 1} once batched)")
+                    d = d % (r + 1)
+                res.append(d)
+            return res
+
+        try:
+            outs = batching.vmap_flat(flat_fun, flat_args, norm, size, axis_name, out_dims_fn)
+        except ValueError as e:
+            if "out_axes is None" in str(e):
+                raise ValueError(f"vmap of {name}: an output is mapped over the batch axis "
+                                 "but its out_axes entry is None; return only unmapped "
+                                 "values there or give an integer out_axes.") from None
+            raise
+        return tree_unflatten(store["out_tree"], outs)
+
+    return vmapped
+
+
+def _batch_size(name, flat_args, dims, in_tree, axis_size):
+    sizes = []
+    for i, (x, d) in enumerate(zip(flat_args, dims)):
+        if d is None:
+            continue
+        shape = get_aval(x).shape
+        if not -len(shape) <= d < len(shape):
+            raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
+                             f"implies that its rank should be at least "
+                             f"{d + 1 if d >= 0 else -d}, but is only {len(shape)} (its "
+                             f"shape is {shape})")
+        sizes.append((i, d, shape[d], shape))
+    distinct = {s for _, _, s, _ in sizes}
+    if axis_size is not None:
+        distinct.add(int(axis_size))
+    if not distinct:
+        raise ValueError("vmap must have at least one non-None value in in_axes, or be "
+                         "given axis_size")
+    if len(distinct) > 1:
+        lines = [f"  * leaf {i} (shape {shape}) has size {s} along axis {d}"
+                 for i, d, s, shape in sizes]
+        if axis_size is not None:
+            lines.append(f"  * axis_size was given as {axis_size}")
+        raise ValueError(f"vmap of {name} got inconsistent sizes for array axes to be "
+                         f"mapped:\n" + "\n".join(lines))
+    return distinct.pop()
+
+
+# ------------------------------------------------------------------------- jit
+
+def _avals_of_jax_values(leaves):
+    return [ShapedArray(x.shape, x.dtype, getattr(getattr(x, "aval", x), "weak_type",
+                                                    getattr(x, "weak_type", False)))
+            for x in leaves]
+
+
+def _avals_of(leaves):
+    return [get_aval(x) for x in leaves]
+
+
+class _StagedFunction:
+    """A Python function with static arguments, staged to impl's IR on demand."""
+
+    def __init__(self, fun, static_argnums, static_argnames):
+        self.fun = fun
+        self.static_argnums = static_argnums
+        self.static_argnames = static_argnames
+        self.name = _fun_name(fun)
+
+    def _split(self, args, kwargs):
+        nargs = len(args)
+        static = tuple(i % nargs for i in self.static_argnums if -nargs <= i < nargs)
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in static)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+
+        def rebuild(dyn_a, dyn_k):
+            it = iter(dyn_a)
+            full = [a if i in static else next(it) for i, a in enumerate(args)]
+            return full, {**{k: v for k, v in kwargs.items() if k in self.static_argnames},
+                          **dyn_k}
+        return dyn_args, dyn_kwargs, rebuild
+
+    def trace(self, args, kwargs, avals_of=None):
+        """Stage the function for arguments like these: (program, flat args, out_tree)."""
+        dyn_args, dyn_kwargs, rebuild = self._split(args, kwargs)
+        flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        avals = (avals_of or _avals_of)(flat)
+        store = {}
+
+        def flat_fun(*leaves):
+            a, k = tree_unflatten(in_tree, leaves)
+            full_args, full_kwargs = rebuild(a, k)
+            out = self.fun(*full_args, **full_kwargs)
+            out_leaves, store["out_tree"] = tree_flatten(out)
+            for o in out_leaves:
+                _check_leaf(o, f"The outputs of the jitted function {self.name}")
+            return out_leaves
+
+        closed, _ = pe.trace_to_jaxpr(flat_fun, avals)
+        return closed, flat, store["out_tree"]
+
+    def _lower_and_run(self, *args, **kwargs):
+        # Called by jax.jit while it traces: stage to impl's IR, then lower each equation.
+        with core.set_current_trace(core.eval_trace):
+            closed, flat, out_tree = self.trace(args, kwargs, _avals_of_jax_values)
+        outs = lowering.eval_jaxpr_lowered(closed.jaxpr, closed.consts, flat)
+        return tree_unflatten(out_tree, outs)
+
+
+class _JittedFunction(_StagedFunction):
+    """A function staged to the IR and compiled by XLA as one program."""
+
+    def __init__(self, fun, static_argnums, static_argnames):
+        super().__init__(fun, static_argnums, static_argnames)
+        self._compiled = jax.jit(self._lower_and_run, static_argnums=static_argnums,
+                                 static_argnames=static_argnames)
+        functools.update_wrapper(self, fun)
+
+    def __call__(self, *args, **kwargs):
+        if core._state.trace is core.eval_trace:
+            try:
+                return self._compiled(*args, **kwargs)
+            except TypeError:
+                for x in tree_util.tree_leaves((args, kwargs)):
+                    if isinstance(x, Tracer):
+                        raise core.escaped_tracer_error(x) from None
+                raise
+        return self._bind(args, kwargs)
+
+    def _bind(self, args, kwargs):
+        closed, flat, out_tree = self.trace(args, kwargs)
+        program, consts = pe.convert_constvars_to_invars(closed)
+        outs = jit_p.bind(*consts, *flat, jaxpr=program, name=self.name)
+        return tree_unflatten(out_tree, outs)
+
+    def lower(self, *args, **kwargs):
+        return self._compiled.lower(*args, **kwargs)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+
+def _normalize_static(fun, static_argnums, static_argnames):
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    static_argnums = tuple(static_argnums or ())
+    static_argnames = tuple(static_argnames or ())
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = None
+    if params is not None:
+        positional = [p.name for p in params
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        names = set(static_argnames)
+        nums = set(static_argnums)
+        for i in static_argnums:
+            if 0 <= i < len(positional):
+                names.add(positional[i])
+        for n in static_argnames:
+            if n in positional:
+                nums.add(positional.index(n))
+        static_argnums, static_argnames = tuple(sorted(nums)), tuple(sorted(names))
+    return static_argnums, static_argnames
+
+
+def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+        donate_argnums=None, donate_argnames=None, keep_unused=False, device=None,
+        backend=None, inline=False, **unused):
+    """Stage `fun` to impl's IR and compile the whole program with XLA (via jax.jit)."""
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums,
+                             static_argnames=static_argnames)
+    if not callable(fun):
+        raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
+    nums, names = _normalize_static(fun, static_argnums, static_argnames)
+    return _JittedFunction(fun, nums, names)
+
+
+# ------------------------------------------------------------------ make_jaxpr
+
+def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False, **unused):
+    """A function returning the IR program of `fun` for the given arguments."""
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        staged = _StagedFunction(fun, tuple(static_argnums), ())
+        closed, _, out_tree = staged.trace(args, kwargs)
+        if return_shape:
+            shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+            return closed, tree_unflatten(out_tree, shapes)
+        return closed
+
+    return make
+
+
+def eval_shape(fun, *args, **kwargs):
+    closed, out = make_jaxpr(fun, return_shape=True)(*args, **kwargs)
+    return out

@@ -1,0 +1,559 @@
+"""The heart of impl: abstract values, the typed IR, primitives and the trace machinery.
+
+This module knows no primitive and no transformation. Transformations live in
+`impl.interpreters`; each owns a table of rules keyed by `Primitive`.
+
+Dispatch is "stackless": there is one *current trace*. `Primitive.bind` hands the
+primitive to it; a transformation's trace interprets its own tracers and runs the
+rule with the current trace set to its *parent* (the trace that was current when the
+transformation started). Values that are not the trace's own tracers belong to an
+outer trace (or are constants), so they are treated as constants. This is what keeps
+nested transformations free of perturbation confusion.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any, Callable
+
+import numpy as np
+import jax
+from jax import dtypes as jax_dtypes
+
+float0 = jax_dtypes.float0
+
+
+# --------------------------------------------------------------------------- avals
+
+class ShapedArray:
+    """Abstract value: what the IR knows of an array (shape, dtype, weak type)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapedArray) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self):
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def str_short(self):
+        return f"{dtype_short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    __repr__ = lambda self: f"ShapedArray({self.str_short()}{', weak' if self.weak_type else ''})"
+
+    def to_shape_dtype(self):
+        return jax.ShapeDtypeStruct(self.shape, self.dtype, weak_type=self.weak_type)
+
+
+_SHORT_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+                "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+                "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+                "bool": "bool", "complex64": "c64", "complex128": "c128"}
+
+
+def dtype_short_name(dtype):
+    dtype = np.dtype(dtype)
+    if dtype == float0:
+        return "float0"
+    return _SHORT_NAMES.get(dtype.name, dtype.name)
+
+
+def canonical_dtype(dtype):
+    """The dtype JAX would use (float64 becomes float32 unless x64 is enabled)."""
+    return np.dtype(jax_dtypes.canonicalize_dtype(dtype))
+
+
+_PY_SCALAR_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
+
+
+def get_aval(x) -> ShapedArray:
+    """The abstract value of any value impl accepts: tracer, array or Python scalar."""
+    if isinstance(x, Tracer):
+        return x.aval
+    t = type(x)
+    if t in _PY_SCALAR_DTYPES:
+        return ShapedArray((), canonical_dtype(_PY_SCALAR_DTYPES[t]), weak_type=t is not bool)
+    if isinstance(x, jax.Array):
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+    if isinstance(x, (np.ndarray, np.generic)):
+        dtype = x.dtype if x.dtype == float0 else canonical_dtype(x.dtype)
+        return ShapedArray(x.shape, dtype)
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return ShapedArray(x.shape, x.dtype, getattr(x, "weak_type", False))
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid impl type: "
+                    "expected an array, a Python scalar or a tracer.")
+
+
+def valid_jaxtype(x) -> bool:
+    try:
+        get_aval(x)
+        return True
+    except TypeError:
+        return False
+
+
+def is_float_dtype(dtype):
+    return np.issubdtype(np.dtype(dtype), np.inexact) and np.dtype(dtype) != float0
+
+
+# ------------------------------------------------------------------------------ IR
+
+_var_ids = itertools.count()
+
+
+class Var:
+    """A variable of the IR; it has an abstract value and an identity."""
+
+    __slots__ = ("aval", "id")
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+        self.id = next(_var_ids)
+
+    def __repr__(self):
+        return f"Var({self.id}:{self.aval.str_short()})"
+
+
+class Literal:
+    """A constant written inline in the IR (a scalar)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        v = self.val
+        return repr(v.item() if hasattr(v, "item") else v)
+
+
+class JaxprEqn:
+    __slots__ = ("primitive", "invars", "outvars", "params")
+
+    def __init__(self, primitive, invars, outvars, params):
+        self.primitive = primitive
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.params = params
+
+    def __repr__(self):
+        return pp_eqn(self, _Namer())
+
+
+class Jaxpr:
+    """A typed program: constvars and invars flow through equations to outvars."""
+
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "__weakref__")
+
+    def __init__(self, constvars, invars, outvars, eqns):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __repr__(self):
+        return pp_jaxpr(self)
+
+    __str__ = __repr__
+
+
+class ClosedJaxpr:
+    """A Jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts", "_cache", "__weakref__")
+
+    def __init__(self, jaxpr: Jaxpr, consts):
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+        self._cache = {}   # derived programs (jvp, batched, compiled), keyed by transformation
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __repr__(self):
+        return pp_jaxpr(self.jaxpr)
+
+    __str__ = __repr__
+
+    def pretty_print(self):
+        return pp_jaxpr(self.jaxpr)
+
+
+# -------------------------------------------------------------------- pretty-print
+
+class _Namer:
+    def __init__(self):
+        self.names = {}
+
+    def __call__(self, v):
+        if isinstance(v, Literal):
+            return repr(v)
+        name = self.names.get(v.id)
+        if name is None:
+            name = self.names[v.id] = _var_name(len(self.names))
+        return name
+
+
+def _var_name(i):
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    s = ""
+    while True:
+        s = letters[i % 26] + s
+        i = i // 26 - 1
+        if i < 0:
+            return s
+
+
+def _pp_param(value, indent):
+    if isinstance(value, ClosedJaxpr):
+        return _indent(pp_jaxpr(value.jaxpr), indent)
+    if isinstance(value, Jaxpr):
+        return _indent(pp_jaxpr(value), indent)
+    if isinstance(value, np.dtype) or isinstance(value, type):
+        return np.dtype(value).name
+    if callable(value):
+        return getattr(value, "__name__", type(value).__name__)
+    return str(value)
+
+
+def _indent(text, n):
+    pad = " " * n
+    return text.replace("\n", "\n" + pad)
+
+
+def pp_eqn(eqn, name, indent=4):
+    outs = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in eqn.outvars) or "_"
+    params = ""
+    if eqn.params:
+        params = "[" + " ".join(f"{k}={_pp_param(v, indent + 2)}"
+                                for k, v in sorted(eqn.params.items())) + "]"
+    ins = " ".join(name(v) for v in eqn.invars)
+    return f"{outs} = {eqn.primitive.name}{params} {ins}"
+
+
+def pp_jaxpr(jaxpr: Jaxpr, name=None):
+    name = name or _Namer()
+    consts = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
+    ins = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
+    lines = [f"{{ lambda {consts}; {ins}. let"]
+    lines += ["    " + pp_eqn(e, name) for e in jaxpr.eqns]
+    outs = ", ".join(name(v) for v in jaxpr.outvars)
+    lines.append(f"  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------ primitives
+
+class Primitive:
+    """An operation of the IR. Its rules live in the tables of each transformation."""
+
+    __slots__ = ("name", "multiple_results")
+
+    def __init__(self, name: str, multiple_results: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+
+    def __repr__(self):
+        return self.name
+
+    def bind(self, *args, **params):
+        return _state.trace.process_primitive(self, args, params)
+
+
+# Rule tables owned by core: evaluation on concrete arrays and abstract evaluation.
+impl_rules: dict[Primitive, Callable] = {}
+abstract_eval_rules: dict[Primitive, Callable] = {}
+
+
+def abstract_eval(prim, avals, params):
+    """Output aval(s) of `prim` applied to `avals`; a list when multiple_results."""
+    rule = abstract_eval_rules.get(prim)
+    if rule is None:
+        raise NotImplementedError(f"Abstract evaluation rule for '{prim.name}' not implemented")
+    return rule(*avals, **params)
+
+
+class MissingRuleError(NotImplementedError):
+    """A transformation met a primitive it has no rule for."""
+
+
+def missing_rule(table_description, prim):
+    return MissingRuleError(f"{table_description} rule for '{prim.name}' not implemented "
+                            f"(primitive '{prim.name}' cannot be {_VERBS.get(table_description, 'transformed')})")
+
+
+_VERBS = {"Differentiation": "differentiated (jvp)",
+          "Transpose": "transposed (reverse-mode differentiation, linear_transpose)",
+          "Batching": "batched (vmap)", "Lowering": "lowered (jit)",
+          "Evaluation": "evaluated"}
+
+
+# ------------------------------------------------------------------ traces & tracers
+
+class UnexpectedTracerError(TypeError):
+    """A tracer was used outside the transformation that created it."""
+
+
+class ConcretizationTypeError(TypeError):
+    """A traced value was used where Python needs a concrete value."""
+
+
+class Trace:
+    """Interprets primitives applied to its own tracers."""
+
+    __slots__ = ("parent", "alive", "__weakref__")
+
+    def __init__(self, parent):
+        self.parent = parent
+        self.alive = True
+
+    def process_primitive(self, prim, args, params):
+        raise NotImplementedError
+
+    def check_alive(self, tracer):
+        if not tracer._trace.alive:
+            raise escaped_tracer_error(tracer)
+
+
+def escaped_tracer_error(tracer):
+    return UnexpectedTracerError(
+        f"Encountered an unexpected tracer: {tracer!r} was created by a "
+        f"{type(tracer._trace).__name__.replace('Trace', '')} transformation that has already "
+        "finished, so the value escaped its transformation (for example through a global "
+        "variable, a closure or a side effect). Return the value from the transformed "
+        "function instead of storing it.")
+
+
+class EvalTrace(Trace):
+    """The trace with no transformation: primitives run on concrete jax arrays."""
+
+    __slots__ = ()
+
+    def process_primitive(self, prim, args, params):
+        for x in args:
+            if isinstance(x, Tracer):
+                if not x._trace.alive:
+                    raise escaped_tracer_error(x)
+                raise UnexpectedTracerError(
+                    f"A tracer {x!r} reached primitive '{prim.name}' outside of the "
+                    "transformation that owns it.")
+        rule = impl_rules.get(prim)
+        if rule is None:
+            raise missing_rule("Evaluation", prim)
+        return rule(*args, **params)
+
+
+eval_trace = EvalTrace(None)
+
+
+class _TraceState(threading.local):
+    def __init__(self):
+        self.trace = eval_trace
+
+
+_state = _TraceState()
+
+
+def current_trace():
+    return _state.trace
+
+
+class set_current_trace:
+    """Context manager that makes `trace` current, restoring the previous one after."""
+
+    __slots__ = ("trace", "prev")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.prev = _state.trace
+        _state.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc):
+        _state.trace = self.prev
+        return False
+
+
+class new_trace:
+    """Start a transformation: make `trace` current, and mark it dead when leaving."""
+
+    __slots__ = ("trace", "prev")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.prev = _state.trace
+        _state.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc):
+        _state.trace = self.prev
+        self.trace.alive = False
+        return False
+
+
+# Methods for tracers that the array API fills in (impl.numpy registers them), so that
+# core never imports the numpy layer.
+tracer_methods: dict[str, Callable] = {}
+
+
+class Tracer:
+    """A value being traced by some transformation; behaves like an array."""
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 1000
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def concrete_value(self):
+        """The concrete value behind the tracer, if the transformation knows one."""
+        return None
+
+    def _concrete(self, what):
+        val = self.concrete_value()
+        if val is None:
+            raise ConcretizationTypeError(
+                f"Abstract tracer value encountered where a concrete value is expected: "
+                f"{what} of a traced array {self.aval.str_short()}. The value is only known "
+                "abstractly inside this transformation; use impl.numpy.where or lax.select "
+                "instead of Python control flow, or mark the argument static in jit.")
+        return val
+
+    def __bool__(self):
+        return bool(self._concrete("bool()"))
+
+    def __float__(self):
+        return float(self._concrete("float()"))
+
+    def __int__(self):
+        return int(self._concrete("int()"))
+
+    def __index__(self):
+        return int(self._concrete("an index (__index__)"))
+
+    def __complex__(self):
+        return complex(self._concrete("complex()"))
+
+    def __array__(self, dtype=None, copy=None):
+        val = np.asarray(self._concrete("numpy.asarray()"))
+        return val.astype(dtype) if dtype is not None else val
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+    def __getattr__(self, name):
+        method = tracer_methods.get(name)
+        if method is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return method.__get__(self)
+
+
+def _forward_to_array_api(name):
+    def method(self, *args, **kwargs):
+        try:
+            fn = tracer_methods[name]
+        except KeyError:
+            raise TypeError(f"operator {name} is not supported on traced arrays") from None
+        return fn(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name in ["__neg__", "__pos__", "__abs__", "__invert__", "__add__", "__radd__", "__sub__",
+              "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__",
+              "__matmul__", "__rmatmul__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__",
+              "__ne__", "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__",
+              "__getitem__", "__divmod__", "__rdivmod__", "__lshift__", "__rshift__"]:
+    setattr(Tracer, _name, _forward_to_array_api(_name))
+del _name
+
+
+def full_lower(x):
+    return x
+
+
+# ------------------------------------------------------------------- interpretation
+
+def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
+    """Interpret `jaxpr` by binding each equation on the current trace."""
+    env = {}
+
+    def read(v):
+        return v.val if type(v) is Literal else env[v.id]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v.id] = x
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"program expects {len(jaxpr.invars)} arguments, got {len(args)}")
+    for v, x in zip(jaxpr.invars, args):
+        env[v.id] = x
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = (outs,)
+        for v, x in zip(eqn.outvars, outs):
+            env[v.id] = x
+    return [read(v) for v in jaxpr.outvars]
+
+
+def jaxpr_as_fun(closed: ClosedJaxpr):
+    def fun(*args):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return fun
+
+
+# A namespace the primitive modules fill with the few structural operations that the
+# interpreters need (zeros, broadcasting, moving axes, summing), so that interpreters
+# do not import primitives.
+class _Ops:
+    pass
+
+
+ops: Any = _Ops()

@@ -1,0 +1,1 @@
+"""One module per transformation, each owning its rule table."""

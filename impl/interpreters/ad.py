@@ -1,0 +1,362 @@
+"""Automatic differentiation: jvp with symbolic zeros, linearize, transpose, vjp.
+
+Forward mode is a trace (`JVPTrace`) whose tracers carry a primal and a tangent.
+Reverse mode is forward mode whose tangent half is staged into a linear program
+(`linearize`, via partial evaluation) and then transposed (`backward_pass`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from impl import core
+from impl.core import Literal, ShapedArray, Tracer, Var, float0, get_aval
+from impl.interpreters import partial_eval as pe
+
+jvp_rules: dict = {}        # prim -> rule(primals, tangents, **params) -> (out, tangent_out)
+transpose_rules: dict = {}  # prim -> rule(cts, *args, **params) -> cts per arg (None if primal)
+
+
+# ------------------------------------------------------------------- symbolic zeros
+
+class Zero:
+    """A tangent or cotangent known to be zero; it is never materialised unless asked."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    """Tangents of floating values share their type; others have dtype float0."""
+    if core.is_float_dtype(aval.dtype):
+        return aval
+    return ShapedArray(aval.shape, float0)
+
+
+def zeros_like_aval(aval):
+    if aval.dtype == float0:
+        return np.zeros(aval.shape, float0)
+    return core.ops.zeros(aval)
+
+
+def instantiate_zeros(t):
+    return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+add_any_p = core.Primitive("add_any")   # adds tangents; other rules in primitives.elementwise
+
+
+def add_tangents(a, b):
+    if type(a) is Zero:
+        return b
+    if type(b) is Zero:
+        return a
+    return add_any_p.bind(a, b)
+
+
+# -------------------------------------------------------------------------- jvp
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+    def concrete_value(self):
+        p = self.primal
+        return p.concrete_value() if isinstance(p, Tracer) else p
+
+
+class JVPTrace(core.Trace):
+    __slots__ = ()
+
+    def process_primitive(self, prim, args, params):
+        primals, tangents, nonzero = [], [], False
+        for x in args:
+            if type(x) is JVPTracer and x._trace is self:
+                primals.append(x.primal)
+                tangents.append(x.tangent)
+                nonzero = nonzero or type(x.tangent) is not Zero
+            else:
+                if isinstance(x, Tracer):
+                    self.check_alive(x)
+                primals.append(x)
+                tangents.append(None)
+        if not nonzero:
+            with core.set_current_trace(self.parent):
+                return prim.bind(*primals, **params)
+        tangents = [Zero(tangent_aval(get_aval(p))) if t is None else t
+                    for p, t in zip(primals, tangents)]
+        rule = jvp_rules.get(prim)
+        if rule is None:
+            raise core.missing_rule("Differentiation", prim)
+        with core.set_current_trace(self.parent):
+            out, out_t = rule(primals, tangents, **params)
+        if prim.multiple_results:
+            return [self.wrap(p, t) for p, t in zip(out, out_t)]
+        return self.wrap(out, out_t)
+
+    def wrap(self, primal, tangent):
+        if type(tangent) is Zero:
+            return primal
+        if not core.is_float_dtype(get_aval(primal).dtype):
+            return primal
+        return JVPTracer(self, primal, tangent)
+
+
+def jvp_flat(fun, primals, tangents):
+    """Push tangents through `fun` (flat lists in and out)."""
+    trace = JVPTrace(core.current_trace())
+    with core.new_trace(trace):
+        ins = [JVPTracer(trace, p, t) if type(t) is not Zero else p
+               for p, t in zip(primals, tangents)]
+        outs = fun(*ins)
+        return unzip_outputs(trace, outs)
+
+
+def unzip_outputs(trace, outs):
+    primals, tangents = [], []
+    for o in outs:
+        if type(o) is JVPTracer and o._trace is trace:
+            primals.append(o.primal)
+            tangents.append(o.tangent)
+        else:
+            primals.append(o)
+            tangents.append(Zero(tangent_aval(get_aval(o))))
+    return primals, tangents
+
+
+def as_tangent(t, primal_aval):
+    """A user-given tangent, with float0 or literal zeros made symbolic."""
+    aval = tangent_aval(primal_aval)
+    if aval.dtype == float0:
+        return Zero(aval)
+    return t
+
+
+# -------------------------------------------------------------------- linearize
+
+class LinearizedFunction:
+    """The linear map produced by `linearize`: a staged program of the tangent part."""
+
+    def __init__(self, jaxpr, in_avals, out_avals, out_nonzero):
+        self.jaxpr = jaxpr            # ClosedJaxpr: tangents in, nonzero tangents out
+        self.in_avals = in_avals      # tangent avals of the inputs
+        self.out_avals = out_avals    # tangent avals of all outputs
+        self.out_nonzero = out_nonzero
+
+    def jvp(self, tangents):
+        outs = iter(core.eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *tangents))
+        return [next(outs) if nz else Zero(a) for nz, a in zip(self.out_nonzero, self.out_avals)]
+
+    def transpose(self, cts):
+        """Cotangents of the inputs (Zero where none flows) from cotangents of the outputs."""
+        cts = [ct for ct, nz in zip(cts, self.out_nonzero) if nz]
+        args = [UndefinedPrimal(a) for a in self.in_avals]
+        return backward_pass(self.jaxpr.jaxpr, self.jaxpr.consts, args, cts)
+
+
+def linearize_flat(fun, primals):
+    """Evaluate `fun` at `primals` and stage its tangent map as a linear program."""
+    parent = core.current_trace()
+    staging = pe.JaxprTrace(parent, forward_known=True)
+    avals = [get_aval(p) for p in primals]
+    t_avals = [tangent_aval(a) for a in avals]
+    with core.new_trace(staging):
+        t_args = [staging.new_arg(a) for a in t_avals]
+        jvp_trace = JVPTrace(staging)
+        with core.new_trace(jvp_trace):
+            ins = [JVPTracer(jvp_trace, p, t) if a.dtype != float0 else p
+                   for p, t, a in zip(primals, t_args, t_avals)]
+            outs = fun(*ins)
+            out_primals, out_tangents = unzip_outputs(jvp_trace, outs)
+        for p in out_primals:
+            if staging.is_own(p):
+                raise TypeError("linearize: a primal output depends on the tangent inputs; "
+                                "some primitive lacks a partial-evaluation rule")
+        out_nonzero = [type(t) is not Zero for t in out_tangents]
+        closed = staging.to_closed_jaxpr([t for t in out_tangents if type(t) is not Zero])
+    out_avals = [tangent_aval(get_aval(p)) for p in out_primals]
+    return out_primals, LinearizedFunction(closed, t_avals, out_avals, out_nonzero)
+
+
+# --------------------------------------------------------------------- transpose
+
+class UndefinedPrimal:
+    """Marks a linear input of a transpose rule: its value is not known, only its type."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined_primal(x):
+    return type(x) is UndefinedPrimal
+
+
+def backward_pass(jaxpr, consts, args, cts_out):
+    """Transpose `jaxpr` with respect to its UndefinedPrimal arguments.
+
+    Equations that do not touch a linear input are evaluated forward first; the rest
+    are transposed in reverse order. Returns a cotangent (or Zero) for every argument.
+    """
+    primal_env = {}
+    linear = set()
+    for v, c in zip(jaxpr.constvars, consts):
+        primal_env[v.id] = c
+    for v, x in zip(jaxpr.invars, args):
+        if type(x) is UndefinedPrimal:
+            linear.add(v.id)
+        else:
+            primal_env[v.id] = x
+
+    def read_primal(v):
+        return v.val if type(v) is Literal else primal_env[v.id]
+
+    linear_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(type(v) is Var and v.id in linear for v in eqn.invars):
+            linear_eqns.append(eqn)
+            linear.update(v.id for v in eqn.outvars)
+        else:
+            outs = eqn.primitive.bind(*[read_primal(v) for v in eqn.invars], **eqn.params)
+            if not eqn.primitive.multiple_results:
+                outs = (outs,)
+            for v, x in zip(eqn.outvars, outs):
+                primal_env[v.id] = x
+
+    ct_env = {}
+
+    def write_ct(v, ct):
+        if ct is None or type(ct) is Zero or type(v) is not Var or v.id not in linear:
+            return
+        prev = ct_env.get(v.id)
+        ct_env[v.id] = ct if prev is None else add_tangents(prev, ct)
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        write_ct(v, ct)
+
+    for eqn in reversed(linear_eqns):
+        cts = [ct_env.pop(v.id, None) for v in eqn.outvars]
+        if all(ct is None for ct in cts):
+            continue
+        cts = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
+        invals = [UndefinedPrimal(v.aval) if type(v) is Var and v.id in linear
+                  else read_primal(v) for v in eqn.invars]
+        rule = transpose_rules.get(eqn.primitive)
+        if rule is None:
+            raise core.missing_rule("Transpose", eqn.primitive)
+        cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *invals,
+                      **eqn.params)
+        for v, ct in zip(eqn.invars, cts_in):
+            write_ct(v, ct)
+
+    return [ct_env.get(v.id, Zero(v.aval)) if v.id in linear else None
+            for v in jaxpr.invars]
+
+
+def transpose_closed(closed, linear_mask, args, cts):
+    """Transpose a closed program; `args` holds values for its non-linear inputs."""
+    it = iter(args)
+    full = [UndefinedPrimal(a) if lin else next(it)
+            for a, lin in zip(closed.in_avals, linear_mask)]
+    return backward_pass(closed.jaxpr, closed.consts, full, cts)
+
+
+# ------------------------------------------------------------------- registrars
+
+def defjvp(prim, *jvp_fns, use_output=False):
+    """JVP from one function per argument: fn(tangent, *primals, **params).
+
+    With `use_output=True` each is fn(tangent, out, *primals, **params)."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        acc = Zero(tangent_aval(get_aval(out)))
+        for fn, t in zip(jvp_fns, tangents):
+            if fn is None or type(t) is Zero:
+                continue
+            acc = add_tangents(acc, fn(t, out, *primals, **params) if use_output
+                               else fn(t, *primals, **params))
+        return out, acc
+    jvp_rules[prim] = rule
+
+
+def defjvp_zero(prim):
+    """The output does not vary with the inputs (comparisons, rounding, integer ops)."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if prim.multiple_results:
+            return out, [Zero(tangent_aval(get_aval(o))) for o in out]
+        return out, Zero(tangent_aval(get_aval(out)))
+    jvp_rules[prim] = rule
+
+
+def deflinear(prim, transpose_rule):
+    """A primitive linear in all its array arguments: its jvp applies it to tangents."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        out_t = prim.bind(*[instantiate_zeros(t) for t in tangents], **params)
+        return out, out_t
+    jvp_rules[prim] = rule
+    transpose_rules[prim] = transpose_rule
+
+
+def deflinear_in(prim, linear_argnums, transpose_rule):
+    """Linear in the arguments `linear_argnums`, with the others fixed (e.g. pad value)."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if all(type(tangents[i]) is Zero for i in linear_argnums):
+            return out, Zero(tangent_aval(get_aval(out)))
+        args = [instantiate_zeros(t) if i in linear_argnums else p
+                for i, (p, t) in enumerate(zip(primals, tangents))]
+        return out, prim.bind(*args, **params)
+    jvp_rules[prim] = rule
+    transpose_rules[prim] = transpose_rule
+
+
+def defbilinear(prim, lhs_transpose, rhs_transpose):
+    """prim(x, y) is linear in x and in y separately (mul, dot_general)."""
+    def jvp(primals, tangents, **params):
+        x, y = primals
+        tx, ty = tangents
+        out = prim.bind(x, y, **params)
+        acc = Zero(tangent_aval(get_aval(out)))
+        if type(tx) is not Zero:
+            acc = add_tangents(acc, prim.bind(tx, y, **params))
+        if type(ty) is not Zero:
+            acc = add_tangents(acc, prim.bind(x, ty, **params))
+        return out, acc
+
+    def transpose(ct, x, y, **params):
+        if type(ct) is Zero:
+            return [None, None]
+        if is_undefined_primal(x) and is_undefined_primal(y):
+            raise TypeError(f"'{prim.name}' is bilinear, not linear: both of its operands "
+                            "depend on the linear inputs of the function being transposed")
+        if is_undefined_primal(x):
+            return [lhs_transpose(ct, x, y, **params), None]
+        return [None, rhs_transpose(ct, x, y, **params)]
+
+    jvp_rules[prim] = jvp
+    transpose_rules[prim] = transpose
+
+
+def _add_any_transpose(ct, x, y):
+    return [ct if is_undefined_primal(x) else None, ct if is_undefined_primal(y) else None]
+
+
+deflinear(add_any_p, _add_any_transpose)

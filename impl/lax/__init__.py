@@ -1,0 +1,9 @@
+"""Primitive-level functions, as in jax.lax."""
+from impl.primitives.elementwise import (  # noqa: F401
+    add, sub, mul, div, neg, sin, cos, exp, log, sqrt, rsqrt, sign, select_n,
+    convert_element_type,
+)
+from impl.primitives.shape import (  # noqa: F401
+    broadcast_in_dim, reshape, transpose, squeeze, expand_dims, reduce_sum,
+)
+from impl.primitives.linalg import dot_general  # noqa: F401

@@ -1,0 +1,43 @@
+"""Operators and methods of traced arrays, registered into core.tracer_methods."""
+from __future__ import annotations
+
+from impl import core
+from impl.numpy import _ufuncs as uf
+from impl.numpy import _core as c
+
+
+def _swap(f):
+    return lambda self, other: f(other, self)
+
+
+_OPERATORS = {
+    "__neg__": uf.negative, "__pos__": uf.positive, "__abs__": uf.absolute,
+    "__invert__": uf.invert,
+    "__add__": uf.add, "__radd__": _swap(uf.add),
+    "__sub__": uf.subtract, "__rsub__": _swap(uf.subtract),
+    "__mul__": uf.multiply, "__rmul__": _swap(uf.multiply),
+    "__truediv__": uf.true_divide, "__rtruediv__": _swap(uf.true_divide),
+    "__floordiv__": uf.floor_divide, "__rfloordiv__": _swap(uf.floor_divide),
+    "__mod__": uf.remainder, "__rmod__": _swap(uf.remainder),
+    "__pow__": uf.power, "__rpow__": _swap(uf.power),
+    "__matmul__": c.matmul, "__rmatmul__": _swap(c.matmul),
+    "__lt__": uf.less, "__le__": uf.less_equal, "__gt__": uf.greater,
+    "__ge__": uf.greater_equal, "__eq__": uf.equal, "__ne__": uf.not_equal,
+    "__and__": uf.bitwise_and, "__rand__": _swap(uf.bitwise_and),
+    "__or__": uf.bitwise_or, "__ror__": _swap(uf.bitwise_or),
+    "__xor__": uf.bitwise_xor, "__rxor__": _swap(uf.bitwise_xor),
+}
+
+_METHODS = {
+    "sum": c.sum, "mean": c.mean, "var": c.var, "std": c.std,
+    "reshape": lambda self, *shape, **kw: c.reshape(self, *shape, **kw),
+    "transpose": lambda self, *axes: c.transpose(self, axes[0] if len(axes) == 1 and
+                                                 not isinstance(axes[0], int) else
+                                                 (axes or None)),
+    "squeeze": c.squeeze, "ravel": c.ravel, "flatten": c.ravel, "astype": c.astype,
+    "dot": c.dot, "swapaxes": c.swapaxes, "clip": uf.clip,
+}
+
+core.tracer_methods.update(_OPERATORS)
+core.tracer_methods.update(_METHODS)
+core.tracer_methods["T"] = property(lambda self: c.transpose(self))

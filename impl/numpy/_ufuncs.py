@@ -1,0 +1,278 @@
+"""Elementwise functions of the array API (jax.numpy names) over impl's primitives."""
+from __future__ import annotations
+
+import numpy as np
+
+from impl import core
+from impl.core import get_aval
+from impl.primitives import elementwise as ew
+from impl.numpy._util import asarray, broadcast_arrays, promote
+
+
+def _float_operand(x):
+    x = asarray(x) if not isinstance(x, core.Tracer) else x
+    aval = get_aval(x)
+    if not core.is_float_dtype(aval.dtype):
+        x = ew.convert_element_type(x, core.canonical_dtype(np.float64), weak_type=aval.weak_type)
+    return x
+
+
+def _unary(prim, floating=True):
+    def fn(x):
+        x = _float_operand(x) if floating else asarray(x)
+        return prim.bind(x)
+    fn.__name__ = prim.name
+    return fn
+
+
+def _binary(prim, floating=False):
+    def fn(x, y):
+        if floating:
+            x, y = broadcast_arrays(x, y)
+            dtype, weak = _float_result(x, y)
+            x, y = (ew.convert_element_type(a, dtype, weak_type=weak and get_aval(a).weak_type)
+                    for a in (x, y))
+            return prim.bind(x, y)
+        return prim.bind(*broadcast_arrays(_scalar(x), _scalar(y)))
+    fn.__name__ = prim.name
+    return fn
+
+
+def _scalar(x):
+    return x if isinstance(x, (core.Tracer, int, float, bool, complex)) else asarray(x)
+
+
+def _float_result(x, y):
+    from impl.numpy._util import result_dtype
+    dtype, weak = result_dtype(x, y)
+    if not core.is_float_dtype(dtype):
+        dtype = core.canonical_dtype(np.float64)
+    return dtype, weak
+
+
+sin = _unary(ew.sin_p)
+cos = _unary(ew.cos_p)
+tan = _unary(ew.tan_p)
+arcsin = _unary(ew.asin_p)
+arccos = _unary(ew.acos_p)
+arctan = _unary(ew.atan_p)
+sinh = _unary(ew.sinh_p)
+cosh = _unary(ew.cosh_p)
+tanh = _unary(ew.tanh_p)
+exp = _unary(ew.exp_p)
+log = _unary(ew.log_p)
+log1p = _unary(ew.log1p_p)
+expm1 = _unary(ew.expm1_p)
+sqrt = _unary(ew.sqrt_p)
+floor = _unary(ew.floor_p)
+ceil = _unary(ew.ceil_p)
+isfinite = _unary(ew.is_finite_p)
+asin, acos, atan = arcsin, arccos, arctan
+
+
+def negative(x):
+    return ew.neg_p.bind(asarray(x))
+
+
+def positive(x):
+    return asarray(x)
+
+
+def absolute(x):
+    x = asarray(x)
+    if get_aval(x).dtype.kind in "bu":
+        return x
+    return ew.abs_p.bind(x)
+
+
+abs = absolute
+
+
+def sign(x):
+    return ew.sign_p.bind(asarray(x))
+
+
+def round(x, decimals=0):
+    x = _float_operand(x)
+    if decimals:
+        factor = 10.0 ** decimals
+        return ew.div(ew.round_p.bind(ew.mul(x, factor), rounding_method=1), factor)
+    return ew.round_p.bind(x, rounding_method=1)
+
+
+around = round
+
+
+def rint(x):
+    return ew.round_p.bind(_float_operand(x), rounding_method=1)
+
+
+add = _binary(ew.add_p)
+subtract = _binary(ew.sub_p)
+multiply = _binary(ew.mul_p)
+maximum = _binary(ew.max_p)
+minimum = _binary(ew.min_p)
+arctan2 = _binary(ew.atan2_p, floating=True)
+atan2 = arctan2
+equal = _binary(ew.eq_p)
+not_equal = _binary(ew.ne_p)
+less = _binary(ew.lt_p)
+less_equal = _binary(ew.le_p)
+greater = _binary(ew.gt_p)
+greater_equal = _binary(ew.ge_p)
+bitwise_and = _binary(ew.and_p)
+bitwise_or = _binary(ew.or_p)
+bitwise_xor = _binary(ew.xor_p)
+
+
+def true_divide(x, y):
+    x, y = broadcast_arrays(_scalar(x), _scalar(y))
+    dtype, weak = _float_result(x, y)
+    x, y = (ew.convert_element_type(a, dtype, weak_type=weak and get_aval(a).weak_type)
+            if get_aval(a).dtype != dtype else a for a in (x, y))
+    return ew.div_p.bind(x, y)
+
+
+divide = true_divide
+
+
+def floor_divide(x, y):
+    x, y = broadcast_arrays(_scalar(x), _scalar(y))
+    if core.is_float_dtype(get_aval(x).dtype) or core.is_float_dtype(get_aval(y).dtype):
+        return ew.floor_p.bind(ew.div_p.bind(x, y))
+    # integer floor division rounds toward -inf: adjust truncation where signs differ
+    q = ew.div_p.bind(x, y)
+    r = ew.rem_p.bind(x, y)
+    fix = ew.logical_and(ew.ne_p.bind(r, 0), ew.ne_p.bind(ew.lt(r, 0), ew.lt(y, 0)))
+    return ew.select_n(fix, q, ew.sub(q, 1))
+
+
+def remainder(x, y):
+    x, y = broadcast_arrays(_scalar(x), _scalar(y))
+    r = ew.rem_p.bind(x, y)
+    fix = ew.logical_and(ew.ne_p.bind(r, 0), ew.ne_p.bind(ew.lt(r, 0), ew.lt(y, 0)))
+    return ew.select_n(fix, r, ew.add(r, y))
+
+
+mod = remainder
+
+
+def fmod(x, y):
+    return ew.rem_p.bind(*broadcast_arrays(_scalar(x), _scalar(y)))
+
+
+def power(x, y):
+    if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
+        x = asarray(x) if not isinstance(x, core.Tracer) else x
+        return ew.integer_pow_p.bind(x, y=int(y))
+    x, y = broadcast_arrays(_scalar(x), _scalar(y))
+    return ew.pow_p.bind(x, y)
+
+
+def square(x):
+    return ew.integer_pow_p.bind(asarray(x), y=2)
+
+
+def reciprocal(x):
+    return true_divide(1, x)
+
+
+def logical_not(x):
+    x = asarray(x)
+    if get_aval(x).dtype != np.bool_:
+        x = ew.ne_p.bind(x, 0)
+    return ew.not_p.bind(x)
+
+
+invert = bitwise_not = lambda x: ew.not_p.bind(asarray(x))
+
+
+def _as_bool(x):
+    x = asarray(x) if not isinstance(x, core.Tracer) else x
+    return x if get_aval(x).dtype == np.bool_ else ew.ne_p.bind(x, 0)
+
+
+def logical_and(x, y):
+    return ew.and_p.bind(*broadcast_arrays(_as_bool(x), _as_bool(y)))
+
+
+def logical_or(x, y):
+    return ew.or_p.bind(*broadcast_arrays(_as_bool(x), _as_bool(y)))
+
+
+def logical_xor(x, y):
+    return ew.xor_p.bind(*broadcast_arrays(_as_bool(x), _as_bool(y)))
+
+
+def exp2(x):
+    return exp(multiply(_float_operand(x), float(np.log(2))))
+
+
+def log2(x):
+    return true_divide(log(x), float(np.log(2)))
+
+
+def log10(x):
+    return true_divide(log(x), float(np.log(10)))
+
+
+def logaddexp(x, y):
+    x, y = broadcast_arrays(_float_operand(x), _float_operand(y))
+    amax = maximum(x, y)
+    delta = subtract(x, y)
+    safe = ew.select_n(isfinite(delta), ew.zeros_like(delta), delta)
+    return ew.select_n(isfinite(delta), amax, add(amax, log1p(exp(negative(absolute(safe))))))
+
+
+def clip(a, a_min=None, a_max=None, *, min=None, max=None):
+    lo = a_min if min is None else min
+    hi = a_max if max is None else max
+    x = asarray(a) if not isinstance(a, core.Tracer) else a
+    if lo is not None:
+        x = maximum(x, lo)
+    if hi is not None:
+        x = minimum(x, hi)
+    return x
+
+
+def where(condition, x=None, y=None):
+    if x is None or y is None:
+        raise ValueError("impl.numpy.where with a single argument is not supported under "
+                         "transformations (its output shape depends on values); pass x and y")
+    cond = _as_bool(condition)
+    x, y = promote(_scalar(x), _scalar(y))
+    from impl.numpy._util import broadcast_shapes, broadcast_to
+    shape = broadcast_shapes(get_aval(cond).shape, get_aval(x).shape, get_aval(y).shape)
+    cond, x, y = (broadcast_to(a, shape) if get_aval(a).shape != shape else a
+                  for a in (cond, x, y))
+    return ew.select_n(cond, y, x)
+
+
+def isnan(x):
+    x = asarray(x)
+    return ew.ne_p.bind(x, x)
+
+
+def isinf(x):
+    x = _float_operand(x)
+    return ew.eq_p.bind(absolute(x), float("inf"))
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    x = _float_operand(x)
+    info = np.finfo(get_aval(x).dtype)
+    x = where(isnan(x), nan, x)
+    x = where(ew.eq_p.bind(x, float("inf")), info.max if posinf is None else posinf, x)
+    return where(ew.eq_p.bind(x, float("-inf")), info.min if neginf is None else neginf, x)
+
+
+def deg2rad(x):
+    return multiply(_float_operand(x), float(np.pi / 180))
+
+
+def rad2deg(x):
+    return multiply(_float_operand(x), float(180 / np.pi))
+
+
+def hypot(x, y):
+    return sqrt(add(square(_float_operand(x)), square(_float_operand(y))))

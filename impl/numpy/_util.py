@@ -1,0 +1,129 @@
+"""Type promotion and broadcasting for the array API, over impl's primitives."""
+from __future__ import annotations
+
+import numpy as np
+import jax
+import jax.numpy as jax_jnp
+
+from impl import core
+from impl.core import Tracer, get_aval
+from impl.primitives import elementwise as ew
+from impl.primitives import shape as sh
+
+
+def is_array_like(x):
+    return isinstance(x, (Tracer, jax.Array, np.ndarray, np.generic, int, float, bool, complex))
+
+
+def asarray(x, dtype=None):
+    """A value impl's primitives accept: tracers stay as they are, the rest become arrays."""
+    if isinstance(x, Tracer):
+        return x if dtype is None else ew.convert_element_type(x, dtype)
+    if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer)
+                                            for e in jax.tree_util.tree_leaves(x)):
+        from impl.numpy._shape import stack
+        return stack([asarray(e, dtype) for e in x])
+    if dtype is not None:
+        dtype = core.canonical_dtype(dtype)
+    return jax_jnp.asarray(x, dtype=dtype)
+
+
+def result_dtype(*args):
+    """JAX's promotion: weak (Python scalar) operands defer to strong ones."""
+    avals = [get_aval(a) for a in args]
+    strong = [a.dtype for a in avals if not a.weak_type]
+    weak = [a.dtype for a in avals if a.weak_type]
+    if strong:
+        dtype = strong[0]
+        for d in strong[1:]:
+            dtype = np.dtype(jax_jnp.promote_types(dtype, d))
+        for w in weak:
+            if _kind_rank(w) > _kind_rank(dtype):
+                dtype = _default_of_kind(w)
+        return core.canonical_dtype(dtype), False
+    dtype = weak[0]
+    for d in weak[1:]:
+        dtype = np.dtype(jax_jnp.promote_types(dtype, d))
+    return core.canonical_dtype(dtype), True
+
+
+def _kind_rank(d):
+    return {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}.get(np.dtype(d).kind, 2)
+
+
+def _default_of_kind(d):
+    kind = np.dtype(d).kind
+    if kind == "f":
+        return core.canonical_dtype(np.float64)
+    if kind == "c":
+        return core.canonical_dtype(np.complex128)
+    return core.canonical_dtype(np.int64)
+
+
+def promote(*args):
+    """Cast operands to their common dtype (keeping Python scalars weak)."""
+    dtype, weak = result_dtype(*args)
+    out = []
+    for a in args:
+        aval = get_aval(a)
+        if isinstance(a, (int, float, complex, bool)) and not isinstance(a, np.generic):
+            out.append(np.array(a, dtype) if not weak else a)
+        elif aval.dtype != dtype:
+            out.append(ew.convert_element_type(a, dtype, weak_type=weak and aval.weak_type))
+        else:
+            out.append(a)
+    return out
+
+
+def broadcast_shapes(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: {', '.join(map(str, shapes))}") \
+            from None
+
+
+def broadcast_to(x, shape):
+    aval = get_aval(x)
+    shape = tuple(int(d) for d in shape)
+    if aval.shape == shape:
+        return x
+    nd = len(shape) - aval.ndim
+    if nd < 0:
+        raise ValueError(f"cannot broadcast array of shape {aval.shape} to shape {shape}")
+    for i, d in enumerate(aval.shape):
+        if d != 1 and d != shape[nd + i]:
+            raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} and "
+                             f"requested shape {shape}")
+    # size-1 axes that grow are dropped first, then broadcast.
+    keep = [i for i, d in enumerate(aval.shape) if d == shape[nd + i]]
+    if len(keep) != aval.ndim:
+        x = sh.reshape(x, tuple(aval.shape[i] for i in keep))
+    return sh.broadcast_in_dim(x, shape, tuple(nd + i for i in keep))
+
+
+def broadcast_arrays(*args):
+    """Promote then broadcast operands; rank-0 operands are left for the primitive."""
+    args = promote(*args)
+    shapes = [get_aval(a).shape for a in args]
+    shape = broadcast_shapes(*shapes)
+    return [a if get_aval(a).shape == shape or not get_aval(a).shape else broadcast_to(a, shape)
+            for a in args]
+
+
+def canonicalize_axis(axis, ndim, what="axis"):
+    axis = int(axis)
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise ValueError(f"{what} {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def canonicalize_axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    axes = tuple(canonicalize_axis(a, ndim) for a in axis)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"repeated axis in {axis}")
+    return axes

@@ -1,0 +1,504 @@
+"""Elementwise primitives: unary math, binary arithmetic, comparisons, select, clamp,
+type conversion and stop_gradient, each with all of its rules.
+
+Operands have equal shapes, except that rank-0 operands broadcast (as in JAX's
+jaxprs, where `mul x 2.0` is allowed). Dtypes must agree, except that weakly typed
+operands (Python scalars) take the dtype of the others.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+from jax import lax
+
+from impl import core
+from impl.core import ShapedArray, get_aval
+from impl.interpreters import ad, batching
+from impl.interpreters.ad import Zero, defjvp, defjvp_zero, is_undefined_primal
+from impl.primitives._rules import cast_to, def_lowering, standard_primitive
+
+
+# ------------------------------------------------------------------ type rules
+
+def _result_shape(name, avals):
+    shape = ()
+    for a in avals:
+        if a.shape:
+            if shape and a.shape != shape:
+                raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                                f"{', '.join(str(b.shape) for b in avals)}")
+            shape = a.shape
+    return shape
+
+
+def _result_dtype(name, avals):
+    strong = [a.dtype for a in avals if not a.weak_type]
+    if strong:
+        if any(d != strong[0] for d in strong):
+            raise TypeError(f"{name} requires arguments to have the same dtypes, got "
+                            f"{', '.join(str(a.dtype) for a in avals)}")
+        return strong[0], False
+    dtypes = [a.dtype for a in avals]
+    return max(dtypes, key=lambda d: (d.kind == "c", d.kind == "f", d.itemsize)), True
+
+
+def _naryop_aval(name, accepted=None, out_dtype=None):
+    def rule(*avals, **params):
+        shape = _result_shape(name, avals)
+        dtype, weak = _result_dtype(name, avals)
+        if accepted is not None and not accepted(dtype):
+            raise TypeError(f"{name} does not accept dtype {dtype}")
+        if out_dtype is not None:
+            return ShapedArray(shape, out_dtype, False)
+        return ShapedArray(shape, dtype, weak)
+    return rule
+
+
+def _lower_nary(lax_fn, name):
+    def lower(*args, **params):
+        dtype, _ = _result_dtype(name, [get_aval(a) for a in args])
+        return lax_fn(*[cast_to(a, dtype) for a in args], **params)
+    return lower
+
+
+_float = core.is_float_dtype
+
+
+def _not_bool(d):
+    return d != np.bool_
+
+
+def unbroadcast(ct, aval):
+    """Sum a cotangent down to a rank-0 operand that was broadcast."""
+    if type(ct) is Zero:
+        return ct
+    ct_aval = get_aval(ct)
+    if ct_aval.shape != aval.shape:
+        ct = reduce_sum(ct, tuple(range(ct_aval.ndim)))
+    if get_aval(ct).dtype != aval.dtype and aval.dtype != core.float0:
+        ct = convert_element_type(ct, aval.dtype)
+    return ct
+
+
+def _standard_unop(name, lax_fn, accepted=_float):
+    p = standard_primitive(name)
+    def_lowering(p, _lower_nary(lax_fn, name), _naryop_aval(name, accepted))
+    batching.defvectorized(p)
+    return p
+
+
+def _standard_binop(name, lax_fn, accepted=None, out_dtype=None):
+    p = standard_primitive(name)
+    def_lowering(p, _lower_nary(lax_fn, name), _naryop_aval(name, accepted, out_dtype))
+    batching.defbroadcasting(p)
+    return p
+
+
+# ------------------------------------------------------------- unary primitives
+
+neg_p = _standard_unop("neg", lax.neg, _not_bool)
+sin_p = _standard_unop("sin", lax.sin)
+cos_p = _standard_unop("cos", lax.cos)
+tan_p = _standard_unop("tan", lax.tan)
+asin_p = _standard_unop("asin", lax.asin)
+acos_p = _standard_unop("acos", lax.acos)
+atan_p = _standard_unop("atan", lax.atan)
+sinh_p = _standard_unop("sinh", lax.sinh)
+cosh_p = _standard_unop("cosh", lax.cosh)
+tanh_p = _standard_unop("tanh", lax.tanh)
+exp_p = _standard_unop("exp", lax.exp)
+log_p = _standard_unop("log", lax.log)
+log1p_p = _standard_unop("log1p", lax.log1p)
+expm1_p = _standard_unop("expm1", lax.expm1)
+sqrt_p = _standard_unop("sqrt", lax.sqrt)
+rsqrt_p = _standard_unop("rsqrt", lax.rsqrt)
+logistic_p = _standard_unop("logistic", lax.logistic)
+erf_p = _standard_unop("erf", lax.erf)
+abs_p = _standard_unop("abs", lax.abs, _not_bool)
+sign_p = _standard_unop("sign", lax.sign, _not_bool)
+floor_p = _standard_unop("floor", lax.floor)
+ceil_p = _standard_unop("ceil", lax.ceil)
+round_p = _standard_unop("round", lambda x, rounding_method=0: lax.round(x, rounding_method))
+is_finite_p = standard_primitive("is_finite")
+def_lowering(is_finite_p, lax.is_finite, _naryop_aval("is_finite", _float, np.bool_))
+batching.defvectorized(is_finite_p)
+not_p = _standard_unop("not", lax.bitwise_not, lambda d: d.kind in "biu")
+
+
+def neg(x): return neg_p.bind(x)
+def sin(x): return sin_p.bind(x)
+def cos(x): return cos_p.bind(x)
+def exp(x): return exp_p.bind(x)
+def log(x): return log_p.bind(x)
+def sqrt(x): return sqrt_p.bind(x)
+def rsqrt(x): return rsqrt_p.bind(x)
+def sign(x): return sign_p.bind(x)
+def cosh(x): return cosh_p.bind(x)
+def sinh(x): return sinh_p.bind(x)
+
+
+ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
+defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
+defjvp(tan_p, lambda t, ans, x: mul(t, add(1, mul(ans, ans))), use_output=True)
+defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(1, mul(x, x)))))
+defjvp(acos_p, lambda t, x: neg(mul(t, rsqrt(sub(1, mul(x, x))))))
+defjvp(atan_p, lambda t, x: div(t, add(1, mul(x, x))))
+defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
+defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
+defjvp(tanh_p, lambda t, ans, x: mul(t, sub(1, mul(ans, ans))), use_output=True)
+defjvp(exp_p, lambda t, ans, x: mul(t, ans), use_output=True)
+defjvp(log_p, lambda t, x: div(t, x))
+defjvp(log1p_p, lambda t, x: div(t, add(1, x)))
+defjvp(expm1_p, lambda t, ans, x: mul(t, add(ans, 1)), use_output=True)
+defjvp(sqrt_p, lambda t, ans, x: div(t, mul(2, ans)), use_output=True)
+defjvp(rsqrt_p, lambda t, ans, x: mul(t, mul(-0.5, div(ans, x))), use_output=True)
+defjvp(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(1, ans))), use_output=True)
+defjvp(erf_p, lambda t, x: mul(t, mul(2 / math.sqrt(math.pi), exp(neg(mul(x, x))))))
+defjvp(abs_p, lambda t, x: mul(t, sign(x)))
+for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p):
+    defjvp_zero(_p)
+
+
+# ------------------------------------------------------------ binary primitives
+
+add_p = _standard_binop("add", lax.add)
+sub_p = _standard_binop("sub", lax.sub)
+mul_p = _standard_binop("mul", lax.mul)
+div_p = _standard_binop("div", lax.div)
+rem_p = _standard_binop("rem", lax.rem)
+pow_p = _standard_binop("pow", lax.pow)
+max_p = _standard_binop("max", lax.max)
+min_p = _standard_binop("min", lax.min)
+atan2_p = _standard_binop("atan2", lax.atan2)
+and_p = _standard_binop("and", lax.bitwise_and)
+or_p = _standard_binop("or", lax.bitwise_or)
+xor_p = _standard_binop("xor", lax.bitwise_xor)
+eq_p = _standard_binop("eq", lax.eq, out_dtype=np.bool_)
+ne_p = _standard_binop("ne", lax.ne, out_dtype=np.bool_)
+lt_p = _standard_binop("lt", lax.lt, out_dtype=np.bool_)
+le_p = _standard_binop("le", lax.le, out_dtype=np.bool_)
+gt_p = _standard_binop("gt", lax.gt, out_dtype=np.bool_)
+ge_p = _standard_binop("ge", lax.ge, out_dtype=np.bool_)
+
+ad.add_any_p.name = "add_any"
+def_lowering(ad.add_any_p, _lower_nary(lax.add, "add_any"), _naryop_aval("add_any"))
+batching.defbroadcasting(ad.add_any_p)
+
+
+def add(x, y): return add_p.bind(x, y)
+def sub(x, y): return sub_p.bind(x, y)
+def mul(x, y): return mul_p.bind(x, y)
+def div(x, y): return div_p.bind(x, y)
+def eq(x, y): return eq_p.bind(x, y)
+def gt(x, y): return gt_p.bind(x, y)
+def lt(x, y): return lt_p.bind(x, y)
+def logical_and(x, y): return and_p.bind(x, y)
+
+
+def _add_transpose(ct, x, y):
+    return [unbroadcast(ct, x.aval) if is_undefined_primal(x) else None,
+            unbroadcast(ct, y.aval) if is_undefined_primal(y) else None]
+
+
+def _sub_transpose(ct, x, y):
+    return [unbroadcast(ct, x.aval) if is_undefined_primal(x) else None,
+            unbroadcast(neg(ct), y.aval) if is_undefined_primal(y) else None]
+
+
+ad.deflinear(add_p, _add_transpose)
+ad.deflinear(sub_p, _sub_transpose)
+ad.defbilinear(mul_p,
+               lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
+               lambda ct, x, y: unbroadcast(mul(x, ct), y.aval))
+
+
+def _div_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = div(x, y)
+    acc = Zero(ad.tangent_aval(get_aval(out)))
+    if type(tx) is not Zero:
+        acc = ad.add_tangents(acc, div(tx, y))
+    if type(ty) is not Zero:
+        acc = ad.add_tangents(acc, neg(mul(ty, div(out, y))))
+    return out, acc
+
+
+def _div_transpose(ct, x, y):
+    if is_undefined_primal(y):
+        raise TypeError("div is not linear in its denominator; cannot transpose it")
+    return [unbroadcast(div(ct, y), x.aval), None]
+
+
+ad.jvp_rules[div_p] = _div_jvp
+ad.transpose_rules[div_p] = _div_transpose
+
+
+def _rem_jvp_y(t, x, y):
+    q = div(x, y)
+    return neg(mul(t, mul(sign(q), floor_p.bind(abs_p.bind(q)))))
+
+
+defjvp(rem_p, lambda t, x, y: t, _rem_jvp_y)
+
+
+def _pow_jvp_x(t, ans, x, y):
+    return mul(t, mul(y, pow_p.bind(x, sub(y, 1))))
+
+
+def _pow_jvp_y(t, ans, x, y):
+    safe_log = select_n(eq(x, 0), log(x), zeros_like(x))
+    return mul(t, mul(ans, safe_log))
+
+
+defjvp(pow_p, _pow_jvp_x, _pow_jvp_y, use_output=True)
+
+
+def _minmax_jvp(prim, pick):
+    # Where the operands tie the derivative is split evenly between them, as in JAX.
+    def rule(primals, tangents):
+        x, y = primals
+        out = prim.bind(x, y)
+        acc = Zero(ad.tangent_aval(get_aval(out)))
+        for t, me, other in ((tangents[0], x, y), (tangents[1], y, x)):
+            if type(t) is Zero:
+                continue
+            weight = select_n(pick(me, other), select_n(eq(me, other), zeros_like(out),
+                                                        full_like(out, 0.5)),
+                              full_like(out, 1.0))
+            acc = ad.add_tangents(acc, mul(t, weight))
+        return out, acc
+    ad.jvp_rules[prim] = rule
+
+
+_minmax_jvp(max_p, gt)
+_minmax_jvp(min_p, lt)
+
+
+def _atan2_denominator(x, y):
+    return add(mul(x, x), mul(y, y))
+
+
+defjvp(atan2_p, lambda t, x, y: mul(t, div(y, _atan2_denominator(x, y))),
+       lambda t, x, y: neg(mul(t, div(x, _atan2_denominator(x, y)))))
+for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, and_p, or_p, xor_p):
+    defjvp_zero(_p)
+
+
+# ---------------------------------------------------------------- integer_pow
+
+integer_pow_p = standard_primitive("integer_pow")
+def_lowering(integer_pow_p, lambda x, *, y: lax.integer_pow(x, y),
+             lambda x, *, y: _naryop_aval("integer_pow", _not_bool)(x))
+batching.defvectorized(integer_pow_p)
+
+
+def _integer_pow_jvp(t, x, *, y):
+    if y == 0:
+        return zeros_like(t)
+    base = x if y == 2 else integer_pow_p.bind(x, y=y - 1)
+    return mul(t, mul(y, base))
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
+
+
+# ---------------------------------------------------------------- select_n
+
+select_n_p = standard_primitive("select_n")
+
+
+def _select_n_aval(pred, *cases):
+    if pred.dtype not in (np.dtype(np.bool_), np.dtype(np.int32)):
+        raise TypeError(f"select_n predicate must be bool or int32, got {pred.dtype}")
+    if pred.shape and cases[0].shape != pred.shape:
+        raise TypeError(f"select_n predicate shape {pred.shape} must be scalar or equal "
+                        f"to the case shape {cases[0].shape}")
+    return _naryop_aval("select_n")(*cases)
+
+
+def _select_n_lower(pred, *cases):
+    dtype, _ = _result_dtype("select_n", [get_aval(c) for c in cases])
+    shape = np.shape(pred) or _result_shape("select_n", [get_aval(c) for c in cases])
+    cases = [jax.numpy.broadcast_to(cast_to(c, dtype), shape) for c in cases]
+    return lax.select_n(pred, *cases)
+
+
+def_lowering(select_n_p, _select_n_lower, _select_n_aval)
+
+
+def select_n(pred, *cases):
+    return select_n_p.bind(pred, *cases)
+
+
+def _select_n_batch(axis_data, vals, dims):
+    pred, *cases = vals
+    pdim, *cdims = dims
+    frame = batching.frame_shape(cases, cdims)
+    cases = [batching.to_batched_shape(c, d, axis_data.size, frame) for c, d in zip(cases, cdims)]
+    if pdim is not None or get_aval(pred).shape:
+        pred = batching.to_batched_shape(pred, pdim, axis_data.size, frame)
+    return select_n(pred, *cases), 0
+
+
+batching.batching_rules[select_n_p] = _select_n_batch
+
+
+def _select_n_jvp(primals, tangents):
+    pred, *cases = primals
+    out = select_n(pred, *cases)
+    if all(type(t) is Zero for t in tangents[1:]):
+        return out, Zero(ad.tangent_aval(get_aval(out)))
+    ts = [ad.instantiate_zeros(t) for t in tangents[1:]]
+    return out, select_n(pred, *ts)
+
+
+def _select_n_transpose(ct, pred, *cases):
+    if is_undefined_primal(pred):
+        raise TypeError("select_n is not linear in its predicate")
+    if type(ct) is Zero:
+        return [None] * (1 + len(cases))
+    zeros = zeros_like(ct)
+    outs = [None]
+    for i, c in enumerate(cases):
+        if is_undefined_primal(c):
+            branches = [zeros] * len(cases)
+            branches[i] = ct
+            outs.append(unbroadcast(select_n(pred, *branches), c.aval))
+        else:
+            outs.append(None)
+    return outs
+
+
+ad.jvp_rules[select_n_p] = _select_n_jvp
+ad.transpose_rules[select_n_p] = _select_n_transpose
+
+
+# ------------------------------------------------------------------- clamp
+
+clamp_p = standard_primitive("clamp")
+
+
+def _clamp_lower(lo, x, hi):
+    dtype = get_aval(x).dtype
+    return lax.clamp(cast_to(lo, dtype), x, cast_to(hi, dtype))
+
+
+def _clamp_aval(lo, x, hi):
+    for name, a in (("min", lo), ("max", hi)):
+        if a.shape and a.shape != x.shape:
+            raise TypeError(f"clamp {name} shape {a.shape} must be scalar or {x.shape}")
+    return x
+
+
+def_lowering(clamp_p, _clamp_lower, _clamp_aval)
+
+
+def _clamp_batch(axis_data, vals, dims):
+    lo, x, hi = vals
+    dlo, dx, dhi = dims
+    frame = batching.frame_shape([x], [dx])
+    x = batching.to_batched_shape(x, dx, axis_data.size, frame)
+    bounds = [b if d is None and not get_aval(b).shape
+              else batching.to_batched_shape(b, d, axis_data.size, frame)
+              for b, d in ((lo, dlo), (hi, dhi))]
+    return clamp_p.bind(bounds[0], x, bounds[1]), 0
+
+
+batching.batching_rules[clamp_p] = _clamp_batch
+
+
+def _clamp_jvp(primals, tangents):
+    lo, x, hi = primals
+    tlo, tx, thi = tangents
+    out = clamp_p.bind(lo, x, hi)
+    acc = Zero(ad.tangent_aval(get_aval(out)))
+    zero = zeros_like(out)
+    if type(tx) is not Zero:
+        inside = logical_and(gt(x, lo), lt(x, hi))
+        acc = ad.add_tangents(acc, select_n(inside, zero, tx))
+    if type(tlo) is not Zero:
+        acc = ad.add_tangents(acc, select_n(gt(lo, x), zero, _bcast_like(tlo, out)))
+    if type(thi) is not Zero:
+        acc = ad.add_tangents(acc, select_n(lt(hi, x), zero, _bcast_like(thi, out)))
+    return out, acc
+
+
+def _bcast_like(t, like):
+    if get_aval(t).shape == get_aval(like).shape:
+        return t
+    return core.ops.broadcast_in_dim(t, get_aval(like).shape, ())
+
+
+ad.jvp_rules[clamp_p] = _clamp_jvp
+
+
+# -------------------------------------------------------- convert_element_type
+
+convert_element_type_p = standard_primitive("convert_element_type")
+
+
+def _convert_lower(x, *, new_dtype, weak_type=False):
+    return lax.convert_element_type(x, new_dtype)
+
+
+def _convert_aval(x, *, new_dtype, weak_type=False):
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+def_lowering(convert_element_type_p, _convert_lower, _convert_aval)
+batching.defvectorized(convert_element_type_p)
+
+
+def convert_element_type(x, dtype, weak_type=False):
+    dtype = core.canonical_dtype(dtype)
+    aval = get_aval(x)
+    if aval.dtype == dtype and aval.weak_type == weak_type:
+        return x
+    return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=bool(weak_type))
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is Zero or not _float(new_dtype):
+        return out, Zero(ad.tangent_aval(get_aval(out)))
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
+    if type(ct) is Zero:
+        return [None]
+    return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype,
+                                        weak_type=x.aval.weak_type)]
+
+
+ad.jvp_rules[convert_element_type_p] = _convert_jvp
+ad.transpose_rules[convert_element_type_p] = _convert_transpose
+
+
+# ------------------------------------------------------------- stop_gradient
+
+stop_gradient_p = standard_primitive("stop_gradient")
+def_lowering(stop_gradient_p, lax.stop_gradient, lambda x: x)
+batching.defvectorized(stop_gradient_p)
+defjvp_zero(stop_gradient_p)
+
+
+# ------------------------------------------------------------------ helpers
+
+def zeros_like(x):
+    aval = get_aval(x)
+    return core.ops.broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+
+
+def full_like(x, value):
+    aval = get_aval(x)
+    return core.ops.broadcast_in_dim(np.array(value, aval.dtype), aval.shape, ())
+
+
+def reduce_sum(x, axes):
+    return core.ops.reduce_sum(x, axes)

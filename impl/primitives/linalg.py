@@ -1,0 +1,100 @@
+"""dot_general: batched tensor contraction, with its bilinear AD rules."""
+from __future__ import annotations
+
+import numpy as np
+from jax import lax
+
+from impl.core import get_aval
+from impl.interpreters import ad, batching
+from impl.primitives._rules import def_lowering, standard_primitive
+from impl.primitives.shape import transpose
+
+dot_general_p = standard_primitive("dot_general")
+
+
+def _lower_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
+                       preferred_element_type=None):
+    return lax.dot_general(lhs, rhs, dimension_numbers, precision=precision,
+                           preferred_element_type=preferred_element_type)
+
+
+def_lowering(dot_general_p, _lower_dot_general)
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(a) for a in lc), tuple(int(a) for a in rc)),
+          (tuple(int(a) for a in lb), tuple(int(a) for a in rb)))
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+                              preferred_element_type=preferred_element_type)
+
+
+def _free_axes(ndim, contract, batch):
+    return [i for i in range(ndim) if i not in contract and i not in batch]
+
+
+def _transpose_lhs(ct, x, y, *, dimension_numbers, precision=None,
+                   preferred_element_type=None, ct_rhs_first=False):
+    # The output of dot_general is laid out [batch, lhs free, rhs free]. Contract the
+    # cotangent's rhs-free axes against y's free axes (batching over the batch axes),
+    # which gives [batch, lhs free, lhs contracted (in y's order)]; then permute back.
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_ndim = x.aval.ndim
+    y_ndim = get_aval(y).ndim
+    x_free = _free_axes(x_ndim, x_contract, x_batch)
+    y_free = _free_axes(y_ndim, y_contract, y_batch)
+    nb = len(x_batch)
+    if ct_rhs_first:
+        ct_y_free = list(range(nb, nb + len(y_free)))
+    else:
+        ct_y_free = list(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
+    dims = ((tuple(ct_y_free), tuple(y_free)), (tuple(range(nb)), tuple(y_batch)))
+    x_contract_in_y_order = [x_contract[i] for i in np.argsort(y_contract)]
+    layout = list(x_batch) + x_free + x_contract_in_y_order
+    out = dot_general(ct, y, dims, precision=precision,
+                      preferred_element_type=preferred_element_type)
+    out = transpose(out, tuple(int(i) for i in np.argsort(layout)))
+    dtype = x.aval.dtype
+    if get_aval(out).dtype != dtype:
+        from impl.primitives.elementwise import convert_element_type
+        out = convert_element_type(out, dtype)
+    return out
+
+
+def _transpose_rhs(ct, x, y, *, dimension_numbers, precision=None,
+                   preferred_element_type=None):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return _transpose_lhs(ct, y, x, dimension_numbers=swapped, precision=precision,
+                          preferred_element_type=preferred_element_type, ct_rhs_first=True)
+
+
+ad.defbilinear(dot_general_p, _transpose_lhs, _transpose_rhs)
+
+
+def _dot_general_batch(axis_data, vals, dims, *, dimension_numbers, precision=None,
+                       preferred_element_type=None):
+    lhs, rhs = vals
+    ld, rd = dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    shift = lambda axes: tuple(a + 1 for a in axes)
+    if ld is not None and rd is not None:
+        lhs = batching.moveaxis(lhs, ld, 0)
+        rhs = batching.moveaxis(rhs, rd, 0)
+        dn = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
+        out_dim = 0
+    elif ld is not None:
+        lhs = batching.moveaxis(lhs, ld, 0)
+        dn = ((shift(lc), rc), (shift(lb), rb))
+        out_dim = len(lb)
+    else:
+        rhs = batching.moveaxis(rhs, rd, 0)
+        dn = ((lc, shift(rc)), (lb, shift(rb)))
+        lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
+        out_dim = len(lb) + lhs_free
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+                             preferred_element_type=preferred_element_type)
+    return out, out_dim
+
+
+batching.batching_rules[dot_general_p] = _dot_general_batch

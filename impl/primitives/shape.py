@@ -1,0 +1,231 @@
+"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims,
+and the structural operations the interpreters need (registered in `core.ops`)."""
+from __future__ import annotations
+
+import numpy as np
+from jax import lax
+
+from impl import core
+from impl.core import ShapedArray, get_aval
+from impl.interpreters import ad, batching
+from impl.interpreters.ad import Zero
+from impl.primitives._rules import def_lowering, standard_primitive
+
+
+# ----------------------------------------------------------- broadcast_in_dim
+
+broadcast_in_dim_p = standard_primitive("broadcast_in_dim")
+
+
+def _broadcast_in_dim_aval(x, *, shape, broadcast_dimensions):
+    if len(broadcast_dimensions) != x.ndim:
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must "
+                        f"have one entry per operand axis (operand shape {x.shape})")
+    for i, d in enumerate(broadcast_dimensions):
+        if not 0 <= d < len(shape) or x.shape[i] not in (1, shape[d]):
+            raise TypeError(f"broadcast_in_dim: operand shape {x.shape} cannot be broadcast "
+                            f"to {shape} along dimensions {broadcast_dimensions}")
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    shape = tuple(int(d) for d in shape)
+    broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+    aval = get_aval(x)
+    if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
+        return x
+    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=broadcast_dimensions)
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+    if type(ct) is Zero:
+        return [None]
+    in_shape = x.aval.shape
+    new_axes = tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
+    stretched = tuple(d for i, d in enumerate(broadcast_dimensions)
+                      if in_shape[i] == 1 and shape[d] != 1)
+    summed = reduce_sum(ct, tuple(sorted(new_axes + stretched)))
+    return [reshape(summed, in_shape)]
+
+
+def _broadcast_in_dim_batch(axis_data, vals, dims, *, shape, broadcast_dimensions):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    new_shape = (axis_data.size,) + tuple(shape)
+    new_dims = (0,) + tuple(b + 1 for b in broadcast_dimensions)
+    return broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_dims), 0
+
+
+def_lowering(broadcast_in_dim_p, lambda x, *, shape, broadcast_dimensions:
+             lax.broadcast_in_dim(x, shape, broadcast_dimensions), _broadcast_in_dim_aval)
+ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+batching.batching_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
+
+
+# -------------------------------------------------------------------- reshape
+
+reshape_p = standard_primitive("reshape")
+
+
+def _reshape_aval(x, *, new_sizes):
+    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+        raise TypeError(f"reshape: cannot reshape array of shape {x.shape} (size {x.size}) "
+                        f"into shape {new_sizes}")
+    return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+def reshape(x, new_sizes):
+    new_sizes = tuple(int(d) for d in new_sizes)
+    if get_aval(x).shape == new_sizes:
+        return x
+    return reshape_p.bind(x, new_sizes=new_sizes)
+
+
+def _reshape_batch(axis_data, vals, dims, *, new_sizes):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return reshape_p.bind(x, new_sizes=(axis_data.size,) + tuple(new_sizes)), 0
+
+
+def_lowering(reshape_p, lambda x, *, new_sizes: lax.reshape(x, new_sizes), _reshape_aval)
+ad.deflinear(reshape_p, lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
+batching.batching_rules[reshape_p] = _reshape_batch
+
+
+# ------------------------------------------------------------------ transpose
+
+transpose_p = standard_primitive("transpose")
+
+
+def _transpose_aval(x, *, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise TypeError(f"transpose: permutation {permutation} is not a permutation of the "
+                        f"axes of an array of rank {x.ndim}")
+    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
+
+
+def transpose(x, permutation):
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))):
+        return x
+    return transpose_p.bind(x, permutation=permutation)
+
+
+def _transpose_batch(axis_data, vals, dims, *, permutation):
+    (x,), (d,) = vals, dims
+    perm = (d,) + tuple(p + (p >= d) for p in permutation)
+    return transpose_p.bind(x, permutation=perm), 0
+
+
+def_lowering(transpose_p, lambda x, *, permutation: lax.transpose(x, permutation),
+             _transpose_aval)
+ad.deflinear(transpose_p, lambda ct, x, *, permutation:
+             [transpose(ct, tuple(np.argsort(permutation)))])
+batching.batching_rules[transpose_p] = _transpose_batch
+
+
+# ------------------------------------------------------ squeeze / expand_dims
+
+squeeze_p = standard_primitive("squeeze")
+
+
+def _squeeze_aval(x, *, dimensions):
+    for d in dimensions:
+        if not 0 <= d < x.ndim or x.shape[d] != 1:
+            raise TypeError(f"squeeze: dimension {d} of shape {x.shape} is not of size 1")
+    return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions),
+                       x.dtype, x.weak_type)
+
+
+def squeeze(x, dimensions):
+    ndim = get_aval(x).ndim
+    dimensions = tuple(sorted(int(d) % ndim if ndim else int(d) for d in dimensions))
+    if not dimensions:
+        return x
+    return squeeze_p.bind(x, dimensions=dimensions)
+
+
+def _squeeze_batch(axis_data, vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return squeeze_p.bind(x, dimensions=tuple(a + 1 for a in dimensions)), 0
+
+
+def_lowering(squeeze_p, lambda x, *, dimensions: lax.squeeze(x, dimensions), _squeeze_aval)
+ad.deflinear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
+batching.batching_rules[squeeze_p] = _squeeze_batch
+
+expand_dims_p = standard_primitive("expand_dims")
+
+
+def _expand_dims_aval(x, *, dimensions):
+    shape = list(x.shape)
+    for d in sorted(dimensions):
+        if not 0 <= d <= len(shape):
+            raise TypeError(f"expand_dims: dimension {d} out of range for shape {x.shape}")
+        shape.insert(d, 1)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def expand_dims(x, dimensions):
+    out_ndim = get_aval(x).ndim + len(dimensions)
+    dimensions = tuple(sorted(int(d) % out_ndim for d in dimensions))
+    return expand_dims_p.bind(x, dimensions=dimensions)
+
+
+def _expand_dims_batch(axis_data, vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return expand_dims_p.bind(x, dimensions=tuple(a + 1 for a in dimensions)), 0
+
+
+def_lowering(expand_dims_p, lambda x, *, dimensions: lax.expand_dims(x, dimensions),
+             _expand_dims_aval)
+ad.deflinear(expand_dims_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
+batching.batching_rules[expand_dims_p] = _expand_dims_batch
+
+
+# ------------------------------------------------------------------ reduce_sum
+
+reduce_sum_p = standard_primitive("reduce_sum")
+
+
+def _reduce_aval(x, *, axes):
+    for a in axes:
+        if not 0 <= a < x.ndim:
+            raise TypeError(f"reduction axis {a} out of range for shape {x.shape}")
+    return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in axes),
+                       x.dtype, x.weak_type)
+
+
+def reduce_sum(x, axes):
+    axes = tuple(sorted(int(a) for a in axes))
+    if not axes:
+        return x
+    return reduce_sum_p.bind(x, axes=axes)
+
+
+def _reduce_sum_transpose(ct, x, *, axes):
+    if type(ct) is Zero:
+        return [None]
+    shape = x.aval.shape
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    return [broadcast_in_dim(ct, shape, kept)]
+
+
+def_lowering(reduce_sum_p, lambda x, *, axes: lax.reduce_sum(x, axes), _reduce_aval)
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+batching.defreducer(reduce_sum_p)
+
+
+# --------------------------------------------------- ops for the interpreters
+
+def _zeros(aval):
+    return broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+
+
+core.ops.zeros = _zeros
+core.ops.broadcast_in_dim = broadcast_in_dim
+core.ops.transpose = transpose
+core.ops.reshape = reshape
+core.ops.reduce_sum = reduce_sum
