@@ -1,0 +1,280 @@
+"""Cases the laws run on, drawn from ``strategies`` (or the private fallback).
+
+Each case is a small object with ``describe()`` (one line for messages) and
+``source()`` (runnable Python reproducing it, for reports).  The strategies
+package is used for every name it provides; a name it lacks comes from
+``_fallback_strategies`` so the laws can run while it is being written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import strategies as st
+
+from . import _fallback_strategies as _fallback
+
+try:  # the real package, being written in parallel
+    import strategies as _real
+except ImportError:  # pragma: no cover - depends on the tree's state
+    _real = None
+
+
+def _source_of(name):
+    """The strategy factory ``name`` from strategies, else from the fallback."""
+    fn = getattr(_real, name, None) if _real is not None else None
+    return fn if fn is not None else getattr(_fallback, name)
+
+
+def strategy_provider(name):
+    """'strategies' or 'fallback': where ``name`` is drawn from (for reports)."""
+    fn = getattr(_real, name, None) if _real is not None else None
+    return "strategies" if fn is not None else "fallback"
+
+
+def array_source(x):
+    x = np.asarray(x)
+    return f"np.array({x.tolist()!r}, dtype='{x.dtype}')"
+
+
+def args_source(args):
+    inner = ", ".join(array_source(a) for a in args)
+    return f"args = ({inner}{',' if len(args) == 1 else ''})\n"
+
+
+def _program_source(program):
+    try:
+        return program.source()
+    except Exception as exc:  # a report must still be written
+        return f"# program.source() failed: {exc!r}\n# {program!r}\n"
+
+
+@dataclass
+class ProgramCase:
+    """A program returning one array, and its arguments."""
+    program: object
+    args: tuple
+
+    @property
+    def dtype(self):
+        return min((np.asarray(a).dtype for a in self.args),
+                   key=lambda d: np.finfo(d).bits)
+
+    def describe(self):
+        shapes = ", ".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in self.args)
+        return f"{self.program!r} on ({shapes})"
+
+    def source(self):
+        return ("import numpy as np\n" + _program_source(self.program)
+                + args_source(self.args))
+
+
+@dataclass
+class VmapCase(ProgramCase):
+    """Program, batched args, and the vmap axis spec."""
+    in_axes: tuple = ()
+    out_axes: object = 0
+    axis_size: int = 1
+
+    def describe(self):
+        return (super().describe()
+                + f" in_axes={self.in_axes} out_axes={self.out_axes} size={self.axis_size}")
+
+    def source(self):
+        return (super().source()
+                + f"in_axes = {self.in_axes!r}\nout_axes = {self.out_axes!r}\n")
+
+
+@dataclass
+class NestedVmapCase(ProgramCase):
+    """Two levels of batching: axes are (outer, inner)."""
+    in_axes: tuple = ((), ())
+    out_axes: tuple = (0, 0)
+    axis_size: tuple = (1, 1)
+
+    def describe(self):
+        return (super().describe() + f" in_axes(outer, inner)={self.in_axes}"
+                f" out_axes={self.out_axes} sizes={self.axis_size}")
+
+    def source(self):
+        return (super().source() + f"outer_in_axes, inner_in_axes = {self.in_axes!r}\n"
+                f"outer_out_axes, inner_out_axes = {self.out_axes!r}\n")
+
+
+@dataclass
+class LinearCase:
+    """A linear function with a (possibly wrong) custom transpose."""
+    linear: object
+
+    @property
+    def residuals(self):
+        return self.linear.example_args[0]
+
+    @property
+    def x(self):
+        return self.linear.example_args[1]
+
+    @property
+    def dtype(self):
+        return np.asarray(self.x).dtype
+
+    def describe(self):
+        return f"linear function with x{list(np.shape(self.x))} {self.dtype}"
+
+    def source(self):
+        src = getattr(self.linear, "source", None)
+        return src() if callable(src) else repr(self.linear)
+
+
+# ---------------------------------------------------------------------------
+# strategies for the laws
+
+
+def programs(*, smooth=False, linear=False, dtype=None, max_ops=6):
+    return _source_of("program_cases")(
+        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops).map(
+        lambda pa: ProgramCase(pa[0], tuple(pa[1])))
+
+
+def _as_vmap_case(t):
+    if isinstance(t, tuple):
+        program, args, in_axes, out_axes, size = t
+    else:  # an object with attributes
+        program, args, in_axes, out_axes, size = (
+            t.program, t.args, t.in_axes, t.out_axes, t.axis_size)
+    return VmapCase(program, tuple(args), tuple(in_axes), out_axes, size)
+
+
+def vmaps(*, smooth=False, dtype=None):
+    return _source_of("vmap_cases")(smooth=smooth, dtype=dtype).map(_as_vmap_case)
+
+
+def _as_nested_case(t):
+    if isinstance(t, tuple):
+        program, args, in_axes, out_axes, sizes = t
+    else:
+        program, args, in_axes, out_axes, sizes = (
+            t.program, t.args, t.in_axes, t.out_axes, t.axis_size)
+    return NestedVmapCase(program, tuple(args), tuple(in_axes), tuple(out_axes), tuple(sizes))
+
+
+def nested_vmaps(*, dtype=None):
+    return _source_of("nested_vmap_cases")(dtype=dtype).map(_as_nested_case)
+
+
+def linear_functions(*, wrong_transpose=False):
+    return _source_of("linear_functions")(wrong_transpose=wrong_transpose).map(LinearCase)
+
+
+# ---------------------------------------------------------------------------
+# custom-rule cases: F(w, x) = h(w * x) + w with a rule for h'
+
+
+def _sigmoid(np_, z):
+    return 1.0 / (1.0 + np_.exp(-z))
+
+
+#: name -> (h, true h', a plausible wrong h')
+ELEMENTARY = {
+    "sin": (lambda np_, z: np_.sin(z), lambda np_, z: np_.cos(z),
+            lambda np_, z: np_.cos(z) + 0.5),
+    "tanh": (lambda np_, z: np_.tanh(z), lambda np_, z: 1.0 - np_.tanh(z) ** 2,
+             lambda np_, z: 1.0 + np_.tanh(z) ** 2),
+    "cube": (lambda np_, z: z * z * z, lambda np_, z: 3.0 * z * z,
+             lambda np_, z: z * z),
+    "softplus": (lambda np_, z: np_.log1p(np_.exp(z)), _sigmoid,
+                 lambda np_, z: np_.exp(z)),
+    "gauss": (lambda np_, z: np_.exp(-z * z), lambda np_, z: -2.0 * z * np_.exp(-z * z),
+              lambda np_, z: np_.exp(-z * z)),
+}
+
+
+@dataclass
+class CustomCase:
+    """A function F(w, x) = h(w*x) + w with a custom derivative rule.
+
+    ``rule`` is 'true' (the derivative) or 'wrong' (deliberately not);
+    ``claims_true`` is what the law is told -- a wrong rule claimed true is
+    the broken input the true-rule laws must catch.  ``bad_fwd`` makes a
+    custom_vjp fwd return a primal output that is not F's.
+    """
+    h: str
+    rule: str
+    w: np.ndarray
+    x: np.ndarray
+    batch: np.ndarray = None  # a batch of x for vmap laws
+    claims_true: bool = None
+    bad_fwd: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.claims_true is None:
+            self.claims_true = self.rule == "true"
+
+    @property
+    def dtype(self):
+        return np.asarray(self.x).dtype
+
+    def primal(self, np_):
+        h = ELEMENTARY[self.h][0]
+        return lambda w, x: h(np_, w * x) + w
+
+    def dh(self, np_):
+        entry = ELEMENTARY[self.h]
+        d = entry[1] if self.rule == "true" else entry[2]
+        return lambda z: d(np_, z)
+
+    def jvp_rule(self, np_):
+        """(primals, tangents) -> (out, tangent_out), computed directly."""
+        F, dh = self.primal(np_), self.dh(np_)
+
+        def rule(primals, tangents):
+            (w, x), (tw, tx) = primals, tangents
+            return F(w, x), dh(w * x) * (x * tw + w * tx) + tw
+        return rule
+
+    def fwd(self, np_):
+        F = self.primal(np_)
+
+        def fwd(w, x):
+            out = F(w, x)
+            return (out + 1.0 if self.bad_fwd else out), (w, x)
+        return fwd
+
+    def bwd(self, np_):
+        dh = self.dh(np_)
+
+        def bwd(res, g):
+            w, x = res
+            d = dh(w * x)
+            return g * (d * x + 1.0), g * d * w
+        return bwd
+
+    def describe(self):
+        return (f"F(w, x) = {self.h}(w*x) + w with a {self.rule} rule"
+                f"{' claimed true' if self.claims_true and self.rule != 'true' else ''}"
+                f"{' and a fwd with the wrong primal' if self.bad_fwd else ''},"
+                f" w={self.w.tolist()}, x={self.x.tolist()}")
+
+    def source(self):
+        h = self.h
+        return (f"# F(w, x) = {h}(w*x) + w, rule for {h}' is {self.rule}"
+                f"{' (bad fwd)' if self.bad_fwd else ''}\nimport numpy as np\n"
+                f"w = {array_source(self.w)}\nx = {array_source(self.x)}\n"
+                + (f"batch = {array_source(self.batch)}\n" if self.batch is not None else ""))
+
+
+@st.composite
+def custom_cases(draw, *, rules=("true", "wrong"), claims_true=None, bad_fwd=False,
+                 dtype=None):
+    dt = np.dtype(dtype) if dtype is not None else np.dtype(
+        draw(st.sampled_from(["float32", "float64"])))
+    n = draw(st.integers(1, 4))
+    arr = _fallback.arrays
+    w = draw(arr(dt, (n,), -1.5, 1.5))
+    x = draw(arr(dt, (n,), -1.5, 1.5))
+    size = draw(st.integers(1, 3))
+    batch = draw(arr(dt, (size, n), -1.5, 1.5))
+    return CustomCase(draw(st.sampled_from(sorted(ELEMENTARY))),
+                      draw(st.sampled_from(list(rules))), w, x, batch,
+                      claims_true=claims_true, bad_fwd=bad_fwd)

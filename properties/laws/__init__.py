@@ -1,0 +1,80 @@
+"""The laws: plain functions ``law(backend, case) -> None``.
+
+Each raises an AssertionError naming the law and the case when it does not
+hold, ``CaseFiltered`` for a case outside its domain, and ``MissingName`` /
+``LawSkipped`` when the backend cannot run it.  ``LAWS`` lists them with the
+strategy their cases come from; suites, checkers and reports share it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import cases
+from . import ad, custom, differential, jit, linear, vmap
+from ._common import CaseFiltered, discard
+
+
+@dataclass(frozen=True)
+class Law:
+    name: str
+    item: int          # the issue's numbering of the laws
+    fn: Callable
+    cases: Callable    # () -> hypothesis strategy of cases
+
+    @property
+    def doc(self):
+        return (self.fn.__doc__ or "").strip().splitlines()[0]
+
+    def __call__(self, backend, case):
+        return self.fn(backend, case)
+
+
+def _law(item, fn, strategy):
+    return Law(fn.__name__, item, fn, strategy)
+
+
+LAWS = [
+    _law(1, vmap.vmap_grad_matches_loop, lambda: cases.vmaps(smooth=True)),
+    _law(1, vmap.grad_of_batch_sum, lambda: cases.vmaps(smooth=True)),
+    _law(2, vmap.vmap_matches_loop, lambda: cases.vmaps()),
+    _law(2, vmap.nested_vmap_matches_loops, lambda: cases.nested_vmaps()),
+    _law(2, vmap.vmap_jit_commute, lambda: cases.vmaps()),
+    _law(3, ad.jvp_matches_finite_differences, lambda: cases.programs(smooth=True)),
+    _law(3, ad.linearize_matches_jvp, lambda: cases.programs()),
+    _law(4, ad.vjp_adjoint_of_jvp, lambda: cases.programs()),
+    _law(4, ad.jacfwd_matches_jacrev, lambda: cases.programs()),
+    _law(4, ad.hessian_symmetric, lambda: cases.programs(smooth=True)),
+    _law(5, linear.linear_transpose_dot_product, lambda: cases.programs(linear=True)),
+    _law(5, linear.linear_transpose_twice, lambda: cases.programs(linear=True)),
+    _law(6, linear.linear_call_involution,
+         lambda: cases.linear_functions() | cases.linear_functions(wrong_transpose=True)),
+    _law(6, linear.linear_call_dot_product, lambda: cases.linear_functions()),
+    _law(7, custom.custom_jvp_uses_rule, lambda: cases.custom_cases()),
+    _law(7, custom.custom_jvp_true_rule, lambda: cases.custom_cases(rules=("true",))),
+    _law(7, custom.custom_vjp_uses_rule, lambda: cases.custom_cases()),
+    _law(7, custom.custom_vjp_true_rule, lambda: cases.custom_cases(rules=("true",))),
+    _law(7, custom.custom_gradient_uses_rule, lambda: cases.custom_cases()),
+    _law(7, custom.custom_gradient_true_rule, lambda: cases.custom_cases(rules=("true",))),
+    _law(7, custom.custom_rules_under_vmap, lambda: cases.custom_cases()),
+    _law(8, jit.jit_matches_eager, lambda: cases.programs()),
+    _law(8, jit.jit_grad_matches_grad, lambda: cases.programs(smooth=True)),
+    _law(8, jit.jit_vmap_matches_vmap, lambda: cases.vmaps()),
+    _law(9, differential.differential_value, lambda: cases.programs()),
+    _law(9, differential.differential_jvp, lambda: cases.programs()),
+    _law(9, differential.differential_vjp, lambda: cases.programs()),
+    _law(9, differential.differential_grad, lambda: cases.programs(smooth=True)),
+    _law(9, differential.differential_vmap, lambda: cases.vmaps()),
+]
+
+BY_NAME = {law.name: law for law in LAWS}
+
+
+def get(name):
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown law {name!r}; known: {sorted(BY_NAME)}") from None
+
+
+__all__ = ["Law", "LAWS", "BY_NAME", "get", "CaseFiltered", "discard"]

@@ -1,0 +1,179 @@
+"""Helpers shared by the laws: failing, filtering, comparing, references."""
+from __future__ import annotations
+
+import zlib
+
+import jax
+import numpy as np
+
+from .. import tolerances as tol
+
+
+class CaseFiltered(Exception):
+    """The drawn case is outside a law's domain; counted and rejected."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def discard(reason):
+    raise CaseFiltered(reason)
+
+
+def fail(law, case, message):
+    raise AssertionError(f"law {law} failed: {message}\n  case: {case.describe()}")
+
+
+def leaves(tree):
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
+
+
+def assert_close(law, case, what, actual, expected, kind="agree", dtype=None):
+    """Norm-wise comparison of two pytrees of arrays (see tolerances.py)."""
+    a_leaves, e_leaves = leaves(actual), leaves(expected)
+    if len(a_leaves) != len(e_leaves):
+        fail(law, case, f"{what}: {len(a_leaves)} outputs, expected {len(e_leaves)}")
+    dtype = dtype if dtype is not None else getattr(case, "dtype", None)
+    for i, (a, e) in enumerate(zip(a_leaves, e_leaves)):
+        where = f"{what}[{i}]" if len(a_leaves) > 1 else what
+        if a.shape != e.shape:
+            fail(law, case, f"{where}: shape {a.shape}, expected {e.shape}")
+        ok, err, bound = tol.close(a, e, kind, dtype)
+        if not ok:
+            fail(law, case, f"{where}: max error {err:.3g} > tolerance {bound:.3g}"
+                 f" ({kind}, {dtype})\n  got      {np.array2string(a, precision=6)}"
+                 f"\n  expected {np.array2string(e, precision=6)}")
+
+
+def vdot(xs, ys):
+    """Sum of elementwise products over matching pytrees, in float64, and its scale."""
+    total, scale = 0.0, 0.0
+    for x, y in zip(leaves(xs), leaves(ys)):
+        prod = x.astype(np.float64) * y.astype(np.float64)
+        total += float(np.sum(prod))
+        scale += float(np.sum(np.abs(prod)))
+    return total, scale
+
+
+def assert_dot_equal(law, case, what, lhs, rhs, dtype=None, kind="agree"):
+    """<lhs pair> == <rhs pair>: each side is a (xs, ys) pair of pytrees."""
+    dtype = dtype if dtype is not None else getattr(case, "dtype", None)
+    a, sa = vdot(*lhs)
+    b, sb = vdot(*rhs)
+    t = tol.tolerance(kind, dtype)
+    bound = t.atol + t.rtol * max(sa, sb)
+    if not abs(a - b) <= bound:
+        fail(law, case, f"{what}: {a!r} != {b!r} (difference {abs(a - b):.3g} > {bound:.3g})")
+
+
+def require_finite(*trees, what="value"):
+    """Filter cases whose values are non-finite or too large to compare."""
+    for x in leaves(trees):
+        if x.size and not np.all(np.isfinite(x)):
+            discard(f"non-finite {what}")
+        if x.size and np.max(np.abs(x)) > tol.MAX_MAGNITUDE:
+            discard(f"{what} beyond {tol.MAX_MAGNITUDE:g} (ill-conditioned)")
+
+
+def _seed(salt, arrays):
+    key = f"{salt}|" + "|".join(f"{a.shape}{a.dtype}" for a in arrays)
+    return zlib.crc32(key.encode())
+
+
+def directions(like, salt=0):
+    """Deterministic unit-scale arrays shaped and typed like ``like`` (a tuple)."""
+    like = [np.asarray(a) for a in like]
+    rng = np.random.default_rng(_seed(salt, like))
+    return tuple(rng.uniform(-1.0, 1.0, a.shape).astype(a.dtype) for a in like)
+
+
+def weights_like(x, salt=7):
+    """Fixed non-uniform weights used to turn an array output into a scalar."""
+    return directions((x,), salt)[0]
+
+
+def scalarize(backend, f, out_example):
+    """g(*args) = sum(w * f(*args)) with fixed weights w."""
+    w = weights_like(out_example)
+    np_ = backend.numpy
+
+    def g(*args):
+        return np_.sum(f(*args) * w)
+    return g
+
+
+def as_float64(args):
+    return tuple(np.asarray(a, dtype=np.float64) for a in args)
+
+
+def evaluate(f, *args):
+    return jax.tree_util.tree_map(np.asarray, f(*args))
+
+
+def check_conditioning(f, args):
+    """Evaluate f; filter non-finite, huge, or (float32) ill-conditioned cases.
+
+    A float32 case whose value differs from the float64 re-run by more than the
+    float32 reference tolerance cannot be compared tightly by any law.
+    """
+    y = evaluate(f, *args)
+    require_finite(y, what="output")
+    lowest = min((np.asarray(a).dtype for a in args), key=lambda d: np.finfo(d).bits)
+    if lowest != np.float64:
+        y64 = evaluate(f, *as_float64(args))
+        require_finite(y64, what="float64 output")
+        for a, b in zip(leaves(y), leaves(y64)):
+            ok, _, _ = tol.close(a, b, "reference", lowest)
+            if not ok:
+                discard("ill-conditioned in float32 (float32 and float64 values disagree)")
+    return y
+
+
+def fd_jvp(f, args, tangents):
+    """Central finite differences of f at args along tangents, in float64.
+
+    Two step sizes are compared; where they disagree the point is not smooth
+    enough (a kink, a discontinuity, large curvature) and the case is filtered.
+    Returns the Richardson-extrapolated estimate.
+    """
+    x = as_float64(args)
+    t = as_float64(tangents)
+    size = max([1.0] + [float(np.max(np.abs(a))) for a in x if a.size])
+    h = tol.FD_STEP * size
+
+    def diff(step):
+        plus = evaluate(f, *[a + step * b for a, b in zip(x, t)])
+        minus = evaluate(f, *[a - step * b for a, b in zip(x, t)])
+        return jax.tree_util.tree_map(lambda p, m: (p - m) / (2 * step), plus, minus)
+
+    d1, d2 = diff(h), diff(h / 2)
+    require_finite(d1, d2, what="finite difference")
+    for a, b in zip(leaves(d1), leaves(d2)):
+        ok, _, _ = tol.close(a, b, "reference", np.float64)
+        if not ok:
+            discard("not smooth here (finite differences at two steps disagree)")
+    return jax.tree_util.tree_map(lambda a, b: (4 * b - a) / 3, d1, d2)
+
+
+def take(x, i, axis):
+    return np.take(np.asarray(x), i, axis=axis)
+
+
+def stack(trees, axis):
+    """Stack a list of equal pytrees of arrays along ``axis``."""
+    return jax.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs], axis=axis),
+                                  *trees)
+
+
+def loop_vmap(f, args, in_axes, out_axes, size):
+    """The meaning of vmap: call f per batch element, stack the results."""
+    outs = []
+    for i in range(size):
+        sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(args, in_axes)]
+        outs.append(evaluate(f, *sliced))
+    return stack(outs, out_axes)
+
+
+def all_argnums(args):
+    return tuple(range(len(args)))

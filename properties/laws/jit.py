@@ -1,0 +1,33 @@
+"""Laws of jit (issue item 8): compiling does not change results."""
+from __future__ import annotations
+
+from ._common import (all_argnums, assert_close, check_conditioning, evaluate,
+                      require_finite, scalarize)
+from .vmap import _per_example_check
+
+
+def jit_matches_eager(backend, case):
+    """jit(f) == f within the dtype's tolerance."""
+    f = case.program.build(backend)
+    y = check_conditioning(f, case.args)
+    assert_close("jit_matches_eager", case, "jit(f) vs f", evaluate(backend.jit(f), *case.args), y)
+
+
+def jit_grad_matches_grad(backend, case):
+    """jit(grad(f)) == grad(f)."""
+    f = case.program.build(backend)
+    y = check_conditioning(f, case.args)
+    g = backend.grad(scalarize(backend, f, y), argnums=all_argnums(case.args))
+    want = evaluate(g, *case.args)
+    require_finite(want, what="gradient")
+    assert_close("jit_grad_matches_grad", case, "jit(grad(f)) vs grad(f)",
+                 evaluate(backend.jit(g), *case.args), want)
+
+
+def jit_vmap_matches_vmap(backend, case):
+    """jit(vmap(f)) == vmap(f)."""
+    f = case.program.build(backend)
+    _per_example_check(f, case)
+    vf = backend.vmap(f, in_axes=case.in_axes, out_axes=case.out_axes)
+    assert_close("jit_vmap_matches_vmap", case, "jit(vmap(f)) vs vmap(f)",
+                 evaluate(backend.jit(vf), *case.args), evaluate(vf, *case.args))

@@ -1,0 +1,136 @@
+"""Laws of transposition: linear_transpose and linear_call (items 5 and 6)."""
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from ._common import (assert_close, assert_dot_equal, directions, evaluate, fail,
+                      leaves, require_finite, stack)
+
+
+def _transpose_parts(backend, case):
+    f = case.program.build(backend)
+    y = evaluate(f, *case.args)
+    require_finite(y, what="output")
+    T = backend.linear_transpose(f, *case.args)
+    return f, y, T
+
+
+def linear_transpose_dot_product(backend, case):
+    """<v, A u> == <A^T v, u> for a random linear program A."""
+    f, y, T = _transpose_parts(backend, case)
+    u = directions(case.args, salt=5)
+    v = directions((y,), salt=6)[0]
+    au = evaluate(f, *u)
+    atv = evaluate(T, v)
+    if len(leaves(atv)) != len(case.args):
+        fail("linear_transpose_dot_product", case,
+             f"transpose returned {len(leaves(atv))} cotangents for {len(case.args)} inputs")
+    assert_dot_equal("linear_transpose_dot_product", case, "<v, A u> vs <A^T v, u>",
+                     (v, au), (atv, u))
+
+
+def linear_transpose_twice(backend, case):
+    """Transposing twice gives back the original linear map."""
+    f, y, T = _transpose_parts(backend, case)
+    TT = backend.linear_transpose(T, np.zeros_like(y))
+    u = directions(case.args, salt=7)
+    got = evaluate(TT, tuple(u))
+    if len(leaves(got)) != 1:
+        fail("linear_transpose_twice", case, f"double transpose returned {len(leaves(got))} outputs")
+    assert_close("linear_transpose_twice", case, "transpose(transpose(A)) u vs A u",
+                 leaves(got)[0], evaluate(f, *u))
+
+
+# --- linear_call ------------------------------------------------------------
+
+FORMS = ("plain", "jit", "vmap")
+
+
+def _under(backend, form, fn):
+    """fn as evaluated under ``form`` (vmap maps over a batch of inputs)."""
+    if form == "jit":
+        return backend.jit(fn)
+    if form == "vmap":
+        return backend.vmap(fn)
+    return fn
+
+
+def _batch(form, *vectors):
+    """The inputs one form is evaluated on: one vector, or a batch of two."""
+    if form == "vmap":
+        return [np.stack(list(vectors))]
+    return [vectors[0]]
+
+
+def _expected(form, fn, *vectors):
+    if form == "vmap":
+        return stack([evaluate(fn, v) for v in vectors], 0)
+    return evaluate(fn, vectors[0])
+
+
+def _one(tree):
+    out = jax.tree_util.tree_leaves(tree)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _linear_call_parts(backend, case, form):
+    fun = case.linear.fun(backend)
+    fun_t = case.linear.transpose(backend)
+    res, x = case.residuals, case.x
+
+    def lc(x_):
+        return backend.linear_call(fun, fun_t, res, x_)
+
+    lc_f = _under(backend, form, lc) if form == "jit" else lc
+    y = evaluate(fun, res, x)
+    require_finite(y, what="output")
+
+    def T1(ct):
+        return _one(backend.linear_transpose(lc_f, x)(ct))
+
+    def T2(v):
+        return _one(backend.linear_transpose(T1, np.zeros_like(y))(v))
+
+    def T3(ct):
+        return _one(backend.linear_transpose(T2, x)(ct))
+
+    return fun, fun_t, res, x, y, lc, T1, T2, T3
+
+
+def linear_call_involution(backend, case):
+    """Transposing linear_call once gives fun_transpose, twice fun, three
+    times fun_transpose again -- plain, under jit and under vmap."""
+    for form in FORMS:
+        fun, fun_t, res, x, y, lc, T1, T2, T3 = _linear_call_parts(backend, case, form)
+        u = directions((x,), salt=8)[0]
+        u2 = directions((x,), salt=9)[0]
+        v = directions((y,), salt=10)[0]
+        v2 = directions((y,), salt=11)[0]
+        law = "linear_call_involution"
+        checks = [("linear_call(fun) vs fun", lc, lambda a: fun(res, a), (u, u2)),
+                  ("transpose once vs fun_transpose", T1, lambda a: fun_t(res, a), (v, v2)),
+                  ("transpose twice vs fun", T2, lambda a: fun(res, a), (u, u2)),
+                  ("transpose three times vs fun_transpose", T3, lambda a: fun_t(res, a), (v, v2))]
+        for what, fn, ref, vecs in checks:
+            got = evaluate(_under(backend, form, fn), *_batch(form, *vecs))
+            want = _expected(form, ref, *vecs)
+            assert_close(law, case, f"[{form}] {what}", got, want)
+
+
+def linear_call_dot_product(backend, case):
+    """<v, fun(u)> == <T(v), u> where T is linear_call's transpose: this is
+    what catches a wrong fun_transpose, which the involution law cannot."""
+    for form in FORMS:
+        fun, fun_t, res, x, y, lc, T1, T2, T3 = _linear_call_parts(backend, case, form)
+        us = (directions((x,), salt=12)[0], directions((x,), salt=13)[0])
+        vs = (directions((y,), salt=14)[0], directions((y,), salt=15)[0])
+        au = evaluate(_under(backend, form, lc), *_batch(form, *us))
+        atv = evaluate(_under(backend, form, T1), *_batch(form, *vs))
+        if form == "vmap":
+            pairs = [((vs[i], au[i]), (atv[i], us[i])) for i in range(2)]
+        else:
+            pairs = [((vs[0], au), (atv, us[0]))]
+        for lhs, rhs in pairs:
+            assert_dot_equal("linear_call_dot_product", case,
+                             f"[{form}] <v, fun(u)> vs <fun_transpose(v), u>", lhs, rhs)

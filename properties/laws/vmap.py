@@ -1,0 +1,102 @@
+"""Laws of vmap (issue items 1 and 2): vmap means "loop and stack"."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import (all_argnums, assert_close, check_conditioning, evaluate,
+                      loop_vmap, require_finite, scalarize, stack, take)
+
+
+def _per_example_check(f, case):
+    """Filter cases with a badly conditioned batch element."""
+    for i in range(case.axis_size):
+        sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(case.args, case.in_axes)]
+        check_conditioning(f, sliced)
+
+
+def _example_output(f, case):
+    sliced = [a if ax is None else take(a, 0, ax) for a, ax in zip(case.args, case.in_axes)]
+    return evaluate(f, *sliced), sliced
+
+
+def vmap_matches_loop(backend, case):
+    """vmap(f, in_axes, out_axes) equals calling f per element and stacking."""
+    f = case.program.build(backend)
+    _per_example_check(f, case)
+    got = evaluate(backend.vmap(f, in_axes=case.in_axes, out_axes=case.out_axes), *case.args)
+    want = loop_vmap(f, case.args, case.in_axes, case.out_axes, case.axis_size)
+    assert_close("vmap_matches_loop", case, "vmap(f) vs loop", got, want)
+
+
+def nested_vmap_matches_loops(backend, case):
+    """vmap(vmap(f)) equals two nested loops."""
+    f = case.program.build(backend)
+    (outer_in, inner_in), (outer_out, inner_out) = case.in_axes, case.out_axes
+    outer_size, inner_size = case.axis_size
+
+    def inner_loop(*mid):
+        return loop_vmap(f, mid, inner_in, inner_out, inner_size)
+
+    # conditioning of every element
+    for i in range(outer_size):
+        mid = [a if ax is None else take(a, i, ax) for a, ax in zip(case.args, outer_in)]
+        for j in range(inner_size):
+            check_conditioning(f, [a if ax is None else take(a, j, ax)
+                                   for a, ax in zip(mid, inner_in)])
+    want = loop_vmap(inner_loop, case.args, outer_in, outer_out, outer_size)
+    vf = backend.vmap(backend.vmap(f, in_axes=inner_in, out_axes=inner_out),
+                      in_axes=outer_in, out_axes=outer_out)
+    got = evaluate(vf, *case.args)
+    assert_close("nested_vmap_matches_loops", case, "vmap(vmap(f)) vs nested loops", got, want)
+
+
+def vmap_jit_commute(backend, case):
+    """vmap(jit(f)) equals jit(vmap(f))."""
+    f = case.program.build(backend)
+    _per_example_check(f, case)
+    kw = dict(in_axes=case.in_axes, out_axes=case.out_axes)
+    a = evaluate(backend.vmap(backend.jit(f), **kw), *case.args)
+    b = evaluate(backend.jit(backend.vmap(f, **kw)), *case.args)
+    assert_close("vmap_jit_commute", case, "vmap(jit(f)) vs jit(vmap(f))", a, b)
+
+
+def vmap_grad_matches_loop(backend, case):
+    """vmap(grad(f)) equals per-example gradients computed in a loop."""
+    f = case.program.build(backend)
+    _per_example_check(f, case)
+    out0, sliced = _example_output(f, case)
+    g = scalarize(backend, f, out0)
+    argnums = all_argnums(case.args)
+    got = evaluate(backend.vmap(backend.grad(g, argnums=argnums), in_axes=case.in_axes),
+                   *case.args)
+    want = loop_vmap(backend.grad(g, argnums=argnums), case.args, case.in_axes, 0,
+                     case.axis_size)
+    require_finite(want, what="per-example gradient")
+    assert_close("vmap_grad_matches_loop", case, "vmap(grad(f)) vs loop of grad(f)", got, want)
+
+
+def grad_of_batch_sum(backend, case):
+    """grad of sum(vmap(f)) is the per-example gradients, summed over the
+    batch for unbatched (shared) inputs."""
+    f = case.program.build(backend)
+    _per_example_check(f, case)
+    out0, _ = _example_output(f, case)
+    g = scalarize(backend, f, out0)
+    argnums = all_argnums(case.args)
+    np_ = backend.numpy
+
+    def total(*args):
+        return np_.sum(backend.vmap(g, in_axes=case.in_axes)(*args))
+
+    got = evaluate(backend.grad(total, argnums=argnums), *case.args)
+    per_example = []
+    for i in range(case.axis_size):
+        sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(case.args, case.in_axes)]
+        per_example.append(evaluate(backend.grad(g, argnums=argnums), *sliced))
+    require_finite(per_example, what="per-example gradient")
+    want = []
+    for k, ax in enumerate(case.in_axes):
+        parts = [p[k] for p in per_example]
+        want.append(np.sum(np.stack(parts), axis=0) if ax is None else stack(parts, ax))
+    assert_close("grad_of_batch_sum", case, "grad(sum of vmap(f)) vs summed loop",
+                 got, tuple(want))

@@ -1,0 +1,114 @@
+"""Run one law on hypothesis-drawn cases, counting what happens.
+
+Used by the pytest suites and by the public checkers.  Filtered cases are
+counted per reason and rejected; if too many are filtered the law fails
+rather than passing on a handful of cases.  A backend that cannot run the
+law (a missing name, NotImplementedError) makes it *skipped*, with the reason.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import hypothesis
+from hypothesis import given
+
+from . import tolerances
+from .backends import LawSkipped, MissingName
+from .laws import CaseFiltered
+
+
+@dataclass
+class LawRecord:
+    """What happened when one law ran against one backend."""
+    law: str
+    backend: str
+    nodeid: str = ""
+    examples: int = 0
+    filtered: Counter = field(default_factory=Counter)
+    passed: int = 0
+    failed: int = 0
+    outcome: str = "not run"       # passed / failed / skipped
+    reason: str = ""               # skip reason or failure message
+    counterexample: str = ""       # runnable source of the minimal failing case
+    seconds: float = 0.0
+
+    def as_dict(self):
+        return {"law": self.law, "backend": self.backend, "nodeid": self.nodeid,
+                "examples": self.examples, "filtered": sum(self.filtered.values()),
+                "filtered_reasons": dict(self.filtered), "passed": self.passed,
+                "failed": self.failed, "outcome": self.outcome, "reason": self.reason,
+                "counterexample": self.counterexample, "seconds": round(self.seconds, 3)}
+
+
+#: Every record made in this process (the pytest plugin reports them).
+RECORDS: list[LawRecord] = []
+
+
+def _case_source(case):
+    try:
+        return case.source()
+    except Exception as exc:  # the report must not die on a broken case
+        return f"# case.source() failed: {exc!r}\n# {case!r}"
+
+
+def run_law(law, backend, strategy=None, *, settings=None, nodeid=""):
+    """Check ``law`` on cases from ``strategy`` (default: the law's own).
+
+    Raises AssertionError when the law fails, LawSkipped when the backend
+    cannot run it; returns the LawRecord otherwise.
+    """
+    strategy = strategy if strategy is not None else law.cases()
+    record = LawRecord(law.name, backend.name, nodeid)
+    RECORDS.append(record)
+    last = {}
+
+    def check(case):
+        record.examples += 1
+        last["case"] = case
+        try:
+            law(backend, case)
+        except CaseFiltered as exc:
+            record.filtered[exc.reason] += 1
+            hypothesis.reject()
+        except LawSkipped:
+            raise
+        except MissingName as exc:
+            raise LawSkipped(str(exc)) from exc
+        except NotImplementedError as exc:
+            raise LawSkipped(f"{backend.name} raised NotImplementedError: {exc}") from exc
+        except AssertionError:
+            record.failed += 1
+            raise
+        record.passed += 1
+
+    test = given(strategy)(check)
+    if settings is not None:
+        test = settings(test)
+    start = time.perf_counter()
+    try:
+        test()
+    except LawSkipped as exc:
+        record.outcome, record.reason = "skipped", str(exc)
+        raise
+    except BaseException as exc:
+        record.outcome = "failed"
+        record.reason = f"{type(exc).__name__}: {exc}"
+        if "case" in last:  # hypothesis replays the minimal case last
+            record.counterexample = _case_source(last["case"])
+        raise
+    finally:
+        record.seconds = time.perf_counter() - start
+    filtered = sum(record.filtered.values())
+    if record.examples and filtered / record.examples > tolerances.MAX_FILTERED_FRACTION:
+        record.outcome = "failed"
+        record.reason = (f"law {law.name}: {filtered} of {record.examples} cases filtered "
+                         f"({dict(record.filtered)}); the law was not exercised")
+        raise AssertionError(record.reason)
+    if record.passed == 0:
+        record.outcome = "failed"
+        record.reason = f"law {law.name}: no case was checked"
+        raise AssertionError(record.reason)
+    record.outcome = "passed"
+    return record
