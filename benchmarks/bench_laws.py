@@ -1,0 +1,106 @@
+"""Throughput of the property harness: examples per second of one law.
+
+Cases are drawn once in setup from the law's own hypothesis strategy
+(derandomized, so every commit and backend sees the same cases); the
+tracked number is ``cases run / seconds`` for ``law(backend, case)`` over
+that fixed list, so strategy generation cost stays out of it.  While impl
+is partial, cases impl cannot run to a verdict (missing name, crash) are
+dropped for both backends, and the count of kept cases is printed.
+
+``properties`` is imported lazily: it turns on ``jax_enable_x64`` for the
+whole process, which must not leak into the other benchmarks when a
+front-end (pytest, ratios) imports every module of this package.
+"""
+
+import time
+
+from ._backends import BACKENDS, DEVICES, BenchBase, SkipNotImplemented, load_backend
+
+LAWS = ["vmap_grad_matches_loop", "jit_matches_eager"]
+N_CASES = 20
+
+
+def _draw_cases(strategy, n):
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    drawn = []
+
+    @settings(
+        max_examples=n, derandomize=True, database=None, deadline=None,
+        phases=[Phase.generate], suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def collect(case):
+        drawn.append(case)
+
+    collect()
+    return drawn[:n]
+
+
+class LawThroughput(BenchBase):
+    """Examples per second of one law on impl (and on jax for comparison)."""
+
+    params = [BACKENDS, DEVICES, LAWS]
+    param_names = ["backend", "device", "law"]
+    unit = "examples/s"
+    timeout = 600
+
+    def setup(self, backend, device, law):
+        super().setup(backend, device)  # skips when the backend is missing
+        try:
+            from properties import backends as prop_backends
+            from properties import laws as prop_laws
+        except Exception as exc:  # being written in parallel
+            raise SkipNotImplemented(f"properties unavailable: {exc!r}") from exc
+        try:
+            self.law = prop_laws.get(law)
+            self.backend = prop_backends.load_backend(
+                self.be.module.__name__ if backend == "impl" else backend
+            )
+            self.cases = _draw_cases(self.law.cases(), N_CASES)
+        except (ValueError, AttributeError, ImportError) as exc:
+            raise SkipNotImplemented(f"cannot prepare law {law!r}: {exc!r}") from exc
+        self._skip_types = tuple(
+            t for t in (getattr(prop_backends, "MissingName", None),
+                        getattr(prop_backends, "LawSkipped", None)) if t
+        )
+        self._filtered = getattr(prop_laws, "CaseFiltered", ())
+        # impl is partial while it is written: keep only the cases impl can
+        # run at this commit, for both backends, so their numbers compare.
+        try:
+            impl_backend = prop_backends.load_backend(load_backend("impl").module.__name__)
+        except (ValueError, NotImplementedError):
+            impl_backend = None
+        if impl_backend is not None:
+            self.cases = [c for c in self.cases if self._runs(impl_backend, c)]
+        print(f"{law}: {len(self.cases)} of {N_CASES} cases usable on impl")
+        if self._run_all() == 0:  # warm-up; also detects a law that cannot run
+            raise SkipNotImplemented(f"{law} ran no case on {backend}")
+
+    def _runs(self, backend, case):
+        try:
+            self.law(backend, case)
+        except (AssertionError, self._filtered):
+            return True  # ran to a verdict
+        except Exception:
+            return False  # missing name or an impl crash: not comparable
+        return True
+
+    def _run_all(self):
+        ran = 0
+        for case in self.cases:
+            try:
+                self.law(self.backend, case)
+            except self._filtered:
+                continue
+            except self._skip_types as exc:
+                raise SkipNotImplemented(f"law skipped: {exc}") from exc
+            except AssertionError:
+                pass  # a violated law still ran the example; speed is tracked
+            ran += 1
+        return ran
+
+    def track_law_examples_per_second(self, backend, device, law):
+        start = time.perf_counter()
+        ran = self._run_all()
+        return ran / (time.perf_counter() - start)

@@ -1,0 +1,156 @@
+"""impl/JAX speed ratios measured in one process, for the closing note.
+
+    python -m benchmarks.ratios                 # the three target ratios
+    python -m benchmarks.ratios --all           # every time_ benchmark
+    python -m benchmarks.ratios --output reports/ratios.md
+
+Both backends are set up side by side and their repeats are interleaved
+(impl, jax, jax, impl, ...) so drift in machine load hits both equally.
+Each repeat times ``number`` back-to-back calls (calibrated so a repeat
+lasts ``--min-time``); the per-call median over repeats is reported, and
+ratio = median(impl) / median(jax).  The benchmark bodies are the asv ones.
+"""
+
+import argparse
+import platform
+import statistics
+import sys
+import time
+
+from benchmarks._harness import iter_cases
+
+# (benchmark name, fixed params, target ratio) the lead engineer asked for.
+TARGETS = [
+    ("PerExampleGrads.time_compiled", {}, 1.05),
+    ("Dispatch.time_cached_jit_dispatch", {}, 1.5),
+    ("Tracing.time_make_jaxpr_vmap_grad_mlp", {}, 1.0),
+]
+
+
+def _calibrate(fn, min_time):
+    """Calls per repeat so one repeat lasts at least ``min_time`` seconds."""
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time or number >= 1 << 20:
+            return number
+        number *= max(2, min(10, int(min_time / max(elapsed, 1e-9)) + 1))
+
+
+def _repeat(fn, number):
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def measure_pair(case, repeats, min_time):
+    """(impl median s, jax median s) for one case, or a skip reason string."""
+    pair = {b: case.with_param("backend", b) for b in ("impl", "jax")}
+    objs = {}
+    try:
+        for b in ("jax", "impl"):
+            try:
+                objs[b] = pair[b].instance()
+            except NotImplementedError as exc:
+                return f"skipped ({b}): {exc}"
+        fns = {b: pair[b].bound(objs[b]) for b in objs}
+        numbers = {b: _calibrate(fns[b], min_time) for b in fns}
+        samples = {b: [] for b in fns}
+        for i in range(repeats):
+            # Alternate who goes first: the first of a pair pays for any
+            # cache/branch-predictor state the other one left behind.
+            for b in (("impl", "jax") if i % 2 == 0 else ("jax", "impl")):
+                samples[b].append(_repeat(fns[b], numbers[b]))
+        return statistics.median(samples["impl"]), statistics.median(samples["jax"])
+    finally:
+        for b in reversed(list(objs)):
+            pair[b].teardown(objs[b])
+
+
+def select(all_cases, device):
+    """Cases to measure: targets (default) or every time_ benchmark."""
+    cases = [
+        c
+        for c in iter_cases(prefixes=("time_",))
+        if c.param("backend") == "jax" and c.param("device") == device
+    ]
+    if all_cases:
+        return [(c, None) for c in cases]
+    chosen = []
+    for name, fixed, target in TARGETS:
+        for c in cases:
+            if c.name == name and all(c.param(k) == v for k, v in fixed.items()):
+                chosen.append((c, target))
+    return chosen
+
+
+def fmt_time(seconds):
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def machine_line(device):
+    import jax
+
+    from benchmarks.machine import cpu_model
+
+    dev = jax.devices(device)[0] if device != "cpu" else None
+    what = dev.device_kind if dev is not None else cpu_model()
+    return (
+        f"{platform.node()}: {what}, {platform.machine()}, {__import__('os').cpu_count()} cores, "
+        f"device={device}, jax {jax.__version__}, Python {platform.python_version()}"
+    )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--all", action="store_true", help="every time_ benchmark")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--min-time", type=float, default=0.05, help="seconds per repeat")
+    parser.add_argument("--output", help="also write the table (markdown) here")
+    args = parser.parse_args(argv)
+
+    rows = []
+    for case, target in select(args.all, args.device):
+        res = measure_pair(case, args.repeats, args.min_time)
+        label = case.id.replace("-jax-", "-").replace("[jax-", "[")
+        if isinstance(res, str):
+            rows.append((label, "", "", "", "" if target is None else f"<= {target}", res))
+        else:
+            impl_t, jax_t = res
+            ratio = impl_t / jax_t
+            verdict = ""
+            if target is not None:
+                verdict = "meets target" if ratio <= target else "misses target"
+            rows.append(
+                (label, fmt_time(impl_t), fmt_time(jax_t), f"{ratio:.3f}",
+                 "" if target is None else f"<= {target}", verdict)
+            )
+        print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+
+    header = ("benchmark [params]", "impl median", "jax median", "impl/jax", "target", "note")
+    lines = [
+        f"Machine: {machine_line(args.device)}",
+        f"Medians of {args.repeats} interleaved repeats (>= {args.min_time}s each) per backend.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    text = "\n".join(lines)
+    print(text)
+    if args.output:
+        with open(args.output, "w") as fh:
+            fh.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
