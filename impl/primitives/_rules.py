@@ -63,7 +63,7 @@ def def_lowering(prim, lower_fn, abstract_eval=None):
 def cast_to(x, dtype):
     """Cast a jax value to `dtype` inside a lowering rule, if it differs."""
     if isinstance(x, (int, float, complex, bool)):
-        return x
+        return np.asarray(x, dtype)
     if np.dtype(x.dtype) != dtype:
         return jax.lax.convert_element_type(x, dtype)
     return x
