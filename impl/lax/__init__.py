@@ -7,3 +7,4 @@ from impl.primitives.shape import (  # noqa: F401
     broadcast_in_dim, reshape, transpose, squeeze, expand_dims, reduce_sum,
 )
 from impl.primitives.linalg import dot_general  # noqa: F401
+from impl.primitives.collectives import psum, pmean, pmax, pmin, axis_index, axis_size  # noqa: F401,E402
