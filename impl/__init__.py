@@ -4,7 +4,7 @@ A JAX program runs on impl after `import impl as jax; import impl.numpy as jnp;
 from impl import lax`.
 """
 from jax import tree_util, ShapeDtypeStruct, block_until_ready, device_put, devices  # noqa: F401
-from jax import config  # noqa: F401
+from jax import config, random  # noqa: F401  (random: eager key handling via JAX)
 
 from impl import primitives as _primitives  # noqa: F401  (registers all rules)
 from impl.core import UnexpectedTracerError, ConcretizationTypeError  # noqa: F401

@@ -592,6 +592,7 @@ class _JittedFunction(_StagedFunction):
         super().__init__(fun, static_argnums, static_argnames)
         self._compiled = jax.jit(self._lower_and_run, static_argnums=static_argnums,
                                  static_argnames=static_argnames)
+        self._programs = {}   # staged programs for calls inside transformations
         functools.update_wrapper(self, fun)
 
     def __call__(self, *args, **kwargs):
@@ -605,9 +606,31 @@ class _JittedFunction(_StagedFunction):
                 raise
         return self._bind(args, kwargs)
 
+    def _cache_key(self, args, kwargs):
+        dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
+        flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        nargs = len(args)
+        statics = tuple(args[i % nargs] for i in self.static_argnums if -nargs <= i < nargs)
+        statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        key = (in_tree, tuple(get_aval(x) for x in flat), statics)
+        try:
+            hash(key)
+        except TypeError:
+            raise ValueError(f"jit of {self.name}: static arguments must be hashable, got "
+                             f"{statics!r}") from None
+        return key, flat
+
     def _bind(self, args, kwargs):
-        closed, flat, out_tree = self.trace(args, kwargs)
-        program, consts = pe.convert_constvars_to_invars(closed)
+        key, flat = self._cache_key(args, kwargs)
+        hit = self._programs.get(key)
+        if hit is None:
+            closed, flat, out_tree = self.trace(args, kwargs)
+            program, consts = pe.convert_constvars_to_invars(closed)
+            hit = (program, consts, out_tree)
+            # Constants that are tracers belong to this call only; don't keep them.
+            if not any(isinstance(c, Tracer) for c in consts):
+                self._programs[key] = hit
+        program, consts, out_tree = hit
         outs = jit_p.bind(*consts, *flat, jaxpr=program, name=self.name)
         return tree_unflatten(out_tree, outs)
 
