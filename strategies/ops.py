@@ -1,0 +1,654 @@
+"""The op vocabulary that random programs are drawn from.
+
+Each op states, NNSmith-style, which operand types it accepts
+(``Op.accepts``) and, once its parameters are drawn, the type it produces
+(``Op.make`` returns a :class:`Node` holding the output :class:`ValueType`).
+Programs are therefore well typed by construction: no draw is filtered out,
+which keeps drawing cheap and lets hypothesis shrink freely.
+
+Ops emit Python source that uses only ``jnp`` (the backend's numpy), ``lax``
+(the backend's lax) and, for custom-rule nodes, helper functions defined at
+the top of the program (see :data:`PREAMBLES`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+from .types import (
+    CONSTANTS,
+    MARGIN,
+    MAX_RANK,
+    ValueType,
+    broadcast_shapes,
+    fits,
+    interval_mul,
+)
+
+CUSTOM_KINDS = ("custom_jvp", "custom_vjp", "linear_call")
+
+
+@dataclass(frozen=True)
+class Node:
+    """One op application: ``name = expr`` in the program's source."""
+
+    op: str
+    inputs: tuple[int, ...]  # value ids: program inputs first, then nodes
+    expr: str
+    type: ValueType
+    params: tuple = ()
+    needs: tuple[str, ...] = ()  # keys of PREAMBLES the expr calls
+    wrong: bool = False  # carries a deliberately wrong custom rule
+
+
+class Context:
+    """What an op may look at while it is drawn: the values made so far."""
+
+    def __init__(self, n_inputs, dtype, *, smooth, linear):
+        self.n_inputs = n_inputs
+        self.dtype = dtype
+        self.smooth = smooth
+        self.linear = linear
+        self.values: list[ValueType] = []
+
+    def name(self, i: int) -> str:
+        return f"x{i}" if i < self.n_inputs else f"v{i - self.n_inputs}"
+
+    def recent(self):
+        """Value ids, most recent first: index 0 is what shrinking prefers."""
+        return range(len(self.values) - 1, -1, -1)
+
+    def pick(self, draw, candidates):
+        """Draw one of ``candidates`` (a non-empty list), shrinking to the first."""
+        return candidates[draw(st.integers(0, len(candidates) - 1))]
+
+    def const_literal(self, draw, shape):
+        """A constant array literal (exact binary fractions) and its bound."""
+        n = math.prod(shape)
+        flat = draw(st.lists(st.sampled_from(CONSTANTS), min_size=n, max_size=n))
+        text = repr(np.array(flat).reshape(shape).tolist())
+        return f"jnp.asarray({text}, jnp.{self.dtype})", max(abs(c) for c in flat)
+
+
+class Op:
+    """Base class: an op that accepts any operand and is smooth, not linear."""
+
+    name = ""
+    linear = False  # linear in its array operands (constants aside)
+    smooth = True  # differentiable on every operand it accepts in smooth mode
+    category = ""
+
+    def accepts(self, t: ValueType, ctx: Context) -> bool:
+        return True
+
+    def make(self, draw, ctx: Context, a: int) -> Node:  # pragma: no cover
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+class Unary(Op):
+    """An elementwise op given by a source template and a bounds map."""
+
+    category = "elementwise unary"
+
+    def __init__(self, name, template, bounds, *, accepts=None, smooth=True, linear=False):
+        self.name, self.template, self.bounds = name, template, bounds
+        self._accepts = accepts
+        self.smooth, self.linear = smooth, linear
+
+    def accepts(self, t, ctx):
+        return self._accepts is None or self._accepts(t, ctx)
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        lo, hi = self.bounds(t.lo, t.hi)
+        return Node(self.name, (a,), self.template.format(ctx.name(a)), t.with_(lo=lo, hi=hi))
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def _square_bounds(lo, hi):
+    top = max(lo * lo, hi * hi)
+    return (0.0 if lo <= 0.0 <= hi else min(lo * lo, hi * hi)), top
+
+
+def _abs_bounds(lo, hi):
+    return (0.0 if lo <= 0.0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+
+
+def _abs_ok(t, ctx):
+    return not ctx.smooth or t.away_from_zero()
+
+
+class Scale(Op):
+    """Multiplication by a nonzero constant: linear, so transpose laws apply."""
+
+    name, linear, category = "scale", True, "elementwise unary"
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        c = draw(st.sampled_from(CONSTANTS))
+        lo, hi = sorted((t.lo * c, t.hi * c))
+        return Node(self.name, (a,), f"{c!r} * {ctx.name(a)}", t.with_(lo=lo, hi=hi), (("c", c),))
+
+
+class Binary(Op):
+    """Broadcasting elementwise binary op; the partner is another value."""
+
+    category = "elementwise binary"
+
+    def __init__(self, name, func, bounds, *, smooth=True, linear=False, partner_ok=None):
+        self.name, self.func, self.bounds = name, func, bounds
+        self.smooth, self.linear = smooth, linear
+        self.partner_ok = partner_ok
+
+    def _partner(self, t, u):
+        if self.partner_ok is not None and not self.partner_ok(u):
+            return None
+        shape = broadcast_shapes(t.shape, u.shape)
+        if shape is None:
+            return None
+        lo, hi = self.bounds(t, u)
+        return (shape, lo, hi) if fits(shape, lo, hi) else None
+
+    def accepts(self, t, ctx):
+        if self.partner_ok is None:  # the operand itself is always a partner
+            return self._partner(t, t) is not None
+        return any(self._partner(t, u) is not None for u in ctx.values)
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        options = [(b, r) for b in ctx.recent() if (r := self._partner(t, ctx.values[b])) is not None]
+        b, (shape, lo, hi) = ctx.pick(draw, options)
+        out = ValueType(shape, t.dtype, lo, hi, t.deps | ctx.values[b].deps)
+        return Node(self.name, (a, b), f"jnp.{self.func}({ctx.name(a)}, {ctx.name(b)})", out)
+
+
+def _div_bounds(t, u):
+    return interval_mul(t, ValueType((), t.dtype, 1.0 / u.hi, 1.0 / u.lo))
+
+
+class Where(Op):
+    """``jnp.where``: a constant mask (smooth and linear) or a comparison."""
+
+    name, linear, category = "where", True, "selection"
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        options = []
+        for b in ctx.recent():
+            u = ctx.values[b]
+            shape = broadcast_shapes(t.shape, u.shape)
+            if shape is not None and fits(shape):
+                options.append((b, shape))
+        b, shape = ctx.pick(draw, options)
+        u = ctx.values[b]
+        deps = t.deps | u.deps
+        comparisons = []
+        if not (ctx.smooth or ctx.linear):
+            comparisons = [c for c in ctx.recent() if broadcast_shapes(shape, ctx.values[c].shape) == shape]
+        if comparisons and draw(st.booleans()):
+            c = ctx.pick(draw, comparisons)
+            cond = f"{ctx.name(c)} > 0.0"
+            inputs, deps = (c, a, b), deps | ctx.values[c].deps
+        else:
+            mask_shape = tuple(d if draw(st.booleans()) else 1 for d in shape)
+            n = math.prod(mask_shape)
+            bits = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+            cond = f"jnp.asarray({np.array(bits).reshape(mask_shape).tolist()!r})"
+            inputs = (a, b)
+        out = ValueType(shape, t.dtype, min(t.lo, u.lo), max(t.hi, u.hi), deps)
+        return Node(self.name, inputs, f"jnp.where({cond}, {ctx.name(a)}, {ctx.name(b)})", out)
+
+
+# ----------------------------------------------------------------- reductions
+
+
+class Reduction(Op):
+    """``jnp.sum``/``mean``/``max`` over None, one axis or two axes."""
+
+    category = "reduction"
+
+    def __init__(self, name, *, grows, smooth=True, linear=False):
+        self.name, self.grows, self.smooth, self.linear = name, grows, smooth, linear
+
+    def _bounds(self, t, count):
+        k = count if self.grows else 1
+        return k * t.lo, k * t.hi
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1 and fits((), *self._bounds(t, min(t.shape)))
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        r = t.rank
+        choices = [(i,) for i in range(r)] + [None]
+        if r >= 2:
+            choices += [(i, j) for i in range(r) for j in range(i + 1, r)]
+        choices = [
+            c for c in choices
+            if fits((), *self._bounds(t, math.prod(t.shape[i] for i in (range(r) if c is None else c))))
+        ]
+        axes = ctx.pick(draw, choices)
+        keepdims = draw(st.booleans())
+        if axes is None:
+            reduced, axis_text = range(r), "None"
+        else:
+            reduced = axes
+            # Write some axes as negative numbers: both spellings must work.
+            signed = tuple(i - r if draw(st.booleans()) else i for i in axes)
+            axis_text = str(signed[0]) if len(signed) == 1 else repr(signed)
+        count = math.prod(t.shape[i] for i in reduced)
+        shape = tuple(1 if i in reduced else d for i, d in enumerate(t.shape) if keepdims or i not in reduced)
+        lo, hi = self._bounds(t, count)
+        kd = ", keepdims=True" if keepdims else ""
+        expr = f"jnp.{self.name}({ctx.name(a)}, axis={axis_text}{kd})"
+        return Node(self.name, (a,), expr, t.with_(shape=shape, lo=lo, hi=hi), (("axis", axes), ("keepdims", keepdims)))
+
+
+# -------------------------------------------------------------- linear algebra
+
+
+def dot_shape(a, b):
+    if len(a) in (1, 2) and len(b) in (1, 2) and a[-1] == b[0]:
+        return a[:-1] + b[1:]
+    return None
+
+
+def matmul_shape(a, b):
+    if not a or not b:
+        return None
+    if len(b) == 1:
+        return a[:-1] if a[-1] == b[0] else None
+    if len(a) == 1:
+        return b[:-2] + b[-1:] if a[0] == b[-2] else None
+    if a[-1] != b[-2]:
+        return None
+    batch = broadcast_shapes(a[:-2], b[:-2])
+    return None if batch is None else batch + (a[-2], b[-1])
+
+
+class Contraction(Op):
+    """``jnp.dot``/``jnp.matmul`` with another value or a constant matrix."""
+
+    category = "linear algebra"
+    linear = True  # linear when the partner is a constant; see make()
+
+    def __init__(self, name, shape_rule, ranks):
+        self.name, self.shape_rule, self.ranks = name, shape_rule, ranks
+
+    def accepts(self, t, ctx):
+        return t.rank in self.ranks and fits((), t.bound * t.shape[-1] * 2.0)
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        k = t.shape[-1]
+        partners = []
+        if not ctx.linear:
+            for b in ctx.recent():
+                u = ctx.values[b]
+                shape = self.shape_rule(t.shape, u.shape)
+                if shape is not None and fits(shape, t.bound * u.bound * k):
+                    partners.append((b, shape))
+        choice = draw(st.integers(0, len(partners)))
+        if choice == 0:  # a constant matrix (or vector) on the right
+            cshape = (k,) if draw(st.booleans()) else (k, draw(st.integers(1, 4)))
+            shape = self.shape_rule(t.shape, cshape)
+            if not fits(shape):
+                cshape, shape = (k,), self.shape_rule(t.shape, (k,))
+            text, cmax = ctx.const_literal(draw, cshape)
+            b_text, inputs, deps, bound = text, (a,), t.deps, t.bound * cmax * k
+        else:
+            b, shape = partners[choice - 1]
+            u = ctx.values[b]
+            b_text, inputs, deps, bound = ctx.name(b), (a, b), t.deps | u.deps, t.bound * u.bound * k
+        out = ValueType(shape, t.dtype, -bound, bound, deps)
+        return Node(self.name, inputs, f"jnp.{self.name}({ctx.name(a)}, {b_text})", out)
+
+
+# -------------------------------------------------------------- shape changes
+
+
+class Reshape(Op):
+    name, linear, category = "reshape", True, "shape"
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        rest, dims = t.size, []
+        for _ in range(draw(st.integers(0, 3)) if t.size > 1 else 0):
+            divisors = [d for d in range(1, rest + 1) if rest % d == 0]
+            d = ctx.pick(draw, divisors)
+            dims.append(d)
+            rest //= d
+        shape = tuple(dims) + (rest,) if (dims or rest != 1) else ()
+        text = list(shape)
+        if shape and draw(st.booleans()):
+            text[draw(st.integers(0, len(shape) - 1))] = -1
+        return Node(self.name, (a,), f"jnp.reshape({ctx.name(a)}, {tuple(text)!r})", t.with_(shape=shape))
+
+
+class Transpose(Op):
+    name, linear, category = "transpose", True, "shape"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 2
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        perm = tuple(draw(st.permutations(range(t.rank))))
+        shape = tuple(t.shape[i] for i in perm)
+        return Node(self.name, (a,), f"jnp.transpose({ctx.name(a)}, {perm!r})", t.with_(shape=shape))
+
+
+class BroadcastTo(Op):
+    name, linear, category = "broadcast_to", True, "shape"
+
+    def accepts(self, t, ctx):
+        return t.rank < MAX_RANK or 1 in t.shape
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        lead = (draw(st.integers(1, 3)),) if t.rank < MAX_RANK and draw(st.booleans()) else ()
+        body = tuple(draw(st.integers(1, 3)) if d == 1 else d for d in t.shape)
+        shape = lead + body
+        if not fits(shape):
+            shape = lead + t.shape if fits(lead + t.shape) else t.shape
+        return Node(self.name, (a,), f"jnp.broadcast_to({ctx.name(a)}, {shape!r})", t.with_(shape=shape))
+
+
+# ----------------------------------------------------------- slicing/indexing
+
+
+def _slice_text(start, stop, step, n):
+    text = (str(start) if start else "") + ":" + (str(stop) if stop != n else "")
+    return text + (f":{step}" if step != 1 else "")
+
+
+class Slice(Op):
+    """Basic slicing ``x[1:3, ::2]`` with static bounds and steps."""
+
+    name, linear, category = "slice", True, "slicing"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        parts, shape = [], []
+        for n in t.shape:
+            if draw(st.booleans()):
+                start = draw(st.integers(0, n - 1))
+                stop = draw(st.integers(start + 1, n))
+                step = draw(st.integers(1, 2))
+            else:
+                start, stop, step = 0, n, 1
+            parts.append(_slice_text(start, stop, step, n))
+            shape.append(len(range(start, stop, step)))
+        while len(parts) > 1 and parts[-1] == ":":
+            parts.pop()
+        expr = f"{ctx.name(a)}[{', '.join(parts)}]"
+        return Node(self.name, (a,), expr, t.with_(shape=shape))
+
+
+class Index(Op):
+    """Integer indexing ``x[:, -1]`` (negative indices included)."""
+
+    name, linear, category = "index", True, "slicing"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        axis = draw(st.integers(0, t.rank - 1))
+        n = t.shape[axis]
+        i = draw(st.integers(-n, n - 1))
+        expr = f"{ctx.name(a)}[{':, ' * axis}{i}]"
+        shape = t.shape[:axis] + t.shape[axis + 1:]
+        return Node(self.name, (a,), expr, t.with_(shape=shape), (("axis", axis), ("index", i)))
+
+
+class Take(Op):
+    """Gather with constant (possibly repeated) integer indices."""
+
+    name, linear, category = "take", True, "slicing"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1 and fits(t.shape + (4,))
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        axis = draw(st.integers(0, t.rank - 1))
+        n = t.shape[axis]
+        idx = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=4))
+        shape = t.shape[:axis] + (len(idx),) + t.shape[axis + 1:]
+        expr = f"jnp.take({ctx.name(a)}, jnp.asarray({idx!r}), axis={axis})"
+        return Node(self.name, (a,), expr, t.with_(shape=shape), (("axis", axis), ("indices", tuple(idx))))
+
+
+class DynamicSlice(Op):
+    name, linear, category = "dynamic_slice", True, "slicing"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        sizes = tuple(draw(st.integers(1, n)) for n in t.shape)
+        starts = tuple(draw(st.integers(0, n - s)) for n, s in zip(t.shape, sizes))
+        expr = f"lax.dynamic_slice({ctx.name(a)}, {starts!r}, {sizes!r})"
+        return Node(self.name, (a,), expr, t.with_(shape=sizes))
+
+
+class Concatenate(Op):
+    name, linear, category = "concatenate", True, "shape"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1 and fits(t.shape + (2,))
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        axis = draw(st.integers(0, t.rank - 1))
+        options = []
+        for b in ctx.recent():
+            u = ctx.values[b]
+            if u.rank == t.rank and all(x == y for i, (x, y) in enumerate(zip(t.shape, u.shape)) if i != axis):
+                shape = t.shape[:axis] + (t.shape[axis] + u.shape[axis],) + t.shape[axis + 1:]
+                if fits(shape):
+                    options.append((b, shape))
+        b, shape = ctx.pick(draw, options)
+        u = ctx.values[b]
+        shown = axis - t.rank if draw(st.booleans()) else axis
+        expr = f"jnp.concatenate([{ctx.name(a)}, {ctx.name(b)}], axis={shown})"
+        out = ValueType(shape, t.dtype, min(t.lo, u.lo), max(t.hi, u.hi), t.deps | u.deps)
+        return Node(self.name, (a, b), expr, out)
+
+
+# --------------------------------------------------------- custom-rule nodes
+
+PREAMBLES = {
+    "custom_sin": """\
+    @backend.custom_jvp
+    def custom_sin(x):
+        return jnp.sin(x)
+
+    @custom_sin.defjvp
+    def custom_sin_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return jnp.sin(x), jnp.cos(x) * t
+""",
+    "custom_sin_wrong": """\
+    @backend.custom_jvp
+    def custom_sin_wrong(x):
+        return jnp.sin(x)
+
+    @custom_sin_wrong.defjvp
+    def custom_sin_wrong_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return jnp.sin(x), (jnp.cos(x) + 1.0) * t  # deliberately wrong: off by t
+""",
+    "custom_tanh": """\
+    @backend.custom_vjp
+    def custom_tanh(x):
+        return jnp.tanh(x)
+
+    def custom_tanh_fwd(x):
+        y = jnp.tanh(x)
+        return y, y
+
+    def custom_tanh_bwd(y, g):
+        return ((1.0 - y * y) * g,)
+
+    custom_tanh.defvjp(custom_tanh_fwd, custom_tanh_bwd)
+""",
+    "custom_tanh_wrong": """\
+    @backend.custom_vjp
+    def custom_tanh_wrong(x):
+        return jnp.tanh(x)
+
+    def custom_tanh_wrong_fwd(x):
+        y = jnp.tanh(x)
+        return y, y
+
+    def custom_tanh_wrong_bwd(y, g):
+        return ((2.0 - y * y) * g,)  # deliberately wrong: off by g
+
+    custom_tanh_wrong.defvjp(custom_tanh_wrong_fwd, custom_tanh_wrong_bwd)
+""",
+    "linear_call": """\
+    linear_call = getattr(backend, "linear_call", None) or backend.custom_derivatives.linear_call
+""",
+    "lc_matmul": """\
+    def lc_matmul(m, x):
+        return jnp.matmul(x, m)
+
+    def lc_matmul_t(m, ct):
+        return jnp.matmul(ct, jnp.transpose(m))
+""",
+    "lc_matmul_wrong": """\
+    def lc_matmul_wrong_t(m, ct):
+        # deliberately wrong: adds the row sums of the cotangent
+        return jnp.matmul(ct, jnp.transpose(m)) + jnp.sum(ct, axis=-1, keepdims=True)
+""",
+    "lc_scale": """\
+    def lc_scale(s, x):
+        return x * s
+
+    def lc_scale_t(s, ct):
+        return ct * s
+""",
+    "lc_scale_wrong": """\
+    def lc_scale_wrong_t(s, ct):
+        return ct * (s + 1.0)  # deliberately wrong: off by ct
+""",
+}
+
+
+class CustomUnary(Op):
+    """sin under custom_jvp, or tanh under custom_vjp, with a correct or wrong rule."""
+
+    category = "custom rule"
+
+    def __init__(self, name, helper, bounds):
+        self.name, self.helper, self.bounds = name, helper, bounds
+
+    def make(self, draw, ctx, a, wrong=False):
+        t = ctx.values[a]
+        helper = self.helper + ("_wrong" if wrong else "")
+        lo, hi = self.bounds(t.lo, t.hi)
+        return Node(self.name, (a,), f"{helper}({ctx.name(a)})", t.with_(lo=lo, hi=hi), needs=(helper,), wrong=wrong)
+
+
+class LinearCall(Op):
+    """A constant matrix on the last axis (or a scale) under linear_call."""
+
+    name, linear, category = "linear_call", True, "custom rule"
+
+    def accepts(self, t, ctx):
+        return t.rank == 0 or fits((), t.bound * t.shape[-1] * 2.0)
+
+    def make(self, draw, ctx, a, wrong=False):
+        t = ctx.values[a]
+        if t.rank == 0:
+            helper, c = "lc_scale", draw(st.sampled_from(CONSTANTS))
+            res = f"jnp.asarray({c!r}, jnp.{ctx.dtype})"
+            shape, bound = (), t.bound * abs(c)
+        else:
+            helper, k = "lc_matmul", t.shape[-1]
+            m = draw(st.integers(1, 4))
+            shape = t.shape[:-1] + (m,)
+            if not fits(shape):
+                m, shape = 1, t.shape[:-1] + (1,)
+            res, cmax = ctx.const_literal(draw, (k, m))
+            bound = t.bound * cmax * k
+        needs = ("linear_call", helper) + ((helper + "_wrong",) if wrong else ())
+        transpose = helper + ("_wrong_t" if wrong else "_t")
+        expr = f"linear_call({helper}, {transpose}, {res}, {ctx.name(a)})"
+        return Node(self.name, (a,), expr, t.with_(shape=shape, lo=-bound, hi=bound), needs=needs, wrong=wrong)
+
+
+# ----------------------------------------------------------------- vocabulary
+
+
+def _build_vocabulary():
+    ops = [
+        Unary("neg", "jnp.negative({})", lambda lo, hi: (-hi, -lo), linear=True),
+        Scale(),
+        Unary("sin", "jnp.sin({})", lambda lo, hi: (-1.0, 1.0)),
+        Unary("cos", "jnp.cos({})", lambda lo, hi: (-1.0, 1.0)),
+        Unary("tanh", "jnp.tanh({})", lambda lo, hi: (math.tanh(lo), math.tanh(hi))),
+        Unary("logistic", "lax.logistic({})", lambda lo, hi: (_sigmoid(lo), _sigmoid(hi))),
+        Unary("exp", "jnp.exp({})", lambda lo, hi: (math.exp(lo), math.exp(hi)),
+              accepts=lambda t, ctx: t.hi <= 3.0),
+        Unary("log", "jnp.log({})", lambda lo, hi: (math.log(lo), math.log(hi)),
+              accepts=lambda t, ctx: t.lo >= MARGIN),
+        Unary("sqrt", "jnp.sqrt({})", lambda lo, hi: (math.sqrt(lo), math.sqrt(hi)),
+              accepts=lambda t, ctx: t.lo >= MARGIN),
+        Unary("square", "jnp.square({})", _square_bounds, accepts=lambda t, ctx: t.bound <= 10.0),
+        Unary("integer_pow", "lax.integer_pow({}, 3)", lambda lo, hi: (lo ** 3, hi ** 3),
+              accepts=lambda t, ctx: t.bound <= 4.0),
+        Unary("abs", "jnp.abs({})", _abs_bounds, accepts=_abs_ok),
+        Unary("floor", "jnp.floor({})", lambda lo, hi: (math.floor(lo), math.floor(hi)), smooth=False),
+        Binary("add", "add", lambda t, u: (t.lo + u.lo, t.hi + u.hi), linear=True),
+        Binary("sub", "subtract", lambda t, u: (t.lo - u.hi, t.hi - u.lo), linear=True),
+        Binary("mul", "multiply", interval_mul),
+        Binary("div", "divide", _div_bounds, partner_ok=lambda u: u.away_from_zero(0.5)),
+        Binary("maximum", "maximum", lambda t, u: (max(t.lo, u.lo), max(t.hi, u.hi)), smooth=False),
+        Binary("minimum", "minimum", lambda t, u: (min(t.lo, u.lo), min(t.hi, u.hi)), smooth=False),
+        Where(),
+        Reduction("sum", grows=True, linear=True),
+        Reduction("mean", grows=False, linear=True),
+        Reduction("max", grows=False, smooth=False),
+        Contraction("dot", dot_shape, ranks=(1, 2)),
+        Contraction("matmul", matmul_shape, ranks=(1, 2, 3, 4)),
+        Reshape(),
+        Transpose(),
+        BroadcastTo(),
+        Slice(),
+        Index(),
+        Take(),
+        DynamicSlice(),
+        Concatenate(),
+        CustomUnary("custom_jvp", "custom_sin", lambda lo, hi: (-1.0, 1.0)),
+        CustomUnary("custom_vjp", "custom_tanh", lambda lo, hi: (math.tanh(lo), math.tanh(hi))),
+        LinearCall(),
+    ]
+    return {op.name: op for op in ops}
+
+
+VOCABULARY: dict[str, Op] = _build_vocabulary()
+
+#: Names of every op a program may contain.
+OP_NAMES: tuple[str, ...] = tuple(VOCABULARY)
+#: Ops that keep a program linear in its inputs.
+LINEAR_OPS: tuple[str, ...] = tuple(n for n, op in VOCABULARY.items() if op.linear)
+#: Ops allowed in smooth programs (some, e.g. abs, only away from their kink).
+SMOOTH_OPS: tuple[str, ...] = tuple(n for n, op in VOCABULARY.items() if op.smooth)
