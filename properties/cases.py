@@ -12,24 +12,20 @@ from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import strategies as st
 
-from . import _fallback_strategies as _fallback
+import strategies as _real
 
-try:  # the real package, being written in parallel
-    import strategies as _real
-except ImportError:  # pragma: no cover - depends on the tree's state
-    _real = None
+from . import _fallback_strategies as _fallback
 
 
 def _source_of(name):
     """The strategy factory ``name`` from strategies, else from the fallback."""
-    fn = getattr(_real, name, None) if _real is not None else None
+    fn = getattr(_real, name, None)
     return fn if fn is not None else getattr(_fallback, name)
 
 
 def strategy_provider(name):
     """'strategies' or 'fallback': where ``name`` is drawn from (for reports)."""
-    fn = getattr(_real, name, None) if _real is not None else None
-    return "strategies" if fn is not None else "fallback"
+    return "strategies" if getattr(_real, name, None) is not None else "fallback"
 
 
 def array_source(x):
@@ -65,8 +61,9 @@ class ProgramCase:
         return f"{self.program!r} on ({shapes})"
 
     def source(self):
-        return ("import numpy as np\n" + _program_source(self.program)
-                + args_source(self.args))
+        return ("import numpy as np\nimport jax  # or: import impl as jax\n\n"
+                + _program_source(self.program) + args_source(self.args)
+                + "f = lambda *xs: program(jax, *xs)\n")
 
 
 @dataclass
@@ -131,35 +128,69 @@ class LinearCase:
 
 
 def programs(*, smooth=False, linear=False, dtype=None, max_ops=6):
-    return _source_of("program_cases")(
+    """(program, args) cases from strategies.program_cases."""
+    return _real.program_cases(
         smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops).map(
         lambda pa: ProgramCase(pa[0], tuple(pa[1])))
 
 
-def _as_vmap_case(t):
-    if isinstance(t, tuple):
-        program, args, in_axes, out_axes, size = t
-    else:  # an object with attributes
-        program, args, in_axes, out_axes, size = (
-            t.program, t.args, t.in_axes, t.out_axes, t.axis_size)
-    return VmapCase(program, tuple(args), tuple(in_axes), out_axes, size)
+def _out_ndim(program):
+    return len(program.output_type[0])
 
 
-def vmaps(*, smooth=False, dtype=None):
-    return _source_of("vmap_cases")(smooth=smooth, dtype=dtype).map(_as_vmap_case)
+@st.composite
+def _batched_axes(draw, args, size):
+    """Per-argument batch axis (None = shared) and the batched arguments.
+
+    At least one argument is batched.  Batched arrays come from
+    strategies.batched_arrays: every slice differs, so a vmap that mixes up
+    batch elements cannot hide behind equal slices.
+    """
+    axes = [draw(st.one_of(st.none(), st.integers(-(np.ndim(x) + 1), np.ndim(x))))
+            for x in args]
+    if all(a is None for a in axes):
+        axes[draw(st.integers(0, len(args) - 1))] = 0
+    batched = []
+    for x, ax in zip(args, axes):
+        if ax is None:
+            batched.append(x)
+        else:
+            batched.append(draw(_real.batched_arrays(size, np.asarray(x).dtype, np.shape(x),
+                                                     axis=ax)))
+    return tuple(axes), tuple(batched)
 
 
-def _as_nested_case(t):
-    if isinstance(t, tuple):
-        program, args, in_axes, out_axes, sizes = t
-    else:
-        program, args, in_axes, out_axes, sizes = (
-            t.program, t.args, t.in_axes, t.out_axes, t.axis_size)
-    return NestedVmapCase(program, tuple(args), tuple(in_axes), tuple(out_axes), tuple(sizes))
+@st.composite
+def _vmap_cases(draw, smooth, dtype, max_ops):
+    program, args = draw(_real.program_cases(smooth=smooth, dtype=dtype, max_ops=max_ops))
+    size = draw(st.integers(1, 3))
+    in_axes, batched = draw(_batched_axes(args, size))
+    nd = _out_ndim(program)
+    out_axes = draw(st.integers(-(nd + 1), nd))
+    return VmapCase(program, batched, in_axes, out_axes, size)
 
 
-def nested_vmaps(*, dtype=None):
-    return _source_of("nested_vmap_cases")(dtype=dtype).map(_as_nested_case)
+def vmaps(*, smooth=False, dtype=None, max_ops=6):
+    """Programs with batched arguments and a random in_axes / out_axes spec."""
+    return _vmap_cases(smooth, dtype, max_ops)
+
+
+@st.composite
+def _nested_cases(draw, dtype, max_ops):
+    program, args = draw(_real.program_cases(dtype=dtype, max_ops=max_ops))
+    outer_size, inner_size = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    inner_axes, mid = draw(_batched_axes(args, inner_size))
+    outer_axes, full = draw(_batched_axes(mid, outer_size))
+    nd = _out_ndim(program)
+    inner_out = draw(st.integers(-(nd + 1), nd))
+    outer_out = draw(st.integers(-(nd + 2), nd + 1))
+    return NestedVmapCase(program, full, (outer_axes, inner_axes), (outer_out, inner_out),
+                          (outer_size, inner_size))
+
+
+def nested_vmaps(*, dtype=None, max_ops=5):
+    """Programs under two vmaps: axes are given per level as (outer, inner)."""
+    return _nested_cases(dtype, max_ops)
 
 
 def linear_functions(*, wrong_transpose=False):
@@ -270,11 +301,13 @@ def custom_cases(draw, *, rules=("true", "wrong"), claims_true=None, bad_fwd=Fal
     dt = np.dtype(dtype) if dtype is not None else np.dtype(
         draw(st.sampled_from(["float32", "float64"])))
     n = draw(st.integers(1, 4))
-    arr = _fallback.arrays
-    w = draw(arr(dt, (n,), -1.5, 1.5))
-    x = draw(arr(dt, (n,), -1.5, 1.5))
+    def arr(shape):
+        return _real.arrays(dt, shape, elements=_real.elements(dt, min_value=-1.5,
+                                                                 max_value=1.5))
+    w = draw(arr((n,)))
+    x = draw(arr((n,)))
     size = draw(st.integers(1, 3))
-    batch = draw(arr(dt, (size, n), -1.5, 1.5))
+    batch = draw(arr((size, n)))
     return CustomCase(draw(st.sampled_from(sorted(ELEMENTARY))),
                       draw(st.sampled_from(list(rules))), w, x, batch,
                       claims_true=claims_true, bad_fwd=bad_fwd)

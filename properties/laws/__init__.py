@@ -50,6 +50,7 @@ LAWS = [
     _law(6, linear.linear_call_involution,
          lambda: cases.linear_functions() | cases.linear_functions(wrong_transpose=True)),
     _law(6, linear.linear_call_dot_product, lambda: cases.linear_functions()),
+    _law(6, linear.linear_call_under_vmap, lambda: cases.linear_functions()),
     _law(7, custom.custom_jvp_uses_rule, lambda: cases.custom_cases()),
     _law(7, custom.custom_jvp_true_rule, lambda: cases.custom_cases(rules=("true",))),
     _law(7, custom.custom_vjp_uses_rule, lambda: cases.custom_cases()),
