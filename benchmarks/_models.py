@@ -37,8 +37,8 @@ def make_mlp_loss(bnp):
         for w, b in params[:-1]:
             h = bnp.tanh(bnp.dot(h, w) + b)
         w, b = params[-1]
-        out = bnp.dot(h, w) + b
-        return bnp.sum((out - y) ** 2)
+        d = bnp.dot(h, w) + b - y
+        return bnp.sum(d * d)
 
     return loss
 

@@ -119,7 +119,10 @@ def main(argv=None):
 
     rows = []
     for case, target in select(args.all, args.device):
-        res = measure_pair(case, args.repeats, args.min_time)
+        try:
+            res = measure_pair(case, args.repeats, args.min_time)
+        except Exception as exc:  # a broken impl commit: report, keep going
+            res = f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
         label = case.id.replace("-jax-", "-").replace("[jax-", "[")
         if isinstance(res, str):
             rows.append((label, "", "", "", "" if target is None else f"<= {target}", res))
