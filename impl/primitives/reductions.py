@@ -1,0 +1,598 @@
+"""Reductions, cumulative reductions, sorting and iota, each with all of its rules.
+
+Primitives: reduce_max, reduce_min, reduce_prod, argmax, argmin, cumsum, cumprod,
+cummax, cummin, sort, iota. Four helper primitives make their derivatives linear and
+transposable, so that reverse mode works through every one of them:
+
+* `shift` moves an array one step along an axis (filling the vacated slot); it gives
+  exclusive prefix products without dividing (division breaks at zeros).
+* `linear_recurrence` computes y[i] = a[i] * y[i-1] + b[i] (or from the end when
+  `reverse`); it is linear in `b`, and its transpose is the opposite recurrence. It is
+  the tangent map of cumprod and cummax/cummin.
+* `take_along_axis` gathers along one axis with an index array (the tangent map of
+  sort) and `scatter_add_along_axis` is its transpose.
+"""
+from __future__ import annotations
+
+import numpy as np
+import jax
+import jax.numpy as jax_jnp
+from jax import lax
+
+from impl import core
+from impl.core import ShapedArray, get_aval
+from impl.interpreters import ad, batching
+from impl.interpreters.ad import Zero, defjvp_zero, is_undefined_primal
+from impl.primitives import elementwise as ew
+from impl.primitives._rules import def_lowering, standard_primitive
+from impl.primitives.shape import broadcast_in_dim, reduce_sum, reshape, transpose
+
+
+# ------------------------------------------------------------------ validation
+
+def _check_axis(name, axis, shape, what="axis"):
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{name}: {what} must be an int, got {axis!r}")
+    if not 0 <= axis < len(shape):
+        raise TypeError(f"{name}: {what} {axis} is out of range for an operand of shape "
+                        f"{shape} (rank {len(shape)})")
+
+
+def _check_numeric(name, dtype):
+    if not (np.issubdtype(dtype, np.number)):
+        raise TypeError(f"{name} does not accept dtype {dtype}: it needs a numeric dtype")
+
+
+def _normalize_axis(axis, ndim):
+    """Negative axes count from the end; out-of-range ones are left for the type rule."""
+    axis = int(axis)
+    return axis + ndim if -ndim <= axis < 0 else axis
+
+
+def _tangent_zero(x):
+    return Zero(ad.tangent_aval(get_aval(x)))
+
+
+def _shift_axis(axis, d):
+    """The position of per-example axis `axis` when the batch axis sits at `d`."""
+    return axis + (d <= axis)
+
+
+def _all_to_front(axis_data, vals, dims):
+    """Every operand with its batch axis first (unbatched ones are broadcast)."""
+    return [batching.bdim_at_front(x, d, axis_data.size) for x, d in zip(vals, dims)]
+
+
+# ------------------------------------------------- reduce_max / reduce_min / prod
+
+def _reduce_aval(name, accepted):
+    def rule(x, *, axes):
+        accepted(name, x.dtype)
+        if len(set(axes)) != len(axes):
+            raise TypeError(f"{name}: repeated axes in {axes}")
+        for a in axes:
+            _check_axis(name, a, x.shape, "reduction axis")
+        return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in axes),
+                           x.dtype, x.weak_type)
+    return rule
+
+
+def _any_dtype(name, dtype):
+    if dtype == core.float0:
+        raise TypeError(f"{name} does not accept dtype float0")
+
+
+def _kept_axes(ndim, axes):
+    return tuple(i for i in range(ndim) if i not in axes)
+
+
+reduce_max_p = standard_primitive("reduce_max")
+reduce_min_p = standard_primitive("reduce_min")
+reduce_prod_p = standard_primitive("reduce_prod")
+
+def_lowering(reduce_max_p, lambda x, *, axes: lax.reduce_max(x, axes),
+             _reduce_aval("reduce_max", _any_dtype))
+def_lowering(reduce_min_p, lambda x, *, axes: lax.reduce_min(x, axes),
+             _reduce_aval("reduce_min", _any_dtype))
+def_lowering(reduce_prod_p, lambda x, *, axes: lax.reduce_prod(x, axes),
+             _reduce_aval("reduce_prod", _check_numeric))
+for _p in (reduce_max_p, reduce_min_p, reduce_prod_p):
+    batching.defreducer(_p)
+
+
+def _canonical_axes(axes, ndim):
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    return tuple(sorted(_normalize_axis(a, ndim) for a in axes))
+
+
+def reduce_max(operand, axes):
+    axes = _canonical_axes(axes, get_aval(operand).ndim)
+    return reduce_max_p.bind(operand, axes=axes) if axes else operand
+
+
+def reduce_min(operand, axes):
+    axes = _canonical_axes(axes, get_aval(operand).ndim)
+    return reduce_min_p.bind(operand, axes=axes) if axes else operand
+
+
+def reduce_prod(operand, axes):
+    axes = _canonical_axes(axes, get_aval(operand).ndim)
+    return reduce_prod_p.bind(operand, axes=axes) if axes else operand
+
+
+def _chooser_jvp(prim):
+    # The tangent flows from the location of the extremum; ties share it equally
+    # (mean of the tangents at the tied locations), as in JAX.
+    def rule(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axes=axes)
+        if type(t) is Zero:
+            return ans, _tangent_zero(ans)
+        shape = get_aval(x).shape
+        at_ans = ew.eq(x, broadcast_in_dim(ans, shape, _kept_axes(len(shape), axes)))
+        mask = ew.convert_element_type(at_ans, get_aval(t).dtype)
+        return ans, ew.div(reduce_sum(ew.mul(t, mask), axes), reduce_sum(mask, axes))
+    ad.jvp_rules[prim] = rule
+
+
+_chooser_jvp(reduce_max_p)
+_chooser_jvp(reduce_min_p)
+
+
+def _move_axes_last(x, axes):
+    """`x` with the reduced `axes` flattened into one trailing axis."""
+    shape = get_aval(x).shape
+    kept = _kept_axes(len(shape), axes)
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    x = transpose(x, kept + tuple(axes))
+    return reshape(x, tuple(shape[k] for k in kept) + (n,))
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    # d prod(x) = sum_j t_j * prod_{k != j} x_k. The products of the other elements are
+    # exclusive prefix products from the left times those from the right: no division,
+    # so zeros in x are handled exactly.
+    (x,), (t,) = primals, tangents
+    ans = reduce_prod_p.bind(x, axes=axes)
+    if type(t) is Zero:
+        return ans, _tangent_zero(ans)
+    flat = _move_axes_last(x, axes)
+    last = get_aval(flat).ndim - 1
+    left = shift(cumprod(flat, last), last, fill=1)
+    right = shift(cumprod(flat, last, reverse=True), last, reverse=True, fill=1)
+    others = ew.mul(left, right)
+    return ans, reduce_sum(ew.mul(_move_axes_last(t, axes), others), (last,))
+
+
+ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp
+
+
+# ------------------------------------------------------------- argmax / argmin
+
+def _argminmax_aval(name):
+    def rule(x, *, axes, index_dtype):
+        if len(axes) != 1:
+            raise TypeError(f"{name}: axes must hold exactly one axis, got {axes}")
+        _check_axis(name, axes[0], x.shape)
+        if not np.issubdtype(np.dtype(index_dtype), np.integer):
+            raise TypeError(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
+        _any_dtype(name, x.dtype)
+        return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i != axes[0]),
+                           index_dtype)
+    return rule
+
+
+argmax_p = standard_primitive("argmax")
+argmin_p = standard_primitive("argmin")
+def_lowering(argmax_p, lambda x, *, axes, index_dtype: lax.argmax(x, axes[0], index_dtype),
+             _argminmax_aval("argmax"))
+def_lowering(argmin_p, lambda x, *, axes, index_dtype: lax.argmin(x, axes[0], index_dtype),
+             _argminmax_aval("argmin"))
+for _p in (argmax_p, argmin_p):
+    defjvp_zero(_p)
+    batching.defreducer(_p)
+
+
+def argmax(operand, axis, index_dtype):
+    axis = _normalize_axis(axis, get_aval(operand).ndim)
+    return argmax_p.bind(operand, axes=(axis,), index_dtype=np.dtype(index_dtype))
+
+
+def argmin(operand, axis, index_dtype):
+    axis = _normalize_axis(axis, get_aval(operand).ndim)
+    return argmin_p.bind(operand, axes=(axis,), index_dtype=np.dtype(index_dtype))
+
+
+# --------------------------------------------------------------------- shift
+
+shift_p = standard_primitive("shift")
+
+
+def _shift_aval(x, *, axis, reverse, fill):
+    _check_axis("shift", axis, x.shape)
+    return x
+
+
+def _shift_lower(x, *, axis, reverse, fill):
+    config = [(0, 0, 0)] * np.ndim(x)
+    config[axis] = (-1, 1, 0) if reverse else (1, -1, 0)
+    return lax.pad(x, np.array(fill, x.dtype), config)
+
+
+def shift(x, axis, reverse=False, fill=0):
+    """out[i] = x[i-1] with out[0] = fill (or out[i] = x[i+1] from the end if reverse)."""
+    return shift_p.bind(x, axis=int(axis), reverse=bool(reverse), fill=fill)
+
+
+def _shift_jvp(primals, tangents, *, axis, reverse, fill):
+    (x,), (t,) = primals, tangents
+    out = shift_p.bind(x, axis=axis, reverse=reverse, fill=fill)
+    if type(t) is Zero:
+        return out, _tangent_zero(out)
+    return out, shift_p.bind(t, axis=axis, reverse=reverse, fill=0)
+
+
+def _shift_transpose(ct, x, *, axis, reverse, fill):
+    if fill != 0:
+        raise TypeError(f"shift with fill={fill} is affine, not linear; cannot transpose it")
+    if type(ct) is Zero:
+        return [None]
+    return [shift_p.bind(ct, axis=axis, reverse=not reverse, fill=0)]
+
+
+def _shift_batch(axis_data, vals, dims, *, axis, reverse, fill):
+    (x,), (d,) = vals, dims
+    return shift_p.bind(x, axis=_shift_axis(axis, d), reverse=reverse, fill=fill), d
+
+
+def_lowering(shift_p, _shift_lower, _shift_aval)
+ad.jvp_rules[shift_p] = _shift_jvp
+ad.transpose_rules[shift_p] = _shift_transpose
+batching.batching_rules[shift_p] = _shift_batch
+
+
+# --------------------------------------------------------- linear_recurrence
+
+linear_recurrence_p = standard_primitive("linear_recurrence")
+
+
+def _linrec_aval(a, b, *, axis, reverse):
+    if a.shape != b.shape or a.dtype != b.dtype:
+        raise TypeError(f"linear_recurrence: coefficients {a.str_short()} and inputs "
+                        f"{b.str_short()} must have the same shape and dtype")
+    _check_axis("linear_recurrence", axis, b.shape)
+    _check_numeric("linear_recurrence", b.dtype)
+    return ShapedArray(b.shape, b.dtype, b.weak_type and a.weak_type)
+
+
+def _linrec_combine(first, second):
+    # Composition of the affine maps y -> a1*y + b1, then y -> a2*y + b2.
+    a1, b1 = first
+    a2, b2 = second
+    return a1 * a2, a2 * b1 + b2
+
+
+def _linrec_lower(a, b, *, axis, reverse):
+    return lax.associative_scan(_linrec_combine, (a, b), reverse=reverse, axis=axis)[1]
+
+
+def linear_recurrence(a, b, axis, reverse=False):
+    """y[i] = a[i] * y[i-1] + b[i] along `axis` (y[-1] = 0); from the end if reverse."""
+    return linear_recurrence_p.bind(a, b, axis=int(axis), reverse=bool(reverse))
+
+
+def _linrec_jvp(primals, tangents, *, axis, reverse):
+    (a, b), (ta, tb) = primals, tangents
+    y = linear_recurrence_p.bind(a, b, axis=axis, reverse=reverse)
+    # dy[i] = a[i] dy[i-1] + (da[i] y[i-1] + db[i]): the same recurrence, new inputs.
+    drive = tb
+    if type(ta) is not Zero:
+        drive = ad.add_tangents(drive, ew.mul(ta, shift(y, axis, reverse)))
+    if type(drive) is Zero:
+        return y, _tangent_zero(y)
+    return y, linear_recurrence_p.bind(a, drive, axis=axis, reverse=reverse)
+
+
+def _linrec_transpose(ct, a, b, *, axis, reverse):
+    if is_undefined_primal(a):
+        raise TypeError("linear_recurrence is not linear in its coefficients; cannot "
+                        "transpose it with respect to them")
+    if type(ct) is Zero:
+        return [None, None]
+    # y = L b with L[i, j] = a[j+1] ... a[i]; L^T runs the recurrence the other way with
+    # the coefficients moved one step: z[j] = ct[j] + a[j+1] z[j+1].
+    a_moved = shift(a, axis, not reverse)
+    return [None, linear_recurrence_p.bind(a_moved, ct, axis=axis, reverse=not reverse)]
+
+
+def _linrec_batch(axis_data, vals, dims, *, axis, reverse):
+    a, b = _all_to_front(axis_data, vals, dims)
+    return linear_recurrence_p.bind(a, b, axis=axis + 1, reverse=reverse), 0
+
+
+def_lowering(linear_recurrence_p, _linrec_lower, _linrec_aval)
+ad.jvp_rules[linear_recurrence_p] = _linrec_jvp
+ad.transpose_rules[linear_recurrence_p] = _linrec_transpose
+batching.batching_rules[linear_recurrence_p] = _linrec_batch
+
+
+# ------------------------------------------------------- cumulative reductions
+
+def _cumulative_aval(name):
+    def rule(x, *, axis, reverse):
+        _check_numeric(name, x.dtype)
+        _check_axis(name, axis, x.shape)
+        return x
+    return rule
+
+
+def _cumulative_batch(prim):
+    def rule(axis_data, vals, dims, *, axis, reverse):
+        (x,), (d,) = vals, dims
+        return prim.bind(x, axis=_shift_axis(axis, d), reverse=reverse), d
+    batching.batching_rules[prim] = rule
+
+
+def _cumulative(name, lax_fn):
+    p = standard_primitive(name)
+    def_lowering(p, lambda x, *, axis, reverse: lax_fn(x, axis=axis, reverse=reverse),
+                 _cumulative_aval(name))
+    _cumulative_batch(p)
+    return p
+
+
+cumsum_p = _cumulative("cumsum", lax.cumsum)
+cumprod_p = _cumulative("cumprod", lax.cumprod)
+cummax_p = _cumulative("cummax", lax.cummax)
+cummin_p = _cumulative("cummin", lax.cummin)
+
+
+def _cumulative_fn(prim):
+    def fn(operand, axis=0, reverse=False):
+        axis = _normalize_axis(axis, get_aval(operand).ndim)
+        return prim.bind(operand, axis=axis, reverse=bool(reverse))
+    fn.__name__ = prim.name
+    fn.__doc__ = f"lax.{prim.name}: the running {prim.name[3:]} along `axis`."
+    return fn
+
+
+cumsum = _cumulative_fn(cumsum_p)
+cumprod = _cumulative_fn(cumprod_p)
+cummax = _cumulative_fn(cummax_p)
+cummin = _cumulative_fn(cummin_p)
+
+ad.deflinear(cumsum_p, lambda ct, x, *, axis, reverse:
+             [None if type(ct) is Zero else cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
+
+
+def _cumprod_jvp(primals, tangents, *, axis, reverse):
+    # out[i] = out[i-1] * x[i], so dout[i] = x[i] dout[i-1] + out[i-1] t[i]: a linear
+    # recurrence driven by t times the exclusive prefix product (no division by x).
+    (x,), (t,) = primals, tangents
+    out = cumprod_p.bind(x, axis=axis, reverse=reverse)
+    if type(t) is Zero:
+        return out, _tangent_zero(out)
+    exclusive = shift(out, axis, reverse, fill=1)
+    return out, linear_recurrence_p.bind(x, ew.mul(t, exclusive), axis=axis, reverse=reverse)
+
+
+ad.jvp_rules[cumprod_p] = _cumprod_jvp
+
+
+def _cumchooser_jvp(prim):
+    # The running extremum out[i] takes its tangent from the positions j <= i where
+    # x[j] == out[i]; ties share it equally (the mean), like reduce_max. Those positions
+    # lie in the current run of equal outputs, so the sums restart whenever out changes:
+    # a linear recurrence with coefficient 1 inside a run and 0 at its start.
+    # (JAX's own tie weights depend on its scan tree; without ties the two agree.)
+    def rule(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axis=axis, reverse=reverse)
+        if type(t) is Zero:
+            return out, _tangent_zero(out)
+        dtype = get_aval(t).dtype
+        hit = ew.convert_element_type(ew.eq(x, out), dtype)
+        same_run = ew.convert_element_type(ew.eq(out, shift(out, axis, reverse)), dtype)
+        count = linear_recurrence_p.bind(same_run, hit, axis=axis, reverse=reverse)
+        total = linear_recurrence_p.bind(same_run, ew.mul(t, hit), axis=axis,
+                                         reverse=reverse)
+        return out, ew.div(total, count)
+    ad.jvp_rules[prim] = rule
+
+
+_cumchooser_jvp(cummax_p)
+_cumchooser_jvp(cummin_p)
+
+
+# ------------------------------------------- take_along_axis / scatter_add_along_axis
+
+take_along_axis_p = standard_primitive("take_along_axis")
+scatter_add_along_axis_p = standard_primitive("scatter_add_along_axis")
+
+
+def _check_indices(name, idx, shape, axis):
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise TypeError(f"{name}: indices must have an integer dtype, got {idx.dtype}")
+    if idx.ndim != len(shape) or any(i != axis and s != t for i, (s, t)
+                                     in enumerate(zip(idx.shape, shape))):
+        raise TypeError(f"{name}: indices of shape {idx.shape} must match the operand "
+                        f"shape {shape} except along axis {axis}")
+
+
+def _take_aval(x, idx, *, axis):
+    _check_axis("take_along_axis", axis, x.shape)
+    _check_indices("take_along_axis", idx, x.shape, axis)
+    return ShapedArray(idx.shape, x.dtype, x.weak_type)
+
+
+def _scatter_aval(upd, idx, *, axis, shape):
+    _check_axis("scatter_add_along_axis", axis, shape)
+    if upd.shape != idx.shape:
+        raise TypeError(f"scatter_add_along_axis: updates {upd.shape} and indices "
+                        f"{idx.shape} must have the same shape")
+    _check_indices("scatter_add_along_axis", idx, shape, axis)
+    return ShapedArray(shape, upd.dtype, upd.weak_type)
+
+
+def _full_index(idx, axis):
+    return tuple(idx if k == axis else lax.broadcasted_iota(idx.dtype, idx.shape, k)
+                 for k in range(idx.ndim))
+
+
+def _take_lower(x, idx, *, axis):
+    return jax_jnp.asarray(x)[_full_index(idx, axis)]
+
+
+def _scatter_lower(upd, idx, *, axis, shape):
+    return jax_jnp.zeros(shape, upd.dtype).at[_full_index(idx, axis)].add(upd)
+
+
+def take_along_axis(x, idx, axis):
+    """out[..., i, ...] = x[..., idx[..., i, ...], ...] along `axis` (indices in range)."""
+    return take_along_axis_p.bind(x, idx, axis=int(axis))
+
+
+def scatter_add_along_axis(upd, idx, axis, shape):
+    """zeros(shape) with upd[..., i, ...] added at [..., idx[..., i, ...], ...]."""
+    return scatter_add_along_axis_p.bind(upd, idx, axis=int(axis),
+                                         shape=tuple(int(s) for s in shape))
+
+
+def _take_transpose(ct, x, idx, *, axis):
+    if is_undefined_primal(idx):
+        raise TypeError("take_along_axis is not linear in its indices")
+    if type(ct) is Zero:
+        return [None, None]
+    return [scatter_add_along_axis(ct, idx, axis, x.aval.shape), None]
+
+
+def _scatter_transpose(ct, upd, idx, *, axis, shape):
+    if is_undefined_primal(idx):
+        raise TypeError("scatter_add_along_axis is not linear in its indices")
+    if type(ct) is Zero:
+        return [None, None]
+    return [take_along_axis(ct, idx, axis), None]
+
+
+def _take_batch(axis_data, vals, dims, *, axis):
+    x, idx = _all_to_front(axis_data, vals, dims)
+    return take_along_axis_p.bind(x, idx, axis=axis + 1), 0
+
+
+def _scatter_batch(axis_data, vals, dims, *, axis, shape):
+    upd, idx = _all_to_front(axis_data, vals, dims)
+    return scatter_add_along_axis_p.bind(upd, idx, axis=axis + 1,
+                                         shape=(axis_data.size,) + shape), 0
+
+
+def_lowering(take_along_axis_p, _take_lower, _take_aval)
+def_lowering(scatter_add_along_axis_p, _scatter_lower, _scatter_aval)
+ad.deflinear_in(take_along_axis_p, (0,), _take_transpose)
+ad.deflinear_in(scatter_add_along_axis_p, (0,), _scatter_transpose)
+batching.batching_rules[take_along_axis_p] = _take_batch
+batching.batching_rules[scatter_add_along_axis_p] = _scatter_batch
+
+
+# ---------------------------------------------------------------------- iota
+
+iota_p = standard_primitive("iota")
+
+
+def _iota_aval(*, dtype, shape, dimension):
+    if not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
+        raise TypeError(f"iota: dtype must be an integer or floating dtype, got {dtype}")
+    if any(s < 0 for s in shape):
+        raise TypeError(f"iota: shape {shape} has a negative size")
+    _check_axis("iota", dimension, shape, "dimension")
+    return ShapedArray(shape, dtype)
+
+
+def _iota_batch(axis_data, vals, dims, *, dtype, shape, dimension):
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension), None
+
+
+def_lowering(iota_p, lambda *, dtype, shape, dimension:
+             lax.broadcasted_iota(dtype, shape, dimension), _iota_aval)
+defjvp_zero(iota_p)
+batching.batching_rules[iota_p] = _iota_batch
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    """0, 1, 2, ... along `dimension` of an array of `shape`, constant along the others."""
+    shape = tuple(int(s) for s in shape)
+    return iota_p.bind(dtype=core.canonical_dtype(dtype), shape=shape,
+                       dimension=_normalize_axis(dimension, len(shape)))
+
+
+def iota(dtype, size):
+    """0, 1, ..., size - 1."""
+    return broadcasted_iota(dtype, (int(size),), 0)
+
+
+# ---------------------------------------------------------------------- sort
+
+sort_p = standard_primitive("sort", multiple_results=True)
+
+
+def _sort_aval(*operands, dimension, is_stable, num_keys):
+    if not operands:
+        raise TypeError("sort: needs at least one operand")
+    shape = operands[0].shape
+    if any(o.shape != shape for o in operands):
+        raise TypeError(f"sort: all operands must have the same shape, got "
+                        f"{[o.shape for o in operands]}")
+    _check_axis("sort", dimension, shape, "dimension")
+    if not 1 <= num_keys <= len(operands):
+        raise TypeError(f"sort: num_keys={num_keys} must be between 1 and the number of "
+                        f"operands ({len(operands)})")
+    for o in operands:
+        _any_dtype("sort", o.dtype)
+    return list(operands)
+
+
+def _sort_lower(*operands, dimension, is_stable, num_keys):
+    return list(lax.sort(tuple(operands), dimension=dimension, is_stable=is_stable,
+                         num_keys=num_keys))
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    # Sort a position iota along with the operands: it comes out as the permutation,
+    # and each tangent is gathered by it (a linear map, transposed by a scatter-add).
+    shape = get_aval(primals[0]).shape
+    positions = broadcasted_iota(np.int32 if shape[dimension] < 2 ** 31 else np.int64,
+                                 shape, dimension)
+    *outs, perm = sort_p.bind(*primals, positions, dimension=dimension,
+                              is_stable=is_stable, num_keys=num_keys)
+    out_t = [t if type(t) is Zero else take_along_axis(t, perm, dimension)
+             for t in tangents]
+    return outs, out_t
+
+
+def _sort_batch(axis_data, vals, dims, *, dimension, is_stable, num_keys):
+    operands = _all_to_front(axis_data, vals, dims)
+    outs = sort_p.bind(*operands, dimension=dimension + 1, is_stable=is_stable,
+                       num_keys=num_keys)
+    return outs, [0] * len(outs)
+
+
+def_lowering(sort_p, _sort_lower, _sort_aval)
+ad.jvp_rules[sort_p] = _sort_jvp
+batching.batching_rules[sort_p] = _sort_batch
+
+
+def sort(operand, dimension=-1, is_stable=True, num_keys=1):
+    """Sort along `dimension`; a sequence of operands is sorted by its first num_keys."""
+    single = not isinstance(operand, (tuple, list))
+    operands = (operand,) if single else tuple(operand)
+    if not operands:
+        raise TypeError("sort: needs at least one operand")
+    dimension = _normalize_axis(dimension, get_aval(operands[0]).ndim)
+    outs = sort_p.bind(*operands, dimension=dimension, is_stable=bool(is_stable),
+                       num_keys=int(num_keys))
+    return outs[0] if single else tuple(outs)
+
+
+def sort_key_val(keys, values, dimension=-1, is_stable=True):
+    """Sort `keys` along `dimension` and permute `values` the same way."""
+    return sort((keys, values), dimension, is_stable, num_keys=1)
