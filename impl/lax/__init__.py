@@ -14,3 +14,7 @@ from impl.primitives.indexing import (  # noqa: F401,E402
     scatter_add, scatter, rev, GatherDimensionNumbers, ScatterDimensionNumbers,
     GatherScatterMode,
 )
+from impl.primitives.reductions import (  # noqa: F401,E402
+    reduce_max, reduce_min, reduce_prod, argmax, argmin, cumsum, cumprod, cummax, cummin,
+    sort, sort_key_val, iota, broadcasted_iota,
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from impl import core
 from impl.numpy import _ufuncs as uf
 from impl.numpy import _core as c
+from impl.numpy import _reductions as red
 
 
 def _swap(f):
@@ -36,6 +37,8 @@ _METHODS = {
                                                  (axes or None)),
     "squeeze": c.squeeze, "ravel": c.ravel, "flatten": c.ravel, "astype": c.astype,
     "dot": c.dot, "swapaxes": c.swapaxes, "clip": uf.clip,
+    "max": red.max, "min": red.min, "prod": red.prod, "argmax": red.argmax,
+    "argmin": red.argmin, "cumsum": red.cumsum, "all": red.all, "any": red.any,
 }
 
 core.tracer_methods.update(_OPERATORS)
