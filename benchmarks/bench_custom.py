@@ -50,8 +50,7 @@ class CustomRules(BenchBase):
     params = [BACKENDS, DEVICES, RULES]
     param_names = ["backend", "device", "rule"]
 
-    def setup(self, backend, device, rule):
-        super().setup(backend, device)
+    def prepare(self, backend, device, rule):
         jit, grad, self.make_jaxpr = self.be.require("jit", "grad", "make_jaxpr")
         self.grad = grad
         self.rule = rule
@@ -78,8 +77,7 @@ class LinearCallTranspose(BenchBase):
     params = [BACKENDS, DEVICES]
     param_names = ["backend", "device"]
 
-    def setup(self, backend, device):
-        super().setup(backend, device)
+    def prepare(self, backend, device):
         jit, grad, self.make_jaxpr = self.be.require("jit", "grad", "make_jaxpr")
         self.linear_call = self.be.require("linear_call")
         self.grad = grad

@@ -45,8 +45,7 @@ class LawThroughput(BenchBase):
     unit = "examples/s"
     timeout = 600
 
-    def setup(self, backend, device, law):
-        super().setup(backend, device)  # skips when the backend is missing
+    def prepare(self, backend, device, law):
         try:
             from properties import backends as prop_backends
             from properties import laws as prop_laws

@@ -5,8 +5,7 @@ from ._models import MLP_SIZES, make_per_example_grads, mlp_data
 
 
 class _PerExample(BenchBase):
-    def setup(self, backend, device, size):
-        super().setup(backend, device)
+    def prepare(self, backend, device, size):
         params, xs, ys = mlp_data(size)
         self.args = (
             [(self.put(w), self.put(b)) for w, b in params],
@@ -21,8 +20,8 @@ class PerExampleGrads(_PerExample):
     params = [BACKENDS, DEVICES, list(MLP_SIZES)]
     param_names = ["backend", "device", "size"]
 
-    def setup(self, backend, device, size):
-        super().setup(backend, device, size)
+    def prepare(self, backend, device, size):
+        super().prepare(backend, device, size)
         jit = self.be.require("jit")
         self.fn = jit(make_per_example_grads(self.be))
         self.be.block(self.fn(*self.args))
@@ -37,8 +36,8 @@ class PerExampleGradsEager(_PerExample):
     params = [BACKENDS, DEVICES, ["small", "medium"]]
     param_names = ["backend", "device", "size"]
 
-    def setup(self, backend, device, size):
-        super().setup(backend, device, size)
+    def prepare(self, backend, device, size):
+        super().prepare(backend, device, size)
         self.fn = make_per_example_grads(self.be)
         self.be.block(self.fn(*self.args))  # warm primitive caches
 
@@ -56,8 +55,8 @@ class PerExampleGradsMemory(_PerExample):
     params = [BACKENDS, DEVICES, ["large"]]
     param_names = ["backend", "device", "size"]
 
-    def setup(self, backend, device, size):
-        super().setup(backend, device, size)
+    def prepare(self, backend, device, size):
+        super().prepare(backend, device, size)
         jit = self.be.require("jit")
         self.fn = jit(make_per_example_grads(self.be))
         self.be.block(self.fn(*self.args))

@@ -11,8 +11,7 @@ class Tracing(BenchBase):
     this is the cost a user pays the first time a transform stack is traced.
     """
 
-    def setup(self, backend, device):
-        super().setup(backend, device)
+    def prepare(self, backend, device):
         self.make_jaxpr = self.be.require("make_jaxpr")
         self.be.require("vmap", "grad")
         params, xs, ys = mlp_data("medium")
@@ -34,8 +33,7 @@ class LowerCompile(BenchBase):
     function costs on top of tracing.
     """
 
-    def setup(self, backend, device):
-        super().setup(backend, device)
+    def prepare(self, backend, device):
         jit = self.be.require("jit")
         self.be.require("vmap", "grad")
         if not hasattr(jit(lambda x: x), "lower"):
@@ -60,8 +58,7 @@ class Dispatch(BenchBase):
     a ready result.
     """
 
-    def setup(self, backend, device):
-        super().setup(backend, device)
+    def prepare(self, backend, device):
         jit = self.be.require("jit")
         self.f = jit(lambda x: x + 1.0)
         self.x = self.put([1.0, 2.0, 3.0, 4.0])
