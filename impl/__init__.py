@@ -11,6 +11,9 @@ from impl.core import UnexpectedTracerError, ConcretizationTypeError  # noqa: F4
 from impl.api import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,  # noqa: F401
                       hessian, linear_transpose, vmap, jit, make_jaxpr, eval_shape)
 from impl import numpy, lax  # noqa: F401,E402
+from impl.custom_derivatives import (custom_jvp, custom_vjp, custom_gradient,  # noqa: F401,E402
+                                      closure_convert, linear_call, custom_vmap)
+from impl import custom_derivatives, custom_batching  # noqa: F401,E402
 
 Array = __import__("jax").Array
 

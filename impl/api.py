@@ -589,11 +589,14 @@ class _JittedFunction(_StagedFunction):
     """A function staged to the IR and compiled by XLA as one program."""
 
     def __init__(self, fun, static_argnums, static_argnames):
+        # update_wrapper first: it copies fun.__dict__, which may hold a `fun` attribute
+        # (custom_jvp/custom_vjp objects, or functions wrapping them) that must not
+        # replace the function being jitted.
+        functools.update_wrapper(self, fun)
         super().__init__(fun, static_argnums, static_argnames)
         self._compiled = jax.jit(self._lower_and_run, static_argnums=static_argnums,
                                  static_argnames=static_argnames)
         self._programs = {}   # staged programs for calls inside transformations
-        functools.update_wrapper(self, fun)
 
     def __call__(self, *args, **kwargs):
         if core._state.trace is core.eval_trace:
