@@ -1,0 +1,254 @@
+"""Deliberately broken backends: wrappers around a real backend.
+
+Each break changes one transformation in a way some law must catch; the
+negative tests (suites/test_negative.py) run the law against the wrapper
+and require an AssertionError.  ``loop_vmap`` is the exception: a *correct*
+vmap written as a Python loop, so that laws JAX cannot run (it has no
+batching rule for linear_call) still get a positive and a negative test.
+"""
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from .backends import Backend, load_backend
+
+tree_map = jax.tree_util.tree_map
+tree_leaves = jax.tree_util.tree_leaves
+
+
+class Wrapped(Backend):
+    """``base`` with some API names replaced."""
+
+    def __init__(self, base, label, overrides):
+        super().__init__(f"{base.name}+{label}", base.module)
+        self._base = base
+        self._overrides = dict(overrides)
+
+    def __getattr__(self, attr):
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        if attr in self._overrides:
+            return self._overrides[attr]
+        return getattr(self._base, attr)
+
+
+def _drop_last(x):
+    """x with the last element (in flattened order) multiplied by zero."""
+    shape = np.shape(x)
+    mask = np.ones(shape, dtype=np.asarray(x).dtype if hasattr(x, "dtype") else None)
+    if mask.size:
+        mask.reshape(-1)[-1] = 0
+    return x * mask
+
+
+def _drop_last_of_tuple(t):
+    """Drop a term from the last entry of a tuple of arrays (or from an array)."""
+    if isinstance(t, (tuple, list)):
+        return type(t)(list(t[:-1]) + [_drop_last(t[-1])]) if t else t
+    return _drop_last(t)
+
+
+def _is_traced(tree):
+    return any(isinstance(x, jax.core.Tracer) for x in tree_leaves(tree))
+
+
+# --- the breaks ---------------------------------------------------------------
+
+def vmap_slice0(base):
+    """vmap gives every batch element the result of batch element 0."""
+    np_ = base.numpy
+
+    def vmap(f, in_axes=0, out_axes=0, **kw):
+        vf = base.vmap(f, in_axes=in_axes, out_axes=out_axes, **kw)
+        if not isinstance(out_axes, int):
+            return vf
+
+        def first_everywhere(o):
+            ax = out_axes % np_.ndim(o)
+            first = np_.take(o, np.array([0]), axis=ax)
+            return np_.repeat(first, o.shape[ax], axis=ax)
+
+        def g(*args):
+            return tree_map(first_everywhere, vf(*args))
+        return g
+    return {"vmap": vmap}
+
+
+def jit_perturb(base):
+    """jit's top-level results are off by about 1e-3 (relative)."""
+    def jit(f, **kw):
+        jf = base.jit(f, **kw)
+
+        def g(*args, **kwargs):
+            out = jf(*args, **kwargs)
+            if _is_traced((args, kwargs)):
+                return out
+            return tree_map(lambda o: o * (1 + 1e-3) + 1e-3, out)
+        return g
+    return {"jit": jit}
+
+
+def forward_drops_term(base):
+    """jvp ignores the last element of the last tangent."""
+    def jvp(f, primals, tangents, **kw):
+        return base.jvp(f, primals, _drop_last_of_tuple(tuple(tangents)), **kw)
+    return {"jvp": jvp}
+
+
+def linearize_stale(base):
+    """linearize returns the right value but linearizes at a shifted point."""
+    def linearize(f, *primals):
+        y, _ = base.linearize(f, *primals)
+        shifted = tuple(np.asarray(p) + np.asarray(0.1, np.asarray(p).dtype) for p in primals)
+        _, f_lin = base.linearize(f, *shifted)
+        return y, f_lin
+    return {"linearize": linearize}
+
+
+def vjp_jv(base):
+    """vjp's pullback returns J v (v resized to the inputs) instead of J^T v."""
+    def vjp(f, *primals, **kw):
+        y, _ = base.vjp(f, *primals, **kw)
+
+        def pullback(ct):
+            flat = np.ravel(np.asarray(ct))
+            tangents = tuple(np.resize(flat, np.shape(p)).astype(np.asarray(p).dtype)
+                             for p in primals)
+            jv = np.ravel(np.asarray(base.jvp(f, primals, tangents)[1]))
+            return tuple(np.resize(jv, np.shape(p)).astype(np.asarray(p).dtype)
+                         for p in primals)
+        return y, pullback
+    return {"vjp": vjp}
+
+
+def reverse_drops_term(base):
+    """Reverse mode (vjp, grad, jacrev, hessian) drops the derivative with
+    respect to the last element of the last input."""
+    def vjp(f, *primals, **kw):
+        y, pb = base.vjp(f, *primals, **kw)
+        return y, lambda ct: _drop_last_of_tuple(pb(ct))
+
+    def grad(f, argnums=0, **kw):
+        g = base.grad(f, argnums=argnums, **kw)
+        return lambda *a: _drop_last_of_tuple(g(*a))
+
+    def jacrev(f, argnums=0, **kw):
+        j = base.jacrev(f, argnums=argnums, **kw)
+
+        def broken(*args):
+            idx = argnums if isinstance(argnums, tuple) else (argnums,)
+            mask = np.ones(np.shape(args[idx[-1]]))
+            if mask.size:
+                mask.reshape(-1)[-1] = 0
+            out = j(*args)
+            if isinstance(out, tuple):
+                return out[:-1] + (out[-1] * mask,)
+            return out * mask
+        return broken
+
+    def hessian(f, argnums=0, **kw):
+        return base.jacfwd(jacrev(f, argnums=argnums), argnums=argnums)
+    return {"vjp": vjp, "grad": grad, "jacrev": jacrev, "hessian": hessian}
+
+
+def transpose_drops_term(base):
+    """linear_transpose drops the last element of the last cotangent."""
+    def linear_transpose(f, *primals, **kw):
+        T = base.linear_transpose(f, *primals, **kw)
+        return lambda *cts: _drop_last_of_tuple(T(*cts))
+    return {"linear_transpose": linear_transpose}
+
+
+class _IgnoredRule:
+    """A custom_jvp/custom_vjp that accepts rules and never uses them."""
+
+    def __init__(self, fun, **kw):
+        self.fun = fun
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*args, **kwargs)
+
+    def defjvp(self, rule, **kw):
+        return rule
+
+    def defjvps(self, *rules):
+        return None
+
+    def defvjp(self, fwd, bwd, **kw):
+        return None
+
+
+def ignore_custom_rules(base):
+    """custom_jvp, custom_vjp and custom_gradient ignore the user's rule."""
+    def custom_gradient(f):
+        return lambda *a, **k: f(*a, **k)[0]
+    return {"custom_jvp": _IgnoredRule, "custom_vjp": _IgnoredRule,
+            "custom_gradient": custom_gradient}
+
+
+class _Scaled:
+    """A numpy/lax namespace whose float results are scaled by ``factor``."""
+
+    UNTOUCHED = {"asarray", "array", "shape", "ndim", "size", "dtype", "result_type",
+                 "finfo", "iinfo", "issubdtype", "zeros", "ones", "zeros_like", "ones_like",
+                 "full", "full_like", "arange", "eye"}
+
+    def __init__(self, namespace, factor):
+        self._ns, self._factor = namespace, factor
+
+    def __getattr__(self, name):
+        value = getattr(self._ns, name)
+        if (not callable(value) or name in self.UNTOUCHED or isinstance(value, type)
+                or name.startswith(("float", "int", "uint", "bool", "complex"))):
+            return value
+
+        def scaled(*args, **kwargs):
+            out = value(*args, **kwargs)
+            return tree_map(lambda o: o * self._factor if getattr(getattr(o, "dtype", None),
+                                                                  "kind", "") == "f" else o, out)
+        return scaled
+
+
+def numpy_perturbed(base):
+    """Every numpy/lax function's float result is off by 1% (a wrong primitive)."""
+    return {"numpy": _Scaled(base.numpy, 1.01), "lax": _Scaled(base.lax, 1.01)}
+
+
+def loop_vmap(base):
+    """A *correct* vmap: loop over the batch and stack (slow, but it needs no
+    batching rules, so it can batch what the base cannot, e.g. linear_call)."""
+    np_ = base.numpy
+
+    def vmap(f, in_axes=0, out_axes=0, axis_size=None, **kw):
+        def g(*args):
+            axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+            if len(axes) != len(args):
+                raise ValueError(f"in_axes {in_axes!r} does not match {len(args)} arguments")
+            sizes = {np_.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}
+            if len(sizes) > 1:
+                raise ValueError(f"inconsistent batch sizes {sizes}")
+            n = sizes.pop() if sizes else axis_size
+            if n is None:
+                raise ValueError("vmap needs a batched argument or axis_size")
+            outs = [f(*[a if ax is None else np_.take(a, i, axis=ax)
+                        for a, ax in zip(args, axes)]) for i in range(n)]
+            return tree_map(lambda *xs: np_.stack(xs, axis=out_axes), *outs)
+        return g
+    return {"vmap": vmap}
+
+
+BREAKS = {f.__name__: f for f in (
+    vmap_slice0, jit_perturb, forward_drops_term, linearize_stale, vjp_jv,
+    reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
+    loop_vmap)}
+
+
+def broken(base, *labels):
+    """``base`` (a Backend or name) with the named breaks applied in order."""
+    backend = load_backend(base)
+    for label in labels:
+        if label not in BREAKS:
+            raise ValueError(f"unknown break {label!r}; known: {sorted(BREAKS)}")
+        backend = Wrapped(backend, label, BREAKS[label](backend))
+    return backend

@@ -1,0 +1,29 @@
+"""Item 7: custom_jvp, custom_vjp and custom_gradient rules are used, and true rules agree."""
+
+
+def test_custom_jvp_uses_rule(check_law):
+    check_law("custom_jvp_uses_rule")
+
+
+def test_custom_jvp_true_rule(check_law):
+    check_law("custom_jvp_true_rule")
+
+
+def test_custom_vjp_uses_rule(check_law):
+    check_law("custom_vjp_uses_rule")
+
+
+def test_custom_vjp_true_rule(check_law):
+    check_law("custom_vjp_true_rule")
+
+
+def test_custom_gradient_uses_rule(check_law):
+    check_law("custom_gradient_uses_rule")
+
+
+def test_custom_gradient_true_rule(check_law):
+    check_law("custom_gradient_true_rule")
+
+
+def test_custom_rules_under_vmap(check_law):
+    check_law("custom_rules_under_vmap")
