@@ -107,6 +107,13 @@ def _unit(key):
     return "seconds"
 
 
+def _fmt_seconds(v):
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if v >= scale:
+            return f"{v / scale:g} {unit}"
+    return f"{v / 1e-9:g} ns"
+
+
 def plot(series, dates, units, order, machine, device, outdir):
     import matplotlib
 
@@ -144,7 +151,11 @@ def plot(series, dates, units, order, machine, device, outdir):
                         ax.plot(xs, ys, style, color=color, ms=4,
                                 label=f"{backend} {tag}".strip())
                     if units[key] == "seconds":
+                        from matplotlib.ticker import FuncFormatter, NullFormatter
+
                         ax.set_yscale("log")
+                        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_seconds(v)))
+                        ax.yaxis.set_minor_formatter(NullFormatter())
                     ax.set_ylabel(units[key])
                 else:
                     impl, jaxv = backends.get("impl", {}), backends.get("jax", {})

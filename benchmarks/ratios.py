@@ -3,6 +3,7 @@
     python -m benchmarks.ratios                 # the three target ratios
     python -m benchmarks.ratios --all           # every time_ benchmark
     python -m benchmarks.ratios --output reports/ratios.md
+    python -m benchmarks.ratios --from-asv [--commit SHA]  # from stored asv results
 
 Both backends are set up side by side and their repeats are interleaved
 (impl, jax, jax, impl, ...) so drift in machine load hits both equally.
@@ -12,6 +13,7 @@ ratio = median(impl) / median(jax).  The benchmark bodies are the asv ones.
 """
 
 import argparse
+import os
 import platform
 import statistics
 import sys
@@ -103,9 +105,54 @@ def machine_line(device):
     dev = jax.devices(device)[0] if device != "cpu" else None
     what = dev.device_kind if dev is not None else cpu_model()
     return (
-        f"{platform.node()}: {what}, {platform.machine()}, {__import__('os').cpu_count()} cores, "
+        f"{platform.node()}: {what}, {platform.machine()}, {os.cpu_count()} cores, "
         f"device={device}, jax {jax.__version__}, Python {platform.python_version()}"
     )
+
+
+def from_asv(commit, machine, device):
+    """impl/jax for every benchmark (time, peakmem, track) of one stored run."""
+    import os
+
+    from benchmarks import plot
+
+    _, results_dir = plot.load_config(os.path.join(plot.ROOT, "asv.conf.json"))
+    if machine is None:
+        from benchmarks.machine import machine_info
+
+        machine = machine_info()["machine"]
+    series, dates, units = plot.collect(results_dir, machine, device)
+    if not dates:
+        raise SystemExit(f"no stored results for machine {machine}")
+    if commit is None:
+        order = plot.commit_order(plot.ROOT, "main")
+        commit = max(dates, key=lambda c: (order.get(c, -1), dates[c]))
+    else:
+        matches = [c for c in dates if c.startswith(commit)]
+        if not matches:
+            raise SystemExit(f"no stored results for {commit} on {machine}")
+        commit = matches[0]
+    lines = [
+        f"asv results for commit {commit[:8]} on machine {machine}, device {device}",
+        "(time: asv median seconds; peakmem: bytes; track: examples/s, higher is better)",
+        "",
+        "| benchmark [params] | impl | jax | impl/jax |",
+        "|---|---|---|---|",
+    ]
+    for (key, rest), backends in sorted(series.items(), key=lambda kv: str(kv[0])):
+        impl = backends.get("impl", {}).get(commit)
+        jaxv = backends.get("jax", {}).get(commit)
+        tag = ",".join(str(v) for _, v in rest)
+        label = f"{key.split('.', 1)[-1]}[{tag}]" if tag else key.split(".", 1)[-1]
+
+        def show(v):
+            if v is None:
+                return "n/a"
+            return fmt_time(v) if units[key] == "seconds" else f"{v:.4g}"
+
+        ratio = f"{impl / jaxv:.3f}" if impl is not None and jaxv else "n/a"
+        lines.append(f"| {label} | {show(impl)} | {show(jaxv)} | {ratio} |")
+    return "\n".join(lines)
 
 
 def main(argv=None):
@@ -115,7 +162,19 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--min-time", type=float, default=0.05, help="seconds per repeat")
     parser.add_argument("--output", help="also write the table (markdown) here")
+    parser.add_argument("--from-asv", action="store_true",
+                        help="read stored asv results instead of measuring")
+    parser.add_argument("--commit", help="with --from-asv: commit prefix (default newest)")
+    parser.add_argument("--machine", help="with --from-asv: asv machine name")
     args = parser.parse_args(argv)
+
+    if args.from_asv:
+        text = from_asv(args.commit, args.machine, args.device)
+        print(text)
+        if args.output:
+            with open(args.output, "w") as fh:
+                fh.write(text + "\n")
+        return 0
 
     rows = []
     for case, target in select(args.all, args.device):
@@ -139,8 +198,10 @@ def main(argv=None):
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
 
     header = ("benchmark [params]", "impl median", "jax median", "impl/jax", "target", "note")
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [
         f"Machine: {machine_line(args.device)}",
+        f"Load average (1/5/15 min) at the end: {load} -- other work shares these cores.",
         f"Medians of {args.repeats} interleaved repeats (>= {args.min_time}s each) per backend.",
         "",
         "| " + " | ".join(header) + " |",
