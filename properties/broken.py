@@ -252,3 +252,37 @@ def broken(base, *labels):
             raise ValueError(f"unknown break {label!r}; known: {sorted(BREAKS)}")
         backend = Wrapped(backend, label, BREAKS[label](backend))
     return backend
+
+
+def find_counterexample(law, backend, strategy=None, max_examples=60):
+    """The first drawn case on which ``law`` raises AssertionError, or None.
+
+    Derandomized (the same cases every run) and without shrinking: a
+    negative test only needs to know the law *can* fail.
+    """
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    from .laws import CaseFiltered
+
+    strategy = strategy if strategy is not None else law.cases()
+    found = []
+
+    def fails(case):
+        try:
+            law(backend, case)
+        except CaseFiltered:
+            return False
+        except AssertionError as exc:
+            found.append((case, exc))
+            return True
+        return False
+
+    config = settings(max_examples=max_examples, derandomize=True, database=None,
+                      phases=[Phase.explicit, Phase.generate], deadline=None,
+                      suppress_health_check=list(HealthCheck))
+    try:
+        find(strategy, fails, settings=config)
+    except NoSuchExample:
+        return None
+    return found[-1]

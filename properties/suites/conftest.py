@@ -1,4 +1,12 @@
-"""Activates the properties pytest plugin (options --backend, --profile, ...)."""
-from properties.plugin import (  # noqa: F401  (pytest finds hooks and fixtures by name)
-    backend, check_law, pytest_addoption, pytest_configure, pytest_runtest_logreport,
-    pytest_sessionfinish, pytest_sessionstart, pytest_terminal_summary)
+"""Makes sure the properties pytest plugin (--backend, --profile, fixtures) is active.
+
+The repository's root conftest.py registers ``properties.plugin``; if it
+does not (or pytest runs from elsewhere), register it here.
+"""
+import properties.plugin
+
+
+def pytest_addoption(parser, pluginmanager):
+    if not pluginmanager.has_plugin("properties.plugin") and not pluginmanager.is_registered(
+            properties.plugin):
+        pluginmanager.register(properties.plugin, "properties.plugin")
