@@ -34,7 +34,7 @@ from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
 from impl.primitives import call as _call
-from impl.primitives.elementwise import convert_element_type
+from impl.primitives.elementwise import convert_element_type, stop_gradient_p
 
 tree_flatten = tree_util.tree_flatten
 tree_unflatten = tree_util.tree_unflatten
@@ -428,6 +428,11 @@ class custom_jvp:
         args = _resolve_kwargs(self.fun, args, kwargs)
         if _eager():
             return self.fun(*args)
+        if self.nondiff_argnums:
+            # traced values in nondiff_argnums are never differentiated, at any order
+            nd = {i % len(args) for i in self.nondiff_argnums} if args else set()
+            args = tuple(tree_util.tree_map(_stop_gradient, a) if i in nd else a
+                         for i, a in enumerate(args))
         layout = _ArgLayout(args, self.nondiff_argnums, f"custom_jvp function {name}")
         store = {}
         fun, rule = self.fun, self.jvp
@@ -468,6 +473,10 @@ class custom_jvp:
         outs = custom_jvp_call_p.bind(*consts, *layout.operands, call=program, jvp=flat_jvp,
                                       num_consts=len(consts), name=name)
         return tree_unflatten(out_tree, outs)
+
+
+def _stop_gradient(x):
+    return stop_gradient_p.bind(x) if isinstance(x, Tracer) else x
 
 
 def _describe(x):
