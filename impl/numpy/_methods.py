@@ -44,3 +44,10 @@ _METHODS = {
 core.tracer_methods.update(_OPERATORS)
 core.tracer_methods.update(_METHODS)
 core.tracer_methods["T"] = property(lambda self: c.transpose(self))
+
+
+# indexing: x[idx] and x.at[idx].set/add/get on traced arrays
+from impl.numpy import _indexing as _ix  # noqa: E402
+
+core.tracer_methods["__getitem__"] = _ix.getitem
+core.tracer_methods["at"] = property(_ix._IndexUpdateHelper)

@@ -21,7 +21,7 @@ def asarray(x, dtype=None):
         return x if dtype is None else ew.convert_element_type(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer)
                                             for e in jax.tree_util.tree_leaves(x)):
-        from impl.numpy._shape import stack
+        from impl.numpy._indexing import stack
         return stack([asarray(e, dtype) for e in x])
     if dtype is not None:
         dtype = core.canonical_dtype(dtype)

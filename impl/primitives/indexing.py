@@ -330,8 +330,15 @@ def _dynamic_slice_aval(operand, *indices, slice_sizes):
     return ShapedArray(slice_sizes, operand.dtype, operand.weak_type)
 
 
+def _same_int_type(indices):
+    """jax.lax wants start indices of one integer type."""
+    dtype = _common_int_dtype(indices)
+    return [cast_to(i, dtype) for i in indices]
+
+
 def _dynamic_slice_lower(operand, *indices, slice_sizes):
-    return lax.dynamic_slice(operand, indices, slice_sizes, allow_negative_indices=False)
+    return lax.dynamic_slice(operand, _same_int_type(indices), slice_sizes,
+                             allow_negative_indices=False)
 
 
 def _dynamic_slice_transpose(ct, operand, *indices, slice_sizes):
@@ -409,8 +416,8 @@ def _dynamic_update_slice_aval(operand, update, *indices):
 
 
 def _dynamic_update_slice_lower(operand, update, *indices):
-    return lax.dynamic_update_slice(operand, cast_to(update, get_aval(operand).dtype), indices,
-                                    allow_negative_indices=False)
+    return lax.dynamic_update_slice(operand, cast_to(update, get_aval(operand).dtype),
+                                    _same_int_type(indices), allow_negative_indices=False)
 
 
 def _dynamic_update_slice_transpose(ct, operand, update, *indices):

@@ -1,0 +1,576 @@
+"""Joining, splitting, padding, taking and NumPy-style indexing over impl's primitives.
+
+`getitem` implements `x[idx]` for traced arrays: static slices become `slice`/`rev`,
+integer scalars with no array index become a (dynamic) slice and a squeeze, and any
+integer-array index becomes one `gather` (advanced indices broadcast together and their
+result axes go where NumPy puts them). `x.at[idx].set/add/get` finds the flat positions
+that `x[idx]` reads (by indexing an array of element ids) and scatters there, so every
+indexing form that reads also writes.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+import jax
+
+from impl import core
+from impl.core import Tracer, get_aval
+from impl.primitives import elementwise as ew
+from impl.primitives import shape as sh
+from impl.primitives import indexing as ix
+from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
+                              canonicalize_axes, result_dtype)
+
+__all__ = ["concatenate", "stack", "hstack", "vstack", "split", "pad", "take",
+           "take_along_axis", "flip", "tile", "repeat"]
+
+_CLIP = ix.GatherScatterMode.CLIP
+_FILL = ix.GatherScatterMode.FILL_OR_DROP
+
+
+def _arr(x):
+    return x if isinstance(x, Tracer) else asarray(x)
+
+
+def _cast(x, dtype):
+    return x if get_aval(x).dtype == dtype else ew.convert_element_type(x, dtype)
+
+
+def _promote_all(arrays):
+    arrays = [_arr(a) for a in arrays]
+    dtype, _ = result_dtype(*arrays)
+    return [_cast(a, dtype) for a in arrays]
+
+
+# ------------------------------------------------------------ join and split
+
+def concatenate(arrays, axis=0, dtype=None):
+    """Join arrays along an existing axis (axis=None: flatten them first)."""
+    if isinstance(arrays, (Tracer, jax.Array, np.ndarray)):
+        arrays = [arrays[i] for i in range(get_aval(_arr(arrays)).shape[0])]
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("concatenate: need at least one array to concatenate")
+    arrays = _promote_all(arrays)
+    if dtype is not None:
+        arrays = [_cast(a, core.canonical_dtype(dtype)) for a in arrays]
+    if axis is None:
+        arrays = [sh.reshape(a, (get_aval(a).size,)) for a in arrays]
+        axis = 0
+    nd = get_aval(arrays[0]).ndim
+    if nd == 0:
+        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+    if any(get_aval(a).ndim != nd for a in arrays):
+        raise ValueError(f"concatenate: all arrays must have the same number of dimensions, "
+                         f"got shapes {[get_aval(a).shape for a in arrays]}")
+    axis = canonicalize_axis(axis, nd)
+    shapes = [get_aval(a).shape for a in arrays]
+    if any(s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
+        raise ValueError(f"concatenate: array shapes {shapes} must match except along axis "
+                         f"{axis}")
+    return ix.concatenate(arrays, axis)
+
+
+def stack(arrays, axis=0, dtype=None):
+    """Join arrays along a new axis."""
+    if isinstance(arrays, (Tracer, jax.Array, np.ndarray)):
+        arrays = [arrays[i] for i in range(get_aval(_arr(arrays)).shape[0])]
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("stack: need at least one array to stack")
+    arrays = _promote_all(arrays)
+    shapes = {get_aval(a).shape for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"stack: all input arrays must have the same shape, got "
+                         f"{[get_aval(a).shape for a in arrays]}")
+    nd = get_aval(arrays[0]).ndim + 1
+    axis = canonicalize_axis(axis, nd)
+    out = concatenate([sh.expand_dims(a, (axis,)) for a in arrays], axis)
+    return out if dtype is None else _cast(out, core.canonical_dtype(dtype))
+
+
+def _atleast(a, n):
+    a = _arr(a)
+    shape = get_aval(a).shape
+    if len(shape) >= n:
+        return a
+    if n == 2 and len(shape) == 1:
+        return sh.reshape(a, (1,) + shape)
+    return sh.reshape(a, (1,) * (n - len(shape)) + shape)
+
+
+def hstack(tup, dtype=None):
+    arrays = [_atleast(a, 1) for a in tup]
+    axis = 0 if arrays and get_aval(arrays[0]).ndim == 1 else 1
+    return concatenate(arrays, axis, dtype)
+
+
+def vstack(tup, dtype=None):
+    return concatenate([_atleast(a, 2) for a in tup], 0, dtype)
+
+
+def split(ary, indices_or_sections, axis=0):
+    """Split into equal sections (an int) or at the given indices (a sequence)."""
+    x = _arr(ary)
+    shape = get_aval(x).shape
+    axis = canonicalize_axis(axis, len(shape))
+    n = shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0 or n % k:
+            raise ValueError(f"split: array split does not result in an equal division "
+                             f"({n} elements along axis {axis} into {k} sections)")
+        bounds = [i * (n // k) for i in range(k + 1)]
+    else:
+        if isinstance(indices_or_sections, Tracer):
+            raise core.ConcretizationTypeError(
+                "split: the split indices determine the output shapes, so they must be "
+                "concrete (not traced)")
+        pts = [int(i) for i in np.asarray(indices_or_sections).reshape(-1)]
+        pts = [min(max(p + n if p < 0 else p, 0), n) for p in pts]
+        bounds = [0] + pts + [n]
+    return [ix.slice_in_dim(x, lo, max(lo, hi), 1, axis) for lo, hi in zip(bounds[:-1],
+                                                                         bounds[1:])]
+
+
+# -------------------------------------------------------------------- pad
+
+def _pad_width(pad_width, nd):
+    pw = np.asarray(pad_width)
+    if pw.dtype.kind not in "iu":
+        raise TypeError(f"pad: pad_width must be integers, got {pad_width!r}")
+    try:
+        pw = np.broadcast_to(pw, (nd, 2))
+    except ValueError:
+        raise ValueError(f"pad: pad_width {pad_width!r} cannot be broadcast to one "
+                         f"(before, after) pair for each of {nd} axes") from None
+    if (pw < 0).any():
+        raise ValueError(f"pad: pad_width must be non-negative, got {pad_width!r}")
+    return [(int(a), int(b)) for a, b in pw]
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+    """Constant padding (the only mode supported)."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: only mode='constant' is supported, got {mode!r}")
+    x = _arr(array)
+    aval = get_aval(x)
+    widths = _pad_width(pad_width, aval.ndim)
+    cv = constant_values
+    if not isinstance(cv, Tracer) and np.ndim(cv) > 0:
+        vals = np.asarray(cv).reshape(-1)
+        if (vals != vals[0]).any():
+            raise NotImplementedError("pad: only a single scalar constant_values is supported")
+        cv = vals[0]
+    if isinstance(cv, Tracer):
+        if get_aval(cv).shape != ():
+            raise NotImplementedError("pad: only a scalar constant_values is supported")
+        cv = _cast(cv, aval.dtype)
+    else:
+        cv = np.asarray(cv, aval.dtype)
+    return ix.pad(x, cv, [(lo, hi, 0) for lo, hi in widths])
+
+
+# ------------------------------------------------------------ take & friends
+
+def _index_dtype(*idx):
+    return np.dtype(np.int32)
+
+
+def _normalize_index_array(i, size):
+    """Integer index array with negative entries counted from the end."""
+    if isinstance(i, Tracer):
+        aval = get_aval(i)
+        if aval.dtype.kind not in "iu":
+            raise TypeError(f"indices must be integers, got {aval.str_short()}")
+        if aval.dtype.kind == "u":
+            return i
+        zero = np.zeros((), aval.dtype)
+        return ew.select_n(ew.lt_p.bind(i, zero), i, ew.add(i, np.asarray(size, aval.dtype)))
+    a = np.asarray(i)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"indices must be integers, got an array of dtype {a.dtype}")
+    a = np.where(a < 0, a + size, a)
+    return a.astype(np.int32) if a.size == 0 or (-2**31 <= a.min() and a.max() < 2**31) \
+        else a.astype(np.int64)
+
+
+def _take_mode(mode):
+    if mode is None or mode == "fill":
+        return _FILL
+    if mode == "clip":
+        return _CLIP
+    if mode in ("promise_in_bounds",):
+        return ix.GatherScatterMode.PROMISE_IN_BOUNDS
+    raise ValueError(f"take: invalid mode {mode!r} (use 'fill' or 'clip')")
+
+
+def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
+         indices_are_sorted=False):
+    """Elements of `a` at `indices` along `axis` (default mode 'fill', like jax.numpy)."""
+    x = _arr(a)
+    if axis is None:
+        x = sh.reshape(x, (get_aval(x).size,))
+        axis = 0
+    shape = get_aval(x).shape
+    axis = canonicalize_axis(axis, len(shape))
+    if mode == "wrap":
+        idx = _arr(indices)
+        idx = ew.rem(ew.add(ew.rem(idx, shape[axis]), shape[axis]), shape[axis]) \
+            if isinstance(idx, Tracer) else np.asarray(idx) % shape[axis]
+        mode = "clip"
+    idx = _normalize_index_array(indices if not isinstance(indices, jax.Array)
+                                 else np.asarray(indices), shape[axis])
+    ishape = get_aval(idx).shape
+    idx = sh.reshape(idx, ishape + (1,))
+    ni = len(ishape)
+    offset = tuple(range(axis)) + tuple(range(axis + ni, len(shape) - 1 + ni))
+    dn = ix.GatherDimensionNumbers(offset_dims=offset, collapsed_slice_dims=(axis,),
+                                   start_index_map=(axis,))
+    sizes = tuple(1 if i == axis else d for i, d in enumerate(shape))
+    return ix.gather(x, idx, dn, sizes, mode=_take_mode(mode), fill_value=fill_value,
+                     unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """out[..., j, ...] = arr[..., indices[..., j, ...], ...] along `axis`."""
+    x = _arr(arr)
+    if axis is None:
+        x = sh.reshape(x, (get_aval(x).size,))
+        indices = indices if isinstance(indices, Tracer) else np.asarray(indices).reshape(-1)
+        if isinstance(indices, Tracer):
+            indices = sh.reshape(indices, (get_aval(indices).size,))
+        axis = 0
+    shape = get_aval(x).shape
+    nd = len(shape)
+    axis = canonicalize_axis(axis, nd)
+    idx = _normalize_index_array(indices if not isinstance(indices, jax.Array)
+                                 else np.asarray(indices), shape[axis])
+    ishape = get_aval(idx).shape
+    if len(ishape) != nd:
+        raise ValueError(f"take_along_axis: indices (shape {ishape}) and arr (shape {shape}) "
+                         f"must have the same number of dimensions")
+    # the other axes broadcast against each other
+    xs, js = list(shape), list(ishape)
+    for i in range(nd):
+        if i == axis:
+            continue
+        d = broadcast_shapes((shape[i],), (ishape[i],))[0]
+        xs[i], js[i] = d, d
+    x = broadcast_to(x, tuple(xs))
+    idx = broadcast_to(idx, tuple(js)) if isinstance(idx, Tracer) else np.broadcast_to(idx, js)
+    idx = sh.reshape(idx, tuple(js) + (1,))
+    batch = tuple(i for i in range(nd) if i != axis)
+    dn = ix.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                   start_index_map=(axis,), operand_batching_dims=batch,
+                                   start_indices_batching_dims=batch)
+    return ix.gather(x, idx, dn, (1,) * nd, mode=_take_mode(mode), fill_value=fill_value)
+
+
+def flip(m, axis=None):
+    x = _arr(m)
+    return ix.rev(x, canonicalize_axes(axis, get_aval(x).ndim))
+
+
+def tile(A, reps):
+    """Repeat the whole array `reps` times along each axis (static reps)."""
+    x = _arr(A)
+    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    shape = get_aval(x).shape
+    d = max(len(reps), len(shape))
+    shape = (1,) * (d - len(shape)) + shape
+    reps = (1,) * (d - len(reps)) + reps
+    x = sh.reshape(x, shape)
+    big = tuple(v for r, s in zip(reps, shape) for v in (r, s))
+    x = sh.broadcast_in_dim(x, big, tuple(range(1, 2 * d, 2)))
+    return sh.reshape(x, tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis=None, total_repeat_length=None):
+    """Repeat each element `repeats` times along `axis` (static repeat counts)."""
+    x = _arr(a)
+    if axis is None:
+        x = sh.reshape(x, (get_aval(x).size,))
+        axis = 0
+    shape = get_aval(x).shape
+    axis = canonicalize_axis(axis, len(shape))
+    if isinstance(repeats, Tracer):
+        raise core.ConcretizationTypeError(
+            "repeat: the repeat counts determine the output shape, so they must be concrete "
+            "(not traced)")
+    r = np.asarray(repeats)
+    if r.dtype.kind not in "iu" or (r < 0).any():
+        raise ValueError(f"repeat: repeats must be non-negative integers, got {repeats!r}")
+    if r.ndim == 0 or r.size == 1:
+        k = int(r.reshape(-1)[0])
+        x = sh.expand_dims(x, (axis + 1,))
+        big = shape[:axis + 1] + (k,) + shape[axis + 1:]
+        x = sh.broadcast_in_dim(x, big, tuple(range(len(big))))
+        return sh.reshape(x, shape[:axis] + (shape[axis] * k,) + shape[axis + 1:])
+    if r.shape != (shape[axis],):
+        raise ValueError(f"repeat: repeats of shape {r.shape} must be a scalar or have one "
+                         f"entry per element along axis {axis} ({shape[axis]})")
+    src = np.repeat(np.arange(shape[axis], dtype=np.int32), r)
+    return take(x, src, axis=axis, mode="clip")
+
+
+# ---------------------------------------------------------------- indexing
+
+def _is_int_scalar_like(i):
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def _concrete_bool(i):
+    if isinstance(i, Tracer):
+        v = i.concrete_value()
+        if v is None:
+            raise IndexError(
+                f"Array boolean indices must be concrete; got a traced {i.aval.str_short()}. "
+                "A boolean mask determines the shape of the result, which must be known "
+                "while tracing; use impl.numpy.where instead.")
+        return np.asarray(v)
+    return np.asarray(i)
+
+
+def _expand_index(x_shape, idx):
+    """Normalise an index to a list of entries, one per axis of the (None-expanded)
+    array: ('slice', slice) | ('int', int) | ('dyn', traced scalar) | ('arr', array).
+    Returns (entries, new_axes) where new_axes are the positions where None inserts."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    items = []
+    for i in idx:
+        if i is None or i is Ellipsis or isinstance(i, builtins.slice):
+            items.append(i)
+        elif isinstance(i, (bool, np.bool_)):
+            raise TypeError("indexing with a Python/NumPy boolean scalar is not supported; "
+                            "use None to add an axis or a boolean array mask")
+        elif _is_int_scalar_like(i):
+            items.append(("int", int(i)))
+        elif isinstance(i, (Tracer, jax.Array, np.ndarray, list)):
+            dtype = get_aval(i).dtype if isinstance(i, Tracer) else np.asarray(i).dtype
+            if isinstance(i, list) and np.asarray(i).size == 0:
+                dtype = np.dtype(np.int32)
+            if dtype == np.bool_:
+                mask = _concrete_bool(i)
+                if mask.ndim == 0:
+                    raise TypeError("indexing with a 0-d boolean array is not supported")
+                items.extend(("arr", nz) for nz in np.nonzero(mask))
+            elif dtype.kind in "iu":
+                if isinstance(i, Tracer):
+                    items.append(("dyn", i) if i.aval.shape == () else ("arr", i))
+                else:
+                    a = np.asarray(i)
+                    items.append(("int", int(a)) if a.ndim == 0 else ("arr", a))
+            else:
+                raise TypeError(f"Indexer must have integer or boolean type, got indexer "
+                                f"with dtype {dtype}")
+        else:
+            raise TypeError(f"Indexing with {type(i).__name__} ({i!r}) is not supported; "
+                            "use integers, slices, None, Ellipsis or integer/boolean arrays")
+    n_ell = sum(1 for i in items if i is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if used > len(x_shape):
+        raise IndexError(f"Too many indices: array is {len(x_shape)}-dimensional, but {used} "
+                         f"were indexed")
+    if n_ell:
+        k = items.index(Ellipsis)
+        items[k:k + 1] = [builtins.slice(None)] * (len(x_shape) - used)
+    else:
+        items += [builtins.slice(None)] * (len(x_shape) - used)
+    new_axes = tuple(k for k, i in enumerate(items) if i is None)
+    entries = [("slice", builtins.slice(None)) if i is None else
+               (("slice", i) if isinstance(i, builtins.slice) else i) for i in items]
+    return entries, new_axes
+
+
+def _static_slices(x, entries):
+    """Apply every slice entry with `rev`/`slice`; returns the sliced array."""
+    shape = get_aval(x).shape
+    revs, starts, limits, strides = [], [], [], []
+    for k, (kind, v) in enumerate(entries):
+        d = shape[k]
+        if kind != "slice" or v == builtins.slice(None):
+            starts.append(0), limits.append(d), strides.append(1)
+            continue
+        for part in (v.start, v.stop, v.step):
+            if part is not None and not _is_int_scalar_like(part) and not (
+                    hasattr(part, "__index__") and not isinstance(part, Tracer)):
+                raise IndexError(f"slice bounds must be static integers (or None), got "
+                                 f"{v!r}; use lax.dynamic_slice for traced starts")
+        start, stop, step = v.indices(d)
+        n = len(range(start, stop, step))
+        if step > 0:
+            starts.append(start), limits.append(start + max(n - 1, 0) * step + (n > 0))
+            strides.append(step)
+        else:
+            revs.append(k)
+            rs = d - 1 - start
+            starts.append(rs if n else 0), limits.append(rs + (n - 1) * (-step) + 1 if n else 0)
+            strides.append(-step)
+    if revs:
+        x = ix.rev(x, revs)
+    return ix.slice(x, starts, limits, strides)
+
+
+def getitem(x, idx, mode=None, fill_value=None):
+    """NumPy indexing `x[idx]` built on slice / rev / dynamic_slice / gather.
+
+    `mode` governs out-of-bound integer indices: None or 'clip' clamps (what jax.numpy
+    does when reading); 'fill' gives `fill_value` for them (used by `.at[]` updates)."""
+    x = _arr(x)
+    gmode = _CLIP if mode is None else ix._mode(mode)
+    entries, new_axes = _expand_index(get_aval(x).shape, idx)
+    if new_axes:
+        x = sh.expand_dims(x, new_axes)
+    shape = get_aval(x).shape
+    x = _static_slices(x, entries)
+    shape = get_aval(x).shape
+    entries = [("slice", None) if kind == "slice" else (kind, v) for kind, v in entries]
+    has_arr = any(kind == "arr" for kind, _ in entries)
+    scalar_dims = [k for k, (kind, _) in enumerate(entries) if kind in ("int", "dyn")]
+    if not has_arr and not scalar_dims:
+        return x
+    if not has_arr and gmode == _CLIP:
+        starts, sizes = [], list(shape)
+        for k, (kind, v) in enumerate(entries):
+            if kind == "int":
+                d = shape[k]
+                if d == 0:
+                    raise IndexError(f"index {v} is out of bounds for axis {k} with size 0")
+                starts.append(np.int32(min(max(v + d if v < 0 else v, 0), d - 1)))
+                sizes[k] = 1
+            elif kind == "dyn":
+                starts.append(_normalize_index_array(v, shape[k]))
+                sizes[k] = 1
+            else:
+                starts.append(np.int32(0))
+        if all(kind != "dyn" for kind, _ in entries):
+            out = ix.slice(x, [int(s) for s in starts], [int(s) + z for s, z in
+                                                         zip(starts, sizes)])
+        else:
+            dtype = _common_index_dtype(starts)
+            starts = [_cast(s, dtype) if isinstance(s, Tracer) else np.asarray(s, dtype)
+                      for s in starts]
+            out = ix.dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(sizes))
+        return sh.squeeze(out, scalar_dims)
+    return _gather_index(x, entries, gmode, fill_value)
+
+
+def _common_index_dtype(vals):
+    dts = [get_aval(v).dtype for v in vals if isinstance(v, Tracer)]
+    return np.dtype(np.result_type(*dts)) if dts else np.dtype(np.int32)
+
+
+def _gather_index(x, entries, mode, fill_value):
+    shape = get_aval(x).shape
+    adv = [k for k, (kind, _) in enumerate(entries) if kind != "slice"]
+    arrays = []
+    for k in adv:
+        kind, v = entries[k]
+        if kind == "int":
+            v = np.asarray(v)
+        arrays.append(_normalize_index_array(v, shape[k]))
+    bshape = broadcast_shapes(*[get_aval(a).shape for a in arrays])
+    if all(not isinstance(a, Tracer) for a in arrays):
+        dtype = np.result_type(*[a.dtype for a in arrays])
+        idx = np.stack([np.broadcast_to(a, bshape).astype(dtype) for a in arrays], -1)
+    else:
+        dtype = _common_index_dtype(arrays)
+        cols = [sh.reshape(broadcast_to(_cast(a, dtype) if isinstance(a, Tracer)
+                                        else np.asarray(a, dtype), bshape), bshape + (1,))
+                for a in arrays]
+        idx = ix.concatenate(cols, len(bshape)) if len(cols) > 1 else cols[0]
+    rest = [k for k in range(len(shape)) if k not in adv]
+    contiguous = adv == list(range(adv[0], adv[-1] + 1))
+    nb = len(bshape)
+    if contiguous:
+        before = [k for k in rest if k < adv[0]]
+        offset = tuple(range(len(before))) + tuple(
+            len(before) + nb + j for j in range(len(rest) - len(before)))
+    else:
+        offset = tuple(nb + j for j in range(len(rest)))
+    dn = ix.GatherDimensionNumbers(offset_dims=offset, collapsed_slice_dims=tuple(adv),
+                                   start_index_map=tuple(adv))
+    sizes = tuple(1 if k in adv else d for k, d in enumerate(shape))
+    return ix.gather(x, idx, dn, sizes, mode=mode, fill_value=fill_value)
+
+
+def _has_array_index(idx):
+    """Whether idx has an array index (then positions may repeat)."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    for i in idx:
+        if isinstance(i, Tracer):
+            if i.aval.shape != ():
+                return True
+        elif isinstance(i, (jax.Array, np.ndarray, list)) and np.ndim(i) > 0:
+            return True
+    return False
+
+
+class _IndexUpdateHelper:
+    """`x.at`: `x.at[idx]` gives an object with set / add / get."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, idx):
+        return _IndexUpdateRef(self.array, idx)
+
+    def __repr__(self):
+        return f"_IndexUpdateHelper({self.array!r})"
+
+
+class _IndexUpdateRef:
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array = array
+        self.index = index
+
+    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False,
+            unique_indices=False):
+        return getitem(self.array, self.index, mode=mode, fill_value=fill_value)
+
+    def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        return _scatter_update(ix.scatter_p, self.array, self.index, values, mode,
+                               unique_indices)
+
+    def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        return _scatter_update(ix.scatter_add_p, self.array, self.index, values, mode,
+                               unique_indices)
+
+
+def _scatter_update(prim, x, idx, values, mode, unique_indices):
+    """Scatter `values` (broadcast to the shape of x[idx]) at the positions x[idx] reads.
+
+    The positions come from indexing an array of flat element ids the same way, so the
+    update supports every indexing form getitem does; out-of-bounds integer indices are
+    dropped (mode 'fill', the default) or clamped (mode 'clip')."""
+    x = _arr(x)
+    aval = get_aval(x)
+    gmode = _FILL if mode is None else ix._mode(mode)
+    ids = np.arange(aval.size, dtype=np.int32).reshape(aval.shape)
+    pos = getitem(ids, idx, mode=gmode if gmode != _CLIP else None,
+                  fill_value=-1 if gmode != _CLIP else None)
+    pshape = get_aval(pos).shape
+    v = _arr(values)
+    v = _cast(v, aval.dtype)
+    try:
+        v = broadcast_to(v, pshape)
+    except ValueError:
+        raise ValueError(f"at[].{'set' if prim is ix.scatter_p else 'add'}: values of shape "
+                         f"{get_aval(v).shape} cannot be broadcast to the indexed shape "
+                         f"{pshape}") from None
+    unique = bool(unique_indices) or not _has_array_index(idx)
+    flat = sh.reshape(x, (aval.size,))
+    dn = ix.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                    scatter_dims_to_operand_dims=(0,))
+    out = prim.bind(flat, sh.reshape(pos, pshape + (1,)), v, dimension_numbers=dn,
+                    indices_are_sorted=False, unique_indices=unique, mode=_FILL)
+    return sh.reshape(out, aval.shape)
