@@ -36,7 +36,7 @@ class Wrapped(Backend):
 def _drop_last(x):
     """x with the last element (in flattened order) multiplied by zero."""
     shape = np.shape(x)
-    mask = np.ones(shape, dtype=np.asarray(x).dtype if hasattr(x, "dtype") else None)
+    mask = np.ones(shape, dtype=getattr(x, "dtype", None))
     if mask.size:
         mask.reshape(-1)[-1] = 0
     return x * mask
