@@ -13,3 +13,15 @@ __all__ = [
     "CUSTOM_KINDS", "OP_NAMES", "LINEAR_OPS", "SMOOTH_OPS",
     "Program", "program_args", "program_cases", "random_programs",
 ]
+
+from .pytree_strategies import CONTAINERS, Pair, Point, pytrees, pytrees_of, structures
+
+__all__ += ["CONTAINERS", "Pair", "Point", "pytrees", "pytrees_of", "structures"]
+
+from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
+
+__all__ += ["NestedVmapCase", "VmapCase", "nested_vmap_cases", "vmap_cases"]
+
+from .linear import LINEAR_KINDS, LinearFunction, linear_functions
+
+__all__ += ["LINEAR_KINDS", "LinearFunction", "linear_functions"]

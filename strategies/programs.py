@@ -235,11 +235,11 @@ def _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops,
 
 
 @st.composite
-def _input_types(draw, dtype, num_inputs):
+def _input_types(draw, dtype, num_inputs, max_rank=3, max_side=5):
     """Input types and ranges: shapes that mostly broadcast together (so
     binary ops find partners); some inputs positive (so log/sqrt/div apply)."""
     n = num_inputs if num_inputs is not None else draw(st.integers(1, 3))
-    base = tuple(draw(st.integers(1, 5)) for _ in range(draw(st.integers(0, 3))))
+    base = tuple(draw(st.integers(1, max_side)) for _ in range(draw(st.integers(0, max_rank))))
     types, bounds = [], []
     for _ in range(n):
         how = draw(st.integers(0, 2))
@@ -249,7 +249,7 @@ def _input_types(draw, dtype, num_inputs):
             tail = base[draw(st.integers(0, len(base))):]
             shape = tuple(1 if draw(st.booleans()) else d for d in tail)
         else:
-            shape = draw(_arrays.shapes(max_dims=3, max_side=5))
+            shape = draw(_arrays.shapes(max_dims=max_rank, max_side=max_side))
         types.append((tuple(shape), dtype))
         bounds.append(POSITIVE_RANGE if draw(st.booleans()) else (-INPUT_BOUND, INPUT_BOUND))
     return tuple(types), tuple(bounds)

@@ -1,0 +1,143 @@
+"""Linear functions with known transposes, for ``linear_call`` laws.
+
+A :class:`LinearFunction` holds plain NumPy data (a matrix, a scale) and
+hands out ``fun``/``transpose`` for a backend, shaped for
+``backend.linear_call(fun, transpose, residual_args, linear_args)``: both
+take ``(residual_args, linear_args)``. With ``wrong_transpose=True`` the
+transpose is deliberately wrong, for negative tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+from . import array_strategies as _arrays
+from .backends import check_backend, linear_call_of
+from .pytree_strategies import Pair
+from .types import CONSTANTS, FLOAT_DTYPES
+
+LINEAR_KINDS = ("matvec", "scale", "pytree")
+
+
+@dataclass(frozen=True, repr=False)
+class LinearFunction:
+    """A linear map ``linear_args -> output`` with residuals and its transpose.
+
+    kinds: ``matvec`` (``A @ x``; transpose ``A.T @ ct``), ``scale``
+    (``x * c``), ``pytree`` (``Pair(x, {"y": y}) -> (A @ x, c * y)``).
+    Wrong transposes: the untransposed ``A @ ct`` for a square
+    non-symmetric ``A``, otherwise the true transpose times 2.
+    """
+
+    kind: str
+    residual_args: object
+    linear_args: object
+    example_cotangent: object
+    wrong_transpose: bool = False
+
+    @property
+    def example_args(self):
+        """``(residual_args, linear_args)`` for ``linear_call``."""
+        return self.residual_args, self.linear_args
+
+    def fun(self, backend):
+        jnp = backend.numpy
+        if self.kind == "matvec":
+            return lambda r, x: jnp.matmul(r, x)
+        if self.kind == "scale":
+            return lambda r, x: x * r
+        return lambda r, x: (jnp.matmul(r["A"], x.first), r["c"] * x.second["y"])
+
+    def transpose(self, backend):
+        jnp = backend.numpy
+        k = 2.0 if self.wrong_transpose else 1.0
+        if self.kind == "matvec":
+            if self.wrong_transpose and self._square_nonsymmetric():
+                return lambda r, ct: jnp.matmul(r, ct)  # wrong: forgot to transpose
+            return lambda r, ct: k * jnp.matmul(jnp.transpose(r), ct)
+        if self.kind == "scale":
+            return lambda r, ct: k * (ct * r)
+        return lambda r, ct: Pair(k * jnp.matmul(jnp.transpose(r["A"]), ct[0]), {"y": r["c"] * ct[1]})
+
+    def call(self, backend):
+        """``lambda linear_args: linear_call(fun, transpose, residual_args, linear_args)``."""
+        check_backend(backend)
+        lc = linear_call_of(backend)
+        fun, transpose, res = self.fun(backend), self.transpose(backend), self.residual_args
+        return lambda lin: lc(fun, transpose, res, lin)
+
+    def _square_nonsymmetric(self):
+        a = self.residual_args
+        return a.ndim == 2 and a.shape[0] == a.shape[1] and not np.array_equal(a, a.T)
+
+    def __repr__(self):
+        shapes = lambda t: _tree_shapes(t)  # noqa: E731
+        return (f"LinearFunction(kind={self.kind!r}, wrong_transpose={self.wrong_transpose}, "
+                f"residual_args={self.residual_args!r}, linear_shapes={shapes(self.linear_args)!r})")
+
+
+def _tree_shapes(t):
+    import jax.tree_util as tu
+
+    return tu.tree_map(np.shape, t)
+
+
+@st.composite
+def _matrix(draw, m, n, dtype, square_nonsymmetric=False):
+    flat = draw(st.lists(st.sampled_from(CONSTANTS), min_size=m * n, max_size=m * n))
+    a = np.array(flat, dtype=dtype).reshape(m, n)
+    if square_nonsymmetric and m == n and m >= 2 and np.array_equal(a, a.T):
+        a[0, 1] += 1.0  # make the "forgot to transpose" variant really differ
+    return a
+
+
+def _vec(shape, dtype):
+    return _arrays.arrays(dtype, shape)
+
+
+@st.composite
+def _linear_function(draw, kinds, wrong, dtype):
+    kind = draw(st.sampled_from(kinds))
+    dt = dtype or draw(st.sampled_from(FLOAT_DTYPES))
+    side = st.integers(1, 4)
+    if kind == "matvec":
+        m, n = draw(side), draw(side)
+        a = draw(_matrix(m, n, dt, square_nonsymmetric=wrong))
+        return LinearFunction(kind, a, draw(_vec((n,), dt)), draw(_vec((m,), dt)), wrong)
+    if kind == "scale":
+        c = np.asarray(draw(st.sampled_from(CONSTANTS)), dtype=dt)
+        shape = draw(_arrays.shapes(max_dims=2, max_side=4))
+        return LinearFunction(kind, c, draw(_vec(shape, dt)), draw(_vec(shape, dt)), wrong)
+    m, n, k = draw(side), draw(side), draw(side)
+    res = {"A": draw(_matrix(m, n, dt)), "c": np.asarray(draw(st.sampled_from(CONSTANTS)), dtype=dt)}
+    lin = Pair(draw(_vec((n,), dt)), {"y": draw(_vec((k,), dt))})
+    ct = (draw(_vec((m,), dt)), draw(_vec((k,), dt)))
+    return LinearFunction(kind, res, lin, ct, wrong)
+
+
+def linear_functions(*, wrong_transpose=False, kinds=LINEAR_KINDS, dtype=None) -> st.SearchStrategy[LinearFunction]:
+    """Draw a :class:`LinearFunction` (matrix, scale, or pytree-in/out).
+
+    >>> @given(linear_functions())
+    ... def test_linear_call_transpose(lf):
+    ...     res, lin = lf.example_args
+    ...     f = lf.call(jax)
+    ...     (got,) = jax.linear_transpose(f, lin)(lf.example_cotangent)
+    ...     want = lf.transpose(jax)(res, lf.example_cotangent)
+    ...     # got and want agree leaf by leaf
+    """
+    if not isinstance(wrong_transpose, bool):
+        raise TypeError(f"wrong_transpose must be a bool, got {wrong_transpose!r}")
+    if isinstance(kinds, str) or not hasattr(kinds, "__iter__"):
+        raise TypeError(f"kinds must be a collection of {LINEAR_KINDS}, got {kinds!r}")
+    kinds = tuple(kinds)
+    if not kinds or any(k not in LINEAR_KINDS for k in kinds):
+        raise ValueError(f"kinds must be a non-empty subset of {LINEAR_KINDS}, got {kinds!r}")
+    if dtype is not None:
+        dtype = _arrays._check_dtype(dtype).name
+        if dtype not in FLOAT_DTYPES:
+            raise ValueError(f"dtype must be one of {FLOAT_DTYPES}, got {dtype!r}")
+    return _linear_function(kinds, wrong_transpose, dtype)
