@@ -53,7 +53,7 @@ def _case_source(case):
         return f"# case.source() failed: {exc!r}\n# {case!r}"
 
 
-def run_law(law, backend, strategy=None, *, settings=None, nodeid=""):
+def run_law(law, backend, strategy=None, *, settings=None, nodeid="", examples=()):
     """Check ``law`` on cases from ``strategy`` (default: the law's own).
 
     Raises AssertionError when the law fails, LawSkipped when the backend
@@ -83,7 +83,10 @@ def run_law(law, backend, strategy=None, *, settings=None, nodeid=""):
             raise
         record.passed += 1
 
-    test = given(strategy)(check)
+    test = check
+    for case in reversed(list(examples)):  # explicit cases run first
+        test = hypothesis.example(case)(test)
+    test = given(strategy)(test)
     if settings is not None:
         test = settings(test)
     start = time.perf_counter()

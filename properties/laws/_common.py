@@ -76,16 +76,23 @@ def require_finite(*trees, what="value"):
             discard(f"{what} beyond {tol.MAX_MAGNITUDE:g} (ill-conditioned)")
 
 
-def _seed(salt, arrays):
-    key = f"{salt}|" + "|".join(f"{a.shape}{a.dtype}" for a in arrays)
+def _seed(salt, specs):
+    key = f"{salt}|" + "|".join(f"{shape}{dtype}" for shape, dtype in specs)
     return zlib.crc32(key.encode())
 
 
+def _spec(a):
+    dtype = getattr(a, "dtype", None)
+    return tuple(np.shape(a)), np.dtype(dtype if dtype is not None else np.asarray(a).dtype)
+
+
 def directions(like, salt=0):
-    """Deterministic unit-scale arrays shaped and typed like ``like`` (a tuple)."""
-    like = [np.asarray(a) for a in like]
-    rng = np.random.default_rng(_seed(salt, like))
-    return tuple(rng.uniform(-1.0, 1.0, a.shape).astype(a.dtype) for a in like)
+    """Deterministic unit-scale arrays shaped and typed like ``like`` (a tuple).
+
+    Only shapes and dtypes are read, so ``like`` may hold tracers."""
+    specs = [_spec(a) for a in like]
+    rng = np.random.default_rng(_seed(salt, specs))
+    return tuple(rng.uniform(-1.0, 1.0, shape).astype(dtype) for shape, dtype in specs)
 
 
 def weights_like(x, salt=7):
