@@ -92,6 +92,48 @@ def _check_leaves(leaves, what):
                             f"a value of type {type(x).__name__}: {x!r}")
 
 
+class _SubstTrace(core.Trace):
+    """Replaces given tracers (by identity) with other values, then binds on its parent.
+
+    A custom rule is a Python closure: the traced values it closes over are the ones
+    that existed when the custom function was called. When a transformation later runs
+    the rule at another level (a vmap's batching rule wrapping it in a new vmap, or a
+    jit program being differentiated after its trace ended), those values are stood in
+    for by the current values of the matching operands (the function's closed-over
+    constants, which the primitive carries as explicit operands)."""
+
+    __slots__ = ("mapping",)
+
+    def __init__(self, parent, mapping):
+        super().__init__(parent)
+        self.mapping = mapping
+
+    def process_primitive(self, prim, args, params):
+        args = [self.mapping.get(id(a), a) if isinstance(a, Tracer) else a for a in args]
+        with core.set_current_trace(self.parent):
+            return prim.bind(*args, **params)
+
+
+def _call_substituted(originals, values, fn, *args):
+    """fn(*args), with the tracers among `originals` standing for `values`."""
+    mapping = {id(o): v for o, v in zip(originals, values)
+               if isinstance(o, Tracer) and o is not v}
+    if not mapping:
+        return fn(*args)
+    # The traces of replaced tracers may have ended; staging a nested custom function
+    # inside the rule must still be able to capture them (they are replaced on bind).
+    revived = [o._trace for o in originals
+               if isinstance(o, Tracer) and id(o) in mapping and not o._trace.alive]
+    for t in revived:
+        t.alive = True
+    try:
+        with core.set_current_trace(_SubstTrace(core.current_trace(), mapping)):
+            return fn(*args)
+    finally:
+        for t in revived:
+            t.alive = False
+
+
 def _stage(flat_fun, avals):
     """Stage `flat_fun`; constants (including outer tracers) become leading inputs."""
     closed, _ = pe.trace_to_jaxpr(flat_fun, avals)
@@ -211,7 +253,7 @@ def _custom_jvp_call_jvp(primals, tangents, *, call, jvp, num_consts, name):
         raise _closed_over_error("custom_jvp", name, CustomJVPException)
     args = list(primals[num_consts:])
     ts = [_instantiate(t, get_aval(p)) for p, t in zip(args, tangents[num_consts:])]
-    outs, out_ts = jvp(args, ts)
+    outs, out_ts = jvp(list(primals[:num_consts]), args, ts)
     return outs, out_ts
 
 
@@ -230,17 +272,18 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call, jvp, num_consts, name
     size, aname = axis_data.size, axis_data.name
     vals, dims = _move0(vals, dims)
     bcall, out_dims = _call.batch_jaxpr(call, axis_data, [get_aval(v) for v in vals], dims)
-    arg_dims = dims[num_consts:]
+    const_dims, arg_dims = dims[:num_consts], dims[num_consts:]
     box = {"out_dims": list(out_dims), "frozen": False}
 
-    def batched_jvp(args, ts):
-        n = len(args)
+    def batched_jvp(consts, args, ts):
+        nc, n = len(consts), len(args)
 
         def flat(*xs):
-            o, t = jvp(list(xs[:n]), list(xs[n:]))
+            o, t = jvp(list(xs[:nc]), list(xs[nc:nc + n]), list(xs[nc + n:]))
             return list(o) + list(t)
 
-        res = batching.batch_with_dims(flat, list(args) + list(ts), arg_dims * 2, size, aname)
+        res = batching.batch_with_dims(flat, list(consts) + list(args) + list(ts),
+                                       const_dims + arg_dims * 2, size, aname)
         k = len(res) // 2
         targets = []
         for i in range(k):
@@ -449,7 +492,10 @@ class custom_jvp:
         out_avals = program.out_avals
         rule_name = _name(rule)
 
-        def flat_jvp(ops, ts):
+        def flat_jvp(const_vals, ops, ts):
+            return _call_substituted(consts, const_vals, flat_jvp_, ops, ts)
+
+        def flat_jvp_(ops, ts):
             full = layout.rebuild(ops)
             nondiff, primals = layout.split(full)
             diff_ts = [t for t, d in zip(ts, layout.is_diff) if d]
@@ -512,15 +558,16 @@ lowering.lowering_rules[custom_vjp_call_p] = _custom_vjp_call_lowering
 def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts, name):
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise _closed_over_error("custom_vjp", name, CustomVJPException)
-    args = list(primals[num_consts:])
+    consts, args = list(primals[:num_consts]), list(primals[num_consts:])
     ts = tangents[num_consts:]
-    outs, res = fwd(args)
+    outs, res = fwd(consts, args)
+    res = consts + list(res)   # bwd gets the closed-over constants too
     arg_avals = [get_aval(a) for a in args]
     arg_float = tuple(_is_float(a) for a in arg_avals)
     float_ts = [ad.instantiate_zeros(t) for t, f in zip(ts, arg_float) if f]
     out_avals = tuple(get_aval(o) for o in outs)
     lin_outs = custom_lin_p.bind(
-        *res, *float_ts, num_res=len(res), bwd=bwd,
+        *res, *float_ts, num_res=len(res), num_consts=num_consts, bwd=bwd,
         res_avals=tuple(get_aval(r) for r in res), ct_avals=out_avals,
         arg_avals=tuple(arg_avals), name=name)
     it = iter(lin_outs)
@@ -536,18 +583,20 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call, fwd, bwd, num_consts,
     vals, dims = _move0(vals, dims)
     avals = [get_aval(v) for v in vals]
     bcall, out_dims = _call.batch_jaxpr(call, axis_data, avals, dims)
-    arg_dims = dims[num_consts:]
+    const_dims, arg_dims = dims[:num_consts], dims[num_consts:]
     arg_avals = avals[num_consts:]
     n_out = len(call.out_avals)
     box = {}
 
-    def batched_fwd(args):
+    def batched_fwd(consts, args):
+        nc = len(consts)
+
         def flat(*xs):
-            o, r = fwd(list(xs))
-            box["num_res"] = len(r)
+            o, r = fwd(list(xs[:nc]), list(xs[nc:]))
             return list(o) + list(r)
 
-        res = batching.batch_with_dims(flat, list(args), arg_dims, size, aname)
+        res = batching.batch_with_dims(flat, list(consts) + list(args), const_dims + arg_dims,
+                                       size, aname)
         outs = []
         for i, ((o, d), want) in enumerate(zip(res[:n_out], out_dims)):
             if want is None and d is not None:
@@ -559,14 +608,15 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call, fwd, bwd, num_consts,
         rvals = [r if d is None else batching.moveaxis(r, d, 0) for r, d in res[n_out:]]
         return outs, rvals
 
-    def batched_bwd(res, cts):
-        nr = len(res)
+    def batched_bwd(consts, res, cts):
+        nc, nr = len(consts), len(res)
 
         def flat(*xs):
-            return bwd(list(xs[:nr]), list(xs[nr:]))
+            return bwd(list(xs[:nc]), list(xs[nc:nc + nr]), list(xs[nc + nr:]))
 
-        outs = batching.batch_with_dims(flat, list(res) + list(cts),
-                                        box["res_dims"] + list(out_dims), size, aname)
+        outs = batching.batch_with_dims(flat, list(consts) + list(res) + list(cts),
+                                        const_dims + box["res_dims"] + list(out_dims), size,
+                                        aname)
         result = []
         for (c, d), want, a in zip(outs, arg_dims, arg_avals):
             if type(c) is Zero:
@@ -588,16 +638,17 @@ batching.batching_rules[custom_vjp_call_p] = _custom_vjp_call_batch
 
 # custom_lin: linear in its tangent operands; params carry bwd.
 
-def _custom_lin_abstract_eval(*avals, num_res, bwd, res_avals, ct_avals, arg_avals, name):
+def _custom_lin_abstract_eval(*avals, num_res, num_consts, bwd, res_avals, ct_avals,
+                              arg_avals, name):
     return [a for a in ct_avals if _is_float(a)]
 
 
 _bwd_programs = {}
 
 
-def _bwd_program(bwd, res_avals, ct_avals, arg_avals, name):
+def _bwd_program(bwd, num_consts, res_avals, ct_avals, arg_avals, name):
     """bwd staged as a program over (residuals, float cotangents) -> nonzero float cts."""
-    key = (bwd, res_avals, ct_avals, arg_avals)
+    key = (bwd, num_consts, res_avals, ct_avals, arg_avals)
     hit = _bwd_programs.get(key)
     if hit is not None:
         return hit
@@ -609,7 +660,7 @@ def _bwd_program(bwd, res_avals, ct_avals, arg_avals, name):
     def g(*xs):
         it = iter(xs[nr:])
         cts = [next(it) if f else np.zeros(a.shape, float0) for a, f in zip(ct_avals, ct_float)]
-        cts_in = bwd(list(xs[:nr]), cts)
+        cts_in = bwd(list(xs[:num_consts]), list(xs[num_consts:nr]), cts)
         outs = [c for c, a in zip(cts_in, arg_avals) if _is_float(a)]
         box["nonzero"] = [type(c) is not Zero for c in outs]
         return [c for c in outs if type(c) is not Zero]
@@ -621,11 +672,11 @@ def _bwd_program(bwd, res_avals, ct_avals, arg_avals, name):
     return hit
 
 
-def _custom_lin_apply(*args, num_res, bwd, res_avals, ct_avals, arg_avals, name):
+def _custom_lin_apply(*args, num_res, num_consts, bwd, res_avals, ct_avals, arg_avals, name):
     """Forward mode through custom_vjp: the transpose of ct -> bwd(res, ct) applied to
     the input tangents. Needs bwd to be linear (and transposable) in ct."""
     res, ts = args[:num_res], args[num_res:]
-    prog, nonzero = _bwd_program(bwd, res_avals, ct_avals, arg_avals, name)
+    prog, nonzero = _bwd_program(bwd, num_consts, res_avals, ct_avals, arg_avals, name)
     ct_float = [_is_float(a) for a in ct_avals]
     lin_in = [ad.UndefinedPrimal(a) for a, f in zip(ct_avals, ct_float) if f]
     cts = [t for t, nz in zip(ts, nonzero) if nz]
@@ -663,14 +714,15 @@ def _custom_lin_batch(axis_data, vals, dims, **params):
     return [v for v, _ in res], [d for _, d in res]
 
 
-def _custom_lin_transpose(cts, *args, num_res, bwd, res_avals, ct_avals, arg_avals, name):
+def _custom_lin_transpose(cts, *args, num_res, num_consts, bwd, res_avals, ct_avals,
+                          arg_avals, name):
     res, lin = args[:num_res], args[num_res:]
     if any(ad.is_undefined_primal(r) for r in res):
         raise TypeError(f"custom_vjp of {name}: residuals depend on the linear inputs")
     it = iter(cts)
     full = [_instantiate(next(it), a) if _is_float(a) else np.zeros(a.shape, float0)
             for a in ct_avals]
-    cts_in = bwd(list(res), full)
+    cts_in = bwd(list(res[:num_consts]), list(res[num_consts:]), full)
     float_cts = [c for c, a in zip(cts_in, arg_avals) if _is_float(a)]
     return [None] * num_res + [c if ad.is_undefined_primal(x) else None
                                for c, x in zip(float_cts, lin)]
@@ -749,7 +801,10 @@ class custom_vjp:
         out_avals = program.out_avals
         fwd_name, bwd_name = _name(fwd_fn), _name(bwd_fn)
 
-        def flat_fwd(ops):
+        def flat_fwd(const_vals, ops):
+            return _call_substituted(consts, const_vals, flat_fwd_, ops)
+
+        def flat_fwd_(ops):
             pair = fwd_fn(*layout.rebuild(ops))
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"Custom VJP fwd rule {fwd_name} of {name} must produce a pair "
@@ -776,7 +831,10 @@ class custom_vjp:
         diff_trees = layout.diff_trees()
         diff_avals = op_avals
 
-        def flat_bwd(res, cts):
+        def flat_bwd(const_vals, res, cts):
+            return _call_substituted(consts, const_vals, flat_bwd_, res, cts)
+
+        def flat_bwd_(res, cts):
             py_res = tree_unflatten(store["res_tree"], res)
             py_cts = tree_unflatten(out_tree, cts)
             out = bwd_fn(*static_nondiff, py_res, py_cts)
@@ -1111,7 +1169,7 @@ def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, na
         return _eval_program(bcall, vals), out_dims
     args = vals[num_consts:]
     in_batched = [d is not None for d in dims[num_consts:]]
-    outs, out_batched = rule(size, in_batched, args, axis_data.name)
+    outs, out_batched = rule(size, in_batched, vals[:num_consts], args, axis_data.name)
     for i, (o, b, a) in enumerate(zip(outs, out_batched, call.out_avals)):
         shape = get_aval(o).shape
         want = (size,) + a.shape if b else a.shape
@@ -1160,7 +1218,7 @@ def _custom_vmap_call_jvp(primals, tangents, *, call, rule, num_consts, name):
     arg_avals = call.in_avals[num_consts:]
     out_avals = call.out_avals
 
-    def tangent_rule(size, in_batched, vals, axis_name):
+    def tangent_rule(size, in_batched, consts, vals, axis_name):
         args, ts = list(vals[:n_args]), list(vals[n_args:])
         p_b, t_b = in_batched[:n_args], in_batched[n_args:]
         tb_full, it = [], iter(t_b)
@@ -1181,7 +1239,7 @@ def _custom_vmap_call_jvp(primals, tangents, *, call, rule, num_consts, name):
         box = {}
 
         def primal_rule(*xs):
-            o, ob = rule(size, flags, list(xs), axis_name)
+            o, ob = rule(size, flags, consts, list(xs), axis_name)
             box["ob"] = ob
             return o
 
@@ -1271,7 +1329,11 @@ class custom_vmap:
         out_tree = store["out_tree"]
         rule_name = _name(user_rule)
 
-        def flat_rule(size, in_batched, vals, axis_name):
+        def flat_rule(size, in_batched, const_vals, vals, axis_name):
+            return _call_substituted(consts, const_vals, flat_rule_, size, in_batched, vals,
+                                     axis_name)
+
+        def flat_rule_(size, in_batched, vals, axis_name):
             py_args = tree_unflatten(in_tree, list(vals))
             py_batched = tree_unflatten(in_tree, list(in_batched))
             kw = {"axis_name": axis_name} if pass_name else {}

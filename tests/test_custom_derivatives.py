@@ -937,3 +937,53 @@ def test_custom_vmap_errors():
     f.def_vmap(lambda n, b, x: (x, "yes"))
     with pytest.raises(TypeError, match="out_batched"):
         impl.vmap(f)(np.ones(3, F32))
+
+
+# ------------------------------------------------- rules closing over traced values
+
+def _closing_programs(m, np_):
+    """Custom functions defined inside a transformed function, closing over `y`."""
+    def cj(y):
+        @m.custom_jvp
+        def f(x):
+            return np_.sin(x) * y
+
+        f.defjvp(lambda p, t: (f(p[0]), 2. * np_.cos(p[0]) * t[0] * y))
+        return f
+
+    def cv(y):
+        @m.custom_vjp
+        def f(x):
+            return np_.sin(x) * y
+
+        f.defvjp(lambda x: (f(x), np_.cos(x)), lambda c, g: (2. * c * g * y,))
+        return f
+    return [cj, cv]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["custom_jvp", "custom_vjp"])
+@pytest.mark.parametrize("case", ["vmap_grad", "grad_vmap", "grad_jit", "jit_grad",
+                                  "jit_vmap_grad", "grad_vmap_jit"])
+def test_rules_closing_over_tracers(case, which):
+    """The rule closes over a value traced by a vmap or jit that is inside (or outside)
+    the differentiation; the rule's d/dx is 2 cos(x) y, checked by hand."""
+    make = _closing_programs(impl, inp)[which]
+    ys = np.array([0.5, 1., 2.], F32)
+    x = F32(0.7)
+    d = 2 * np.cos(0.7)
+    if case == "vmap_grad":
+        got, want = impl.vmap(lambda y: impl.grad(make(y))(x))(ys), d * ys
+    elif case == "grad_vmap":
+        got = impl.grad(lambda x: inp.sum(impl.vmap(lambda y: make(y)(x))(ys)))(x)
+        want = d * ys.sum()
+    elif case == "grad_jit":
+        got, want = impl.grad(impl.jit(lambda x, y: make(y)(x)))(x, F32(2.)), d * 2.
+    elif case == "jit_grad":
+        got, want = impl.jit(lambda y: impl.grad(make(y))(x))(F32(2.)), d * 2.
+    elif case == "jit_vmap_grad":
+        got = impl.jit(impl.vmap(lambda y: impl.grad(make(y))(x)))(ys)
+        want = d * ys
+    else:
+        got = impl.grad(lambda x: inp.sum(impl.jit(impl.vmap(lambda y: make(y)(x)))(ys)))(x)
+        want = d * ys.sum()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
