@@ -242,7 +242,10 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
         if not core.is_float_dtype(aval.dtype):
             raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
                             f"sub-dtype of np.floating), but got {aval.dtype.name}")
-        (g,) = [f_vjp(np.ones((), aval.dtype))]
+        # A weakly typed output (from Python scalars) gets a weak seed, so the gradient
+        # keeps the weak type as in JAX.
+        weak_seed = aval.weak_type and aval.dtype == core.canonical_dtype(np.float64)
+        (g,) = [f_vjp(1.0 if weak_seed else np.ones((), aval.dtype))]
         g = g[0] if single else tuple(g)
         return ((out, aux), g) if has_aux else (out, g)
 

@@ -309,10 +309,23 @@ def deflinear(prim, transpose_rule):
     """A primitive linear in all its array arguments: its jvp applies it to tangents."""
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
-        out_t = prim.bind(*[instantiate_zeros(t) for t in tangents], **params)
+        out_t = prim.bind(*[_linear_zero(t, out, prim) for t in tangents], **params)
         return out, out_t
     jvp_rules[prim] = rule
     transpose_rules[prim] = transpose_rule
+
+
+def _linear_zero(t, out, prim):
+    """Materialise a Zero tangent for a linear rule. A constant that is not a float (a
+    Python int in `sub(1, x)`) has a float0 tangent, but its zero must share the float
+    output's dtype to be combined with the other tangents."""
+    if type(t) is not Zero:
+        return t
+    if t.aval.dtype == float0 and not prim.multiple_results:
+        out_aval = get_aval(out)
+        if core.is_float_dtype(out_aval.dtype):
+            return zeros_like_aval(ShapedArray(t.aval.shape, out_aval.dtype))
+    return instantiate_zeros(t)
 
 
 def deflinear_in(prim, linear_argnums, transpose_rule):

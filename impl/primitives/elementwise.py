@@ -56,10 +56,24 @@ def _naryop_aval(name, accepted=None, out_dtype=None):
     return rule
 
 
-def _lower_nary(lax_fn, name):
+try:  # JAX's conversion that can set the weak-type bit (no public equivalent)
+    from jax._src.lax.lax import _convert_element_type as _jax_convert
+except ImportError:  # pragma: no cover
+    _jax_convert = None
+
+
+def _mark_weak(x):
+    """Operations on weakly typed operands only (Python scalars) give weak results."""
+    if _jax_convert is None or getattr(x, "weak_type", True):
+        return x
+    return _jax_convert(x, weak_type=True)
+
+
+def _lower_nary(lax_fn, name, weak_ok=True):
     def lower(*args, **params):
-        dtype, _ = _result_dtype(name, [get_aval(a) for a in args])
-        return lax_fn(*[cast_to(a, dtype) for a in args], **params)
+        dtype, weak = _result_dtype(name, [get_aval(a) for a in args])
+        out = lax_fn(*[cast_to(a, dtype) for a in args], **params)
+        return _mark_weak(out) if weak and weak_ok else out
     return lower
 
 
@@ -91,7 +105,8 @@ def _standard_unop(name, lax_fn, accepted=_float):
 
 def _standard_binop(name, lax_fn, accepted=None, out_dtype=None):
     p = standard_primitive(name)
-    def_lowering(p, _lower_nary(lax_fn, name), _naryop_aval(name, accepted, out_dtype))
+    def_lowering(p, _lower_nary(lax_fn, name, weak_ok=out_dtype is None),
+                 _naryop_aval(name, accepted, out_dtype))
     batching.defbroadcasting(p)
     return p
 
@@ -442,7 +457,8 @@ convert_element_type_p = standard_primitive("convert_element_type")
 
 
 def _convert_lower(x, *, new_dtype, weak_type=False):
-    return lax.convert_element_type(x, new_dtype)
+    out = lax.convert_element_type(x, new_dtype)
+    return _mark_weak(out) if weak_type else out
 
 
 def _convert_aval(x, *, new_dtype, weak_type=False):
