@@ -82,6 +82,18 @@ def _any_dtype(name, dtype):
         raise TypeError(f"{name} does not accept dtype float0")
 
 
+def _define(prim, lower, aval_rule):
+    """Lowering and abstract eval; eager calls are type-checked too, so bad input gets
+    the same clear TypeError with or without a transformation."""
+    def_lowering(prim, lower, aval_rule)
+
+    def checked(*args, **params):
+        aval_rule(*[get_aval(a) for a in args], **params)
+        return lower(*args, **params)
+
+    core.impl_rules[prim] = checked
+
+
 def _kept_axes(ndim, axes):
     return tuple(i for i in range(ndim) if i not in axes)
 
@@ -90,11 +102,11 @@ reduce_max_p = standard_primitive("reduce_max")
 reduce_min_p = standard_primitive("reduce_min")
 reduce_prod_p = standard_primitive("reduce_prod")
 
-def_lowering(reduce_max_p, lambda x, *, axes: lax.reduce_max(x, axes),
+_define(reduce_max_p, lambda x, *, axes: lax.reduce_max(x, axes),
              _reduce_aval("reduce_max", _any_dtype))
-def_lowering(reduce_min_p, lambda x, *, axes: lax.reduce_min(x, axes),
+_define(reduce_min_p, lambda x, *, axes: lax.reduce_min(x, axes),
              _reduce_aval("reduce_min", _any_dtype))
-def_lowering(reduce_prod_p, lambda x, *, axes: lax.reduce_prod(x, axes),
+_define(reduce_prod_p, lambda x, *, axes: lax.reduce_prod(x, axes),
              _reduce_aval("reduce_prod", _check_numeric))
 for _p in (reduce_max_p, reduce_min_p, reduce_prod_p):
     batching.defreducer(_p)
@@ -185,9 +197,9 @@ def _argminmax_aval(name):
 
 argmax_p = standard_primitive("argmax")
 argmin_p = standard_primitive("argmin")
-def_lowering(argmax_p, lambda x, *, axes, index_dtype: lax.argmax(x, axes[0], index_dtype),
+_define(argmax_p, lambda x, *, axes, index_dtype: lax.argmax(x, axes[0], index_dtype),
              _argminmax_aval("argmax"))
-def_lowering(argmin_p, lambda x, *, axes, index_dtype: lax.argmin(x, axes[0], index_dtype),
+_define(argmin_p, lambda x, *, axes, index_dtype: lax.argmin(x, axes[0], index_dtype),
              _argminmax_aval("argmin"))
 for _p in (argmax_p, argmin_p):
     defjvp_zero(_p)
@@ -246,7 +258,7 @@ def _shift_batch(axis_data, vals, dims, *, axis, reverse, fill):
     return shift_p.bind(x, axis=_shift_axis(axis, d), reverse=reverse, fill=fill), d
 
 
-def_lowering(shift_p, _shift_lower, _shift_aval)
+_define(shift_p, _shift_lower, _shift_aval)
 ad.jvp_rules[shift_p] = _shift_jvp
 ad.transpose_rules[shift_p] = _shift_transpose
 batching.batching_rules[shift_p] = _shift_batch
@@ -311,7 +323,7 @@ def _linrec_batch(axis_data, vals, dims, *, axis, reverse):
     return linear_recurrence_p.bind(a, b, axis=axis + 1, reverse=reverse), 0
 
 
-def_lowering(linear_recurrence_p, _linrec_lower, _linrec_aval)
+_define(linear_recurrence_p, _linrec_lower, _linrec_aval)
 ad.jvp_rules[linear_recurrence_p] = _linrec_jvp
 ad.transpose_rules[linear_recurrence_p] = _linrec_transpose
 batching.batching_rules[linear_recurrence_p] = _linrec_batch
@@ -336,7 +348,7 @@ def _cumulative_batch(prim):
 
 def _cumulative(name, lax_fn):
     p = standard_primitive(name)
-    def_lowering(p, lambda x, *, axis, reverse: lax_fn(x, axis=axis, reverse=reverse),
+    _define(p, lambda x, *, axis, reverse: lax_fn(x, axis=axis, reverse=reverse),
                  _cumulative_aval(name))
     _cumulative_batch(p)
     return p
@@ -486,8 +498,8 @@ def _scatter_batch(axis_data, vals, dims, *, axis, shape):
                                          shape=(axis_data.size,) + shape), 0
 
 
-def_lowering(take_along_axis_p, _take_lower, _take_aval)
-def_lowering(scatter_add_along_axis_p, _scatter_lower, _scatter_aval)
+_define(take_along_axis_p, _take_lower, _take_aval)
+_define(scatter_add_along_axis_p, _scatter_lower, _scatter_aval)
 ad.deflinear_in(take_along_axis_p, (0,), _take_transpose)
 ad.deflinear_in(scatter_add_along_axis_p, (0,), _scatter_transpose)
 batching.batching_rules[take_along_axis_p] = _take_batch
@@ -512,7 +524,7 @@ def _iota_batch(axis_data, vals, dims, *, dtype, shape, dimension):
     return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension), None
 
 
-def_lowering(iota_p, lambda *, dtype, shape, dimension:
+_define(iota_p, lambda *, dtype, shape, dimension:
              lax.broadcasted_iota(dtype, shape, dimension), _iota_aval)
 defjvp_zero(iota_p)
 batching.batching_rules[iota_p] = _iota_batch
@@ -576,7 +588,7 @@ def _sort_batch(axis_data, vals, dims, *, dimension, is_stable, num_keys):
     return outs, [0] * len(outs)
 
 
-def_lowering(sort_p, _sort_lower, _sort_aval)
+_define(sort_p, _sort_lower, _sort_aval)
 ad.jvp_rules[sort_p] = _sort_jvp
 batching.batching_rules[sort_p] = _sort_batch
 
@@ -596,3 +608,31 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
 def sort_key_val(keys, values, dimension=-1, is_stable=True):
     """Sort `keys` along `dimension` and permute `values` the same way."""
     return sort((keys, values), dimension, is_stable, num_keys=1)
+
+
+# ------------------------------------------- type-check per example under vmap
+
+def _checked_batching(prim):
+    # The rules above shift axes past the batch axis; checking the per-example types
+    # first makes an error name the axis and shape the user wrote, not the shifted ones.
+    rule = batching.batching_rules[prim]
+    aval_rule = core.abstract_eval_rules[prim]
+
+    def checked(axis_data, vals, dims, **params):
+        avals = []
+        for x, d in zip(vals, dims):
+            a = get_aval(x)
+            if d is not None:
+                a = ShapedArray(a.shape[:d] + a.shape[d + 1:], a.dtype, a.weak_type)
+            avals.append(a)
+        aval_rule(*avals, **params)
+        return rule(axis_data, vals, dims, **params)
+
+    batching.batching_rules[prim] = checked
+
+
+for _p in (reduce_max_p, reduce_min_p, reduce_prod_p, argmax_p, argmin_p, shift_p,
+           linear_recurrence_p, cumsum_p, cumprod_p, cummax_p, cummin_p, take_along_axis_p,
+           scatter_add_along_axis_p, iota_p, sort_p):
+    _checked_batching(_p)
+del _p
