@@ -225,13 +225,14 @@ def loop_vmap(base):
             axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
             if len(axes) != len(args):
                 raise ValueError(f"in_axes {in_axes!r} does not match {len(args)} arguments")
-            sizes = {np_.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}
+            sizes = {np_.shape(leaf)[ax] for a, ax in zip(args, axes) if ax is not None
+                     for leaf in tree_leaves(a)}
             if len(sizes) > 1:
                 raise ValueError(f"inconsistent batch sizes {sizes}")
             n = sizes.pop() if sizes else axis_size
             if n is None:
                 raise ValueError("vmap needs a batched argument or axis_size")
-            outs = [f(*[a if ax is None else np_.take(a, i, axis=ax)
+            outs = [f(*[a if ax is None else tree_map(lambda l: np_.take(l, i, axis=ax), a)
                         for a, ax in zip(args, axes)]) for i in range(n)]
             return tree_map(lambda *xs: np_.stack(xs, axis=out_axes), *outs)
         return g

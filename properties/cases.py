@@ -1,31 +1,17 @@
 """Cases the laws run on, drawn from ``strategies`` (or the private fallback).
 
 Each case is a small object with ``describe()`` (one line for messages) and
-``source()`` (runnable Python reproducing it, for reports).  The strategies
-package is used for every name it provides; a name it lacks comes from
-``_fallback_strategies`` so the laws can run while it is being written.
+``source()`` (runnable Python reproducing it, for reports).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import jax
 import numpy as np
 from hypothesis import strategies as st
 
 import strategies as _real
-
-from . import _fallback_strategies as _fallback
-
-
-def _source_of(name):
-    """The strategy factory ``name`` from strategies, else from the fallback."""
-    fn = getattr(_real, name, None)
-    return fn if fn is not None else getattr(_fallback, name)
-
-
-def strategy_provider(name):
-    """'strategies' or 'fallback': where ``name`` is drawn from (for reports)."""
-    return "strategies" if getattr(_real, name, None) is not None else "fallback"
 
 
 def array_source(x):
@@ -113,10 +99,10 @@ class LinearCase:
 
     @property
     def dtype(self):
-        return np.asarray(self.x).dtype
+        return np.asarray(jax.tree_util.tree_leaves(self.x)[0]).dtype
 
     def describe(self):
-        return f"linear function with x{list(np.shape(self.x))} {self.dtype}"
+        return repr(self.linear)
 
     def source(self):
         src = getattr(self.linear, "source", None)
@@ -194,7 +180,9 @@ def nested_vmaps(*, dtype=None, max_ops=5):
 
 
 def linear_functions(*, wrong_transpose=False):
-    return _source_of("linear_functions")(wrong_transpose=wrong_transpose).map(LinearCase)
+    """Linear functions with a transpose for linear_call (pytree kind included)."""
+    return _real.linear_functions(wrong_transpose=wrong_transpose,
+                                  kinds=_real.LINEAR_KINDS).map(LinearCase)
 
 
 # ---------------------------------------------------------------------------

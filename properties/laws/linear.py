@@ -43,8 +43,15 @@ def linear_transpose_twice(backend, case):
 
 
 # --- linear_call ------------------------------------------------------------
+# linear arguments and outputs may be pytrees (strategies' "pytree" kind)
 
 FORMS = ("plain", "jit")
+
+
+def tree_directions(tree, salt):
+    """Deterministic directions shaped like every leaf of ``tree``."""
+    flat, treedef = jax.tree_util.tree_flatten(tree)
+    return jax.tree_util.tree_unflatten(treedef, list(directions(flat, salt)))
 
 
 def _under(backend, form, fn):
@@ -56,22 +63,19 @@ def _under(backend, form, fn):
     return fn
 
 
-def _batch(form, *vectors):
-    """The inputs one form is evaluated on: one vector, or a batch of two."""
+def _inputs(form, a, b):
+    """What one form is evaluated on: one input, or a batch of two."""
+    return stack([a, b], 0) if form == "vmap" else a
+
+
+def _expected(form, fn, a, b):
     if form == "vmap":
-        return [np.stack(list(vectors))]
-    return [vectors[0]]
+        return stack([evaluate(fn, a), evaluate(fn, b)], 0)
+    return evaluate(fn, a)
 
 
-def _expected(form, fn, *vectors):
-    if form == "vmap":
-        return stack([evaluate(fn, v) for v in vectors], 0)
-    return evaluate(fn, vectors[0])
-
-
-def _one(tree):
-    out = jax.tree_util.tree_leaves(tree)
-    return out[0] if len(out) == 1 else tuple(out)
+def _element(tree, i):
+    return jax.tree_util.tree_map(lambda x: np.asarray(x)[i], tree)
 
 
 def _linear_call_parts(backend, case, form):
@@ -85,48 +89,45 @@ def _linear_call_parts(backend, case, form):
     lc_f = _under(backend, form, lc) if form == "jit" else lc
     y = evaluate(fun, res, x)
     require_finite(y, what="output")
+    y0 = jax.tree_util.tree_map(np.zeros_like, y)
 
     def T1(ct):
-        return _one(backend.linear_transpose(lc_f, x)(ct))
+        return backend.linear_transpose(lc_f, x)(ct)[0]
 
     def T2(v):
-        return _one(backend.linear_transpose(T1, np.zeros_like(y))(v))
+        return backend.linear_transpose(T1, y0)(v)[0]
 
     def T3(ct):
-        return _one(backend.linear_transpose(T2, x)(ct))
+        return backend.linear_transpose(T2, x)(ct)[0]
 
     return fun, fun_t, res, x, y, lc, T1, T2, T3
 
 
 def _involution(backend, case, form, law):
     fun, fun_t, res, x, y, lc, T1, T2, T3 = _linear_call_parts(backend, case, form)
-    u = directions((x,), salt=8)[0]
-    u2 = directions((x,), salt=9)[0]
-    v = directions((y,), salt=10)[0]
-    v2 = directions((y,), salt=11)[0]
-    checks = [("linear_call(fun) vs fun", lc, lambda a: fun(res, a), (u, u2)),
-              ("transpose once vs fun_transpose", T1, lambda a: fun_t(res, a), (v, v2)),
-              ("transpose twice vs fun", T2, lambda a: fun(res, a), (u, u2)),
-              ("transpose three times vs fun_transpose", T3, lambda a: fun_t(res, a), (v, v2))]
-    for what, fn, ref, vecs in checks:
-        got = evaluate(_under(backend, form, fn), *_batch(form, *vecs))
-        want = _expected(form, ref, *vecs)
-        assert_close(law, case, f"[{form}] {what}", got, want)
+    us = (tree_directions(x, 8), tree_directions(x, 9))
+    vs = (tree_directions(y, 10), tree_directions(y, 11))
+    checks = [("linear_call(fun) vs fun", lc, lambda a: fun(res, a), us),
+              ("transpose once vs fun_transpose", T1, lambda a: fun_t(res, a), vs),
+              ("transpose twice vs fun", T2, lambda a: fun(res, a), us),
+              ("transpose three times vs fun_transpose", T3, lambda a: fun_t(res, a), vs)]
+    for what, fn, ref, (a, b) in checks:
+        got = evaluate(_under(backend, form, fn), _inputs(form, a, b))
+        assert_close(law, case, f"[{form}] {what}", got, _expected(form, ref, a, b))
 
 
 def _dot_product(backend, case, form, law):
     fun, fun_t, res, x, y, lc, T1, T2, T3 = _linear_call_parts(backend, case, form)
-    us = (directions((x,), salt=12)[0], directions((x,), salt=13)[0])
-    vs = (directions((y,), salt=14)[0], directions((y,), salt=15)[0])
-    au = evaluate(_under(backend, form, lc), *_batch(form, *us))
-    atv = evaluate(_under(backend, form, T1), *_batch(form, *vs))
+    us = (tree_directions(x, 12), tree_directions(x, 13))
+    vs = (tree_directions(y, 14), tree_directions(y, 15))
+    au = evaluate(_under(backend, form, lc), _inputs(form, *us))
+    atv = evaluate(_under(backend, form, T1), _inputs(form, *vs))
     if form == "vmap":
-        pairs = [((vs[i], au[i]), (atv[i], us[i])) for i in range(2)]
+        pairs = [((vs[i], _element(au, i)), (_element(atv, i), us[i])) for i in range(2)]
     else:
         pairs = [((vs[0], au), (atv, us[0]))]
     for lhs, rhs in pairs:
-        assert_dot_equal(law, case,
-                         f"[{form}] <v, fun(u)> vs <fun_transpose(v), u>", lhs, rhs)
+        assert_dot_equal(law, case, f"[{form}] <v, fun(u)> vs <fun_transpose(v), u>", lhs, rhs)
 
 
 def linear_call_involution(backend, case):
