@@ -16,7 +16,7 @@ import os
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-PROFILES = {"quick": 12, "default": 60, "thorough": 400}
+PROFILES = {"quick": 10, "default": 60, "thorough": 400}
 DEFAULT_DB = os.path.join(".hypothesis", "properties")
 
 #: compiling with XLA makes first examples slow; that is not a test problem
