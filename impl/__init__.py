@@ -14,6 +14,7 @@ from impl import numpy, lax  # noqa: F401,E402
 from impl.custom_derivatives import (custom_jvp, custom_vjp, custom_gradient,  # noqa: F401,E402
                                       closure_convert, linear_call, custom_vmap)
 from impl import custom_derivatives, custom_batching  # noqa: F401,E402
+from impl import nn, scipy  # noqa: F401,E402
 
 Array = __import__("jax").Array
 

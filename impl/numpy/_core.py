@@ -10,7 +10,7 @@ from impl import core
 from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
-from impl.primitives import linalg
+from impl.primitives import linalg as _lg
 from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonicalize_axis,
                               promote, result_dtype)
 
@@ -183,7 +183,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     if na == 0 or nb == 0:
         return ew.mul(*_bcast_pair(a, b))
     contract_b = 0 if nb == 1 else nb - 2
-    return linalg.dot_general(a, b, (((na - 1,), (contract_b,)), ((), ())),
+    return _lg.dot_general(a, b, (((na - 1,), (contract_b,)), ((), ())),
                               precision=precision)
 
 
@@ -210,7 +210,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     a = broadcast_to(a, batch + sa[-2:])
     b = broadcast_to(b, batch + sb[-2:])
     nb = len(batch)
-    out = linalg.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+    out = _lg.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
                              precision=precision)
     if a_vec:
         out = sh.squeeze(out, (nb,))
@@ -228,7 +228,7 @@ def inner(a, b):
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if na == 0 or nb == 0:
         return ew.mul(*_bcast_pair(a, b))
-    return linalg.dot_general(a, b, (((na - 1,), (nb - 1,)), ((), ())))
+    return _lg.dot_general(a, b, (((na - 1,), (nb - 1,)), ((), ())))
 
 
 def outer(a, b):
@@ -245,7 +245,7 @@ def tensordot(a, b, axes=2):
         ca, cb = axes
         ca = tuple(canonicalize_axis(i, na) for i in np.atleast_1d(ca))
         cb = tuple(canonicalize_axis(i, nb) for i in np.atleast_1d(cb))
-    return linalg.dot_general(a, b, ((ca, cb), ((), ())))
+    return _lg.dot_general(a, b, ((ca, cb), ((), ())))
 
 
 # ------------------------------------------------------------------- creation
@@ -321,3 +321,176 @@ def array(obj, dtype=None, copy=True):
 
 def astype(x, dtype):
     return ew.convert_element_type(_arr(x), dtype)
+
+
+# ---------------------------------------------------------------------- einsum
+
+def _parse_einsum(subscripts, n_ops):
+    subscripts = subscripts.replace(" ", "")
+    if "." in subscripts:
+        raise NotImplementedError("einsum: ellipsis ('...') subscripts are not supported")
+    if "->" in subscripts:
+        ins, out = subscripts.split("->")
+    else:
+        ins = subscripts
+        flat = ins.replace(",", "")
+        out = "".join(sorted(c for c in set(flat) if flat.count(c) == 1))
+    ins = ins.split(",")
+    if len(ins) != n_ops:
+        raise ValueError(f"einsum: subscripts {subscripts!r} name {len(ins)} operands, but "
+                         f"{n_ops} were given")
+    for s in ins + [out]:
+        if not builtins.all(c.isalpha() for c in s):
+            raise ValueError(f"einsum: invalid subscript {s!r} (use letters only)")
+    if len(set(out)) != len(out):
+        raise ValueError(f"einsum: output subscript {out!r} repeats a label")
+    for c in out:
+        if not builtins.any(c in s for s in ins):
+            raise ValueError(f"einsum: output label {c!r} does not appear in the inputs")
+    return ins, out
+
+
+def _einsum_diagonal(x, labels):
+    """Collapse repeated labels of one operand (its diagonal), e.g. 'ii' -> 'i'."""
+    while True:
+        dup = next((c for c in labels if labels.count(c) > 1), None)
+        if dup is None:
+            return x, labels
+        i = labels.index(dup)
+        j = labels.index(dup, i + 1)
+        shape = get_aval(x).shape
+        if shape[i] != shape[j]:
+            raise ValueError(f"einsum: label {dup!r} has sizes {shape[i]} and {shape[j]}")
+        mask = np.eye(shape[i], dtype=get_aval(x).dtype)
+        mask = sh.broadcast_in_dim(mask, shape, (i, j))
+        x = sh.reduce_sum(ew.mul(x, mask), (j,))
+        labels = labels[:j] + labels[j + 1:]
+
+
+def _einsum_sum_unneeded(x, labels, keep):
+    axes = tuple(i for i, c in enumerate(labels) if c not in keep)
+    if axes:
+        x = sh.reduce_sum(x, axes)
+        labels = "".join(c for c in labels if c in keep)
+    return x, labels
+
+
+def _einsum_pair(a, la, b, lb, keep, precision, preferred_element_type):
+    """Contract two operands; the result's labels are batch + a's free + b's free."""
+    a, la = _einsum_sum_unneeded(a, la, set(lb) | keep)
+    b, lb = _einsum_sum_unneeded(b, lb, set(la) | keep)
+    batch = [c for c in la if c in lb and c in keep]
+    contract = [c for c in la if c in lb and c not in keep]
+    for c in batch + contract:
+        da, db = get_aval(a).shape[la.index(c)], get_aval(b).shape[lb.index(c)]
+        if da != db:
+            raise ValueError(f"einsum: label {c!r} has size {da} in one operand and {db} "
+                             "in the other")
+    dn = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
+          (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)))
+    out = _lg.dot_general(a, b, dn, precision=precision,
+                             preferred_element_type=preferred_element_type)
+    labels = ("".join(batch) + "".join(c for c in la if c not in lb)
+              + "".join(c for c in lb if c not in la))
+    return out, labels
+
+
+def einsum(subscripts, *operands, out=None, optimize=None, precision=None,
+           preferred_element_type=None):
+    """Einstein summation over dot_general, reductions and transposes.
+
+    Operands are contracted left to right; labels are summed out as soon as no later
+    operand or the output needs them. Repeated labels within one operand take its
+    diagonal. Ellipses are not supported."""
+    if not isinstance(subscripts, str):
+        raise TypeError("einsum: only the string form of subscripts is supported")
+    if not operands:
+        raise ValueError("einsum: at least one operand is required")
+    ops = promote(*[_arr(o) for o in operands])
+    ins, out_labels = _parse_einsum(subscripts, len(ops))
+    for x, s in zip(ops, ins):
+        if get_aval(x).ndim != len(s):
+            raise ValueError(f"einsum: operand of shape {get_aval(x).shape} does not match "
+                             f"subscript {s!r}")
+    ops = list(ops)
+    for k in range(len(ops)):
+        ops[k], ins[k] = _einsum_diagonal(ops[k], ins[k])
+    x, lx = ops[0], ins[0]
+    for k in range(1, len(ops)):
+        keep = set(out_labels).union(*[set(s) for s in ins[k + 1:]])
+        x, lx = _einsum_pair(x, lx, ops[k], ins[k], keep, precision, preferred_element_type)
+    x, lx = _einsum_sum_unneeded(x, lx, set(out_labels))
+    return sh.transpose(x, tuple(lx.index(c) for c in out_labels))
+
+
+# ---------------------------------------------------------- triangles and diagonals
+
+def _tri_mask(x, k, lower):
+    shape = get_aval(x).shape
+    if len(shape) < 2:
+        raise ValueError(f"{'tril' if lower else 'triu'} requires an array of at least 2 "
+                         f"dimensions, got shape {shape}")
+    n, m = shape[-2:]
+    mask = np.tri(n, m, k=k, dtype=bool) if lower else ~np.tri(n, m, k=k - 1, dtype=bool)
+    return np.broadcast_to(mask, shape)
+
+
+def tril(m, k=0):
+    """Lower triangle (a concrete mask: shapes are static, so no iota is needed)."""
+    x = _arr(m)
+    from impl.numpy._ufuncs import where
+    return where(_tri_mask(x, k, True), x, ew.zeros_like(x))
+
+
+def triu(m, k=0):
+    x = _arr(m)
+    from impl.numpy._ufuncs import where
+    return where(_tri_mask(x, k, False), x, ew.zeros_like(x))
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    x = _arr(a)
+    shape = get_aval(x).shape
+    nd = len(shape)
+    if nd < 2:
+        raise ValueError(f"diagonal requires an array of at least 2 dimensions, got shape "
+                         f"{shape}")
+    i, j = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
+    if i == j:
+        raise ValueError("diagonal: axis1 and axis2 cannot be the same")
+    rest = [d for d in range(nd) if d not in (i, j)]
+    x = sh.transpose(x, tuple(rest + [i, j]))
+    n, m = shape[i], shape[j]
+    length = builtins.max(0, builtins.min(n + builtins.min(offset, 0),
+                                          m - builtins.max(offset, 0)))
+    lead = tuple(shape[d] for d in rest)
+    if length == 0:
+        return jax_jnp.zeros(lead + (0,), get_aval(x).dtype)
+    # select [r, r + offset] with a one-hot contraction on a concrete mask
+    rows = np.arange(length) + builtins.max(-offset, 0)
+    sel_r = np.zeros((length, n), get_aval(x).dtype)
+    sel_r[np.arange(length), rows] = 1
+    sel_c = np.zeros((length, m), get_aval(x).dtype)
+    sel_c[np.arange(length), rows + offset] = 1
+    nl = len(lead)
+    picked = _lg.dot_general(x, sel_c, (((nl + 1,), (1,)), ((), ())))   # lead, n, L
+    mask = sh.broadcast_in_dim(sel_r.T, lead + (n, length), (nl, nl + 1))
+    return sh.reduce_sum(ew.mul(picked, mask), (nl,))
+
+
+def diag(v, k=0):
+    x = _arr(v)
+    shape = get_aval(x).shape
+    if len(shape) == 2:
+        return diagonal(x, k)
+    if len(shape) != 1:
+        raise ValueError(f"diag: input must be 1- or 2-dimensional, got shape {shape}")
+    n = shape[0] + builtins.abs(k)
+    place = np.zeros((shape[0], n, n), get_aval(x).dtype)
+    idx = np.arange(shape[0])
+    place[idx, idx + builtins.max(-k, 0), idx + builtins.max(k, 0)] = 1
+    return _lg.dot_general(x, place, (((0,), (0,)), ((), ())))
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)

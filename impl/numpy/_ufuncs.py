@@ -276,3 +276,18 @@ def rad2deg(x):
 
 def hypot(x, y):
     return sqrt(add(square(_float_operand(x)), square(_float_operand(y))))
+
+
+def heaviside(x1, x2):
+    """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
+    x1, x2 = broadcast_arrays(_float_operand(x1), _float_operand(x2))
+    zero, one = ew.zeros_like(x1), ew.full_like(x1, 1)
+    return where(less(x1, 0), zero, where(greater(x1, 0), one, x2))
+
+
+def signbit(x):
+    x = asarray(x) if not isinstance(x, core.Tracer) else x
+    if get_aval(x).dtype.kind == "f":
+        # -0.0 has its sign bit set: 1 / -0.0 is -inf
+        return logical_or(less(x, 0), logical_and(equal(x, 0), less(true_divide(1, x), 0)))
+    return less(x, 0)

@@ -1,0 +1,82 @@
+"""jax.scipy.special functions over impl's primitives."""
+from __future__ import annotations
+
+import numpy as np
+
+from impl import core
+from impl.core import get_aval
+from impl.primitives import elementwise as ew
+from impl.numpy import _core as c
+from impl.numpy import _ufuncs as uf
+from impl.numpy._util import asarray, broadcast_shapes, broadcast_to, canonicalize_axes
+
+__all__ = ["logsumexp", "expit", "logit", "erf", "erfc", "xlogy", "softmax", "log_softmax"]
+
+
+def _float(x):
+    return uf._float_operand(x)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """log(sum(b * exp(a))) computed stably: the maximum is subtracted first (under
+    stop_gradient, so it does not change the derivative)."""
+    from impl.numpy._reductions import max as _max
+    if where is not None:
+        raise NotImplementedError("logsumexp: the `where` argument is not supported")
+    a = _float(a)
+    if b is not None:
+        b = asarray(b) if not isinstance(b, core.Tracer) else b
+        a, b = uf.broadcast_arrays(a, b)
+        shape = broadcast_shapes(get_aval(a).shape, get_aval(b).shape)
+        a, b = broadcast_to(a, shape), broadcast_to(b, shape)
+    nd = get_aval(a).ndim
+    axes = canonicalize_axes(axis, nd)
+    amax = _max(ew.stop_gradient_p.bind(a), axis=axes, keepdims=True)
+    amax = uf.where(uf.isfinite(amax), amax, ew.zeros_like(amax))
+    shifted = uf.exp(uf.subtract(a, amax))
+    if b is not None:
+        shifted = uf.multiply(b, shifted)
+    s = c.sum(shifted, axis=axes, keepdims=True)
+    sign = None
+    if return_sign:
+        sign = uf.sign(s)
+        s = uf.absolute(s)
+    out = uf.add(uf.log(s), amax)
+    if not keepdims:
+        out = c.squeeze(out, axes)
+        if sign is not None:
+            sign = c.squeeze(sign, axes)
+    return (out, sign) if return_sign else out
+
+
+def expit(x):
+    return ew.logistic_p.bind(_float(x))
+
+
+def logit(x):
+    x = _float(x)
+    return uf.log(uf.true_divide(x, uf.subtract(1, x)))
+
+
+def erf(x):
+    return ew.erf_p.bind(_float(x))
+
+
+def erfc(x):
+    return uf.subtract(1, erf(x))
+
+
+def xlogy(x, y):
+    x, y = uf.broadcast_arrays(_float(x), _float(y))
+    safe = uf.where(uf.equal(x, 0), ew.full_like(y, 1), y)
+    return uf.where(uf.equal(x, 0), ew.zeros_like(x), uf.multiply(x, uf.log(safe)))
+
+
+def softmax(x, axis=None):
+    from impl.nn import softmax as _softmax
+    return _softmax(x, axis=axis)
+
+
+def log_softmax(x, axis=None):
+    from impl.nn import log_softmax as _log_softmax
+    return _log_softmax(x, axis=axis)

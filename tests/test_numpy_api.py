@@ -1,0 +1,269 @@
+"""einsum, triangles/diagonals, norms, impl.nn and impl.scipy.special against
+jax.numpy / jax.nn / jax.scipy.special: values, dtypes, gradients and vmap."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+import numpy as np
+import pytest
+
+import impl
+import impl.numpy as inp
+import impl.scipy.special as isp
+
+jax.config.update("jax_enable_x64", True)
+
+TOL = {np.dtype(np.float32): dict(rtol=3e-5, atol=3e-6),
+       np.dtype(np.float64): dict(rtol=1e-10, atol=1e-12)}
+
+
+def close(got, want):
+    g_leaves, g_tree = jax.tree_util.tree_flatten(got)
+    w_leaves, w_tree = jax.tree_util.tree_flatten(want)
+    assert g_tree == w_tree
+    for g, w in zip(g_leaves, w_leaves):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape, (g.shape, w.shape)
+        assert g.dtype == w.dtype, (g.dtype, w.dtype)
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, **TOL[w.dtype])
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+def rs(*shape, seed=0, dtype=np.float64):
+    return np.random.RandomState(seed).standard_normal(shape).astype(dtype)
+
+
+def check_fn(ifn, jfn, args, dtype, grad=True, vmap=True):
+    """Value; gradient of the sum w.r.t. the first argument; vmap over the first."""
+    close(ifn(*args), jfn(*args))
+    if grad:
+        close(impl.grad(lambda x, *r: inp.sum(ifn(x, *r)))(*args),
+              jax.grad(lambda x, *r: jnp.sum(jfn(x, *r)))(*args))
+    if vmap:
+        batched = (np.stack([args[0], args[0] * 0.5 + 0.1]),) + tuple(args[1:])
+        ax = (0,) + (None,) * (len(args) - 1)
+        close(impl.vmap(ifn, in_axes=ax)(*batched), jax.vmap(jfn, in_axes=ax)(*batched))
+
+
+FLOATS = [np.float32, np.float64]
+
+
+# ----------------------------------------------------------------------- einsum
+
+EINSUMS = [
+    ("ij,jk->ik", [(3, 4), (4, 2)]), ("ij,jk", [(3, 4), (4, 2)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("bij,bjk->kbi", [(2, 3, 4), (2, 4, 5)]),
+    ("ij->ji", [(3, 4)]), ("ij->", [(3, 4)]), ("ij->j", [(3, 4)]), ("ii->", [(3, 3)]),
+    ("ii->i", [(3, 3)]), ("ij,ij->i", [(3, 4), (3, 4)]), ("i,j->ij", [(3,), (4,)]),
+    ("i,i->", [(4,), (4,)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]), ("ijk,ikj->i", [(2, 3, 4), (2, 4, 3)]),
+    ("ab,cd->", [(2, 3), (3, 2)]),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("subs,shapes", EINSUMS, ids=[e[0] for e in EINSUMS])
+def test_einsum(subs, shapes, dtype):
+    ops = [rs(*s, seed=i, dtype=dtype) for i, s in enumerate(shapes)]
+    check_fn(lambda *o: inp.einsum(subs, *o), lambda *o: jnp.einsum(subs, *o), ops, dtype)
+
+
+def test_einsum_grad_all_operands_and_jit():
+    a, b = rs(3, 4, seed=1), rs(4, 5, seed=2)
+    f = lambda np_, a, b: np_.sum(np_.sin(np_.einsum("ij,jk->ik", a, b)))  # noqa: E731
+    close(impl.jit(impl.grad(lambda a, b: f(inp, a, b), argnums=(0, 1)))(a, b),
+          jax.grad(lambda a, b: f(jnp, a, b), argnums=(0, 1))(a, b))
+
+
+def test_einsum_errors():
+    with pytest.raises(ValueError, match="operand"):
+        inp.einsum("ij,jk->ik", rs(3, 4))
+    with pytest.raises(ValueError, match="size"):
+        inp.einsum("ij,jk->ik", rs(3, 4), rs(5, 2))
+    with pytest.raises(ValueError, match="subscript"):
+        inp.einsum("ijk->i", rs(3, 4))
+
+
+# ------------------------------------------------------- triangles and diagonals
+
+@pytest.mark.parametrize("k", [-1, 0, 2])
+@pytest.mark.parametrize("name", ["tril", "triu"])
+def test_tri(name, k):
+    x = rs(2, 4, 5)
+    check_fn(lambda x: getattr(inp, name)(x, k), lambda x: getattr(jnp, name)(x, k), [x],
+             np.float64)
+
+
+@pytest.mark.parametrize("k", [-2, 0, 1, 6])
+def test_diag_and_diagonal_and_trace(k):
+    m, v = rs(4, 5), rs(3)
+    check_fn(lambda m: inp.diag(m, k), lambda m: jnp.diag(m, k), [m], np.float64)
+    check_fn(lambda v: inp.diag(v, k), lambda v: jnp.diag(v, k), [v], np.float64)
+    x = rs(4, 3, 5)
+    check_fn(lambda x: inp.diagonal(x, k, 0, 2), lambda x: jnp.diagonal(x, k, 0, 2), [x],
+             np.float64)
+    check_fn(lambda m: inp.trace(m, k), lambda m: jnp.trace(m, k), [m], np.float64)
+
+
+# --------------------------------------------------------------------- ufuncs
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_logaddexp_sign_heaviside(dtype):
+    x, y = rs(5, seed=1, dtype=dtype) * 3, rs(5, seed=2, dtype=dtype) * 3
+    check_fn(inp.logaddexp, jnp.logaddexp, [x, y], dtype)
+    close(inp.logaddexp(np.array([-np.inf, 800.0, -np.inf], dtype), np.array(
+        [1.0, 800.0, -np.inf], dtype)), jnp.logaddexp(np.array([-np.inf, 800.0, -np.inf],
+                                                                dtype),
+                                                       np.array([1.0, 800.0, -np.inf], dtype)))
+    check_fn(inp.sign, jnp.sign, [x], dtype)
+    h = np.array([-1.0, 0.0, 2.0], dtype)
+    close(inp.heaviside(h, np.array(0.5, dtype)), jnp.heaviside(h, np.array(0.5, dtype)))
+
+
+# ----------------------------------------------------------------------- norms
+
+NORMS = [dict(), dict(ord=2), dict(ord=1), dict(ord=np.inf), dict(ord=3),
+         dict(axis=0), dict(axis=1, keepdims=True), dict(ord="fro"),
+         dict(ord=1, axis=(0, 1)), dict(ord=np.inf, axis=(1, 0))]
+
+
+@pytest.mark.parametrize("kw", NORMS, ids=[str(k) for k in NORMS])
+def test_norm(kw):
+    x = rs(3, 4) if (kw.get("ord") in ("fro",) or "axis" in kw or kw == {}) else rs(5)
+    if kw.get("ord") in (1, np.inf) and "axis" in kw:
+        x = rs(3, 4)
+    check_fn(lambda x: inp.linalg.norm(x, **kw), lambda x: jnp.linalg.norm(x, **kw), [x],
+             np.float64)
+
+
+def test_norm_vector_float32():
+    x = rs(6, dtype=np.float32)
+    check_fn(inp.linalg.norm, jnp.linalg.norm, [x], np.float32)
+
+
+# --------------------------------------------------------------------- impl.nn
+
+NN = ["relu", "sigmoid", "softplus", "silu", "swish", "log_sigmoid", "tanh", "elu",
+      "leaky_relu", "relu6", "hard_tanh"]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", NN)
+def test_nn_activations(name, dtype):
+    x = rs(4, 5, seed=3, dtype=dtype) * 4
+    check_fn(getattr(impl.nn, name), getattr(jax.nn, name), [x], dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("approximate", [True, False])
+def test_gelu(approximate, dtype):
+    x = rs(4, 5, seed=3, dtype=dtype) * 3
+    check_fn(lambda x: impl.nn.gelu(x, approximate=approximate),
+             lambda x: jax.nn.gelu(x, approximate=approximate), [x], dtype)
+
+
+def test_relu_derivative_at_zero_matches_jax():
+    x = np.array([-1.0, 0.0, 2.0])
+    close(impl.grad(lambda x: inp.sum(impl.nn.relu(x)))(x),
+          jax.grad(lambda x: jnp.sum(jax.nn.relu(x)))(x))
+    assert np.isnan(np.asarray(impl.nn.relu(np.array([np.nan])))[0])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("axis", [-1, 0, (0, 1)])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax(name, axis, dtype):
+    x = rs(3, 4, seed=5, dtype=dtype) * 3
+    check_fn(lambda x: getattr(impl.nn, name)(x, axis=axis),
+             lambda x: getattr(jax.nn, name)(x, axis=axis), [x], dtype)
+
+
+def test_softmax_stable_for_large_inputs():
+    x = np.array([1000.0, 1001.0, 999.0])
+    close(impl.nn.softmax(x), jax.nn.softmax(x))
+    close(impl.nn.log_softmax(x), jax.nn.log_softmax(x))
+    close(impl.grad(lambda x: impl.nn.log_softmax(x)[1])(x),
+          jax.grad(lambda x: jax.nn.log_softmax(x)[1])(x))
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_one_hot(axis, dtype):
+    labels = np.array([[0, 2, 1], [3, 1, 0]])
+    close(impl.nn.one_hot(labels, 4, axis=axis, dtype=dtype),
+          jax.nn.one_hot(labels, 4, axis=axis, dtype=dtype))
+    close(impl.vmap(lambda l: impl.nn.one_hot(l, 4))(labels),
+          jax.vmap(lambda l: jax.nn.one_hot(l, 4))(labels))
+
+
+def test_one_hot_default_dtype_and_out_of_range():
+    labels = np.array([0, 5, -1, 2])
+    close(impl.nn.one_hot(labels, 3), jax.nn.one_hot(labels, 3))
+
+
+# ------------------------------------------------------------ scipy.special
+
+LSE = [dict(), dict(axis=0), dict(axis=1, keepdims=True), dict(axis=(0, 1)),
+       dict(axis=-1, b="b"), dict(axis=0, b="b", return_sign=True), dict(b="b_neg",
+                                                                        return_sign=True)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("kw", LSE, ids=[str(k) for k in LSE])
+@pytest.mark.parametrize("lib", ["scipy", "nn"])
+def test_logsumexp(kw, dtype, lib):
+    x = rs(3, 4, seed=7, dtype=dtype) * 5
+    kw = dict(kw)
+    if kw.get("b") == "b":
+        kw["b"] = np.abs(rs(3, 4, seed=8, dtype=dtype)) + 0.1
+    elif kw.get("b") == "b_neg":
+        kw["b"] = rs(3, 4, seed=9, dtype=dtype)
+    ifn = (isp if lib == "scipy" else impl.nn).logsumexp
+    jfn = (jsp if lib == "scipy" else jax.nn).logsumexp
+    if kw.get("return_sign"):
+        close(ifn(x, **kw), jfn(x, **kw))
+        check_fn(lambda x: ifn(x, **kw)[0], lambda x: jfn(x, **kw)[0], [x], dtype)
+    else:
+        check_fn(lambda x: ifn(x, **kw), lambda x: jfn(x, **kw), [x], dtype)
+
+
+def test_logsumexp_stable_and_infinite():
+    x = np.array([1000.0, 1000.0, -np.inf])
+    close(isp.logsumexp(x), jsp.logsumexp(x))
+    close(isp.logsumexp(np.full(3, -np.inf)), jsp.logsumexp(np.full(3, -np.inf)))
+    close(impl.grad(isp.logsumexp)(x), jax.grad(jsp.logsumexp)(x))
+    text = str(impl.make_jaxpr(isp.logsumexp)(x))
+    assert "stop_gradient" in text and "reduce_max" in text
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", ["expit", "logit", "erf", "erfc"])
+def test_special(name, dtype):
+    x = np.random.RandomState(11).uniform(0.05, 0.95, (3, 4)).astype(dtype)
+    check_fn(getattr(isp, name), getattr(jsp, name), [x], dtype)
+
+
+def test_xlogy():
+    x = np.array([0.0, 1.0, 2.0])
+    y = np.array([0.0, 2.0, 3.0])
+    close(isp.xlogy(x, y), jsp.xlogy(x, y))
+    close(impl.grad(lambda y: inp.sum(isp.xlogy(x, y)))(y + 1),
+          jax.grad(lambda y: jnp.sum(jsp.xlogy(x, y)))(y + 1))
+
+
+def test_jax_program_runs_on_impl():
+    """A small classifier step written against the jax API runs unchanged on impl."""
+    def make(jax_, jnp_):
+        def loss(params, x, labels):
+            h = jax_.nn.gelu(jnp_.einsum("bi,ij->bj", x, params["w"]) + params["b"])
+            logits = jnp_.tril(jnp_.ones((4, 4)))[0] * h
+            onehot = jax_.nn.one_hot(labels, 4)
+            return -jnp_.mean(jnp_.sum(jax_.nn.log_softmax(logits) * onehot, axis=-1))
+        return jax_.jit(jax_.value_and_grad(loss))
+
+    params = {"w": rs(3, 4, seed=1), "b": rs(4, seed=2)}
+    x, labels = rs(5, 3, seed=3), np.array([0, 1, 2, 3, 1])
+    close(make(impl, inp)(params, x, labels), make(jax, jnp)(params, x, labels))
