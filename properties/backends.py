@@ -37,7 +37,18 @@ DEFAULT_BACKEND = os.environ.get("PROPERTIES_BACKEND", "impl")
 
 
 class MissingName(AttributeError):
-    """The backend lacks an API name a law needs (reported as a skip)."""
+    """The backend lacks a name (reported as a skip, never a pass).
+
+    ``op`` is True for a numpy/lax function a drawn program uses, False for
+    a transformation the law itself needs."""
+
+    op = False
+
+
+class MissingOp(MissingName):
+    """The backend lacks a numpy/lax function that a drawn program uses."""
+
+    op = True
 
 
 class LawSkipped(unittest.SkipTest):
@@ -63,7 +74,7 @@ class Namespace:
         try:
             return getattr(self._module, attr)
         except AttributeError:
-            raise MissingName(
+            raise MissingOp(
                 f"backend {self._backend_name!r} has no {self._label}.{attr}") from None
 
     def __repr__(self):

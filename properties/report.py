@@ -53,7 +53,8 @@ def merge(records, outcomes):
                 row["reason"] = message
         elif not any(k in nodeid for k in ("test_negative", "test_checkers")):
             rows[nodeid] = {"law": nodeid.rsplit("::", 1)[-1], "backend": "?", "nodeid": nodeid,
-                            "examples": 0, "filtered": 0, "filtered_reasons": {}, "passed": 0,
+                            "examples": 0, "filtered": 0, "filtered_reasons": {},
+                            "unsupported": 0, "unsupported_reasons": {}, "passed": 0,
                             "failed": 0, "outcome": outcome, "reason": message,
                             "counterexample": "", "seconds": 0.0}
     for row in rows.values():
@@ -98,10 +99,13 @@ def render_markdown(data):
            f"Summary: {data['summary']}" + (f", {data['total_seconds']:.1f} s"
                                             if data.get("total_seconds") else ""), ""]
     table = [(r["item"], f"`{r['law']}`", r["backend"], r["outcome"].upper(), r["examples"],
-              r["filtered"], r["passed"], r["failed"], f"{r['seconds']:.1f}")
-             for r in data["laws"]]
+              r["filtered"], r.get("unsupported", 0), r["passed"], r["failed"],
+              f"{r['seconds']:.1f}") for r in data["laws"]]
     out += [_md_table(table, ["item", "law", "backend", "outcome", "examples", "filtered",
-                              "passed", "failed", "seconds"]), ""]
+                              "unsupported", "passed", "failed", "seconds"]), "",
+            "*unsupported*: cases that need a numpy/lax function the backend lacks or on which "
+            "it raised NotImplementedError; a law with any is reported SKIPPED, never passed "
+            "(a failure on the other cases still fails it).", ""]
     filtered = [r for r in data["laws"] if r["filtered"]]
     if filtered:
         out += ["## Filtered cases", "",

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import hypothesis
+import hypothesis.errors
 from hypothesis import given
 
 from . import tolerances
@@ -27,6 +28,7 @@ class LawRecord:
     nodeid: str = ""
     examples: int = 0
     filtered: Counter = field(default_factory=Counter)
+    unsupported: Counter = field(default_factory=Counter)
     passed: int = 0
     failed: int = 0
     outcome: str = "not run"       # passed / failed / skipped
@@ -37,7 +39,9 @@ class LawRecord:
     def as_dict(self):
         return {"law": self.law, "backend": self.backend, "nodeid": self.nodeid,
                 "examples": self.examples, "filtered": sum(self.filtered.values()),
-                "filtered_reasons": dict(self.filtered), "passed": self.passed,
+                "filtered_reasons": dict(self.filtered),
+                "unsupported": sum(self.unsupported.values()),
+                "unsupported_reasons": dict(self.unsupported), "passed": self.passed,
                 "failed": self.failed, "outcome": self.outcome, "reason": self.reason,
                 "counterexample": self.counterexample, "seconds": round(self.seconds, 3)}
 
@@ -51,6 +55,16 @@ def _case_source(case):
         return case.source()
     except Exception as exc:  # the report must not die on a broken case
         return f"# case.source() failed: {exc!r}\n# {case!r}"
+
+
+def _skip_unsupported(record):
+    """Some cases needed what the backend lacks: the law is not a pass."""
+    n = sum(record.unsupported.values())
+    reasons = "; ".join(f"{k} (x{v})" for k, v in record.unsupported.most_common(5))
+    record.outcome = "skipped"
+    record.reason = (f"{n} of {record.examples} cases need what {record.backend} lacks: {reasons}."
+                     f" The other cases: {record.passed} passed, {record.failed} failed.")
+    raise LawSkipped(record.reason)
 
 
 def run_law(law, backend, strategy=None, *, settings=None, nodeid="", examples=()):
@@ -75,9 +89,13 @@ def run_law(law, backend, strategy=None, *, settings=None, nodeid="", examples=(
         except LawSkipped:
             raise
         except MissingName as exc:
-            raise LawSkipped(str(exc)) from exc
+            if not exc.op:  # the law needs a transformation the backend lacks
+                raise LawSkipped(str(exc)) from exc
+            record.unsupported[str(exc)] += 1
+            hypothesis.reject()
         except NotImplementedError as exc:
-            raise LawSkipped(f"{backend.name} raised NotImplementedError: {exc}") from exc
+            record.unsupported[f"NotImplementedError: {str(exc)[:200]}"] += 1
+            hypothesis.reject()
         except AssertionError:
             record.failed += 1
             raise
@@ -98,6 +116,11 @@ def run_law(law, backend, strategy=None, *, settings=None, nodeid="", examples=(
     except LawSkipped as exc:
         record.outcome, record.reason = "skipped", str(exc)
         raise
+    except (hypothesis.errors.Unsatisfiable, hypothesis.errors.FailedHealthCheck) as exc:
+        if not record.unsupported or record.failed:
+            record.outcome, record.reason = "failed", f"{type(exc).__name__}: {exc}"
+            raise
+        _skip_unsupported(record)
     except BaseException as exc:
         record.outcome = "failed"
         record.reason = f"{type(exc).__name__}: {exc}"
@@ -106,6 +129,8 @@ def run_law(law, backend, strategy=None, *, settings=None, nodeid="", examples=(
         raise
     finally:
         record.seconds = time.perf_counter() - start
+    if record.unsupported:
+        _skip_unsupported(record)
     filtered = sum(record.filtered.values())
     if record.examples and filtered / record.examples > tolerances.MAX_FILTERED_FRACTION:
         record.outcome = "failed"

@@ -105,3 +105,21 @@ def test_cli_rejects_an_unknown_backend(tmp_path):
                          capture_output=True, text=True, cwd=ROOT)
     assert out.returncode != 0
     assert "cannot import backend 'no_such_module_xyz'" in out.stdout + out.stderr
+
+
+def test_cases_with_ops_the_backend_lacks_make_the_law_skipped():
+    jax = load_backend("jax")
+
+    class NoTanh:
+        def __getattr__(self, name):
+            if name == "tanh":
+                raise AttributeError(name)
+            return getattr(jax.numpy._module, name)
+
+    no_tanh = Backend("no-tanh", types.SimpleNamespace(
+        numpy=NoTanh(), lax=jax.lax._module, jit=jax.jit, vmap=jax.vmap))
+    s = settings(FEW, max_examples=30)
+    with pytest.raises(LawSkipped, match="has no numpy.tanh"):
+        run_law(get("jit_matches_eager"), no_tanh, settings=s)
+    rec = RECORDS[-1]
+    assert rec.outcome == "skipped" and rec.unsupported and rec.passed > 0
