@@ -2,26 +2,29 @@
 
 Everything here works with ``jax`` itself and with any module that has its
 API (such as ``impl``). See docs/strategies.md for a tour with examples.
+
+Layers, bottom up: ``types`` (abstract values), ``array_strategies``,
+``pytree_strategies``, ``ops`` (the typed op vocabulary), ``programs``,
+``axes`` (vmap cases) and ``linear`` (linear functions for linear_call).
 """
 
 from .array_strategies import arrays, batched_arrays, dtypes, elements, shapes
-from .ops import CUSTOM_KINDS, OP_NAMES, LINEAR_OPS, SMOOTH_OPS
+from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
+from .linear import LINEAR_KINDS, LinearFunction, linear_functions
+from .ops import CUSTOM_KINDS, LINEAR_OPS, OP_NAMES, SMOOTH_OPS
 from .programs import Program, program_args, program_cases, random_programs
-
-__all__ = [
-    "arrays", "batched_arrays", "dtypes", "elements", "shapes",
-    "CUSTOM_KINDS", "OP_NAMES", "LINEAR_OPS", "SMOOTH_OPS",
-    "Program", "program_args", "program_cases", "random_programs",
-]
-
 from .pytree_strategies import CONTAINERS, Pair, Point, pytrees, pytrees_of, structures
 
-__all__ += ["CONTAINERS", "Pair", "Point", "pytrees", "pytrees_of", "structures"]
-
-from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
-
-__all__ += ["NestedVmapCase", "VmapCase", "nested_vmap_cases", "vmap_cases"]
-
-from .linear import LINEAR_KINDS, LinearFunction, linear_functions
-
-__all__ += ["LINEAR_KINDS", "LinearFunction", "linear_functions"]
+__all__ = [
+    # arrays
+    "arrays", "batched_arrays", "dtypes", "elements", "shapes",
+    # pytrees
+    "CONTAINERS", "Pair", "Point", "pytrees", "pytrees_of", "structures",
+    # programs
+    "CUSTOM_KINDS", "LINEAR_OPS", "OP_NAMES", "SMOOTH_OPS",
+    "Program", "program_args", "program_cases", "random_programs",
+    # vmap axis specs
+    "NestedVmapCase", "VmapCase", "nested_vmap_cases", "vmap_cases",
+    # linear functions for linear_call
+    "LINEAR_KINDS", "LinearFunction", "linear_functions",
+]

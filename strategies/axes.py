@@ -53,9 +53,15 @@ class NestedVmapCase:
             f = backend.vmap(f, in_axes=spec_in, out_axes=spec_out)
         return f
 
-    def expected(self, backend):
-        """What the vmaps must return, computed by looping over the examples."""
+    def expected(self, backend, *, jit=False):
+        """What the vmaps must return, computed by looping over the examples.
+
+        ``jit=True`` runs each example through ``backend.jit`` (one compile
+        for all examples: much faster than eager op-by-op dispatch).
+        """
         f = self.fun(backend)
+        if jit:
+            f = backend.jit(f)
 
         def loop(level, examples):
             if level == len(self.axis_sizes):
@@ -97,8 +103,8 @@ class VmapCase:
     def vmapped(self, backend):
         return self._nested().vmapped(backend)
 
-    def expected(self, backend):
-        return self._nested().expected(backend)
+    def expected(self, backend, *, jit=False):
+        return self._nested().expected(backend, jit=jit)
 
     def __repr__(self):
         shapes = tree_util.tree_map(np.shape, self.args)

@@ -69,6 +69,27 @@ class LinearFunction:
         fun, transpose, res = self.fun(backend), self.transpose(backend), self.residual_args
         return lambda lin: lc(fun, transpose, res, lin)
 
+    def source(self) -> str:
+        """Runnable Python defining ``residual_args, linear_args, fun, fun_transpose``."""
+        res, lin = self.example_args
+        wrong = "  # deliberately wrong" if self.wrong_transpose else ""
+        k = "2.0 * " if self.wrong_transpose else ""
+        if self.kind == "matvec":
+            t = ("jnp.matmul(r, ct)" if self.wrong_transpose and self._square_nonsymmetric()
+                 else f"{k}jnp.matmul(jnp.transpose(r), ct)")
+            fun, tr = "jnp.matmul(r, x)", t
+        elif self.kind == "scale":
+            fun, tr = "x * r", f"{k}(ct * r)"
+        else:
+            fun = '(jnp.matmul(r["A"], x.first), r["c"] * x.second["y"])'
+            tr = f'Pair({k}jnp.matmul(jnp.transpose(r["A"]), ct[0]), {{"y": r["c"] * ct[1]}})'
+        return (
+            "import numpy as np\nimport jax.numpy as jnp  # or impl.numpy\n"
+            "from strategies import Pair\n"
+            f"residual_args = {_tree_source(res)}\nlinear_args = {_tree_source(lin)}\n"
+            f"fun = lambda r, x: {fun}\nfun_transpose = lambda r, ct: {tr}{wrong}\n"
+        )
+
     def _square_nonsymmetric(self):
         a = self.residual_args
         return a.ndim == 2 and a.shape[0] == a.shape[1] and not np.array_equal(a, a.T)
@@ -77,6 +98,16 @@ class LinearFunction:
         shapes = lambda t: _tree_shapes(t)  # noqa: E731
         return (f"LinearFunction(kind={self.kind!r}, wrong_transpose={self.wrong_transpose}, "
                 f"residual_args={self.residual_args!r}, linear_shapes={shapes(self.linear_args)!r})")
+
+
+def _tree_source(t):
+    if isinstance(t, np.ndarray):
+        return f"np.array({t.tolist()!r}, dtype='{t.dtype}')"
+    if isinstance(t, Pair):
+        return f"Pair({_tree_source(t.first)}, {_tree_source(t.second)})"
+    if isinstance(t, dict):
+        return "{" + ", ".join(f"{k!r}: {_tree_source(v)}" for k, v in t.items()) + "}"
+    return repr(t)
 
 
 def _tree_shapes(t):
@@ -95,7 +126,11 @@ def _matrix(draw, m, n, dtype, square_nonsymmetric=False):
 
 
 def _vec(shape, dtype):
-    return _arrays.arrays(dtype, shape)
+    # Elements of magnitude in [0.5, 2]: no near-zero cotangent can hide a
+    # wrong transpose.
+    magnitude = _arrays.elements(dtype, min_value=0.5, max_value=2.0)
+    signed = st.tuples(magnitude, st.booleans()).map(lambda mb: -mb[0] if mb[1] else mb[0])
+    return _arrays.arrays(dtype, shape, elements=signed)
 
 
 @st.composite
@@ -118,8 +153,9 @@ def _linear_function(draw, kinds, wrong, dtype):
     return LinearFunction(kind, res, lin, ct, wrong)
 
 
-def linear_functions(*, wrong_transpose=False, kinds=LINEAR_KINDS, dtype=None) -> st.SearchStrategy[LinearFunction]:
-    """Draw a :class:`LinearFunction` (matrix, scale, or pytree-in/out).
+def linear_functions(*, wrong_transpose=False, kinds=("matvec", "scale"), dtype=None) -> st.SearchStrategy[LinearFunction]:
+    """Draw a :class:`LinearFunction`: ``matvec`` and ``scale`` by default,
+    ``kinds=LINEAR_KINDS`` adds ``pytree`` (Pair/dict in, tuple out).
 
     >>> @given(linear_functions())
     ... def test_linear_call_transpose(lf):

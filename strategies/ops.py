@@ -145,10 +145,13 @@ class Binary(Op):
 
     category = "elementwise binary"
 
-    def __init__(self, name, func, bounds, *, smooth=True, linear=False, partner_ok=None):
+    def __init__(self, name, func, bounds, *, smooth=True, linear=False, partner_ok=None, self_partner=True):
         self.name, self.func, self.bounds = name, func, bounds
         self.smooth, self.linear = smooth, linear
         self.partner_ok = partner_ok
+        # x - x and x / x are constants: they would hide every derivative
+        # behind them, so they are used only when nothing else fits.
+        self.self_partner = self_partner
 
     def _partner(self, t, u):
         if self.partner_ok is not None and not self.partner_ok(u):
@@ -167,6 +170,8 @@ class Binary(Op):
     def make(self, draw, ctx, a):
         t = ctx.values[a]
         options = [(b, r) for b in ctx.recent() if (r := self._partner(t, ctx.values[b])) is not None]
+        if not self.self_partner and len(options) > 1:
+            options = [(b, r) for b, r in options if b != a]
         b, (shape, lo, hi) = ctx.pick(draw, options)
         out = ValueType(shape, t.dtype, lo, hi, t.deps | ctx.values[b].deps)
         return Node(self.name, (a, b), f"jnp.{self.func}({ctx.name(a)}, {ctx.name(b)})", out)
@@ -618,9 +623,9 @@ def _build_vocabulary():
         Unary("abs", "jnp.abs({})", _abs_bounds, accepts=_abs_ok),
         Unary("floor", "jnp.floor({})", lambda lo, hi: (math.floor(lo), math.floor(hi)), smooth=False),
         Binary("add", "add", lambda t, u: (t.lo + u.lo, t.hi + u.hi), linear=True),
-        Binary("sub", "subtract", lambda t, u: (t.lo - u.hi, t.hi - u.lo), linear=True),
+        Binary("sub", "subtract", lambda t, u: (t.lo - u.hi, t.hi - u.lo), linear=True, self_partner=False),
         Binary("mul", "multiply", interval_mul),
-        Binary("div", "divide", _div_bounds, partner_ok=lambda u: u.away_from_zero(0.5)),
+        Binary("div", "divide", _div_bounds, partner_ok=lambda u: u.away_from_zero(0.5), self_partner=False),
         Binary("maximum", "maximum", lambda t, u: (max(t.lo, u.lo), max(t.hi, u.hi)), smooth=False),
         Binary("minimum", "minimum", lambda t, u: (min(t.lo, u.lo), min(t.hi, u.hi)), smooth=False),
         Where(),

@@ -1,0 +1,65 @@
+"""How long drawing and building a 10-op program takes (target: < 5 ms median).
+
+Two faces, self-contained:
+
+* pytest-benchmark: ``python -m pytest benchmarks/bench_strategies.py``
+* asv: the ``TimeProgramDraw`` class (``time_*`` methods).
+
+Each round draws from a fresh hypothesis ConjectureData with a seeded random
+source (the way @given draws one example) and builds the program for jax.
+Building compiles the program's source; nothing is traced.
+"""
+
+from __future__ import annotations
+
+import random
+
+import jax
+from hypothesis.control import BuildContext
+from hypothesis.internal.conjecture.data import ConjectureData
+
+import strategies
+
+_TEN_OPS = strategies.random_programs(min_ops=10, max_ops=10)
+_CASES = strategies.program_cases(min_ops=10, max_ops=10)
+
+
+def _draw(strategy, rnd):
+    data = ConjectureData(random=rnd)
+    with BuildContext(data, wrapped_test=None):
+        return data.draw(strategy)
+
+
+def draw_and_build(rnd):
+    program = _draw(_TEN_OPS, rnd)
+    return program.build(jax)
+
+
+def draw_case_and_build(rnd):
+    program, args = _draw(_CASES, rnd)
+    return program.build(jax), args
+
+
+def test_draw_and_build_10_op_program(benchmark):
+    rnd = random.Random(0)
+    benchmark.pedantic(draw_and_build, args=(rnd,), rounds=300, iterations=1, warmup_rounds=20)
+    assert benchmark.stats.stats.median < 5e-3
+
+
+def test_draw_case_with_args_and_build(benchmark):
+    rnd = random.Random(1)
+    benchmark.pedantic(draw_case_and_build, args=(rnd,), rounds=200, iterations=1, warmup_rounds=20)
+
+
+class TimeProgramDraw:
+    """asv: draw + build of a 10-op program, with and without its arguments."""
+
+    def setup(self):
+        self.rnd = random.Random(0)
+        draw_and_build(self.rnd)  # warm caches (op tables, strategy objects)
+
+    def time_draw_and_build_program(self):
+        draw_and_build(self.rnd)
+
+    def time_draw_and_build_case(self):
+        draw_case_and_build(self.rnd)
