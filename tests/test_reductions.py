@@ -488,5 +488,9 @@ def test_other_bad_input():
         red.reduce_max_p.bind(X, axes=(0, 0))
     with pytest.raises(ValueError, match="zero-size array"):
         inp.max(np.ones((0, 3), np.float32), axis=0)
+    with pytest.raises(TypeError, match="axis must be an int, got None"):
+        ilax.cumsum(X, None)
+    with pytest.raises(TypeError, match="not linear in its coefficients"):
+        impl.linear_transpose(lambda a: red.linear_recurrence(a, X, 0), X)(X)
     with pytest.raises(TypeError, match="shift with fill=1 is affine"):
         impl.linear_transpose(lambda v: red.shift(v, 0, fill=1), X)(X)

@@ -45,6 +45,8 @@ def _check_numeric(name, dtype):
 
 def _normalize_axis(axis, ndim):
     """Negative axes count from the end; out-of-range ones are left for the type rule."""
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"axis must be an int, got {axis!r}")
     axis = int(axis)
     return axis + ndim if -ndim <= axis < 0 else axis
 
