@@ -28,9 +28,10 @@ def pytest_addoption(parser):
     group.addoption("--backend", default=DEFAULT_BACKEND,
                     help="module whose transformations are checked: impl (default), jax, "
                          "or any importable module with JAX's API")
-    group.addoption("--profile", default=os.environ.get("PROPERTIES_PROFILE", "default"),
+    group.addoption("--profile", default=os.environ.get("PROPERTIES_PROFILE"),
                     choices=sorted(profiles.PROFILES),
-                    help="hypothesis profile: quick (CI), default, thorough (nightly)")
+                    help="hypothesis profile: quick (CI), default, thorough (nightly); given "
+                         "explicitly it also becomes hypothesis' default for other tests")
     group.addoption("--properties-db", default=None,
                     help="directory of the hypothesis example database "
                          f"(default $PROPERTIES_DB or {profiles.DEFAULT_DB})")
@@ -46,12 +47,11 @@ def _is_worker(config):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "law: a law of the transformations")
-    profiles.load_profile(config.getoption("--profile"), config.getoption("--properties-db"))
-    # validate the backend once, up front: a typo must be an error, not skips
-    try:
-        load_backend(config.getoption("--backend"))
-    except (ValueError, TypeError) as exc:
-        raise pytest.UsageError(str(exc)) from exc
+    name = config.getoption("--profile")
+    db = config.getoption("--properties-db")
+    if name:  # asked for: make it every hypothesis test's default too
+        profiles.load_profile(name, db)
+    config._properties_settings = profiles.profile_settings(name or "default", db)
     if not _is_worker(config) and config.getoption("--properties-report"):
         stats = config.getoption("--properties-stats")
         if not stats:
@@ -64,7 +64,8 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def backend(pytestconfig):
-    """The backend named by --backend."""
+    """The backend named by --backend.  An unimportable name makes every law
+    test *error* (not skip): a typo must not look like a run of skips."""
     return load_backend(pytestconfig.getoption("--backend"))
 
 
@@ -72,7 +73,8 @@ def backend(pytestconfig):
 def check_law(backend, request):
     """check_law(name, strategy=None): run one law on drawn cases."""
     def check(name, strategy=None):
-        return run_law(get_law(name), backend, strategy, nodeid=request.node.nodeid)
+        return run_law(get_law(name), backend, strategy, nodeid=request.node.nodeid,
+                       settings=request.config._properties_settings)
     return check
 
 
@@ -113,7 +115,8 @@ def pytest_sessionfinish(session, exitstatus):
     if report_dir and not _is_worker(config):
         from .report import build, read_fragments, write_reports
         data = build(read_fragments(stats), config._properties_outcomes,
-                     backend=config.getoption("--backend"), profile=config.getoption("--profile"),
+                     backend=config.getoption("--backend"),
+                     profile=config.getoption("--profile") or "default",
                      seconds=time.perf_counter() - config._properties_start)
         paths = write_reports(report_dir, data)
         config._properties_report_paths = paths
@@ -125,4 +128,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(f"properties reports: {paths[0]}, {paths[1]}")
     terminalreporter.write_line(
         f"properties: backend={config.getoption('--backend')} profile="
-        f"{config.getoption('--profile')} (jax_enable_x64 turned on for float64 references)")
+        f"{config.getoption('--profile') or 'default'} (jax_enable_x64 turned on for float64 references)")
