@@ -174,7 +174,7 @@ def _batched_zero(aval, size, dim):
     return Zero(aval.update(shape=tuple(shape)))
 
 
-def _match(size, src, dst, x, unbatched_aval=None, sum_if_needed=False):
+def _match(size, src, dst, x, sum_if_needed=False):
     """Move the batch axis of x (or a Zero) from src to dst (None: unbatched)."""
     if type(x) is Zero:
         aval = x.aval
@@ -666,9 +666,11 @@ def _bwd_program(bwd, num_consts, res_avals, ct_avals, arg_avals, name):
         return [c for c in outs if type(c) is not Zero]
 
     prog = pe.make_closed_jaxpr(g, in_avals)
-    if len(_bwd_programs) > 256:
-        _bwd_programs.clear()
-    _bwd_programs[key] = hit = (prog, box["nonzero"])
+    hit = (prog, box["nonzero"])
+    if not any(isinstance(c, Tracer) for c in prog.consts):   # never keep tracers alive
+        if len(_bwd_programs) > 256:
+            _bwd_programs.clear()
+        _bwd_programs[key] = hit
     return hit
 
 
