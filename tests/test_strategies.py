@@ -8,6 +8,7 @@ differences. Statistics over many programs use independent seeded draws
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import warnings
@@ -211,15 +212,24 @@ def _buggy_jax():
     return Backend()
 
 
-def _exposes_bug(case, backend=_buggy_jax()):
-    """Whether the buggy backend gets the output type wrong (traced, not run)."""
-    program, args = case
+_BUGGY = _buggy_jax()
+
+
+@functools.lru_cache(maxsize=None)
+def _program_exposes_bug(program):
+    # Only shapes matter here, so the verdict depends on the program alone.
+    args = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in program.input_types]
     good = jax.eval_shape(program.build(jax), *args)
     try:
-        bad = jax.eval_shape(program.build(backend), *args)
+        bad = jax.eval_shape(program.build(_BUGGY), *args)
     except Exception:
         return True  # e.g. a shape error downstream of the bug
     return good.shape != bad.shape
+
+
+def _exposes_bug(case):
+    """Whether the buggy backend gets the output type wrong (traced, not run)."""
+    return _program_exposes_bug(case[0])
 
 
 def test_planted_failure_shrinks_to_a_tiny_program():
@@ -234,7 +244,8 @@ def test_planted_failure_shrinks_to_a_tiny_program():
 def test_failing_given_reports_a_shrunk_program():
     seen = []
 
-    @settings(max_examples=500, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=500, database=None, deadline=None, report_multiple_bugs=False,
+              suppress_health_check=list(HealthCheck))
     @given(S.program_cases(max_ops=8))
     def law(case):
         seen.append(case[0])
@@ -439,11 +450,11 @@ def _leaves_close(a, b):
 
 @pytest.mark.parametrize("wrong", [False, True])
 def test_linear_functions_transposes(wrong):
-    for lf in sample(S.linear_functions(wrong_transpose=wrong, kinds=S.LINEAR_KINDS), 45, seed=20 + wrong):
+    for lf in sample(S.linear_functions(wrong_transpose=wrong, kinds=S.LINEAR_KINDS), 24, seed=20 + wrong):
         res, lin = lf.example_args
         ct = lf.example_cotangent
-        reference = jax.linear_transpose(lambda x: lf.fun(jax)(res, x), lin)(ct)[0]
-        via_linear_call = jax.linear_transpose(lf.call(jax), lin)(ct)[0]
+        reference = jax.jit(jax.linear_transpose(lambda x: lf.fun(jax)(res, x), lin))(ct)[0]
+        via_linear_call = jax.jit(jax.linear_transpose(lf.call(jax), lin))(ct)[0]
         assert _leaves_close(via_linear_call, lf.transpose(jax)(res, ct))
         assert _leaves_close(via_linear_call, reference) != wrong, lf
         np.testing.assert_allclose(np.asarray(jax.tree_util.tree_leaves(lf.call(jax)(lin))[0]),
