@@ -179,6 +179,39 @@ def nested_vmaps(*, dtype=None, max_ops=5):
     return _nested_cases(dtype, max_ops)
 
 
+@dataclass
+class PytreeVmapCase:
+    """strategies.NestedVmapCase: pytree args, specs per level (outermost first)."""
+    case: object
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["case"], name)
+
+    @property
+    def dtype(self):
+        return min((np.asarray(x).dtype for x in jax.tree_util.tree_leaves(self.case.args)),
+                   key=lambda d: np.finfo(d).bits)
+
+    def describe(self):
+        return repr(self.case)
+
+    def source(self):
+        c = self.case
+        return ("import numpy as np\nimport jax  # or: import impl as jax\n"
+                "from strategies import Pair, Point\n\n" + _program_source(c.program)
+                + f"# args: pytrees of shapes {jax.tree_util.tree_map(np.shape, c.args)!r}\n"
+                + f"in_axes = {c.in_axes!r}  # per level, outermost first\n"
+                + f"out_axes = {c.out_axes!r}\naxis_sizes = {c.axis_sizes!r}\n"
+                + "f = lambda *trees: program(jax, *jax.tree_util.tree_leaves(trees))\n")
+
+
+def pytree_vmaps(*, max_depth=3):
+    """1 to ``max_depth`` nested vmaps over pytree arguments."""
+    return st.integers(1, max_depth).flatmap(
+        lambda d: _real.nested_vmap_cases(depth=d, pytree_args=True, max_ops=4)).map(
+        PytreeVmapCase)
+
+
 def linear_functions(*, wrong_transpose=False):
     """Linear functions with a transpose for linear_call (pytree kind included)."""
     return _real.linear_functions(wrong_transpose=wrong_transpose,

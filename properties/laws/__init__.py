@@ -39,6 +39,7 @@ LAWS = [
     _law(1, vmap.grad_of_batch_sum, lambda: cases.vmaps(smooth=True)),
     _law(2, vmap.vmap_matches_loop, lambda: cases.vmaps()),
     _law(2, vmap.nested_vmap_matches_loops, lambda: cases.nested_vmaps()),
+    _law(2, vmap.vmap_pytrees_match_loops, lambda: cases.pytree_vmaps()),
     _law(2, vmap.vmap_jit_commute, lambda: cases.vmaps()),
     _law(3, ad.jvp_matches_finite_differences, lambda: cases.programs(smooth=True)),
     _law(3, ad.linearize_matches_jvp, lambda: cases.programs()),

@@ -111,7 +111,8 @@ def scalarize(backend, f, out_example):
 
 
 def as_float64(args):
-    return tuple(np.asarray(a, dtype=np.float64) for a in args)
+    return tuple(jax.tree_util.tree_map(lambda x: np.asarray(x, dtype=np.float64), a)
+                 for a in args)
 
 
 def evaluate(f, *args):
@@ -126,7 +127,7 @@ def check_conditioning(f, args):
     """
     y = evaluate(f, *args)
     require_finite(y, what="output")
-    lowest = min((np.asarray(a).dtype for a in args), key=lambda d: np.finfo(d).bits)
+    lowest = min((x.dtype for x in leaves(args)), key=lambda d: np.finfo(d).bits)
     if lowest != np.float64:
         y64 = evaluate(f, *as_float64(args))
         require_finite(y64, what="float64 output")

@@ -100,3 +100,31 @@ def grad_of_batch_sum(backend, case):
         want.append(np.sum(np.stack(parts), axis=0) if ax is None else stack(parts, ax))
     assert_close("grad_of_batch_sum", case, "grad(sum of vmap(f)) vs summed loop",
                  got, tuple(want))
+
+
+def vmap_pytrees_match_loops(backend, case):
+    """1 to 3 nested vmaps over pytree arguments, with axis-spec prefixes
+    (None, ints, negative ints, per leaf) and out_axes None where allowed,
+    equal nested loops over the examples."""
+    f = case.fun(backend)
+    depth = len(case.axis_sizes)
+
+    def examples(level, tree):
+        if level == depth:
+            yield tree
+        else:
+            for sub in tree:
+                yield from examples(level + 1, sub)
+    for ex in examples(0, case.unbatched_args):
+        check_conditioning(f, ex)
+
+    def loop(level, tree):
+        if level == depth:
+            return evaluate(f, *tree)
+        outs = [loop(level + 1, sub) for sub in tree]
+        axis = case.out_axes[level]
+        return outs[0] if axis is None else stack(outs, axis)
+
+    got = evaluate(case.vmapped(backend), *case.args)
+    assert_close("vmap_pytrees_match_loops", case, "nested vmaps vs nested loops", got,
+                 loop(0, case.unbatched_args))

@@ -19,6 +19,7 @@ BACKEND_BREAKS = [
     ("grad_of_batch_sum", ("vmap_slice0",)),
     ("vmap_matches_loop", ("vmap_slice0",)),
     ("nested_vmap_matches_loops", ("vmap_slice0",)),
+    ("vmap_pytrees_match_loops", ("vmap_slice0",)),
     ("vmap_jit_commute", ("jit_perturb",)),
     ("jvp_matches_finite_differences", ("forward_drops_term",)),
     ("linearize_matches_jvp", ("linearize_stale",)),

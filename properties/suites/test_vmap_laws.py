@@ -17,5 +17,9 @@ def test_nested_vmap_matches_loops(check_law):
     check_law("nested_vmap_matches_loops")
 
 
+def test_vmap_pytrees_match_loops(check_law):
+    check_law("vmap_pytrees_match_loops")
+
+
 def test_vmap_jit_commute(check_law):
     check_law("vmap_jit_commute")
