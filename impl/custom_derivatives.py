@@ -416,7 +416,6 @@ class custom_jvp:
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp = None
-        self.symbolic_zeros = False
         functools.update_wrapper(self, fun)
 
     def __get__(self, obj, objtype=None):
@@ -431,8 +430,8 @@ class custom_jvp:
         if not callable(jvp):
             raise TypeError(f"defjvp of {_name(self.fun)} expects a callable, got "
                             f"{type(jvp).__name__}")
+        _no_symbolic_zeros(symbolic_zeros, "defjvp")
         self.jvp = jvp
-        self.symbolic_zeros = symbolic_zeros
         return jvp
 
     def defjvps(self, *jvps):
@@ -519,6 +518,13 @@ class custom_jvp:
         outs = custom_jvp_call_p.bind(*consts, *layout.operands, call=program, jvp=flat_jvp,
                                       num_consts=len(consts), name=name)
         return tree_unflatten(out_tree, outs)
+
+
+def _no_symbolic_zeros(flag, where):
+    if flag:
+        raise NotImplementedError(
+            f"{where}(symbolic_zeros=True) is not supported by impl: rules always receive "
+            "materialised zero tangents/cotangents; define the rule without it.")
 
 
 def _stop_gradient(x):
@@ -766,6 +772,7 @@ class custom_vjp:
         return functools.partial(self, obj)
 
     def defvjp(self, fwd, bwd, symbolic_zeros=False):
+        _no_symbolic_zeros(symbolic_zeros, "defvjp")
         if not callable(fwd) or not callable(bwd):
             raise TypeError(f"defvjp of {_name(self.fun)} expects two callables (fwd, bwd), "
                             f"got {type(fwd).__name__} and {type(bwd).__name__}")

@@ -880,6 +880,14 @@ def test_custom_vjp_validation(fwd, bwd, pattern):
         impl.grad(lambda x: inp.sum(f(x, {"a": x})))(x)
 
 
+def test_symbolic_zeros_is_refused_clearly():
+    with pytest.raises(NotImplementedError, match="symbolic_zeros"):
+        impl.custom_jvp(lambda x: x).defjvp(lambda p, t: (p, t), symbolic_zeros=True)
+    with pytest.raises(NotImplementedError, match="symbolic_zeros"):
+        impl.custom_vjp(lambda x: x).defvjp(lambda x: (x, None), lambda r, g: (g,),
+                                            symbolic_zeros=True)
+
+
 def test_custom_vjp_errors():
     @impl.custom_vjp
     def f(x):
