@@ -44,24 +44,32 @@ class Case:
         params[self.param_names.index(name)] = value
         return Case(self.module, self.cls, self.method, tuple(params), self.param_names)
 
+    def _args(self, obj):
+        # asv passes setup_cache's return value first when a class has one.
+        if hasattr(obj, "setup_cache"):
+            if not hasattr(obj, "_harness_cache"):
+                obj._harness_cache = obj.setup_cache()
+            return (obj._harness_cache, *self.params)
+        return self.params
+
     def instance(self):
         """A set-up benchmark object; raises NotImplementedError to skip."""
         obj = self.cls()
         setup = getattr(obj, "setup", None)
         if setup is not None:
-            setup(*self.params)
+            setup(*self._args(obj))
         return obj
 
     def teardown(self, obj):
         teardown = getattr(obj, "teardown", None)
         if teardown is not None:
-            teardown(*self.params)
+            teardown(*self._args(obj))
 
     def bound(self, obj):
         """A zero-argument callable running the benchmark body once."""
         method = getattr(obj, self.method)
-        params = self.params
-        return lambda: method(*params)
+        args = self._args(obj)
+        return lambda: method(*args)
 
 
 def bench_modules():

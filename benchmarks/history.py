@@ -32,6 +32,19 @@ def asv_exe():
     return os.path.join(os.path.dirname(sys.executable), "asv")
 
 
+def _ensure_machine(machine):
+    """Register the machine (device + jax version) if asv does not know it."""
+    from asv.machine import MachineCollection
+    from asv.util import UserError
+
+    try:
+        MachineCollection.load(machine)
+    except UserError:
+        from benchmarks import machine as machine_cmd
+
+        machine_cmd.main([])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--last", type=int, default=3, help="commits back from --branch")
@@ -53,6 +66,7 @@ def main(argv=None):
 
         machine = machine_info()["machine"]
     extra = [a for a in args.asv_args if a != "--"]
+    _ensure_machine(machine)
 
     failed = []
     with tempfile.TemporaryDirectory(prefix="impl-asv-history-") as tmp:
