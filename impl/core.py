@@ -97,6 +97,12 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray(x.shape, dtype)
     if isinstance(x, jax.ShapeDtypeStruct):
         return ShapedArray(x.shape, x.dtype, getattr(x, "weak_type", False))
+    if isinstance(x, (int, float, complex)):
+        # Subclasses of Python scalars, such as the typed scalars jax.lax returns for
+        # Python-scalar inputs (jax.lax.stop_gradient(3.0)): weakly typed, as in JAX.
+        base = next(b for b in (bool, int, float, complex) if isinstance(x, b))
+        dtype = getattr(x, "dtype", None) or _PY_SCALAR_DTYPES[base]
+        return ShapedArray((), canonical_dtype(dtype), weak_type=base is not bool)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid impl type: "
                     "expected an array, a Python scalar or a tracer.")
 

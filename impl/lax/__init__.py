@@ -18,3 +18,47 @@ from impl.primitives.reductions import (  # noqa: F401,E402
     reduce_max, reduce_min, reduce_prod, argmax, argmin, cumsum, cumprod, cummax, cummin,
     sort, sort_key_val, iota, broadcasted_iota,
 )
+
+# The remaining elementwise operations of jax.lax, as thin binds of their primitives.
+from jax import tree_util as _tree_util  # noqa: E402
+from impl.primitives import elementwise as _ew  # noqa: E402
+
+
+def _lax_fn(prim, name=None):
+    def fn(*args):
+        return prim.bind(*args)
+    fn.__name__ = fn.__qualname__ = name or prim.name
+    return fn
+
+
+tan, asin, acos, atan, sinh, cosh, tanh, log1p, expm1, logistic, erf, floor, ceil = (
+    _lax_fn(p) for p in (_ew.tan_p, _ew.asin_p, _ew.acos_p, _ew.atan_p, _ew.sinh_p,
+                         _ew.cosh_p, _ew.tanh_p, _ew.log1p_p, _ew.expm1_p, _ew.logistic_p,
+                         _ew.erf_p, _ew.floor_p, _ew.ceil_p))
+abs = _lax_fn(_ew.abs_p)  # noqa: A001
+is_finite = _lax_fn(_ew.is_finite_p)
+pow, max, min, atan2, rem = (  # noqa: A001
+    _lax_fn(p) for p in (_ew.pow_p, _ew.max_p, _ew.min_p, _ew.atan2_p, _ew.rem_p))
+eq, ne, lt, le, gt, ge = (_lax_fn(p) for p in (_ew.eq_p, _ew.ne_p, _ew.lt_p, _ew.le_p,
+                                                _ew.gt_p, _ew.ge_p))
+bitwise_and, bitwise_or, bitwise_xor = (_lax_fn(p, n) for p, n in (
+    (_ew.and_p, "bitwise_and"), (_ew.or_p, "bitwise_or"), (_ew.xor_p, "bitwise_xor")))
+bitwise_not = _lax_fn(_ew.not_p, "bitwise_not")
+clamp = _lax_fn(_ew.clamp_p)
+
+
+def round(x, rounding_method=0):  # noqa: A001
+    return _ew.round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x, y):
+    return _ew.integer_pow_p.bind(x, y=int(y))
+
+
+def square(x):
+    return _ew.integer_pow_p.bind(x, y=2)
+
+
+def stop_gradient(x):
+    """Stops derivatives flowing through every leaf of the pytree `x`."""
+    return _tree_util.tree_map(_ew.stop_gradient_p.bind, x)
