@@ -98,7 +98,7 @@ def arrays(dtype=None, shape=None, *, elements=None, unique=False) -> st.SearchS
     """NumPy arrays; ``dtype``/``shape``/``elements`` may be strategies.
 
     Defaults: float32 or float64, a shape from :func:`shapes`, elements from
-    :func:`strategies.arrays.elements`.
+    :func:`strategies.elements`.
 
     >>> arrays("float32", (2, 3)).example().shape
     (2, 3)

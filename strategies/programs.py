@@ -38,7 +38,7 @@ class Program:
 
     input_types: tuple[tuple[tuple[int, ...], str], ...]
     nodes: tuple[Node, ...]
-    output: int  # value id of the result (the last node, or x0 if no nodes)
+    output: int  # value id of the result: the last node (the last input if no nodes)
     input_bounds: tuple[tuple[float, float], ...] = ()  # per input; () means all [-2, 2]
     smooth: bool = False
     linear: bool = False
@@ -266,7 +266,9 @@ def _step(draw, ctx: Context, op_names):
     operands = [a for a in ctx.recent() if op.accepts(ctx.values[a], ctx)]
     if not operands:  # nothing fits this op: choose among the ops that fit
         usable = [n for n in op_names if any(VOCABULARY[n].accepts(t, ctx) for t in ctx.values)]
-        op = VOCABULARY[ctx.pick(draw, usable)]  # never empty: neg accepts all
+        if not usable:  # only with a restricted ``ops=``; the program ends here
+            return None
+        op = VOCABULARY[ctx.pick(draw, usable)]
         operands = [a for a in ctx.recent() if op.accepts(ctx.values[a], ctx)]
     return op.make(draw, ctx, ctx.pick(draw, operands))
 
@@ -296,6 +298,8 @@ def _program(draw, opts: _Options, input_types=None):
     nodes = []
     while len(nodes) < body_max and (len(nodes) < body_min or _keep_going(draw, 5)):
         node = draw(_step(ctx, body_ops))
+        if node is None:
+            break
         nodes.append(node)
         ctx.values.append(node.type)
     has_custom = any(n.op in opts.custom_kinds for n in nodes)
@@ -333,7 +337,8 @@ def random_programs(*, smooth=False, linear=False, custom_rules=False, wrong_rul
     """Random well-typed :class:`Program` objects (see :func:`program_cases`).
 
     ``input_types`` fixes the inputs as ``((shape, dtype), ...)``; ``ops``
-    restricts the ordinary vocabulary to the named ops.
+    restricts the ordinary vocabulary to the named ops (a program ends early,
+    below ``min_ops``, if none of them accepts any value).
 
     >>> p = random_programs(max_ops=3).example()
     >>> print(p.source())            # doctest: +SKIP

@@ -144,6 +144,10 @@ def test_options_shape_the_programs():
         assert 3 <= len(p.ops) <= 5 and p.num_inputs == 2 and p.dtype == "float32"
     for p in sample(S.random_programs(custom_rules=("custom_jvp",)), 30, seed=9):
         assert set(p.custom_ops) == {"custom_jvp"}
+    for p in sample(S.random_programs(ops=("transpose", "sum"), min_ops=2, max_ops=2), 20, seed=24):
+        assert set(p.ops) <= {"transpose", "sum"}
+    for p in sample(S.random_programs(ops=("transpose",), input_types=[((), "float32")]), 5, seed=25):
+        assert p.ops == () and p.output_type == ((), "float32")  # nothing fits a scalar
 
 
 def test_smooth_programs_agree_with_float64_finite_differences():
