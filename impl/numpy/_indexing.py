@@ -220,8 +220,14 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
         idx = ew.rem(ew.add(ew.rem(idx, shape[axis]), shape[axis]), shape[axis]) \
             if isinstance(idx, Tracer) else np.asarray(idx) % shape[axis]
         mode = "clip"
-    idx = _normalize_index_array(indices if not isinstance(indices, jax.Array)
-                                 else np.asarray(indices), shape[axis])
+    idx = indices if not isinstance(indices, jax.Array) else np.asarray(indices)
+    if mode is None or mode == "fill":
+        # like jax.numpy.take: negative indices count from the end only in 'fill' mode
+        idx = _normalize_index_array(idx, shape[axis])
+    elif not isinstance(idx, Tracer):
+        idx = np.asarray(idx)
+        if idx.dtype.kind not in "iu":
+            raise TypeError(f"take: indices must be integers, got dtype {idx.dtype}")
     ishape = get_aval(idx).shape
     idx = sh.reshape(idx, ishape + (1,))
     ni = len(ishape)
@@ -393,7 +399,7 @@ def _static_slices(x, entries):
     revs, starts, limits, strides = [], [], [], []
     for k, (kind, v) in enumerate(entries):
         d = shape[k]
-        if kind != "slice" or v == builtins.slice(None):
+        if kind != "slice" or (v.start is None and v.stop is None and v.step is None):
             starts.append(0), limits.append(d), strides.append(1)
             continue
         for part in (v.start, v.stop, v.step):

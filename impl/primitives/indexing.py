@@ -1037,3 +1037,23 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis):
     neg = [False] * len(shape)
     neg[axis] = True
     return dynamic_update_slice(operand, update, starts, allow_negative_indices=neg)
+
+
+# ------------------------------------------------------------- eager checks
+
+def _validating_impl(prim):
+    """Eager evaluation runs the abstract evaluation first, so bad shapes or indices get
+    the same clear TypeError eagerly as under a transformation (not a jax.lax error)."""
+    lower = core.impl_rules[prim]
+    check = core.abstract_eval_rules[prim]
+
+    def run(*args, **params):
+        check(*[get_aval(a) for a in args], **params)
+        return lower(*args, **params)
+    return run
+
+
+for _p in (concatenate_p, pad_p, slice_p, rev_p, dynamic_slice_p, dynamic_update_slice_p,
+           gather_p, scatter_add_p, scatter_p):
+    core.impl_rules[_p] = _validating_impl(_p)
+del _p
