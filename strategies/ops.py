@@ -23,6 +23,7 @@ from .types import (
     CONSTANTS,
     MARGIN,
     MAX_RANK,
+    MAX_SIZE,
     ValueType,
     broadcast_shapes,
     fits,
@@ -30,6 +31,16 @@ from .types import (
 )
 
 CUSTOM_KINDS = ("custom_jvp", "custom_vjp", "linear_call")
+
+# Strategy objects made once: hypothesis validates and labels each new
+# strategy object, which costs more than drawing from an existing one.
+_BOOL = st.booleans()
+_UPTO = [st.integers(0, n) for n in range(MAX_SIZE + 1)]
+
+
+def upto(n: int) -> st.SearchStrategy[int]:
+    """``st.integers(0, n)``, cached."""
+    return _UPTO[n] if n <= MAX_SIZE else st.integers(0, n)
 
 
 @dataclass(frozen=True)
@@ -64,7 +75,7 @@ class Context:
 
     def pick(self, draw, candidates):
         """Draw one of ``candidates`` (a non-empty list), shrinking to the first."""
-        return candidates[draw(st.integers(0, len(candidates) - 1))]
+        return candidates[draw(upto(len(candidates) - 1))]
 
     def const_literal(self, draw, shape):
         """A constant array literal (exact binary fractions) and its bound."""
@@ -200,14 +211,14 @@ class Where(Op):
         comparisons = []
         if not (ctx.smooth or ctx.linear):
             comparisons = [c for c in ctx.recent() if broadcast_shapes(shape, ctx.values[c].shape) == shape]
-        if comparisons and draw(st.booleans()):
+        if comparisons and draw(_BOOL):
             c = ctx.pick(draw, comparisons)
             cond = f"{ctx.name(c)} > 0.0"
             inputs, deps = (c, a, b), deps | ctx.values[c].deps
         else:
-            mask_shape = tuple(d if draw(st.booleans()) else 1 for d in shape)
+            mask_shape = tuple(d if draw(_BOOL) else 1 for d in shape)
             n = math.prod(mask_shape)
-            bits = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+            bits = draw(st.lists(_BOOL, min_size=n, max_size=n))
             cond = f"jnp.asarray({np.array(bits).reshape(mask_shape).tolist()!r})"
             inputs = (a, b)
         out = ValueType(shape, t.dtype, min(t.lo, u.lo), max(t.hi, u.hi), deps)
@@ -243,13 +254,13 @@ class Reduction(Op):
             if fits((), *self._bounds(t, math.prod(t.shape[i] for i in (range(r) if c is None else c))))
         ]
         axes = ctx.pick(draw, choices)
-        keepdims = draw(st.booleans())
+        keepdims = draw(_BOOL)
         if axes is None:
             reduced, axis_text = range(r), "None"
         else:
             reduced = axes
             # Write some axes as negative numbers: both spellings must work.
-            signed = tuple(i - r if draw(st.booleans()) else i for i in axes)
+            signed = tuple(i - r if draw(_BOOL) else i for i in axes)
             axis_text = str(signed[0]) if len(signed) == 1 else repr(signed)
         count = math.prod(t.shape[i] for i in reduced)
         shape = tuple(1 if i in reduced else d for i, d in enumerate(t.shape) if keepdims or i not in reduced)
@@ -303,9 +314,9 @@ class Contraction(Op):
                 shape = self.shape_rule(t.shape, u.shape)
                 if shape is not None and fits(shape, t.bound * u.bound * k):
                     partners.append((b, shape))
-        choice = draw(st.integers(0, len(partners)))
+        choice = draw(upto(len(partners)))
         if choice == 0:  # a constant matrix (or vector) on the right
-            cshape = (k,) if draw(st.booleans()) else (k, draw(st.integers(1, 4)))
+            cshape = (k,) if draw(_BOOL) else (k, draw(st.integers(1, 4)))
             shape = self.shape_rule(t.shape, cshape)
             if not fits(shape):
                 cshape, shape = (k,), self.shape_rule(t.shape, (k,))
@@ -335,7 +346,7 @@ class Reshape(Op):
             rest //= d
         shape = tuple(dims) + (rest,) if (dims or rest != 1) else ()
         text = list(shape)
-        if shape and draw(st.booleans()):
+        if shape and draw(_BOOL):
             text[draw(st.integers(0, len(shape) - 1))] = -1
         return Node(self.name, (a,), f"jnp.reshape({ctx.name(a)}, {tuple(text)!r})", t.with_(shape=shape))
 
@@ -361,7 +372,7 @@ class BroadcastTo(Op):
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
-        lead = (draw(st.integers(1, 3)),) if t.rank < MAX_RANK and draw(st.booleans()) else ()
+        lead = (draw(st.integers(1, 3)),) if t.rank < MAX_RANK and draw(_BOOL) else ()
         body = tuple(draw(st.integers(1, 3)) if d == 1 else d for d in t.shape)
         shape = lead + body
         if not fits(shape):
@@ -389,7 +400,7 @@ class Slice(Op):
         t = ctx.values[a]
         parts, shape = [], []
         for n in t.shape:
-            if draw(st.booleans()):
+            if draw(_BOOL):
                 start = draw(st.integers(0, n - 1))
                 stop = draw(st.integers(start + 1, n))
                 step = draw(st.integers(1, 2))
@@ -413,7 +424,7 @@ class Index(Op):
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
-        axis = draw(st.integers(0, t.rank - 1))
+        axis = draw(upto(t.rank - 1))
         n = t.shape[axis]
         i = draw(st.integers(-n, n - 1))
         expr = f"{ctx.name(a)}[{':, ' * axis}{i}]"
@@ -431,7 +442,7 @@ class Take(Op):
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
-        axis = draw(st.integers(0, t.rank - 1))
+        axis = draw(upto(t.rank - 1))
         n = t.shape[axis]
         idx = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=4))
         shape = t.shape[:axis] + (len(idx),) + t.shape[axis + 1:]
@@ -461,7 +472,7 @@ class Concatenate(Op):
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
-        axis = draw(st.integers(0, t.rank - 1))
+        axis = draw(upto(t.rank - 1))
         options = []
         for b in ctx.recent():
             u = ctx.values[b]
@@ -471,7 +482,7 @@ class Concatenate(Op):
                     options.append((b, shape))
         b, shape = ctx.pick(draw, options)
         u = ctx.values[b]
-        shown = axis - t.rank if draw(st.booleans()) else axis
+        shown = axis - t.rank if draw(_BOOL) else axis
         expr = f"jnp.concatenate([{ctx.name(a)}, {ctx.name(b)}], axis={shown})"
         out = ValueType(shape, t.dtype, min(t.lo, u.lo), max(t.hi, u.hi), t.deps | u.deps)
         return Node(self.name, (a, b), expr, out)

@@ -273,10 +273,13 @@ def _step(draw, ctx: Context, op_names):
     return op.make(draw, ctx, ctx.pick(draw, operands))
 
 
-def _keep_going(draw, mean_extra):
+_KEEP_GOING = st.integers(0, 5)
+
+
+def _keep_going(draw):
     # An integer, not a boolean, so a long program is likely; zero ends it,
     # and zero is where shrinking goes.
-    return draw(st.integers(0, mean_extra)) != 0
+    return draw(_KEEP_GOING) != 0
 
 
 @st.composite
@@ -296,7 +299,7 @@ def _program(draw, opts: _Options, input_types=None):
     body_min = max(0, opts.min_ops - reserve)
     body_ops = tuple(n for n in opts.op_names if not (opts.wrong_rules and n in opts.custom_kinds))
     nodes = []
-    while len(nodes) < body_max and (len(nodes) < body_min or _keep_going(draw, 5)):
+    while len(nodes) < body_max and (len(nodes) < body_min or _keep_going(draw)):
         node = draw(_step(ctx, body_ops))
         if node is None:
             break

@@ -237,7 +237,7 @@ def _exposes_bug(case):
 
 
 def test_planted_failure_shrinks_to_a_tiny_program():
-    minimal = find(S.program_cases(max_ops=8, dtype="float32"), _exposes_bug,
+    minimal = find(S.program_cases(max_ops=6, dtype="float32"), _exposes_bug,
                    settings=settings(max_examples=2000, database=None, deadline=None,
                                      suppress_health_check=list(HealthCheck)))
     program, _ = minimal
@@ -250,7 +250,7 @@ def test_failing_given_reports_a_shrunk_program():
 
     @settings(max_examples=500, database=None, deadline=None, report_multiple_bugs=False,
               suppress_health_check=list(HealthCheck))
-    @given(S.program_cases(max_ops=8))
+    @given(S.program_cases(max_ops=6))
     def law(case):
         seen.append(case[0])
         assert not _exposes_bug(case)
