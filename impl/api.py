@@ -151,7 +151,9 @@ def _zero_cotangent(t):
         return t
     if t.aval.dtype == float0:
         return np.zeros(t.aval.shape, float0)
-    return ad.instantiate_zeros(t)
+    z = ad.instantiate_zeros(t)
+    # eagerly a rank-0 zero comes back as numpy; results are jax arrays, as in JAX
+    return jax.numpy.asarray(z) if isinstance(z, np.ndarray) else z
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):

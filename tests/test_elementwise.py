@@ -579,3 +579,35 @@ def test_impl_lax_misc():
     b = np.array([1, 6, 3], np.int32)
     assert_tree_close(impl.lax.bitwise_and(b, np.int32(5)), lax.bitwise_and(b, np.int32(5)))
     assert_tree_close(impl.lax.bitwise_not(b), lax.bitwise_not(b))
+
+
+# ---------------------------------------------------------------- at the kinks
+
+KINKS = [
+    ("abs_at_0", lambda L: L.abs, [0.0, -0.0]),
+    ("max_tie", lambda L: lambda x: L.max(x, 1.0), [1.0]),
+    ("min_tie", lambda L: lambda x: L.min(x, 1.0), [1.0]),
+    ("clamp_at_bounds", lambda L: lambda x: L.clamp(-1.0, x, 1.0), [-1.0, 1.0]),
+    ("sign_at_0", lambda L: L.sign, [0.0]),
+    ("round_half", lambda L: L.round, [0.5, -2.5]),
+    ("floor_int", lambda L: L.floor, [2.0]),
+    ("integer_pow0_at_0", lambda L: lambda x: L.integer_pow(x, 0), [0.0]),
+]
+
+
+@pytest.mark.parametrize("name,make,points", KINKS, ids=[k[0] for k in KINKS])
+def test_derivatives_at_kinks_match_jax(name, make, points):
+    """Where the derivative is a convention (ties, zero), impl follows JAX's choice."""
+    for p in points:
+        x = np.array(p)
+        assert_tree_close(impl.grad(make(impl.lax))(x), jax.grad(make(lax))(x),
+                          check_weak=False)
+        assert_tree_close(impl.jvp(make(impl.lax), (x,), (np.array(1.0),)),
+                          jax.jvp(make(lax), (x,), (np.array(1.0),)), check_weak=False)
+
+
+def test_grad_of_constant_function_is_a_jax_zero():
+    g = impl.grad(lambda x: 2.0)(1.0)
+    w = jax.grad(lambda x: 2.0)(1.0)
+    assert isinstance(g, jax.Array)
+    assert_tree_close(g, w, check_weak=False)

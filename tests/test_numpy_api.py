@@ -272,3 +272,16 @@ def test_jax_program_runs_on_impl():
     params = {"w": rs(3, 4, seed=1), "b": rs(4, seed=2)}
     x, labels = rs(5, 3, seed=3), np.array([0, 1, 2, 3, 1])
     close(make(impl, inp)(params, x, labels), make(jax, jnp)(params, x, labels))
+
+
+# ------------------------------------------------------ integer inputs promote
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.bool_])
+@pytest.mark.parametrize("name", ["sin", "sqrt", "exp", "mean", "var", "std", "log2",
+                                  "true_divide", "arctan2", "logaddexp", "hypot"])
+def test_integer_inputs_promote_like_jax(name, dtype):
+    """Integer inputs of floating functions get JAX's floating dtype (float32 for
+    32-bit and smaller integers, float64 for 64-bit ones)."""
+    a = np.array([1, 2, 3]).astype(dtype)
+    args = (a,) if name in ("sin", "sqrt", "exp", "mean", "var", "std", "log2") else (a, a)
+    close(getattr(inp, name)(*args), getattr(jnp, name)(*args))

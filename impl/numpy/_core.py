@@ -46,7 +46,9 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     axes = canonicalize_axes(axis, aval.ndim)
     n = int(np.prod([aval.shape[i] for i in axes], dtype=np.int64))
     if not core.is_float_dtype(aval.dtype):
-        x = ew.convert_element_type(x, core.canonical_dtype(dtype or np.float64))
+        from impl.numpy._ufuncs import inexact_dtype
+        x = ew.convert_element_type(x, core.canonical_dtype(dtype) if dtype is not None
+                                    else inexact_dtype(aval.dtype))
     elif dtype is not None:
         x = ew.convert_element_type(x, dtype)
     return ew.div(sum(x, axes, keepdims=keepdims), n)
@@ -55,6 +57,9 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
     x = _arr(a)
     aval = get_aval(x)
+    if not core.is_float_dtype(aval.dtype):   # integers: computed in floating point
+        from impl.numpy._ufuncs import inexact_dtype
+        x = ew.convert_element_type(x, inexact_dtype(aval.dtype))
     axes = canonicalize_axes(axis, aval.ndim)
     n = int(np.prod([aval.shape[i] for i in axes], dtype=np.int64))
     centered = ew.sub(x, mean(x, axes, dtype=dtype, keepdims=True))

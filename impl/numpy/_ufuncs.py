@@ -9,11 +9,20 @@ from impl.primitives import elementwise as ew
 from impl.numpy._util import asarray, broadcast_arrays, promote
 
 
+def inexact_dtype(dtype):
+    """The floating dtype JAX computes in for `dtype`: 64-bit integers become float64,
+    smaller integers and bool float32 (then canonicalised: float32 without x64)."""
+    d = np.dtype(dtype)
+    if core.is_float_dtype(d):
+        return d
+    return core.canonical_dtype(np.float64 if d.itemsize >= 8 else np.float32)
+
+
 def _float_operand(x):
     x = asarray(x) if not isinstance(x, core.Tracer) else x
     aval = get_aval(x)
     if not core.is_float_dtype(aval.dtype):
-        x = ew.convert_element_type(x, core.canonical_dtype(np.float64), weak_type=aval.weak_type)
+        x = ew.convert_element_type(x, inexact_dtype(aval.dtype), weak_type=aval.weak_type)
     return x
 
 
@@ -45,9 +54,7 @@ def _scalar(x):
 def _float_result(x, y):
     from impl.numpy._util import result_dtype
     dtype, weak = result_dtype(x, y)
-    if not core.is_float_dtype(dtype):
-        dtype = core.canonical_dtype(np.float64)
-    return dtype, weak
+    return inexact_dtype(dtype), weak
 
 
 sin = _unary(ew.sin_p)
@@ -216,8 +223,16 @@ def log10(x):
     return true_divide(log(x), float(np.log(10)))
 
 
+def _float_pair(x, y):
+    """Broadcast two operands to their common floating dtype (JAX's promotion)."""
+    x, y = broadcast_arrays(_scalar(x), _scalar(y))
+    dtype, weak = _float_result(x, y)
+    return [ew.convert_element_type(a, dtype, weak_type=weak and get_aval(a).weak_type)
+            for a in (x, y)]
+
+
 def logaddexp(x, y):
-    x, y = broadcast_arrays(_float_operand(x), _float_operand(y))
+    x, y = _float_pair(x, y)
     amax = maximum(x, y)
     delta = subtract(x, y)
     safe = ew.select_n(isfinite(delta), ew.zeros_like(delta), delta)
@@ -275,12 +290,13 @@ def rad2deg(x):
 
 
 def hypot(x, y):
-    return sqrt(add(square(_float_operand(x)), square(_float_operand(y))))
+    x, y = _float_pair(x, y)
+    return sqrt(add(square(x), square(y)))
 
 
 def heaviside(x1, x2):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
-    x1, x2 = broadcast_arrays(_float_operand(x1), _float_operand(x2))
+    x1, x2 = _float_pair(x1, x2)
     zero, one = ew.zeros_like(x1), ew.full_like(x1, 1)
     return where(less(x1, 0), zero, where(greater(x1, 0), one, x2))
 

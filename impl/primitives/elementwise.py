@@ -172,7 +172,8 @@ defjvp(sqrt_p, lambda t, ans, x: div(t, mul(2, ans)), use_output=True)
 defjvp(rsqrt_p, lambda t, ans, x: mul(t, mul(-0.5, div(ans, x))), use_output=True)
 defjvp(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(1, ans))), use_output=True)
 defjvp(erf_p, lambda t, x: mul(t, mul(2 / math.sqrt(math.pi), exp(neg(mul(x, x))))))
-defjvp(abs_p, lambda t, x: mul(t, sign(x)))
+# t where x >= 0, else -t: the derivative at 0 is 1, as in JAX (sign(0) would give 0).
+defjvp(abs_p, lambda t, x: select_n(ge_p.bind(x, zeros_like(x)), neg(t), t))
 for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p):
     defjvp_zero(_p)
 
