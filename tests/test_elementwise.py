@@ -296,6 +296,12 @@ def _tangents(args, dtype, key):
 ids = lambda op: op.name  # noqa: E731
 
 
+def jit_if_f32(J, f, dtype):
+    """The float32 half of the composed-transformation tests runs compiled (one XLA
+    program instead of many eagerly dispatched ops); the float64 half runs eagerly."""
+    return J.jit(f) if np.dtype(dtype) == np.float32 else f
+
+
 def alternating(ops):
     """(op, dtype) pairs with the dtype alternating along the table: the costly
     composed transformations see both float32 and float64 without doubling the run."""
@@ -348,8 +354,8 @@ def test_linearize(op, dtype):
 @pytest.mark.parametrize("op,dtype", alternating(DIFF_OPS))
 def test_jacfwd(op, dtype):
     args = make_args(op, dtype)
-    got = impl.jacfwd(op.impl_fn, argnums=op.diff)(*args)
-    want = jax.jacfwd(op.jax_fn, argnums=op.diff)(*args)
+    got = jit_if_f32(impl, impl.jacfwd(op.impl_fn, argnums=op.diff), dtype)(*args)
+    want = jit_if_f32(jax, jax.jacfwd(op.jax_fn, argnums=op.diff), dtype)(*args)
     assert_tree_close(got, want, dtype)
 
 
@@ -379,16 +385,18 @@ def test_vjp(op, dtype):
 @pytest.mark.parametrize("op,dtype", alternating(DIFF_OPS))
 def test_jacrev(op, dtype):
     args = make_args(op, dtype)
-    got = impl.jacrev(op.impl_fn, argnums=op.diff)(*args)
-    want = jax.jacrev(op.jax_fn, argnums=op.diff)(*args)
+    got = jit_if_f32(impl, impl.jacrev(op.impl_fn, argnums=op.diff), dtype)(*args)
+    want = jit_if_f32(jax, jax.jacrev(op.jax_fn, argnums=op.diff), dtype)(*args)
     assert_tree_close(got, want, dtype)
 
 
 @pytest.mark.parametrize("op,dtype", alternating(HESS_OPS))
 def test_hessian(op, dtype):
     args = make_args(op, dtype)
-    got = impl.hessian(_summed(op.impl_fn, _isum), argnums=op.diff)(*args)
-    want = jax.hessian(_summed(op.jax_fn, _jsum), argnums=op.diff)(*args)
+    got = jit_if_f32(impl, impl.hessian(_summed(op.impl_fn, _isum), argnums=op.diff),
+                     dtype)(*args)
+    want = jit_if_f32(jax, jax.hessian(_summed(op.jax_fn, _jsum), argnums=op.diff),
+                      dtype)(*args)
     assert_tree_close(got, want, dtype)
 
 
@@ -441,10 +449,10 @@ def test_vmap_of_grad(op, dtype):
 def test_grad_of_vmap(op, dtype):
     in_axes = _in_axes_options(op)[-1]
     args = batched_args(op, dtype, in_axes)
-    got = impl.grad(_summed(impl.vmap(op.impl_fn, in_axes=in_axes), _isum),
-                    argnums=op.diff)(*args)
-    want = jax.grad(_summed(jax.vmap(op.jax_fn, in_axes=in_axes), _jsum),
-                    argnums=op.diff)(*args)
+    got = jit_if_f32(impl, impl.grad(_summed(impl.vmap(op.impl_fn, in_axes=in_axes), _isum),
+                                     argnums=op.diff), dtype)(*args)
+    want = jit_if_f32(jax, jax.grad(_summed(jax.vmap(op.jax_fn, in_axes=in_axes), _jsum),
+                                    argnums=op.diff), dtype)(*args)
     assert_tree_close(got, want, dtype)
 
 
