@@ -57,6 +57,16 @@ def _case_source(case):
         return f"# case.source() failed: {exc!r}\n# {case!r}"
 
 
+#: after this many unsupported cases and none checked, stop drawing more
+GIVE_UP_AFTER = 5
+
+
+def _give_up_if_nothing_runs(record):
+    if record.passed == 0 and record.failed == 0 and \
+            sum(record.unsupported.values()) >= GIVE_UP_AFTER:
+        _skip_unsupported(record)
+
+
 def _skip_unsupported(record):
     """Some cases needed what the backend lacks: the law is not a pass."""
     n = sum(record.unsupported.values())
@@ -92,9 +102,11 @@ def run_law(law, backend, strategy=None, *, settings=None, nodeid="", examples=(
             if not exc.op:  # the law needs a transformation the backend lacks
                 raise LawSkipped(str(exc)) from exc
             record.unsupported[str(exc)] += 1
+            _give_up_if_nothing_runs(record)
             hypothesis.reject()
         except NotImplementedError as exc:
             record.unsupported[f"NotImplementedError: {str(exc)[:200]}"] += 1
+            _give_up_if_nothing_runs(record)
             hypothesis.reject()
         except AssertionError:
             record.failed += 1
