@@ -17,8 +17,8 @@ import time
 
 import jax
 import pytest
-from hypothesis.control import BuildContext
-from hypothesis.internal.conjecture.data import ConjectureData
+from hypothesis.control import BuildContext as _BuildContext
+from hypothesis.internal.conjecture.data import ConjectureData as _ConjectureData
 
 import strategies
 
@@ -27,8 +27,8 @@ _CASES = strategies.program_cases(min_ops=10, max_ops=10)
 
 
 def _draw(strategy, rnd):
-    data = ConjectureData(random=rnd)
-    with BuildContext(data, wrapped_test=None):
+    data = _ConjectureData(random=rnd)
+    with _BuildContext(data, wrapped_test=None):
         return data.draw(strategy)
 
 
