@@ -584,7 +584,9 @@ class _StagedFunction:
 
     def _lower_and_run(self, *args, **kwargs):
         # Called by jax.jit while it traces: stage to impl's IR, then lower each equation.
-        with core.set_current_trace(core.eval_trace):
+        # Staging sees only abstract values; compile-time evaluation keeps the concrete
+        # constants impl builds with jax.numpy (creation functions) concrete.
+        with core.set_current_trace(core.eval_trace), jax.ensure_compile_time_eval():
             closed, flat, out_tree = self.trace(args, kwargs, _avals_of_jax_values)
         outs = lowering.eval_jaxpr_lowered(closed.jaxpr, closed.consts, flat)
         return tree_unflatten(out_tree, outs)
