@@ -217,27 +217,30 @@ def _eval_program(closed, args):
     return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
+def _def_program_call(prim):
+    """Evaluation, abstract evaluation and lowering of a primitive whose `call` parameter
+    is the staged primal program it applies to all of its arguments."""
+    def impl(*args, call, name, **_):
+        return _eval_program(call, args)
+
+    def abstract_eval(*avals, call, name, **_):
+        _check_program_args(f"{prim.name} of {name}", avals, call.in_avals)
+        return call.out_avals
+
+    def lower(*args, call, **_):
+        return lowering.eval_jaxpr_lowered(call.jaxpr, call.consts, args)
+
+    core.impl_rules[prim] = impl
+    core.abstract_eval_rules[prim] = abstract_eval
+    lowering.lowering_rules[prim] = lower
+
+
 # ============================================================================ custom_jvp
 
 custom_jvp_call_p = core.Primitive("custom_jvp_call", multiple_results=True)
 
 
-def _custom_jvp_call_impl(*args, call, jvp, num_consts, name):
-    return _eval_program(call, args)
-
-
-def _custom_jvp_call_abstract_eval(*avals, call, jvp, num_consts, name):
-    _check_program_args(f"custom_jvp_call of {name}", avals, call.in_avals)
-    return call.out_avals
-
-
-def _custom_jvp_call_lowering(*args, call, jvp, num_consts, name):
-    return lowering.eval_jaxpr_lowered(call.jaxpr, call.consts, args)
-
-
-core.impl_rules[custom_jvp_call_p] = _custom_jvp_call_impl
-core.abstract_eval_rules[custom_jvp_call_p] = _custom_jvp_call_abstract_eval
-lowering.lowering_rules[custom_jvp_call_p] = _custom_jvp_call_lowering
+_def_program_call(custom_jvp_call_p)
 
 
 def _closed_over_error(kind, name, exc):
@@ -543,22 +546,7 @@ custom_vjp_call_p = core.Primitive("custom_vjp_call", multiple_results=True)
 custom_lin_p = core.Primitive("custom_lin", multiple_results=True)
 
 
-def _custom_vjp_call_impl(*args, call, fwd, bwd, num_consts, name):
-    return _eval_program(call, args)
-
-
-def _custom_vjp_call_abstract_eval(*avals, call, fwd, bwd, num_consts, name):
-    _check_program_args(f"custom_vjp_call of {name}", avals, call.in_avals)
-    return call.out_avals
-
-
-def _custom_vjp_call_lowering(*args, call, fwd, bwd, num_consts, name):
-    return lowering.eval_jaxpr_lowered(call.jaxpr, call.consts, args)
-
-
-core.impl_rules[custom_vjp_call_p] = _custom_vjp_call_impl
-core.abstract_eval_rules[custom_vjp_call_p] = _custom_vjp_call_abstract_eval
-lowering.lowering_rules[custom_vjp_call_p] = _custom_vjp_call_lowering
+_def_program_call(custom_vjp_call_p)
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts, name):
@@ -1154,19 +1142,7 @@ def linear_call(fun, fun_transpose, residual_args, linear_args):
 # ========================================================================== custom_vmap
 
 custom_vmap_call_p = core.Primitive("custom_vmap_call", multiple_results=True)
-
-
-def _custom_vmap_call_impl(*args, call, rule, num_consts, name):
-    return _eval_program(call, args)
-
-
-def _custom_vmap_call_abstract_eval(*avals, call, rule, num_consts, name):
-    _check_program_args(f"custom_vmap_call of {name}", avals, call.in_avals)
-    return call.out_avals
-
-
-def _custom_vmap_call_lowering(*args, call, rule, num_consts, name):
-    return lowering.eval_jaxpr_lowered(call.jaxpr, call.consts, args)
+_def_program_call(custom_vmap_call_p)
 
 
 def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, name):
@@ -1279,9 +1255,6 @@ def _custom_vmap_call_transpose(cts, *args, call, rule, num_consts, name):
     return ad.backward_pass(call.jaxpr, call.consts, args, cts)
 
 
-core.impl_rules[custom_vmap_call_p] = _custom_vmap_call_impl
-core.abstract_eval_rules[custom_vmap_call_p] = _custom_vmap_call_abstract_eval
-lowering.lowering_rules[custom_vmap_call_p] = _custom_vmap_call_lowering
 batching.batching_rules[custom_vmap_call_p] = _custom_vmap_call_batch
 ad.jvp_rules[custom_vmap_call_p] = _custom_vmap_call_jvp
 ad.transpose_rules[custom_vmap_call_p] = _custom_vmap_call_transpose
