@@ -116,15 +116,21 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
 
 # ------------------------------------------------------------ linearize / vjp
 
-def linearize(fun: Callable, *primals, has_aux: bool = False):
-    """Evaluate `fun` and return its linear tangent map as a function."""
+def _linearize_tree(fun, primals, has_aux, api_name):
+    """Shared by linearize and vjp: flatten, evaluate and stage the tangent map."""
     flat_p, in_tree = tree_flatten(primals)
     for p in flat_p:
-        _check_leaf(p, "linearize primals")
+        _check_leaf(p, f"{api_name} primals")
     flat_fun, store = flatten_fun(fun, in_tree, has_aux, _fun_name(fun))
     out_flat, lin = ad.linearize_flat(flat_fun, flat_p)
-    n = store["num_out"]
     out, aux = _split_aux(out_flat, store, has_aux)
+    return in_tree, store, out_flat, lin, out, aux
+
+
+def linearize(fun: Callable, *primals, has_aux: bool = False):
+    """Evaluate `fun` and return its linear tangent map as a function."""
+    in_tree, store, _, lin, out, aux = _linearize_tree(fun, primals, has_aux, "linearize")
+    n = store["num_out"]
 
     def f_jvp(*tangents):
         flat_t, t_tree = tree_flatten(tangents)
@@ -158,13 +164,8 @@ def _zero_cotangent(t):
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """Evaluate `fun` and return a function mapping output cotangents to input ones."""
-    flat_p, in_tree = tree_flatten(primals)
-    for p in flat_p:
-        _check_leaf(p, "vjp primals")
-    flat_fun, store = flatten_fun(fun, in_tree, has_aux, _fun_name(fun))
-    out_flat, lin = ad.linearize_flat(flat_fun, flat_p)
+    in_tree, store, out_flat, lin, out, aux = _linearize_tree(fun, primals, has_aux, "vjp")
     n = store["num_out"]
-    out, aux = _split_aux(out_flat, store, has_aux)
     out_tree = store["out_tree"]
     out_avals = [get_aval(o) for o in out_flat[:n]]
 
