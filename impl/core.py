@@ -521,10 +521,6 @@ for _name in ["__neg__", "__pos__", "__abs__", "__invert__", "__add__", "__radd_
 del _name
 
 
-def full_lower(x):
-    return x
-
-
 # ------------------------------------------------------------------- interpretation
 
 def eval_jaxpr(jaxpr: Jaxpr, consts, *args):

@@ -136,14 +136,6 @@ def unzip_outputs(trace, outs):
     return primals, tangents
 
 
-def as_tangent(t, primal_aval):
-    """A user-given tangent, with float0 or literal zeros made symbolic."""
-    aval = tangent_aval(primal_aval)
-    if aval.dtype == float0:
-        return Zero(aval)
-    return t
-
-
 # -------------------------------------------------------------------- linearize
 
 class LinearizedFunction:
@@ -267,14 +259,6 @@ def backward_pass(jaxpr, consts, args, cts_out):
 
     return [ct_env.get(v.id, Zero(v.aval)) if v.id in linear else None
             for v in jaxpr.invars]
-
-
-def transpose_closed(closed, linear_mask, args, cts):
-    """Transpose a closed program; `args` holds values for its non-linear inputs."""
-    it = iter(args)
-    full = [UndefinedPrimal(a) if lin else next(it)
-            for a, lin in zip(closed.in_avals, linear_mask)]
-    return backward_pass(closed.jaxpr, closed.consts, full, cts)
 
 
 # ------------------------------------------------------------------- registrars
