@@ -409,22 +409,29 @@ def _check_primal_tangent_outs(name, what, out_tree, p_leaves, p_tree, t_leaves,
                         f"equal shapes and dtypes, but got:\n{lines}")
 
 
-class custom_jvp:
-    """Give a Python function a custom JVP rule (used by jvp, grad, linearize, at every
-    order), while vmap, jit and evaluation keep using the function itself."""
+class _CustomRuleFunction:
+    """A Python function plus user rules; it behaves like the function, also as a method."""
 
     def __init__(self, fun, nondiff_argnums=()):
         if isinstance(nondiff_argnums, int):
             nondiff_argnums = (nondiff_argnums,)
+        functools.update_wrapper(self, fun)   # first: fun's __dict__ must not shadow ours
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
-        self.jvp = None
-        functools.update_wrapper(self, fun)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+
+class custom_jvp(_CustomRuleFunction):
+    """Give a Python function a custom JVP rule (used by jvp, grad, linearize, at every
+    order), while vmap, jit and evaluation keep using the function itself."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp = None
 
     def defjvp(self, jvp, symbolic_zeros=False):
         """Set the rule jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out).
@@ -741,23 +748,14 @@ def _nondiff_tracer_error(name, i):
         "instead, and have bwd return None as their cotangent if they need none.")
 
 
-class custom_vjp:
+class custom_vjp(_CustomRuleFunction):
     """Give a Python function a custom VJP rule: fwd(*args) -> (out, residuals) and
     bwd(*nondiff_args, residuals, out_cotangent) -> one cotangent (or None) per argument."""
 
     def __init__(self, fun, nondiff_argnums=()):
-        if isinstance(nondiff_argnums, int):
-            nondiff_argnums = (nondiff_argnums,)
-        self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.fwd = None
         self.bwd = None
-        functools.update_wrapper(self, fun)
-
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return self
-        return functools.partial(self, obj)
 
     def defvjp(self, fwd, bwd, symbolic_zeros=False):
         _no_symbolic_zeros(symbolic_zeros, "defvjp")
