@@ -424,6 +424,20 @@ class _CustomRuleFunction:
             return self
         return functools.partial(self, obj)
 
+    def _stage_primal(self, layout, what):
+        """Stage the function on the layout's operands: (program, consts, out_tree)."""
+        store = {}
+        fun = self.fun
+
+        def flat_fun(*ops):
+            out = fun(*layout.rebuild(ops))
+            leaves, store["out_tree"] = tree_flatten(out)
+            _check_leaves(leaves, f"The outputs of {what}")
+            return leaves
+
+        program, consts = _stage(flat_fun, [get_aval(x) for x in layout.operands])
+        return program, consts, store["out_tree"]
+
 
 class custom_jvp(_CustomRuleFunction):
     """Give a Python function a custom JVP rule (used by jvp, grad, linearize, at every
@@ -486,18 +500,8 @@ class custom_jvp(_CustomRuleFunction):
             args = tuple(tree_util.tree_map(_stop_gradient, a) if i in nd else a
                          for i, a in enumerate(args))
         layout = _ArgLayout(args, self.nondiff_argnums, f"custom_jvp function {name}")
-        store = {}
-        fun, rule = self.fun, self.jvp
-
-        def flat_fun(*ops):
-            out = fun(*layout.rebuild(ops))
-            leaves, store["out_tree"] = tree_flatten(out)
-            _check_leaves(leaves, f"The outputs of custom_jvp function {name}")
-            return leaves
-
-        avals = [get_aval(x) for x in layout.operands]
-        program, consts = _stage(flat_fun, avals)
-        out_tree = store["out_tree"]
+        rule = self.jvp
+        program, consts, out_tree = self._stage_primal(layout, f"custom_jvp function {name}")
         out_avals = program.out_avals
         rule_name = _name(rule)
 
@@ -781,20 +785,11 @@ class custom_vjp(_CustomRuleFunction):
             return self.fun(*args)
         layout = _ArgLayout(args, nondiff, f"custom_vjp function {name}",
                             arrays_only_for_nondiff=True)
-        fun, fwd_fn, bwd_fn = self.fun, self.fwd, self.bwd
-        store = {}
-
-        def flat_fun(*ops):
-            out = fun(*layout.rebuild(ops))
-            leaves, store["out_tree"] = tree_flatten(out)
-            _check_leaves(leaves, f"The outputs of custom_vjp function {name}")
-            return leaves
-
-        op_avals = [get_aval(x) for x in layout.operands]
-        program, consts = _stage(flat_fun, op_avals)
-        out_tree = store["out_tree"]
+        fwd_fn, bwd_fn = self.fwd, self.bwd
+        program, consts, out_tree = self._stage_primal(layout, f"custom_vjp function {name}")
         out_avals = program.out_avals
         fwd_name, bwd_name = _name(fwd_fn), _name(bwd_fn)
+        store = {}   # the residual tree, known once fwd has run
 
         def flat_fwd(const_vals, ops):
             return _call_substituted(consts, const_vals, flat_fwd_, ops)
@@ -824,7 +819,7 @@ class custom_vjp(_CustomRuleFunction):
 
         static_nondiff = [args[i] for i in nondiff]
         diff_trees = layout.diff_trees()
-        diff_avals = op_avals
+        diff_avals = [get_aval(x) for x in layout.operands]
 
         def flat_bwd(const_vals, res, cts):
             return _call_substituted(consts, const_vals, flat_bwd_, res, cts)
