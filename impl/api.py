@@ -12,6 +12,7 @@ import numpy as np
 from jax import tree_util
 
 from impl import core
+from impl._traceback_util import api_boundary
 from impl.core import ShapedArray, Tracer, float0, get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
@@ -71,6 +72,7 @@ def _materialize(t):
 
 # ------------------------------------------------------------------------ jvp
 
+@api_boundary
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """Forward-mode Jacobian-vector product of `fun` at `primals` along `tangents`."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -127,11 +129,13 @@ def _linearize_tree(fun, primals, has_aux, api_name):
     return in_tree, store, out_flat, lin, out, aux
 
 
+@api_boundary
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """Evaluate `fun` and return its linear tangent map as a function."""
     in_tree, store, _, lin, out, aux = _linearize_tree(fun, primals, has_aux, "linearize")
     n = store["num_out"]
 
+    @api_boundary
     def f_jvp(*tangents):
         flat_t, t_tree = tree_flatten(tangents)
         if t_tree != in_tree:
@@ -162,6 +166,7 @@ def _zero_cotangent(t):
     return jax.numpy.asarray(z) if isinstance(z, np.ndarray) else z
 
 
+@api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """Evaluate `fun` and return a function mapping output cotangents to input ones."""
     in_tree, store, out_flat, lin, out, aux = _linearize_tree(fun, primals, has_aux, "vjp")
@@ -169,11 +174,13 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     out_tree = store["out_tree"]
     out_avals = [get_aval(o) for o in out_flat[:n]]
 
+    @api_boundary
     def f_vjp(cotangent):
         flat_ct, ct_tree = tree_flatten(cotangent)
         if ct_tree != out_tree:
-            raise TypeError(f"vjp function expects a cotangent with the structure of the "
-                            f"primal output {out_tree}, got {ct_tree}")
+            raise ValueError(f"unexpected tree structure of the cotangent: the vjp function "
+                             f"expects the structure of the primal output {out_tree}, got "
+                             f"{ct_tree}")
         for i, (c, a) in enumerate(zip(flat_ct, out_avals)):
             ca = get_aval(c)
             if ca.shape != a.shape:
@@ -195,8 +202,10 @@ def _argnums_tuple(argnums, nargs, name):
         if not isinstance(a, int):
             raise TypeError(f"{name}: argnums must be an int or a tuple of ints, got {argnums!r}")
         if not -nargs <= a < nargs:
-            raise ValueError(f"{name}: argnums={argnums!r} is out of range for a function "
-                             f"called with {nargs} positional arguments")
+            raise TypeError(f"{name}: differentiating with respect to argnums={argnums!r} "
+                            f"requires at least {(a if a >= 0 else -a - 1) + 1} positional "
+                            f"arguments to be passed by the caller, but got only {nargs} "
+                            "positional arguments.")
     return single, tuple(a % nargs for a in nums)
 
 
@@ -224,6 +233,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     """A function returning `fun`'s value and its gradient with respect to `argnums`."""
     name = f"value_and_grad({_fun_name(fun)})"
 
+    @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "grad")
@@ -261,6 +271,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     """The gradient of scalar-valued `fun` with respect to the arguments `argnums`."""
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
+    @api_boundary
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
         if has_aux:
@@ -305,6 +316,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     """The Jacobian by forward mode: one jvp per input coordinate, vmapped."""
     import impl.numpy as jnp
 
+    @api_boundary
     def jacfun(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
         dyn = tuple(args[i] for i in nums)
@@ -339,6 +351,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     """The Jacobian by reverse mode: one vjp per output coordinate, vmapped."""
     import impl.numpy as jnp
 
+    @api_boundary
     def jacfun(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacrev")
         dyn = tuple(args[i] for i in nums)
@@ -377,19 +390,17 @@ def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool =
 
 # ------------------------------------------------------------ linear_transpose
 
+@api_boundary
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     """The transpose of the linear function `fun` at inputs shaped like `primals`."""
     flat_p, in_tree = tree_flatten(primals)
     in_avals = [get_aval(x).strip_weak_type() for x in flat_p]
-    for a in in_avals:
-        if not core.is_float_dtype(a.dtype):
-            raise TypeError(f"linear_transpose only supports float and complex inputs, "
-                            f"but got {a.dtype.name}")
     flat_fun, store = flatten_fun(fun, in_tree, False, _fun_name(fun))
     closed, _ = pe.trace_to_jaxpr(flat_fun, in_avals)
     out_tree = store["out_tree"]
     out_avals = closed.out_avals
 
+    @api_boundary
     def transposed_fun(out_cotangent):
         flat_ct, ct_tree = tree_flatten(out_cotangent)
         if ct_tree != out_tree:
@@ -441,6 +452,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
         in_axes = tuple(in_axes)
     name = _fun_name(fun)
 
+    @api_boundary
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
@@ -596,6 +608,7 @@ class _JittedFunction(_StagedFunction):
         self.inline = inline
         self._programs = {}   # staged programs for calls inside transformations
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         if core._state.trace is core.eval_trace:
             try:
@@ -604,8 +617,30 @@ class _JittedFunction(_StagedFunction):
                 for x in tree_util.tree_leaves((args, kwargs)):
                     if isinstance(x, Tracer):
                         raise core.escaped_tracer_error(x) from None
+                self._raise_if_bad_argument(args, kwargs)
                 raise
         return self._bind(args, kwargs)
+
+    def _raise_if_bad_argument(self, args, kwargs):
+        """A TypeError naming the user's function and the parameter (with the path inside
+        it) of the first dynamic argument that is not an array or scalar."""
+        dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
+        static = {i % len(args) for i in self.static_argnums if -len(args) <= i < len(args)}
+        positions = [i for i in range(len(args)) if i not in static]
+        names = _positional_names(self.fun) or []
+        labelled = [(names[i] if i < len(names) else f"args[{i}]", a)
+                    for i, a in zip(positions, dyn_args)] + list(dyn_kwargs.items())
+        for label, value in labelled:
+            for path, leaf in tree_util.tree_flatten_with_path(value)[0]:
+                if not core.valid_jaxtype(leaf):
+                    raise TypeError(
+                        f"Error interpreting argument to {self.fun!r} as an abstract array. "
+                        f"The problematic value is of type {type(leaf)} and was passed to "
+                        f"the function at path {label}{tree_util.keystr(path)}. This "
+                        "typically means that a jit-wrapped function was called with a "
+                        "non-array argument, and this argument was not marked as static "
+                        "using the static_argnums or static_argnames parameters of "
+                        "jit.") from None
 
     def _cache_key(self, args, kwargs):
         dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
@@ -624,7 +659,11 @@ class _JittedFunction(_StagedFunction):
     def _bind(self, args, kwargs):
         if self.inline:   # trace the function into the enclosing transformation
             return self.fun(*args, **kwargs)
-        key, flat = self._cache_key(args, kwargs)
+        try:
+            key, flat = self._cache_key(args, kwargs)
+        except TypeError:
+            self._raise_if_bad_argument(args, kwargs)
+            raise
         hit = self._programs.get(key)
         if hit is None:
             closed, flat, out_tree = self.trace(args, kwargs)
@@ -714,6 +753,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
 
+    @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
         staged = _StagedFunction(fun, tuple(static_argnums), ())
@@ -726,6 +766,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
     return make
 
 
+@api_boundary
 def eval_shape(fun, *args, **kwargs):
     closed, out = make_jaxpr(fun, return_shape=True)(*args, **kwargs)
     return out

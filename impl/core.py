@@ -20,6 +20,10 @@ import numpy as np
 import jax
 from jax import dtypes as jax_dtypes
 
+from impl.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa: F401
+                         TracerBoolConversionError, TracerIntegerConversionError,
+                         UnexpectedTracerError)
+
 float0 = jax_dtypes.float0
 
 
@@ -332,14 +336,6 @@ _VERBS = {"Differentiation": "differentiated (jvp)",
 
 # ------------------------------------------------------------------ traces & tracers
 
-class UnexpectedTracerError(TypeError):
-    """A tracer was used outside the transformation that created it."""
-
-
-class ConcretizationTypeError(TypeError):
-    """A traced value was used where Python needs a concrete value."""
-
-
 class Trace:
     """Interprets primitives applied to its own tracers."""
 
@@ -472,33 +468,40 @@ class Tracer:
         """The concrete value behind the tracer, if the transformation knows one."""
         return None
 
-    def _concrete(self, what):
+    def _concrete(self, what, error=ConcretizationTypeError):
         val = self.concrete_value()
         if val is None:
-            raise ConcretizationTypeError(
-                f"Abstract tracer value encountered where a concrete value is expected: "
-                f"{what} of a traced array {self.aval.str_short()}. The value is only known "
-                "abstractly inside this transformation; use impl.numpy.where or lax.select "
-                "instead of Python control flow, or mark the argument static in jit.")
+            raise error(
+                f"{what} was called on a traced array with shape {self.aval.str_short()}: "
+                "a concrete value is needed, but the value is only known abstractly inside "
+                "this transformation. Use "
+                "impl.numpy.where or lax.select instead of Python control flow, or mark "
+                "the argument static in jit (static_argnums/static_argnames).")
         return val
 
     def __bool__(self):
-        return bool(self._concrete("bool()"))
+        return bool(self._concrete("Attempted boolean conversion: bool()",
+                                   TracerBoolConversionError))
 
     def __float__(self):
-        return float(self._concrete("float()"))
+        return float(self._concrete("Abstract tracer value encountered where a concrete "
+                                    "value is expected: float()"))
 
     def __int__(self):
-        return int(self._concrete("int()"))
+        return int(self._concrete("Abstract tracer value encountered where a concrete "
+                                  "value is expected: int()"))
 
     def __index__(self):
-        return int(self._concrete("an index (__index__)"))
+        return int(self._concrete("The __index__() method (a tracer used as a Python "
+                                  "integer)", TracerIntegerConversionError))
 
     def __complex__(self):
-        return complex(self._concrete("complex()"))
+        return complex(self._concrete("Abstract tracer value encountered where a "
+                                      "concrete value is expected: complex()"))
 
     def __array__(self, dtype=None, copy=None):
-        val = np.asarray(self._concrete("numpy.asarray()"))
+        val = np.asarray(self._concrete("The numpy.ndarray conversion method __array__()",
+                                        TracerArrayConversionError))
         return val.astype(dtype) if dtype is not None else val
 
     def __hash__(self):

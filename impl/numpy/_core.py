@@ -136,6 +136,9 @@ def reshape(a, *args, order="C", newshape=None, shape=None):
             raise ValueError(f"cannot reshape array of shape {get_aval(x).shape} into "
                              f"shape {tuple(shape)}")
         shape[shape.index(-1)] = total // known
+    if int(np.prod(shape, dtype=np.int64)) != total:
+        raise ValueError(f"cannot reshape array of size {total} into shape {tuple(shape)} "
+                         f"(the array has shape {get_aval(x).shape})")
     if order != "C":
         raise NotImplementedError("reshape: only order='C' is supported")
     return sh.reshape(x, tuple(shape))
@@ -243,8 +246,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         b = sh.reshape(b, sb + (1,))
     sa, sb = get_aval(a).shape, get_aval(b).shape
     if sa[-1] != sb[-2]:
-        raise ValueError(f"matmul: contracting dimensions differ: {sa} @ {sb} "
-                         f"({sa[-1]} != {sb[-2]})")
+        raise TypeError(f"dot_general requires contracting dimensions to have the same "
+                        f"shape, got ({sa[-1]},) and ({sb[-2]},) (matmul of shapes {sa} and "
+                        f"{sb}).")
     batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
     a = broadcast_to(a, batch + sa[-2:])
     b = broadcast_to(b, batch + sb[-2:])

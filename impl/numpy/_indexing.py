@@ -16,6 +16,7 @@ import jax
 
 from impl import core
 from impl.core import Tracer, get_aval
+from impl.errors import NonConcreteBooleanIndexError
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import indexing as ix
@@ -67,8 +68,9 @@ def concatenate(arrays, axis=0, dtype=None):
     axis = canonicalize_axis(axis, nd)
     shapes = [get_aval(a).shape for a in arrays]
     if any(s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
-        raise ValueError(f"concatenate: array shapes {shapes} must match except along axis "
-                         f"{axis}")
+        raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions "
+                        f"other than the one being concatenated: concatenating along "
+                        f"dimension {axis} for shapes {', '.join(map(str, shapes))}.")
     return ix.concatenate(arrays, axis)
 
 
@@ -331,7 +333,7 @@ def _concrete_bool(i):
     if isinstance(i, Tracer):
         v = i.concrete_value()
         if v is None:
-            raise IndexError(
+            raise NonConcreteBooleanIndexError(
                 f"Array boolean indices must be concrete; got a traced {i.aval.str_short()}. "
                 "A boolean mask determines the shape of the result, which must be known "
                 "while tracing; use impl.numpy.where instead.")

@@ -6,7 +6,7 @@ import numpy as np
 from impl import core
 from impl.core import get_aval
 from impl.primitives import elementwise as ew
-from impl.numpy._util import asarray, broadcast_arrays, promote
+from impl.numpy._util import asarray, broadcast_arrays, broadcast_operands, promote  # noqa: F401
 
 
 def inexact_dtype(dtype):
@@ -37,12 +37,12 @@ def _unary(prim, floating=True):
 def _binary(prim, floating=False):
     def fn(x, y):
         if floating:
-            x, y = broadcast_arrays(x, y)
+            x, y = broadcast_operands(prim.name, x, y)
             dtype, weak = _float_result(x, y)
             x, y = (ew.convert_element_type(a, dtype, weak_type=weak and get_aval(a).weak_type)
                     for a in (x, y))
             return prim.bind(x, y)
-        return prim.bind(*broadcast_arrays(_scalar(x), _scalar(y)))
+        return prim.bind(*broadcast_operands(prim.name, _scalar(x), _scalar(y)))
     fn.__name__ = prim.name
     return fn
 
@@ -133,7 +133,7 @@ bitwise_xor = _binary(ew.xor_p)
 
 
 def true_divide(x, y):
-    x, y = broadcast_arrays(_scalar(x), _scalar(y))
+    x, y = broadcast_operands("div", _scalar(x), _scalar(y))
     dtype, weak = _float_result(x, y)
     x, y = (ew.convert_element_type(a, dtype, weak_type=weak and get_aval(a).weak_type)
             if get_aval(a).dtype != dtype else a for a in (x, y))
@@ -144,7 +144,7 @@ divide = true_divide
 
 
 def floor_divide(x, y):
-    x, y = broadcast_arrays(_scalar(x), _scalar(y))
+    x, y = broadcast_operands("floor_divide", _scalar(x), _scalar(y))
     if core.is_float_dtype(get_aval(x).dtype) or core.is_float_dtype(get_aval(y).dtype):
         return ew.floor_p.bind(ew.div_p.bind(x, y))
     # integer floor division rounds toward -inf: adjust truncation where signs differ
@@ -155,7 +155,7 @@ def floor_divide(x, y):
 
 
 def remainder(x, y):
-    x, y = broadcast_arrays(_scalar(x), _scalar(y))
+    x, y = broadcast_operands("rem", _scalar(x), _scalar(y))
     r = ew.rem_p.bind(x, y)
     fix = ew.logical_and(ew.ne_p.bind(r, 0), ew.ne_p.bind(ew.lt(r, 0), ew.lt(y, 0)))
     return ew.select_n(fix, r, ew.add(r, y))
@@ -165,14 +165,14 @@ mod = remainder
 
 
 def fmod(x, y):
-    return ew.rem_p.bind(*broadcast_arrays(_scalar(x), _scalar(y)))
+    return ew.rem_p.bind(*broadcast_operands("rem", _scalar(x), _scalar(y)))
 
 
 def power(x, y):
     if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
         x = asarray(x) if not isinstance(x, core.Tracer) else x
         return ew.integer_pow_p.bind(x, y=int(y))
-    x, y = broadcast_arrays(_scalar(x), _scalar(y))
+    x, y = broadcast_operands("pow", _scalar(x), _scalar(y))
     return ew.pow_p.bind(x, y)
 
 
@@ -200,15 +200,15 @@ def _as_bool(x):
 
 
 def logical_and(x, y):
-    return ew.and_p.bind(*broadcast_arrays(_as_bool(x), _as_bool(y)))
+    return ew.and_p.bind(*broadcast_operands("and", _as_bool(x), _as_bool(y)))
 
 
 def logical_or(x, y):
-    return ew.or_p.bind(*broadcast_arrays(_as_bool(x), _as_bool(y)))
+    return ew.or_p.bind(*broadcast_operands("or", _as_bool(x), _as_bool(y)))
 
 
 def logical_xor(x, y):
-    return ew.xor_p.bind(*broadcast_arrays(_as_bool(x), _as_bool(y)))
+    return ew.xor_p.bind(*broadcast_operands("xor", _as_bool(x), _as_bool(y)))
 
 
 def exp2(x):
@@ -223,16 +223,16 @@ def log10(x):
     return true_divide(log(x), float(np.log(10)))
 
 
-def _float_pair(x, y):
+def _float_pair(x, y, op):
     """Broadcast two operands to their common floating dtype (JAX's promotion)."""
-    x, y = broadcast_arrays(_scalar(x), _scalar(y))
+    x, y = broadcast_operands(op, _scalar(x), _scalar(y))
     dtype, weak = _float_result(x, y)
     return [ew.convert_element_type(a, dtype, weak_type=weak and get_aval(a).weak_type)
             for a in (x, y)]
 
 
 def logaddexp(x, y):
-    x, y = _float_pair(x, y)
+    x, y = _float_pair(x, y, "logaddexp")
     amax = maximum(x, y)
     delta = subtract(x, y)
     safe = ew.select_n(isfinite(delta), ew.zeros_like(delta), delta)
@@ -290,13 +290,13 @@ def rad2deg(x):
 
 
 def hypot(x, y):
-    x, y = _float_pair(x, y)
+    x, y = _float_pair(x, y, "hypot")
     return sqrt(add(square(x), square(y)))
 
 
 def heaviside(x1, x2):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
-    x1, x2 = _float_pair(x1, x2)
+    x1, x2 = _float_pair(x1, x2, "heaviside")
     zero, one = ew.zeros_like(x1), ew.full_like(x1, 1)
     return where(less(x1, 0), zero, where(greater(x1, 0), one, x2))
 

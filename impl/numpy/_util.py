@@ -109,9 +109,22 @@ def broadcast_to(x, shape):
 
 def broadcast_arrays(*args):
     """Promote then broadcast operands; rank-0 operands are left for the primitive."""
+    return broadcast_operands(None, *args)
+
+
+def broadcast_operands(op, *args):
+    """broadcast_arrays for the operands of the elementwise operation `op`: shapes that
+    do not broadcast are a TypeError naming the operation, as jax.lax reports them."""
     args = promote(*args)
     shapes = [get_aval(a).shape for a in args]
-    shape = broadcast_shapes(*shapes)
+    if op is None:
+        shape = broadcast_shapes(*shapes)
+    else:
+        try:
+            shape = tuple(np.broadcast_shapes(*shapes))
+        except ValueError:
+            raise TypeError(f"{op} got incompatible shapes for broadcasting: "
+                            f"{', '.join(map(str, shapes))}.") from None
     return [a if get_aval(a).shape == shape or not get_aval(a).shape else broadcast_to(a, shape)
             for a in args]
 
