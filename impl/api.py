@@ -218,14 +218,58 @@ def _partial_over(fun, args, argnums, kwargs):
     return f_partial
 
 
-def _check_grad_inputs(dyn, name, allow_int):
+def _is_complex(dtype):
+    return np.issubdtype(dtype, np.complexfloating)
+
+
+def _check_grad_inputs(dyn, name, allow_int, holomorphic=False):
+    """Inputs of reverse-mode derivatives: complex when holomorphic, else inexact
+    (or integer with allow_int), with JAX's errors."""
     for x in tree_util.tree_leaves(dyn):
         aval = get_aval(x)
+        if holomorphic and not _is_complex(aval.dtype):
+            raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
+                            f"dtype, but got {aval.dtype.name}.")
         if not core.is_float_dtype(aval.dtype) and not allow_int:
             raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype "
                             f"that is a sub-dtype of np.inexact), but got {aval.dtype.name}. "
                             "If you want to use Boolean- or integer-valued inputs, use vjp "
                             "or set allow_int to True.")
+
+
+def _check_grad_outputs(out, name, holomorphic):
+    """Outputs of reverse-mode derivatives: complex when holomorphic, else real floating."""
+    for x in tree_util.tree_leaves(out):
+        dtype = get_aval(x).dtype
+        if holomorphic:
+            if not _is_complex(dtype):
+                raise TypeError(f"{name} with holomorphic=True requires outputs with "
+                                f"complex dtype, but got {dtype.name}.")
+        elif _is_complex(dtype):
+            raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
+                            f"sub-dtype of np.floating), but got {dtype.name}. For "
+                            "holomorphic differentiation, pass holomorphic=True. For "
+                            "differentiation of non-holomorphic functions involving complex "
+                            "outputs, use impl.vjp directly.")
+        elif not core.is_float_dtype(dtype):
+            raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
+                            f"sub-dtype of np.floating), but got {dtype.name}. For "
+                            "differentiation of functions with integer outputs, use "
+                            "impl.vjp directly.")
+
+
+def _check_jacfwd_inputs(dyn, holomorphic):
+    for x in tree_util.tree_leaves(dyn):
+        dtype = get_aval(x).dtype
+        if holomorphic and not _is_complex(dtype):
+            raise TypeError("jacfwd with holomorphic=True requires inputs with complex "
+                            f"dtype, but got {dtype.name}.")
+        if not holomorphic and not np.issubdtype(dtype, np.floating):
+            raise TypeError("jacfwd requires real-valued inputs (input dtype that is a "
+                            f"sub-dtype of np.floating), but got {dtype.name}. For "
+                            "holomorphic differentiation, pass holomorphic=True. For "
+                            "differentiation of non-holomorphic functions involving complex "
+                            "inputs or integer inputs, use impl.jvp directly.")
 
 
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -238,7 +282,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     def value_and_grad_f(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "grad")
         dyn = tuple(args[i] for i in nums)
-        _check_grad_inputs(dyn, "grad", allow_int)
+        _check_grad_inputs(dyn, "grad", allow_int, holomorphic)
         f_partial = _partial_over(fun, args, nums, kwargs)
         if has_aux:
             out, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True)
@@ -252,9 +296,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
                             + (f"had shape: {shape}." if shape is not None else
                                f"was a {type(out).__name__} with {len(leaves)} leaves."))
         aval = get_aval(out)
-        if not core.is_float_dtype(aval.dtype):
-            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
-                            f"sub-dtype of np.floating), but got {aval.dtype.name}")
+        _check_grad_outputs(out, "grad", holomorphic)
         # A weakly typed output (from Python scalars) gets a weak seed, so the gradient
         # keeps the weak type as in JAX.
         weak_seed = aval.weak_type and aval.dtype == core.canonical_dtype(np.float64)
@@ -320,7 +362,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     def jacfun(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
         dyn = tuple(args[i] for i in nums)
-        _check_grad_inputs(dyn, "jacfwd", False)
+        _check_jacfwd_inputs(dyn, holomorphic)
         f_partial = _partial_over(fun, args, nums, kwargs)
         dyn_leaves, dyn_tree = tree_flatten(dyn)
         basis = tree_unflatten(dyn_tree, _std_basis(dyn_leaves))
@@ -330,6 +372,8 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             return (res[0], res[1], res[2]) if has_aux else (res[0], res[1], None)
 
         y, jac, aux = vmap(push, out_axes=(None, -1, None))(basis)
+        if holomorphic:
+            _check_grad_outputs(y, "jacfwd", True)
         in_shapes = [get_aval(x).shape for x in dyn_leaves]
         in_sizes = [int(np.prod(s, dtype=np.int64)) for s in in_shapes]
 
@@ -355,12 +399,13 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     def jacfun(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacrev")
         dyn = tuple(args[i] for i in nums)
-        _check_grad_inputs(dyn, "jacrev", allow_int)
+        _check_grad_inputs(dyn, "jacrev", allow_int, holomorphic)
         f_partial = _partial_over(fun, args, nums, kwargs)
         if has_aux:
             y, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True)
         else:
             (y, f_vjp), aux = vjp(f_partial, *dyn), None
+        _check_grad_outputs(y, "jacrev", holomorphic)
         y_leaves, y_tree = tree_flatten(y)
         basis = tree_unflatten(y_tree, _std_basis(y_leaves))
         jac = vmap(f_vjp)(basis)      # tuple over dyn args; leaves (N_out, *in_shape)
@@ -385,7 +430,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
 def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """The Hessian: forward over reverse."""
-    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
 # ------------------------------------------------------------ linear_transpose

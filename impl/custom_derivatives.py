@@ -854,20 +854,14 @@ def _flatten_bwd_output(out, trees, avals, name, bwd_name):
                 raise TypeError(f"Custom VJP bwd rule {bwd_name} of {name} produced a value of "
                                 f"type {type(c).__name__} for argument {i}; expected an array")
             ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise TypeError(f"Custom VJP bwd rule {bwd_name} of {name} must produce "
+            if ca.shape != a.shape:   # a type mismatch: ValueError, as JAX
+                raise ValueError(f"Custom VJP bwd rule {bwd_name} of {name} must produce "
                                 "cotangents with the shapes of the primal arguments, but for "
                                 f"argument {i} (leaf {j}) it produced shape {ca.shape} "
                                 f"({_aval_str(ca)}) where the argument has shape {a.shape} "
                                 f"({_aval_str(a)}).")
-            if ca.dtype != a.dtype:
-                if ca.weak_type or isinstance(c, (int, float)):
-                    c = convert_element_type(c, a.dtype)
-                else:
-                    raise TypeError(f"Custom VJP bwd rule {bwd_name} of {name} must produce "
-                                    "cotangents with the dtypes of the primal arguments, but "
-                                    f"for argument {i} (leaf {j}) it produced {_aval_str(ca)} "
-                                    f"where the argument is {_aval_str(a)}.")
+            if ca.dtype != a.dtype:   # JAX accepts any dtype for an inexact argument
+                c = convert_element_type(c, a.dtype)
             flat.append(c)
     return flat
 

@@ -128,17 +128,21 @@ def reshape(a, *args, order="C", newshape=None, shape=None):
         shape = (int(shape),)
     shape = [int(d) for d in shape]
     total = get_aval(x).size
+    # JAX reports a bad shape as a TypeError, except for a NumPy array (NumPy's ValueError).
+    error = ValueError if isinstance(a, np.ndarray) else TypeError
+    old = get_aval(x).shape
     if shape.count(-1) > 1:
-        raise ValueError("reshape: can only specify one unknown dimension (-1)")
+        raise error("reshape: can only specify one unknown dimension (-1)")
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if known == 0 or total % known:
-            raise ValueError(f"cannot reshape array of shape {get_aval(x).shape} into "
-                             f"shape {tuple(shape)}")
+            raise error(f"cannot reshape array of shape {old} (size {total}) into shape "
+                        f"{tuple(shape)} because the product of specified axis sizes "
+                        f"({known}) does not evenly divide {total}")
         shape[shape.index(-1)] = total // known
     if int(np.prod(shape, dtype=np.int64)) != total:
-        raise ValueError(f"cannot reshape array of size {total} into shape {tuple(shape)} "
-                         f"(the array has shape {get_aval(x).shape})")
+        raise error(f"cannot reshape array of shape {old} (size {total}) into shape "
+                    f"{tuple(shape)} (size {int(np.prod(shape, dtype=np.int64))})")
     if order != "C":
         raise NotImplementedError("reshape: only order='C' is supported")
     return sh.reshape(x, tuple(shape))
