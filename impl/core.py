@@ -559,6 +559,16 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     return [read(v) for v in jaxpr.outvars]
 
 
+def bools_per(flags, n):
+    """`flags` (one bool for all, or a sequence of n bools) as a tuple of n bools."""
+    if isinstance(flags, (bool, np.bool_)):
+        return (bool(flags),) * n
+    flags = tuple(bool(f) for f in flags)
+    if len(flags) != n:
+        raise ValueError(f"expected {n} flags, got {len(flags)}")
+    return flags
+
+
 def jaxpr_as_fun(closed: ClosedJaxpr):
     def fun(*args):
         return eval_jaxpr(closed.jaxpr, closed.consts, *args)
