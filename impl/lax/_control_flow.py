@@ -63,6 +63,64 @@ def _sourceinfo(fun):
         return getattr(fun, "__name__", "<unknown>")
 
 
+def _type_str(aval):
+    """A type as JAX's error messages write it: float32[3,2]."""
+    return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
+
+
+class _AvalForMessage:
+    """Prints an abstract value inside a pytree as JAX's messages do."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __str__(self):
+        return _type_str(self.aval)
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.aval.weak_type else ""
+        return f"ShapedArray({_type_str(self.aval)}{weak})"
+
+
+def _tree_differences(t1, t2, path=()):
+    """(path, what t1 has, what t2 has, why they differ) for each place where two
+    pytree structures disagree."""
+    d1, d2 = t1.node_data(), t2.node_data()
+    if d1 is None and d2 is None:
+        return
+    kind1 = "pytree leaf" if d1 is None else str(d1[0])
+    kind2 = "pytree leaf" if d2 is None else str(d2[0])
+    if d1 is None or d2 is None or d1[0] is not d2[0]:
+        yield path, kind1, kind2, "their Python types differ"
+        return
+    kids1, kids2 = t1.children(), t2.children()
+    if d1[0] in (list, tuple) and len(kids1) != len(kids2):
+        yield (path, f"{d1[0].__name__} of length {len(kids1)}",
+               f"{d2[0].__name__} of length {len(kids2)}", "the lengths do not match")
+        return
+    if len(kids1) != len(kids2):
+        plural = lambda n: "ren" if n > 1 else ""  # noqa: E731
+        yield (path, f"{kind1} with {len(kids1)} child{plural(len(kids1))}",
+               f"{kind2} with {len(kids2)} child{plural(len(kids2))}",
+               "the numbers of children do not match")
+        return
+    if d1[1] != d2[1]:
+        yield (path, f"{kind1} with pytree metadata {d1[1]}",
+               f"{kind2} with pytree metadata {d2[1]}",
+               "the pytree node metadata does not match")
+        return
+    if d1[0] is dict:
+        keys = [tree_util.DictKey(k) for k in d1[1]]
+    elif d1[0] in (list, tuple):
+        keys = [tree_util.SequenceKey(i) for i in range(len(kids1))]
+    elif hasattr(d1[0], "_fields"):
+        keys = [tree_util.GetAttrKey(f) for f in d1[0]._fields]
+    else:
+        keys = [tree_util.FlattenedIndexKey(i) for i in range(len(kids1))]
+    for key, k1, k2 in zip(keys, kids1, kids2):
+        yield from _tree_differences(k1, k2, path + (key,))
+
+
 def _mismatch(a, b):
     why = []
     if a.dtype != b.dtype:
@@ -76,10 +134,13 @@ def _typematch(a, b):
     return a.shape == b.shape and a.dtype == b.dtype
 
 
-def _listing(diffs):
+def _listing(diffs, capitalize=True, item_end="\n"):
+    """Differences laid out as JAX's messages do (one sentence, or a bulleted list)."""
     if len(diffs) == 1:
-        return diffs[0][0].upper() + diffs[0][1:] + ".\n"
-    return "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+        d = diffs[0]
+        return (d[0].upper() + d[1:] if capitalize else d) + ".\n"
+    return ("\n".join(f"  * {d};{item_end}" for d in diffs[:-1])
+            + ("" if item_end else "\n") + f"  * {diffs[-1]}.\n")
 
 
 def _leaf_paths(tree):
@@ -114,13 +175,15 @@ def _check_carry(name, fun, in_tree, in_avals, out_tree, out_avals):
         return f"the input carry at path {key}" if path else "the input carry"
 
     if in_tree != out_tree:
+        diffs = [f"{component(p)} is a {k1} but the corresponding component of the carry "
+                 f"output is a {k2}, so {why}"
+                 for p, k1, k2, why in _tree_differences(in_tree, out_tree)]
         raise TypeError(
             f"{name} function carry input and carry output must have the same pytree "
-            f"structure, but they differ:\n\nthe input tree structure is:\n{in_tree}\n"
-            f"the output tree structure is:\n{out_tree}\n\nRevise the function so that the "
-            "carry output has the same pytree structure as the carry input.")
-    diffs = [f"{component(p)} has type {a.str_short()} but the corresponding output carry "
-             f"component has type {b.str_short()}{_mismatch(a, b)}"
+            f"structure, but they differ:\n\n{_listing(diffs)}\nRevise the function so that "
+            "the carry output has the same pytree structure as the carry input.")
+    diffs = [f"{component(p)} has type {_type_str(a)} but the corresponding output carry "
+             f"component has type {_type_str(b)}{_mismatch(a, b)}"
              for p, a, b in zip(_leaf_paths(in_tree), in_avals, out_avals)
              if not _typematch(a, b)]
     if diffs:
@@ -136,19 +199,20 @@ def _check_branch_outputs(api, names, funs, trees, avals):
     for name, fun, tree, out in zip(names[1:], funs[1:], trees[1:], avals[1:]):
         header = (f"{names[0]} is {_sourceinfo(funs[0])}\n{name} is {_sourceinfo(fun)}\n\n")
         if tree != trees[0]:
+            diffs = [f"{names[0]} output{_at(p)} is a {k1} but {name} output{_at(p)} is a "
+                     f"{k2}, so {why}" for p, k1, k2, why in _tree_differences(trees[0], tree)]
             raise TypeError(
                 f"{api} branch outputs must have the same pytree structure, but they "
-                f"differ:\n\n{header}{names[0]} output is a {trees[0]} but {name} output "
-                f"is a {tree}.\n\nRevise {names[0]} and/or {name} so that they have the "
-                "same pytree structure.")
-        diffs = [f"the output of {names[0]}{_at(p)} has type {a.str_short()} but the "
-                 f"corresponding output of {name} has type {b.str_short()}{_mismatch(a, b)}"
+                f"differ:\n\n{header}{_listing(diffs, capitalize=False)}\nRevise {names[0]} and/or {name} so that they "
+                "have the same pytree structure.")
+        diffs = [f"the output of {names[0]}{_at(p)} has type {_type_str(a)} but the "
+                 f"corresponding output of {name} has type {_type_str(b)}{_mismatch(a, b)}"
                  for p, a, b in zip(_leaf_paths(tree), avals[0], out)
                  if not _typematch(a, b)]
         if diffs:
             raise TypeError(
                 f"{api} branches must have equal output types but they differ.\n\n{header}"
-                f"{_listing(diffs)}\nRevise {names[0]} and/or {name} so that all output "
+                f"{_listing(diffs, item_end='')}\nRevise {names[0]} and/or {name} so that all output "
                 "types match.")
 
 
@@ -264,7 +328,7 @@ def switch(index, branches, *operands, operand=_no_operand):
         return branches[0](*operands)
     index = clamp_p.bind(np.int32(0), convert_element_type(index, np.int32),
                          np.int32(len(branches) - 1))
-    names = [f"branches[{i}]" for i in range(len(branches))]
+    names = ["branch 0"] + [f"branch{i}" for i in range(1, len(branches))]   # as JAX
     return _bind_branches("switch", index, branches, names, operands)
 
 
@@ -288,7 +352,7 @@ def while_loop(cond_fun, body_fun, init_val):
         pred = cond_prog.out_avals[0]
         if pred.shape != () or pred.dtype != np.bool_:
             raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
-                            f"[{pred!r}].")
+                            f"[{_AvalForMessage(pred)!r}].")
         body_prog, body_consts, out_tree = _trace(body_fun, carry_tree, avals, "body_fun")
         return cond_prog, cond_consts, body_prog, body_consts, out_tree
 
@@ -358,7 +422,9 @@ def _scan_length(xs, length):
     for x in xs:
         s = get_aval(x).shape
         if not s:
-            raise ValueError(f"scan got value with no leading axis to scan over: {x}.")
+            # JAX raises ValueError for a Python scalar and IndexError for a 0-d array.
+            error = ValueError if not hasattr(x, "shape") else IndexError
+            raise error(f"scan got value with no leading axis to scan over: {x}.")
         shapes.append(s[0])
     if length is not None:
         try:
@@ -406,8 +472,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
 
     def check_pair(out):
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            shapes = tree_util.tree_map(lambda x: get_aval(x) if core.valid_jaxtype(x) else x,
-                                        out)
+            shapes = tree_util.tree_map(
+                lambda x: _AvalForMessage(get_aval(x)) if core.valid_jaxtype(x) else x, out)
             raise TypeError(f"scan body output must be a pair, got {shapes}.")
 
     def stage(init_flat):

@@ -62,6 +62,13 @@ def _eval(closed, *args):
     return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
+def eval_eagerly(closed, *args):
+    """Evaluate `closed` on concrete values; outputs are jax arrays even where the
+    program returns one of its literals (a Python scalar stays weakly typed)."""
+    return [x if isinstance(x, jax.Array) else jax.numpy.asarray(x)
+            for x in _eval(closed, *args)]
+
+
 def _lowered(closed):
     """`closed` as a function of jax values (for use inside jax.lax control flow)."""
     def fun(*args):
@@ -136,7 +143,7 @@ def _cond_aval(index, *ops, branches):
 def _cond_impl(index, *ops, branches):
     _cond_aval(get_aval(index), *[get_aval(x) for x in ops], branches=branches)
     i = min(max(int(index), 0), len(branches) - 1)
-    return _eval(branches[i], *ops)
+    return eval_eagerly(branches[i], *ops)
 
 
 def _cond_lower(index, *ops, branches):

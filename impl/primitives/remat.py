@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import jax
 
-from impl import core
 from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives._define import define
+from impl.primitives.control_flow import eval_eagerly
 
 
 def _nothing_saveable(*_, **__):
@@ -51,7 +51,8 @@ def _checkpoint_aval(*avals, jaxpr, prevent_cse, differentiated, policy):
 
 
 def _checkpoint_impl(*args, jaxpr, **params):
-    return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+    _checkpoint_aval(*[get_aval(a) for a in args], jaxpr=jaxpr, **params)
+    return eval_eagerly(jaxpr, *args)
 
 
 def _checkpoint_lower(*args, jaxpr, prevent_cse, differentiated, policy):
