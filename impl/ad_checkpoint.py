@@ -156,7 +156,6 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(),
             "The `concrete` option to `jax.checkpoint` was deprecated in JAX v0.8.2, and "
             "removed in JAX v0.10.0. In its place please use `static_argnums`; for details "
             "refer to https://docs.jax.dev/en/latest/jep/11830-new-remat-checkpoint.html.")
-    static_argnums = _static_argnums(static_argnums)
     static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
                        else tuple(static_argnames))
     if isinstance(prevent_cse, (list, tuple)):
@@ -169,12 +168,13 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(),
 
     @functools.wraps(fun)
     def fun_remat(*args, **kwargs):
-        if not all(-len(args) <= d < len(args) for d in static_argnums):
+        argnums = _static_argnums(static_argnums)     # checked at call time, as in JAX
+        if not all(-len(args) <= d < len(args) for d in argnums):
             raise ValueError(
                 "the `static_argnums` argument to `jax.checkpoint` / `jax.remat` can only take "
                 "integer values greater than or equal to `-len(args)` and less than "
                 f"`len(args)`, but got {static_argnums}, while `len(args)` = {len(args)}")
-        static = {d % len(args) for d in static_argnums}
+        static = {d % len(args) for d in argnums}
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
         flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
