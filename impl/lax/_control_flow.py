@@ -266,6 +266,17 @@ def _branch_program(program, own_consts, slots, all_consts, out_weak):
     return pe.make_closed_jaxpr(strong, program.in_avals)
 
 
+def _operands(operands, operand):
+    """The branch operands, given positionally or (old style) as `operand=`."""
+    if operand is _no_operand:
+        return operands
+    if operands:
+        raise TypeError("if 'operand' keyword is passed then no positional operands can "
+                        f"be passed, got operand={operand!r} and positional operands "
+                        f"{operands}")
+    return (operand,)
+
+
 def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, both staged."""
     if not (callable(true_fun) and callable(false_fun)):
@@ -276,12 +287,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
             return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true,
                         x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-    if operand is not _no_operand:
-        if operands:
-            raise TypeError("if 'operand' keyword is passed then no positional operands can "
-                            f"be passed, got operand={operand!r} and positional operands "
-                            f"{operands}")
-        operands = (operand,)
+    operands = _operands(operands, operand)
     if pred is None:
         raise TypeError("cond predicate is None")
     if isinstance(pred, Sequence) or np.ndim(pred) != 0:
@@ -306,12 +312,7 @@ def switch(index, branches, *operands, operand=_no_operand):
     """`branches[index](*operands)`, the index clamped into range."""
     if not all(callable(b) for b in branches):
         raise TypeError("lax.switch: branches argument should be a sequence of callables.")
-    if operand is not _no_operand:
-        if operands:
-            raise TypeError("if 'operand' keyword is passed then no positional operands can "
-                            f"be passed, got operand={operand!r} and positional operands "
-                            f"{operands}")
-        operands = (operand,)
+    operands = _operands(operands, operand)
     if np.ndim(index) != 0:
         raise TypeError(f"Branch index must be scalar, got {index} of shape "
                         f"{np.shape(index)}.")

@@ -146,10 +146,19 @@ def _cond_impl(index, *ops, branches):
     return eval_eagerly(branches[i], *ops)
 
 
+try:  # JAX's own cond primitive: jax.lax.switch would clamp the index once more
+    from jax._src.lax.control_flow.conditionals import cond_p as _jax_cond_p
+except ImportError:  # pragma: no cover
+    _jax_cond_p = None
+
+
 def _cond_lower(index, *ops, branches):
     fns = [_lowered(b) for b in branches]
     if len(fns) == 1:
         return fns[0](*ops)
+    if _jax_cond_p is not None:
+        programs = tuple(jax.make_jaxpr(fn)(*ops) for fn in fns)
+        return _jax_cond_p.bind(index, *ops, branches=programs)
     return jax.lax.switch(index, fns, *ops)
 
 
