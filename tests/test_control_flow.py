@@ -331,6 +331,23 @@ def test_scan_residual_of_a_const_is_not_stacked():
                                 argnums=(0, 1))(F32(1.), F32(0.99)))
 
 
+def test_scan_loop_invariant_residuals_are_hoisted():
+    # W.T and cos(W[0]) are computed in the body from the const W alone: the gradient
+    # computes them once before the loops instead of saving a copy per step.
+    def prog(B):
+        def f(w, h0, xs):
+            cell = lambda h, x: (B.np.tanh(h @ w.T + x * B.np.cos(w[0])), None)  # noqa
+            return B.lax.scan(cell, h0, xs)[0]
+        return f
+    args = (x32(3, 3) * 0.4, x32(2, 3), x32(50, 2, 3, seed=1))
+    loss = lambda B: lambda *a: B.np.sum(prog(B)(*a))  # noqa: E731
+    ir = impl.make_jaxpr(impl.grad(loss(IMPL)))(*args)
+    fwd = [e for e in ir.eqns if e.primitive is cf.scan_p][0]
+    assert all(v.aval.shape[1:] != (3, 3) and v.aval.shape[1:] != (3,)
+               for v in fwd.outvars)
+    check(prog, *args, vmap=False, eager="grad")
+
+
 # -------------------------------------------------------------- lax.map & friends
 
 def map_plain(B):

@@ -541,6 +541,8 @@ def _scan_split_body(jaxpr, num_consts, num_carry, unknowns):
         carry_uk = grown
     # Residuals that are known inputs of the body need no per-iteration copy: a const
     # is passed to the unknown loop as a const, a scanned-over operand as itself.
+    # Residuals computed from the known consts alone are the same in every step: they
+    # are computed once before the loop ("hoisted") and passed as consts too.
     kj = known.jaxpr
     n_kc = num_consts - sum(const_uk)
     n_kk = num_carry - sum(carry_uk)
@@ -550,19 +552,30 @@ def _scan_split_body(jaxpr, num_consts, num_carry, unknowns):
                for v in kj.outvars[n_known_out:]]
     from_const = [s is not None and s < n_kc for s in res_src]
     from_xs = [s is not None and s >= n_kc + n_kk for s in res_src]
-    stacked = [not (c or x) for c, x in zip(from_const, from_xs)]
-    known_loop = pe.reorder_jaxpr(known, out_order=[*range(n_known_out), *[
-        n_known_out + i for i, s in enumerate(stacked) if s]])
+    _, _, varying, _ = pe.partial_eval_jaxpr(known, [i >= n_kc for i in range(len(kj.invars))])
+    invariant = [not (v or c or x) for v, c, x in
+                 zip(varying[n_known_out:], from_const, from_xs)]
+    stacked = [not (c or x or h) for c, x, h in zip(from_const, from_xs, invariant)]
     idx = lambda flags: [i for i, f in enumerate(flags) if f]  # noqa: E731
+    known_loop = pe.reorder_jaxpr(known, out_order=[
+        *range(n_known_out), *[n_known_out + i for i in idx(stacked)]])
+    known_loop = core.ClosedJaxpr(pe.dce_jaxpr(known_loop.jaxpr), known_loop.consts)
+
+    def hoisted(*consts):
+        loop_inputs = [_zeros(a) for a in known.in_avals[n_kc:]]
+        outs = _eval(known, *consts, *loop_inputs)
+        return [outs[n_known_out + i] for i in idx(invariant)]
+
+    hoist = pe.make_closed_jaxpr(hoisted, known.in_avals[:n_kc])
     n_uk_in = sum(const_uk) + sum(carry_uk) + sum(xs_uk)
-    # unknown: (residuals, unknown consts, carries, xs) -> scan order (const residuals,
-    # unknown consts, unknown carries, unknown xs, residual xs).
+    # unknown: (residuals, unknown consts, carries, xs) -> scan order (const and hoisted
+    # residuals, unknown consts, unknown carries, unknown xs, residual xs, stacked).
     nuc = sum(const_uk)
     unknown_loop = pe.reorder_jaxpr(unknown, in_order=[
-        *idx(from_const), *range(num_res, num_res + nuc + sum(carry_uk)),
+        *idx(from_const), *idx(invariant), *range(num_res, num_res + nuc + sum(carry_uk)),
         *range(num_res + nuc + sum(carry_uk), num_res + n_uk_in),
         *idx(from_xs), *idx(stacked)])
-    return dict(known=known_loop, unknown=unknown_loop, out_uk=out_uk,
+    return dict(known=known_loop, unknown=unknown_loop, hoist=hoist, out_uk=out_uk,
                 carry_uk=carry_uk, res_src=res_src, from_const=from_const,
                 from_xs=from_xs, n_kc=n_kc, n_kk=n_kk)
 
@@ -586,7 +599,8 @@ def _scan_partial_eval(trace, args, *, jaxpr, length, reverse, unroll, num_const
     n_known_out = n_kk + num_ys - sum(s["out_uk"][num_carry:])
     known_outs, res_stacked = outs[:n_known_out], outs[n_known_out:]
     res_src = s["res_src"]
-    const_res = [known_in[i] for i, f in zip(res_src, s["from_const"]) if f]
+    const_res = ([known_in[i] for i, f in zip(res_src, s["from_const"]) if f]
+                 + _eval(s["hoist"], *known_in[:n_kc]))
     xs_res = [known_in[i] for i, f in zip(res_src, s["from_xs"]) if f]
     staged_in = (const_res + _pick(const_uk, consts) + _pick(carry_uk, init)
                  + _pick(xs_uk, xs) + xs_res + res_stacked)
