@@ -233,6 +233,10 @@ def _var_name(i):
 
 
 def _pp_param(value, indent):
+    if isinstance(value, tuple) and value and all(
+            isinstance(v, (ClosedJaxpr, Jaxpr)) for v in value):   # cond's branches
+        inner = ("\n" + " " * (indent + 2)).join(_pp_param(v, indent + 2) for v in value)
+        return f"(\n{' ' * (indent + 2)}{inner}\n{' ' * indent})"
     if isinstance(value, ClosedJaxpr):
         return _indent(pp_jaxpr(value.jaxpr), indent)
     if isinstance(value, Jaxpr):
