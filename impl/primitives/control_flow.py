@@ -118,6 +118,15 @@ def _batched_aval(aval, size, dim=0):
     return ShapedArray(shape, aval.dtype, aval.weak_type)
 
 
+def _batch_program(program, axis_data, batched, instantiate=False):
+    """`batching.batch_jaxpr` for a body whose batched inputs (flags `batched`) carry
+    the batch axis first."""
+    avals = [_batched_aval(a, axis_data.size) if b else a
+             for a, b in zip(program.in_avals, batched)]
+    return batching.batch_jaxpr(program, axis_data, avals,
+                                [0 if b else None for b in batched], instantiate)
+
+
 def _batch_dims_to(vals, dims, dst):
     """Move every batched value's batch axis to `dst`; unbatched values stay as they are."""
     return [x if d is None else batching.moveaxis(x, d, dst) for x, d in zip(vals, dims)]
@@ -177,21 +186,19 @@ def _cond_jvp(primals, tangents, *, branches):
 def _cond_batch(axis_data, vals, dims, *, branches):
     (index, *ops), (index_dim, *op_dims) = vals, dims
     ops = _batch_dims_to(ops, op_dims, 0)
-    in_dims = [None if d is None else 0 for d in op_dims]
-    avals = [get_aval(x) for x in ops]
+    batched = [d is not None for d in op_dims]
     if index_dim is not None:
         # Each element picks its own branch: run every branch on the whole batch and
         # select, as JAX does.
         index = batching.moveaxis(index, index_dim, 0)
-        results = [_eval(batching.batch_jaxpr(b, axis_data, avals, in_dims, True)[0], *ops)
+        results = [_eval(_batch_program(b, axis_data, batched, True)[0], *ops)
                    for b in branches]
         outs = [select_n(broadcast_in_dim(index, get_aval(cases[0]).shape, (0,)), *cases)
                 for cases in zip(*results)]
         return outs, [0] * len(outs)
     out_batched = [any(d is not None for d in ds) for ds in zip(
-        *[batching.batch_jaxpr(b, axis_data, avals, in_dims)[1] for b in branches])]
-    new = tuple(batching.batch_jaxpr(b, axis_data, avals, in_dims, out_batched)[0]
-                for b in branches)
+        *[_batch_program(b, axis_data, batched)[1] for b in branches])]
+    new = tuple(_batch_program(b, axis_data, batched, out_batched)[0] for b in branches)
     outs = cond_p.bind(index, *ops, branches=new)
     return outs, [0 if b else None for b in out_batched]
 
@@ -313,42 +320,31 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
 
 def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
                  body_nconsts):
-    size = axis_data.size
     cconsts, bconsts, init = _split(vals, cond_nconsts, body_nconsts)
     cdims, bdims, idims = _split(dims, cond_nconsts, body_nconsts)
     cconst_b = [d is not None for d in cdims]
     bconst_b = [d is not None for d in bdims]
     carry_b = [d is not None for d in idims]
-
-    def avals(program, flags):
-        return [_batched_aval(a, size) if b else a for a, b in zip(program.in_avals, flags)]
-
-    def dims_of(flags):
-        return [0 if b else None for b in flags]
-
     while True:
-        _, pred_dims = batching.batch_jaxpr(cond_jaxpr, axis_data, avals(
-            cond_jaxpr, cconst_b + carry_b), dims_of(cconst_b + carry_b))
-        pred_batched = pred_dims[0] is not None
-        grown = [True] * len(carry_b) if pred_batched else list(carry_b)
-        body_flags = bconst_b + grown
-        new_body, out_dims = batching.batch_jaxpr(body_jaxpr, axis_data, avals(
-            body_jaxpr, body_flags), dims_of(body_flags), grown)
+        _, (pred_dim,) = _batch_program(cond_jaxpr, axis_data, cconst_b + carry_b)
+        # A batched condition needs every carry batched (elements stop at different
+        # steps); a carry is batched if it can become batched in any step.
+        grown = [True] * len(carry_b) if pred_dim is not None else list(carry_b)
+        new_body, out_dims = _batch_program(body_jaxpr, axis_data, bconst_b + grown, grown)
         grown = [a or d is not None for a, d in zip(grown, out_dims)]
         if grown == carry_b:
             break
         carry_b = grown
-    new_cond, _ = batching.batch_jaxpr(cond_jaxpr, axis_data, avals(
-        cond_jaxpr, cconst_b + carry_b), dims_of(cconst_b + carry_b))
+    new_cond, (pred_dim,) = _batch_program(cond_jaxpr, axis_data, cconst_b + carry_b)
     cconsts = _batch_dims_to(cconsts, cdims, 0)
     bconsts = _batch_dims_to(bconsts, bdims, 0)
-    init = [batching.matchaxis(size, d, 0 if b else None, x)
+    init = [batching.matchaxis(axis_data.size, d, 0 if b else None, x)
             for x, d, b in zip(init, idims, carry_b)]
-    if not pred_batched:
+    if pred_dim is None:
         outs = while_p.bind(*cconsts, *bconsts, *init, cond_jaxpr=new_cond,
                             body_jaxpr=new_body, cond_nconsts=cond_nconsts,
                             body_nconsts=body_nconsts)
-        return outs, dims_of(carry_b)
+        return outs, [0 if b else None for b in carry_b]
     # Every element runs until all are done: loop while any predicate holds, and let
     # the body leave the carries of finished elements unchanged.
     nc = cond_nconsts
@@ -499,7 +495,6 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, 
 
 def _scan_batch(axis_data, vals, dims, *, jaxpr, length, reverse, unroll, num_consts,
                 num_carry):
-    size = axis_data.size
     consts, init, xs = _split(vals, num_consts, num_carry)
     cdims, idims, xdims = _split(dims, num_consts, num_carry)
     const_b = [d is not None for d in cdims]
@@ -507,17 +502,14 @@ def _scan_batch(axis_data, vals, dims, *, jaxpr, length, reverse, unroll, num_co
     carry_b = [d is not None for d in idims]
     num_ys = len(jaxpr.out_avals) - num_carry
     while True:   # a carry is batched if it can become batched in any step
-        flags = const_b + carry_b + xs_b
-        body, out_dims = batching.batch_jaxpr(
-            jaxpr, axis_data, [_batched_aval(a, size) if b else a
-                               for a, b in zip(jaxpr.in_avals, flags)],
-            [0 if b else None for b in flags], carry_b + [False] * num_ys)
+        body, out_dims = _batch_program(jaxpr, axis_data, const_b + carry_b + xs_b,
+                                        carry_b + [False] * num_ys)
         grown = [a or d is not None for a, d in zip(carry_b, out_dims)]
         if grown == carry_b:
             break
         carry_b = grown
     consts = _batch_dims_to(consts, cdims, 0)
-    init = [batching.matchaxis(size, d, 0 if b else None, x)
+    init = [batching.matchaxis(axis_data.size, d, 0 if b else None, x)
             for x, d, b in zip(init, idims, carry_b)]
     xs = _batch_dims_to(xs, xdims, 1)    # axis 0 is the scanned one
     outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, length=length, reverse=reverse,
