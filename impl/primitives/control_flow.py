@@ -14,7 +14,8 @@ every transformation sees it. The rules transform the bodies instead of unrollin
   returns per-iteration residuals stacked like outputs, and an unknown loop consuming
   them; the known/unknown split of the carries is a fixpoint too. Transposing the
   unknown (linear) scan runs its body's transpose in the opposite direction.
-* lowering emits `jax.lax.switch` / `while_loop` / `scan` inside the one jitted program.
+* lowering emits XLA control flow (JAX's `cond`, `jax.lax.while_loop`, `jax.lax.scan`)
+  inside the one jitted program.
 
 The control-flow primitives are `collective`: a body may use a named vmap axis (`psum`
 inside a scan under `vmap(..., axis_name=...)`), so vmap shows them to their batching
@@ -112,10 +113,9 @@ def _compiled_impl(abstract_eval, lower, program_param):
     return impl
 
 
-def _batched_aval(aval, size, dim=0):
-    shape = list(aval.shape)
-    shape.insert(dim, size)
-    return ShapedArray(shape, aval.dtype, aval.weak_type)
+def _batched_aval(aval, size):
+    """`aval` with a leading axis of `size` (a batch, or the steps of a scan)."""
+    return ShapedArray((size,) + aval.shape, aval.dtype, aval.weak_type)
 
 
 def _batch_program(program, axis_data, batched, instantiate=False):
