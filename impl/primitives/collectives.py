@@ -20,11 +20,15 @@ from impl.primitives import shape as sh
 from impl.primitives._define import define, registry
 
 
+def _unbound_axis_error(name, axis_name):
+    return NameError(f"Found an unbound axis name: {axis_name}. To fix this, please call "
+                     f"{name} under a vmap (or shard_map) with axis_name={axis_name!r}.")
+
+
 def _unbound(name):
     """Eager evaluation of a collective: no vmap binds its axis."""
     def impl(*args, axis_name, **params):
-        raise NameError(f"Found an unbound axis name: {axis_name}. To fix this, please call "
-                        f"{name} under a vmap (or shard_map) with axis_name={axis_name!r}.")
+        raise _unbound_axis_error(name, axis_name)
     return impl
 
 
@@ -88,8 +92,12 @@ def psum(x, axis_name):
 
 
 def pmean(x, axis_name):
-    return jax.tree_util.tree_map(
-        lambda v: ew.div(psum_p.bind(v, axis_name=axis_name), axis_size(axis_name)), x)
+    """Mean of `x` over the vmap axis called `axis_name`: psum divided by the axis size."""
+    try:
+        size = axis_size(axis_name)
+    except NameError:
+        raise _unbound_axis_error("pmean", axis_name) from None
+    return jax.tree_util.tree_map(lambda v: ew.div(psum_p.bind(v, axis_name=axis_name), size), x)
 
 
 def pmax(x, axis_name):
