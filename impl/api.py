@@ -272,10 +272,20 @@ def _check_jacfwd_inputs(dyn, holomorphic):
                             "inputs or integer inputs, use impl.jvp directly.")
 
 
+def _refuse_reduce_axes(reduce_axes, api_name):
+    """JAX 0.10 keeps `reduce_axes` in the signatures but refuses it; so does impl (psum
+    the result over the named axis instead)."""
+    if reduce_axes:
+        raise NotImplementedError(f"reduce_axes argument to {api_name} is deprecated (JAX "
+                                  "0.10 refuses it too); psum the result over the named "
+                                  "axis instead")
+
+
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
     """A function returning `fun`'s value and its gradient with respect to `argnums`."""
     name = f"value_and_grad({_fun_name(fun)})"
+    _refuse_reduce_axes(reduce_axes, "grad")
 
     @api_boundary
     @functools.wraps(fun)
@@ -438,6 +448,7 @@ def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool =
 @api_boundary
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     """The transpose of the linear function `fun` at inputs shaped like `primals`."""
+    _refuse_reduce_axes(reduce_axes, "transpose")
     flat_p, in_tree = tree_flatten(primals)
     in_avals = [get_aval(x).strip_weak_type() for x in flat_p]
     flat_fun, store = flatten_fun(fun, in_tree, False, _fun_name(fun))
@@ -493,6 +504,9 @@ def _flatten_axes(what, tree, axes):
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
          spmd_axis_name=None):
     """Vectorise `fun` over an axis of its inputs (see jax.vmap)."""
+    if spmd_axis_name is not None:
+        raise NotImplementedError("vmap: spmd_axis_name is not supported by impl (its vmap "
+                                  "adds no sharding constraints)")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     name = _fun_name(fun)

@@ -1,7 +1,6 @@
 """Primitive-level functions, as in jax.lax."""
 from impl.primitives.elementwise import (  # noqa: F401
     add, sub, mul, div, neg, sin, cos, exp, log, sqrt, rsqrt, sign, select_n,
-    convert_element_type,
 )
 from impl.primitives.shape import (  # noqa: F401
     broadcast_in_dim, reshape, transpose, squeeze, expand_dims, reduce_sum,
@@ -67,3 +66,8 @@ def stop_gradient(x):
 from impl.lax._control_flow import (  # noqa: F401,E402
     cond, switch, while_loop, fori_loop, scan, map, associative_scan,
 )
+
+
+def convert_element_type(operand, new_dtype):
+    """`operand` as `new_dtype` (a strongly typed result, as in JAX)."""
+    return _ew.convert_element_type(operand, new_dtype)

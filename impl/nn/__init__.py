@@ -99,10 +99,11 @@ def log_softmax(x, axis=-1, where=None):
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
     x = _float(x)
     if mean is None:
-        mean = c.mean(x, axis=axis, keepdims=True)
+        mean = c.mean(x, axis=axis, keepdims=True, where=where)
     if variance is None:
         centered = uf.subtract(x, mean)
-        variance = c.mean(uf.multiply(centered, centered), axis=axis, keepdims=True)
+        variance = c.mean(uf.multiply(centered, centered), axis=axis, keepdims=True,
+                          where=where)
     return uf.multiply(uf.subtract(x, mean), uf.power(uf.add(variance, epsilon), -0.5))
 
 

@@ -5,6 +5,7 @@ import builtins
 
 import numpy as np
 import jax.numpy as jax_jnp
+import opt_einsum as _opt_einsum
 
 from impl import core
 from impl.core import get_aval
@@ -120,10 +121,11 @@ def size(a, axis=None):
     return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
 
 
-def reshape(a, *args, order="C", newshape=None, shape=None):
+def reshape(a, shape, order="C"):
+    """NumPy's reshape; order 'F' reads and writes elements in column-major order."""
     x = _arr(a)
-    if shape is None:
-        shape = newshape if newshape is not None else (args[0] if len(args) == 1 else args)
+    if order not in ("C", "F", "A"):
+        raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     shape = [int(d) for d in shape]
@@ -143,13 +145,15 @@ def reshape(a, *args, order="C", newshape=None, shape=None):
     if int(np.prod(shape, dtype=np.int64)) != total:
         raise error(f"cannot reshape array of shape {old} (size {total}) into shape "
                     f"{tuple(shape)} (size {int(np.prod(shape, dtype=np.int64))})")
-    if order != "C":
-        raise NotImplementedError("reshape: only order='C' is supported")
+    if order == "F":   # column-major: reverse the axes on both sides of a C-order reshape
+        flipped = sh.transpose(x, tuple(reversed(range(len(old)))))
+        out = sh.reshape(flipped, tuple(reversed(shape)))
+        return sh.transpose(out, tuple(reversed(range(len(shape)))))
     return sh.reshape(x, tuple(shape))
 
 
 def ravel(a, order="C"):
-    return reshape(a, (-1,))
+    return reshape(a, (-1,), order=order)
 
 
 def transpose(a, axes=None):
@@ -227,10 +231,11 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     a, b = _dot_dtype(_arr(a), _arr(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if na == 0 or nb == 0:
-        return ew.mul(*_bcast_pair(a, b))
+        out = ew.mul(*_bcast_pair(a, b))
+        return out if preferred_element_type is None else astype(out, preferred_element_type)
     contract_b = 0 if nb == 1 else nb - 2
     return _lg.dot_general(a, b, (((na - 1,), (contract_b,)), ((), ())),
-                              precision=precision)
+                           precision=precision, preferred_element_type=preferred_element_type)
 
 
 def _bcast_pair(a, b):
@@ -258,7 +263,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     b = broadcast_to(b, batch + sb[-2:])
     nb = len(batch)
     out = _lg.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                             precision=precision)
+                          precision=precision, preferred_element_type=preferred_element_type)
     if a_vec:
         out = sh.squeeze(out, (nb,))
     if b_vec:
@@ -362,8 +367,8 @@ def full_like(a, fill_value, dtype=None, shape=None):
     return full(aval.shape if shape is None else shape, fill_value, dtype or aval.dtype)
 
 
-def array(obj, dtype=None, copy=True):
-    return asarray(obj, dtype)
+def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)
+    return asarray(object, dtype)
 
 
 def astype(x, dtype):
@@ -442,13 +447,16 @@ def _einsum_pair(a, la, b, lb, keep, precision, preferred_element_type):
     return out, labels
 
 
-def einsum(subscripts, *operands, out=None, optimize=None, precision=None,
+def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
            preferred_element_type=None):
     """Einstein summation over dot_general, reductions and transposes.
 
-    Operands are contracted left to right; labels are summed out as soon as no later
-    operand or the output needs them. Repeated labels within one operand take its
-    diagonal. Ellipses are not supported."""
+    The operands are contracted pairwise in the order `optimize` gives, as in JAX: a path
+    (a list of operand-position tuples, as `einsum_path` returns) or an opt_einsum
+    strategy ('auto', 'greedy', 'optimal', ...; True means 'optimal', False contracts
+    left to right). Labels are summed out as soon as nothing later needs them; repeated
+    labels within one operand take its diagonal. Ellipses are not supported."""
+    check_no_out("einsum", out)
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the string form of subscripts is supported")
     if not operands:
@@ -460,6 +468,42 @@ def einsum(subscripts, *operands, out=None, optimize=None, precision=None,
             raise ValueError(f"einsum: operand of shape {get_aval(x).shape} does not match "
                              f"subscript {s!r}")
     ops = list(ops)
+    for step in _einsum_steps(subscripts, [get_aval(x).shape for x in ops], optimize):
+        picked = sorted(step, reverse=True)
+        step_ops = [ops.pop(i) for i in picked][::-1]
+        step_ins = [ins.pop(i) for i in picked][::-1]
+        needed = set(out_labels).union(*[set(s) for s in ins])
+        step_out = "".join(dict.fromkeys(c for s in step_ins for c in s if c in needed))
+        ops.append(_contract(step_ops, step_ins, step_out, precision, preferred_element_type))
+        ins.append(step_out)
+    return _contract(ops, ins, out_labels, precision, preferred_element_type)
+
+
+def _einsum_steps(subscripts, shapes, optimize):
+    """The contraction path: tuples of positions into the shrinking operand list."""
+    if optimize is False or len(shapes) <= 2:
+        return []
+    if isinstance(optimize, (list, tuple)):
+        path = [tuple(int(i) for i in step) for step in optimize if step != "einsum_path"]
+    else:
+        strategy = "optimal" if optimize is True else optimize
+        path, _ = _opt_einsum.contract_path(subscripts, *shapes, shapes=True,
+                                           optimize=strategy)
+    return path
+
+
+def einsum_path(subscripts, /, *operands, optimize="auto"):
+    """The contraction path `einsum` would follow, and opt_einsum's description of it."""
+    shapes = [get_aval(_arr(o)).shape for o in operands]
+    strategy = "optimal" if optimize is True else optimize
+    if optimize is False:
+        strategy = [(0, 1)] * (len(shapes) - 1) if len(shapes) > 1 else [(0,)]
+    return _opt_einsum.contract_path(subscripts, *shapes, shapes=True, optimize=strategy)
+
+
+def _contract(ops, ins, out_labels, precision, preferred_element_type):
+    """Contract `ops` (labelled `ins`) left to right into the labels `out_labels`."""
+    ops, ins = list(ops), list(ins)
     for k in range(len(ops)):
         ops[k], ins[k] = _einsum_diagonal(ops[k], ins[k])
     x, lx = ops[0], ins[0]
@@ -540,4 +584,5 @@ def diag(v, k=0):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    check_no_out("trace", out)
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)

@@ -295,18 +295,22 @@ def tile(A, reps):
     return sh.reshape(x, tuple(r * s for r, s in zip(reps, shape)))
 
 
-def repeat(a, repeats, axis=None, total_repeat_length=None):
-    """Repeat each element `repeats` times along `axis` (static repeat counts)."""
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """Repeat each element `repeats` times along `axis`. Traced repeat counts need a
+    static `total_repeat_length` (the output length), as in JAX: longer results are cut,
+    shorter ones padded with the last element."""
     x = _arr(a)
     if axis is None:
         x = sh.reshape(x, (get_aval(x).size,))
         axis = 0
     shape = get_aval(x).shape
     axis = canonicalize_axis(axis, len(shape))
+    if total_repeat_length is not None:
+        return _repeat_to_length(x, repeats, axis, int(total_repeat_length))
     if isinstance(repeats, Tracer):
         raise core.ConcretizationTypeError(
             "repeat: the repeat counts determine the output shape, so they must be concrete "
-            "(not traced)")
+            "(not traced) unless total_repeat_length is given")
     r = np.asarray(repeats)
     if r.dtype.kind not in "iu" or (r < 0).any():
         raise ValueError(f"repeat: repeats must be non-negative integers, got {repeats!r}")
@@ -320,6 +324,21 @@ def repeat(a, repeats, axis=None, total_repeat_length=None):
         raise ValueError(f"repeat: repeats of shape {r.shape} must be a scalar or have one "
                          f"entry per element along axis {axis} ({shape[axis]})")
     src = np.repeat(np.arange(shape[axis], dtype=np.int32), r)
+    return take(x, src, axis=axis, mode="clip")
+
+
+def _repeat_to_length(x, repeats, axis, length):
+    """repeat with the output length fixed: output position p reads the element whose
+    cumulative repeat count first exceeds p (clamped to the last element)."""
+    from impl.numpy._reductions import cumsum
+    from impl.numpy._core import sum as _sum
+    n = get_aval(x).shape[axis]
+    counts = broadcast_to(_arr(repeats), (n,))
+    ends = cumsum(counts)
+    positions = np.broadcast_to(np.arange(length)[:, None], (length, n))
+    passed = ew.le_p.bind(sh.broadcast_in_dim(ends, (length, n), (1,)),
+                          positions.astype(get_aval(ends).dtype))
+    src = _sum(ew.convert_element_type(passed, np.int32), axis=1)
     return take(x, src, axis=axis, mode="clip")
 
 

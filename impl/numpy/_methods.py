@@ -31,7 +31,8 @@ _OPERATORS = {
 
 _METHODS = {
     "sum": c.sum, "mean": c.mean, "var": c.var, "std": c.std,
-    "reshape": lambda self, *shape, **kw: c.reshape(self, *shape, **kw),
+    "reshape": lambda self, *shape, **kw: c.reshape(
+        self, shape[0] if len(shape) == 1 else shape, **kw),
     "transpose": lambda self, *axes: c.transpose(self, axes[0] if len(axes) == 1 and
                                                  not isinstance(axes[0], int) else
                                                  (axes or None)),

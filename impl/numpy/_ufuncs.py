@@ -99,8 +99,10 @@ def sign(x):
     return ew.sign_p.bind(asarray(x))
 
 
-def round(x, decimals=0):
-    x = _float_operand(x)
+def round(a, decimals=0, out=None):
+    from impl.numpy._util import check_no_out
+    check_no_out("round", out)
+    x = _float_operand(a)
     if decimals:
         factor = 10.0 ** decimals
         return ew.div(ew.round_p.bind(ew.mul(x, factor), rounding_method=1), factor)
@@ -239,14 +241,12 @@ def logaddexp(x, y):
     return ew.select_n(isfinite(delta), amax, add(amax, log1p(exp(negative(absolute(safe))))))
 
 
-def clip(a, a_min=None, a_max=None, *, min=None, max=None):
-    lo = a_min if min is None else min
-    hi = a_max if max is None else max
-    x = asarray(a) if not isinstance(a, core.Tracer) else a
-    if lo is not None:
-        x = maximum(x, lo)
-    if hi is not None:
-        x = minimum(x, hi)
+def clip(arr=None, /, min=None, max=None):
+    x = asarray(arr) if not isinstance(arr, core.Tracer) else arr
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
     return x
 
 

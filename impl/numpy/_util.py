@@ -16,8 +16,9 @@ def is_array_like(x):
     return isinstance(x, (Tracer, jax.Array, np.ndarray, np.generic, int, float, bool, complex))
 
 
-def asarray(x, dtype=None):
+def asarray(a, dtype=None):
     """A value impl's primitives accept: tracers stay as they are, the rest become arrays."""
+    x = a
     if isinstance(x, Tracer):
         return x if dtype is None else ew.convert_element_type(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer)
@@ -88,7 +89,8 @@ def broadcast_shapes(*shapes):
             from None
 
 
-def broadcast_to(x, shape):
+def broadcast_to(array, shape):
+    x = array
     aval = get_aval(x)
     shape = tuple(int(d) for d in shape)
     if aval.shape == shape:

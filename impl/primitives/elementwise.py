@@ -304,8 +304,8 @@ def _select_n_lower(pred, *cases):
     return lax.select_n(pred, *cases)
 
 
-def select_n(pred, *cases):
-    return select_n_p.bind(pred, *cases)
+def select_n(which, *cases):
+    return select_n_p.bind(which, *cases)
 
 
 def _select_n_batch(axis_data, vals, dims):

@@ -25,13 +25,14 @@ def _broadcast_in_dim_aval(x, *, shape, broadcast_dimensions):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-def broadcast_in_dim(x, shape, broadcast_dimensions):
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
     shape = tuple(int(d) for d in shape)
     broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
-    aval = get_aval(x)
+    aval = get_aval(operand)
     if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
-        return x
-    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=broadcast_dimensions)
+        return operand
+    return broadcast_in_dim_p.bind(operand, shape=shape,
+                                   broadcast_dimensions=broadcast_dimensions)
 
 
 def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
@@ -70,11 +71,11 @@ def _reshape_aval(x, *, new_sizes):
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
-def reshape(x, new_sizes):
+def reshape(operand, new_sizes):
     new_sizes = tuple(int(d) for d in new_sizes)
-    if get_aval(x).shape == new_sizes:
-        return x
-    return reshape_p.bind(x, new_sizes=new_sizes)
+    if get_aval(operand).shape == new_sizes:
+        return operand
+    return reshape_p.bind(operand, new_sizes=new_sizes)
 
 
 def _reshape_batch(axis_data, vals, dims, *, new_sizes):
@@ -99,11 +100,11 @@ def _transpose_aval(x, *, permutation):
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
 
 
-def transpose(x, permutation):
+def transpose(operand, permutation):
     permutation = tuple(int(p) for p in permutation)
     if permutation == tuple(range(len(permutation))):
-        return x
-    return transpose_p.bind(x, permutation=permutation)
+        return operand
+    return transpose_p.bind(operand, permutation=permutation)
 
 
 def _transpose_batch(axis_data, vals, dims, *, permutation):
@@ -130,12 +131,12 @@ def _squeeze_aval(x, *, dimensions):
                        x.dtype, x.weak_type)
 
 
-def squeeze(x, dimensions):
-    ndim = get_aval(x).ndim
+def squeeze(array, dimensions):
+    ndim = get_aval(array).ndim
     dimensions = tuple(sorted(int(d) % ndim if ndim else int(d) for d in dimensions))
     if not dimensions:
-        return x
-    return squeeze_p.bind(x, dimensions=dimensions)
+        return array
+    return squeeze_p.bind(array, dimensions=dimensions)
 
 
 def _squeeze_batch(axis_data, vals, dims, *, dimensions):
@@ -160,10 +161,10 @@ def _expand_dims_aval(x, *, dimensions):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-def expand_dims(x, dimensions):
-    out_ndim = get_aval(x).ndim + len(dimensions)
+def expand_dims(array, dimensions):
+    out_ndim = get_aval(array).ndim + len(dimensions)
     dimensions = tuple(sorted(int(d) % out_ndim for d in dimensions))
-    return expand_dims_p.bind(x, dimensions=dimensions)
+    return expand_dims_p.bind(array, dimensions=dimensions)
 
 
 def _expand_dims_batch(axis_data, vals, dims, *, dimensions):
@@ -189,11 +190,11 @@ def _reduce_aval(x, *, axes):
                        x.dtype, x.weak_type)
 
 
-def reduce_sum(x, axes):
+def reduce_sum(operand, axes):
     axes = tuple(sorted(int(a) for a in axes))
     if not axes:
-        return x
-    return reduce_sum_p.bind(x, axes=axes)
+        return operand
+    return reduce_sum_p.bind(operand, axes=axes)
 
 
 def _reduce_sum_transpose(ct, x, *, axes):
