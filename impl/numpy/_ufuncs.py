@@ -250,10 +250,16 @@ def clip(arr=None, /, min=None, max=None):
     return x
 
 
-def where(condition, x=None, y=None):
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    if x is None and y is None:   # one argument: nonzero, as in NumPy
+        from impl.numpy._searching import nonzero
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise ValueError("impl.numpy.where with a single argument is not supported under "
-                         "transformations (its output shape depends on values); pass x and y")
+        raise ValueError("Either both or neither of the x and y arguments should be "
+                         "provided to jax.numpy.where, got {x} and {y}.".format(x=x, y=y))
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term "
+                         "where function.")
     cond = _as_bool(condition)
     x, y = promote(_scalar(x), _scalar(y))
     from impl.numpy._util import broadcast_shapes, broadcast_to
