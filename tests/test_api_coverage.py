@@ -1,0 +1,64 @@
+"""Public names impl shares with JAX: prints the coverage per module (issue 15) and checks
+that every shared name is the same kind of thing (module, class, callable) as in JAX."""
+from __future__ import annotations
+
+import inspect
+import types
+
+import jax
+import jax.numpy as jjnp
+from jax import lax as jlax
+
+import impl
+import impl.numpy as inp
+from impl import lax as ilax
+
+PAIRS = {"impl": (impl, jax), "impl.numpy": (inp, jjnp), "impl.lax": (ilax, jlax)}
+
+
+def _public(module):
+    return {n for n in dir(module) if not n.startswith("_")}
+
+
+def coverage():
+    """{module: (shared names, JAX's public names, missing names)}"""
+    out = {}
+    for label, (mine, theirs) in PAIRS.items():
+        jax_names = _public(theirs)
+        shared = jax_names & _public(mine)
+        out[label] = (shared, jax_names, sorted(jax_names - shared))
+    return out
+
+
+def _kind(obj):
+    if isinstance(obj, types.ModuleType):
+        return "module"
+    if inspect.isclass(obj):
+        return "class"
+    return "callable" if callable(obj) else "value"
+
+
+def test_print_coverage():
+    for label, (shared, jax_names, missing) in coverage().items():
+        print(f"{label}: {len(shared)} of {len(jax_names)} JAX names "
+              f"({100 * len(shared) / len(jax_names):.0f}%)")
+    assert all(shared for shared, _, _ in coverage().values())
+
+
+def test_shared_names_are_the_same_kind_as_in_jax():
+    wrong = []
+    for label, (mine, theirs) in PAIRS.items():
+        for name in sorted(_public(theirs) & _public(mine)):
+            a, b = _kind(getattr(mine, name)), _kind(getattr(theirs, name))
+            # a JAX function object may be a class instance with __call__ (ufuncs)
+            if a != b and {a, b} != {"callable", "class"}:
+                wrong.append(f"{label}.{name}: impl has a {a}, JAX a {b}")
+    assert not wrong, wrong
+
+
+def test_impl_submodules_are_impl_modules():
+    import importlib
+    for name in ("impl.tree_util", "impl.tree", "impl.numpy", "impl.lax", "impl.errors"):
+        module = importlib.import_module(name)
+        assert module.__name__ == name and module.__file__.startswith(
+            impl.__file__.rsplit("/", 1)[0])
