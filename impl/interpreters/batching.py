@@ -301,7 +301,7 @@ class BatchTrace(core.Trace):
             raise TypeError(f"'{prim.name}' is not supported on ragged values (piles)")
         if ragged and not getattr(rule, "handles_ragged", False):
             rule = partial(per_element_rule, prim)
-        elif not prim.collective and not ragged:
+        elif not ragged:
             # Type-check one example first: an error then names the shapes and axes the
             # user wrote, not the ones the rule shifted past the batch axis.
             core.abstract_eval(prim, [example_aval(x, d) for x, d in zip(vals, dims)], params)

@@ -527,9 +527,11 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 
     def one(v):
         total = psum_p.bind(_int_if_bool(v), axes=axes) if axes else v
-        if not core.is_float_dtype(get_aval(total).dtype):
-            total = ew.convert_element_type(total, core.canonical_dtype(np.float64),
-                                            weak_type=get_aval(total).weak_type)
+        aval = get_aval(total)
+        if not core.is_float_dtype(aval.dtype):   # JAX's true division of integers
+            wide = np.float64 if aval.dtype.itemsize >= 8 else np.float32
+            total = ew.convert_element_type(total, core.canonical_dtype(wide),
+                                            weak_type=aval.weak_type)
         return ew.div(total, n)
     return _leafwise(one, x)
 
