@@ -531,6 +531,8 @@ def _mapped_size(x, spec):
     """The size of the axis `spec` maps of `x`, or None when `x` does not say."""
     if type(x) is batching.Pile:
         return x.size
+    if spec is batching.pile_axis:
+        raise batching.not_a_pile_error(x)
     if not isinstance(spec, (int, np.integer)):
         return None
     shape = get_aval(x).shape if not batching.is_vmappable(x) else getattr(x, "shape", None)

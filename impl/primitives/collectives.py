@@ -514,10 +514,28 @@ def _int_if_bool(v):
     return ew.convert_element_type(v, np.int32) if get_aval(v).dtype == np.bool_ else v
 
 
+def _is_traced(v):
+    return isinstance(v, (core.Tracer, jax.core.Tracer))
+
+
+def _psum_leaf(v, axes, api_name):
+    if not axes:
+        return v
+    if not _is_traced(v):
+        # A constant is the same in every element: its sum is known now, as in JAX
+        # (so `psum(1, 'i')` is the axis size, a Python int, even under jit).
+        n = _size(axes, api_name)
+        if isinstance(v, (bool, int, float, complex)):
+            return int(v) * n if isinstance(v, bool) else v * n
+        v = jax.numpy.asarray(v)
+        return _int_if_bool(v) * np.asarray(n, _int_if_bool(v).dtype)
+    return psum_p.bind(_int_if_bool(v), axes=axes)
+
+
 def psum(x, axis_name, *, axis_index_groups=None):
     """Sum `x` over the named axis (or tuple of axes), for each leaf of a pytree."""
     axes = _axes(axis_name, "psum", axis_index_groups)
-    return _leafwise(lambda v: psum_p.bind(_int_if_bool(v), axes=axes) if axes else v, x)
+    return _leafwise(lambda v: _psum_leaf(v, axes, "psum"), x)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
@@ -526,7 +544,9 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     n = _size(axes, "pmean")
 
     def one(v):
-        total = psum_p.bind(_int_if_bool(v), axes=axes) if axes else v
+        total = _psum_leaf(v, axes, "pmean")
+        if isinstance(total, (int, float, complex)):
+            return total / n
         aval = get_aval(total)
         if not core.is_float_dtype(aval.dtype):   # JAX's true division of integers
             wide = np.float64 if aval.dtype.itemsize >= 8 else np.float32
