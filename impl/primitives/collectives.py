@@ -85,11 +85,6 @@ def _labels(shape):
     return groups, {f"e{i}": int(d) for i, d in enumerate(shape)}
 
 
-def _at_front(x, d, size):
-    """`x` with its batch axis first (broadcast there when it is unmapped)."""
-    return batching.bdim_at_front(x, d, size)
-
-
 def _outward(prim, x, d, params, positional=()):
     """Bind `prim` again for the enclosing traces (the axes it names are theirs). Our
     batch axis goes first; the `positional` parameters (axis numbers) move past it."""
@@ -199,7 +194,7 @@ def _all_gather_batch(axis_data, vals, dims, *, axes, axis, tiled):
     if own not in axes:
         return _outward(all_gather_p, x, d, dict(axes=axes, axis=axis, tiled=tiled), ("axis",))
     # Every element gets the whole batch: our batch axis, moved to `axis`, unmapped.
-    g = batching.moveaxis(_at_front(x, d, n), 0, axis)
+    g = batching.moveaxis(batching.bdim_at_front(x, d, n), 0, axis)
     before, after = _split(axes, own)
     if before or after:
         # The other devices' copies arrive first along `axis` (rest-major); interleave
@@ -304,7 +299,7 @@ def _all_to_all_batch(axis_data, vals, dims, *, axes, split_axis, concat_axis):
                                                  concat_axis=concat_axis),
                         ("split_axis", "concat_axis"))
     before, after = _split(axes, own)
-    xs = _at_front(x, d, n)
+    xs = batching.bdim_at_front(x, d, n)
     shape = get_aval(xs).shape
     groups, sizes = _labels(shape)        # e0: the element the data comes from
     sizes.update(n=n, B=_size(before, "all_to_all"), A=_size(after, "all_to_all"))
@@ -377,7 +372,7 @@ def _ppermute_batch(axis_data, vals, dims, *, axes, perm):
     own, n = axis_data.name, axis_data.size
     if own not in axes:
         return _outward(ppermute_p, x, d, dict(axes=axes, perm=perm))
-    xs = _at_front(x, d, n)
+    xs = batching.bdim_at_front(x, d, n)
     before, after = _split(axes, own)
     if not before and not after:
         return _take_rows(xs, _source_table(perm, n)), 0
