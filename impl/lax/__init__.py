@@ -66,3 +66,7 @@ def stop_gradient(x):
 from impl.primitives.collectives import (  # noqa: F401,E402
     all_gather, all_to_all, ppermute, psum_scatter, pbroadcast, pshuffle, pswapaxes,
 )
+# Structured control flow (primitives holding sub-programs; see impl/primitives/control_flow.py).
+from impl.lax._control_flow import (  # noqa: F401,E402
+    cond, switch, while_loop, fori_loop, scan, map, associative_scan,
+)
