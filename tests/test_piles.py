@@ -138,6 +138,28 @@ def test_jit_through_a_pile_vmap():
     close(sums, jnp.stack([jnp.sum(x, 0) for x in xs]))
 
 
+@pytest.mark.parametrize("op", ["cumsum", "sort", "flip"])
+def test_ops_along_the_ragged_axis_act_per_element(op):
+    xs = elems(2)
+    got = vmap_pile(lambda x: getattr(inp, op)(x, axis=0))(impl.pile(xs))
+    close_pile(got, [getattr(jnp, op)(x, axis=0) for x in xs])
+
+
+def test_per_element_scalar_broadcast_along_the_ragged_axis():
+    xs = elems()
+    got = vmap_pile(lambda x: x / inp.sum(x) - inp.max(x))(impl.pile(xs))
+    close_pile(got, [x / jnp.sum(x) - jnp.max(x) for x in xs])
+
+
+def test_axis_size_regular_out_axes_and_jit_of_grad():
+    xs = elems(2)
+    got = vmap_pile(lambda x: inp.sum(x, 0), out_axes=1, axis_size=3)(impl.pile(xs))
+    close(got, jnp.stack([jnp.sum(x, 0) for x in xs], axis=1))
+    g = impl.jit(impl.grad(lambda p: inp.sum(vmap_pile(lambda x: inp.sum(x ** 3),
+                                                       out_axes=0)(p))))(impl.pile(xs))
+    close_pile(g, [jax.grad(lambda z: jnp.sum(z ** 3))(x) for x in xs])
+
+
 def test_regular_output_as_a_pile():
     xs = elems()
     out = vmap_pile(lambda x: inp.sum(x))(impl.pile(xs))
@@ -171,6 +193,12 @@ def test_what_needs_a_static_length_says_so():
         vmap_pile(lambda x: inp.mean(x), out_axes=0)(p)
     with pytest.raises(TypeError, match="not a static"):
         vmap_pile(impl.jit(lambda x: x * 2))(p)
+    # a per-element vector broadcast back along the ragged axis (normalising columns)
+    with pytest.raises(TypeError, match="not a static"):
+        vmap_pile(lambda x: x / inp.sum(x, 0))(impl.pile(elems(2)))
+    # an inner vmap over the ragged axis
+    with pytest.raises(TypeError, match="not a static"):
+        vmap_pile(lambda x: impl.vmap(lambda r: r * 2)(x))(p)
     with pytest.raises(ValueError, match=r"ragged\(3, 1, 4\),\), \(ragged\(1, 3, 4\)"):
         vmap_pile(lambda x, y: x + y, in_axes=(pile_axis, pile_axis))(
             p, impl.pile(elems(lengths=(1, 3, 4))))

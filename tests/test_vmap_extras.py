@@ -97,12 +97,29 @@ def test_chunked_program_is_a_loop_over_chunk_sized_values():
     close(f(8)(xs), f(None)(xs))
 
 
+def test_chunked_negative_axes_unmapped_inputs_linearize_and_hessian():
+    x = rs(3, 7)
+    close(impl.vmap(lambda v: inp.sin(v) * 2, in_axes=-1, out_axes=-2, chunk_size=2)(x),
+          jax.vmap(lambda v: jnp.sin(v) * 2, in_axes=-1, out_axes=-2)(x))
+    close(impl.vmap(lambda v: v * 2, in_axes=None, axis_size=5, chunk_size=2)(x[0]),
+          jax.vmap(lambda v: v * 2, in_axes=None, axis_size=5)(x[0]))
+    t = rs(7, seed=1)
+    close(impl.linearize(impl.vmap(inp.sin, chunk_size=3), x[0])[1](t),
+          jax.linearize(jax.vmap(jnp.sin), x[0])[1](t))
+    close(impl.hessian(lambda v: inp.sum(impl.vmap(inp.sin, chunk_size=3)(v) ** 2))(x[0]),
+          jax.hessian(lambda v: jnp.sum(jax.vmap(jnp.sin)(v) ** 2))(x[0]))
+
+
 def test_chunk_size_errors():
     for bad in (0, -2, 1.5, True, "4"):
         with pytest.raises(ValueError, match="chunk_size must be a positive int"):
             impl.vmap(lambda x: x, chunk_size=bad)
     with pytest.raises(ValueError, match="chunk_size cannot be combined with axis_name"):
         impl.vmap(lambda x: x, axis_name="i", chunk_size=2)
+    pile = impl.pile([np.ones(2), np.ones(3)])
+    with pytest.raises(NotImplementedError, match="chunk_size is not supported for piles"):
+        impl.vmap(lambda x: x, in_axes=batching.pile_axis, out_axes=batching.pile_axis,
+                  chunk_size=1)(pile)
 
 
 # --------------------------------------------------------------- reduce_axes
@@ -162,6 +179,47 @@ def test_reduce_axes_of_a_value_not_used_per_example():
     close(f(1.5, rs(6)), jnp.asarray(12.0, dtype=jnp.float64))
 
 
+@impl.custom_vjp
+def _square_vjp(x):
+    return x ** 2
+
+
+_square_vjp.defvjp(lambda x: (x ** 2, x), lambda x, g: (2 * x * g,))
+
+
+@impl.custom_jvp
+def _sin_jvp(x):
+    return inp.sin(x)
+
+
+_sin_jvp.defjvp(lambda p, t: (inp.sin(p[0]), inp.cos(p[0]) * t[0]))
+
+# The same loss, sum(sin(x @ W) ** 2), written through each construct reduce_axes must
+# pass through: custom rules, jit, remat, and control flow.
+THROUGH = {
+    "custom_vjp": lambda w, x: inp.sum(_square_vjp(inp.sin(x @ w))),
+    "custom_jvp": lambda w, x: inp.sum(_sin_jvp(x @ w) ** 2),
+    "jit": lambda w, x: impl.jit(lambda w, x: inp.sum(inp.sin(x @ w) ** 2))(w, x),
+    "checkpoint": lambda w, x: impl.checkpoint(lambda w, x: inp.sum(inp.sin(x @ w) ** 2))(w, x),
+    "scan": lambda w, x: ilax.scan(lambda c, r: (c + inp.sum(inp.sin(r @ w) ** 2), None),
+                                   0.0, x[None])[0],
+    "cond": lambda w, x: ilax.cond(x[0] > -100.0, lambda w: inp.sum(inp.sin(x @ w) ** 2),
+                                   lambda w: 0.0 * inp.sum(w), w),
+    "fori_loop": lambda w, x: ilax.fori_loop(0, 1, lambda i, c: c + inp.sum(inp.sin(x @ w)
+                                                                          ** 2), 0.0),
+}
+
+
+@pytest.mark.parametrize("construct", THROUGH)
+def test_reduce_axes_through_custom_rules_jit_remat_and_control_flow(construct):
+    w = PARAMS["W"]
+    per_example = jax.vmap(jax.grad(lambda w, x: jnp.sum(jnp.sin(x @ w) ** 2)),
+                           in_axes=(None, 0))(w, X)
+    f = impl.vmap(impl.grad(THROUGH[construct], reduce_axes="b"), in_axes=(None, 0),
+                  out_axes=None, axis_name="b")
+    close(f(w, X), per_example.sum(0))
+
+
 def test_reduce_axes_over_one_of_two_named_axes():
     xs = rs(2, 3, 5)
     f = impl.vmap(impl.vmap(impl.grad(loss(inp), reduce_axes="j"), in_axes=(None, 0),
@@ -216,6 +274,10 @@ class Shared:
 
     def __init__(self, per_elem, common, index=None):
         self.per_elem, self.common, self.index = per_elem, common, index
+
+
+jax.tree_util.register_pytree_node(Shared, lambda s: ((s.per_elem, s.common, s.index), None),
+                                   lambda _, c: Shared(*c))
 
 
 class SharedSpec:
@@ -278,6 +340,16 @@ def test_registered_type_with_its_own_spec_and_get_idx(registered):
         impl.vmap(f(inp), **kw)(s)
     with pytest.raises(ValueError, match="at least one non-None value in in_axes"):
         jax.vmap(f(jnp), **kw)(s)
+
+
+def test_registered_type_with_its_own_spec_under_jit(registered):
+    def f(np_):
+        return lambda s: Shared(s.per_elem * s.common, s.common + 1, s.index * 10)
+    s = Shared(rs(4, 2), rs(2, seed=1))
+    kw = dict(in_axes=SharedSpec(0), out_axes=SharedSpec(1), axis_size=4)
+    got = impl.jit(impl.vmap(f(inp), **kw))(s)
+    want = jax.jit(jax.vmap(f(jnp), **kw))(s)
+    close(_as_tuple(got)[1:], _as_tuple(want)[1:])
 
 
 def test_make_iota_handler_and_unregister():
