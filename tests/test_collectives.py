@@ -467,9 +467,16 @@ def test_bad_input_errors_match_jax():
         impl.vmap(lambda v: ilax.ppermute(v, "i", [(0, 1), (2, 1)]), axis_name="i")(x)
     with pytest.raises(ValueError, match=r"must lie in \[0, 4\)"):
         impl.vmap(lambda v: ilax.ppermute(v, "i", [(0, 5)]), axis_name="i")(x)
-    with pytest.raises(NotImplementedError, match="axis_index_groups"):
-        impl.vmap(lambda v: ilax.psum(v, "i", axis_index_groups=[[0, 1], [2, 3]]),
-                  axis_name="i")(x)
+    groups = dict(axis_index_groups=[[0, 1], [2, 3]])
+    for api, call in {"psum": lambda v: ilax.psum(v, "i", **groups),
+                      "pmean": lambda v: ilax.pmean(v, "i", **groups),
+                      "pmax": lambda v: ilax.pmax(v, "i", **groups),
+                      "pmin": lambda v: ilax.pmin(v, "i", **groups),
+                      "all_gather": lambda v: ilax.all_gather(v, "i", **groups),
+                      "psum_scatter": lambda v: ilax.psum_scatter(v, "i", **groups),
+                      "all_to_all": lambda v: ilax.all_to_all(v, "i", 0, 0, **groups)}.items():
+        with pytest.raises(NotImplementedError, match=f"{api}: axis_index_groups"):
+            impl.vmap(call, axis_name="i")(np.ones((4, 4)))
     with pytest.raises(NotImplementedError, match="to='invarying'"):
         impl.vmap(lambda v: ilax.all_gather(v, "i", to="invarying"), axis_name="i")(x)
     with pytest.raises(ValueError, match="distinct"):
