@@ -389,3 +389,36 @@ def bilinear_transpose(lhs_transpose, rhs_transpose):
             return [None, rhs_transpose(ct, x, y, **params)]
         return rule
     return core.RuleMaker(make)
+
+
+# ------------------------------------------------------------- transposed programs
+
+def transpose_jaxpr(closed: core.ClosedJaxpr, linear, ct_nonzero):
+    """The transpose of `closed` with respect to its inputs marked `linear`: a program from
+    (the non-linear inputs, the nonzero output cotangents) to the nonzero cotangents of
+    the linear inputs, and which of those are nonzero. Cached on `closed`.
+
+    Call-like primitives transpose to a call of this program, so a transposed call stays
+    one staged call (with its own annotations, e.g. shardings)."""
+    key = ("transpose", tuple(linear), tuple(ct_nonzero))
+    hit = closed._cache.get(key)
+    if hit is not None:
+        return hit
+    in_avals, out_avals = closed.in_avals, closed.out_avals
+    res_avals = [a for a, lin in zip(in_avals, linear) if not lin]
+    ct_avals = [tangent_aval(a) for a, nz in zip(out_avals, ct_nonzero) if nz]
+    box = {}
+
+    def fun(*args):
+        res, cts = iter(args[:len(res_avals)]), iter(args[len(res_avals):])
+        primals = [UndefinedPrimal(a) if lin else next(res) for a, lin in zip(in_avals, linear)]
+        cts_out = [next(cts) if nz else Zero(tangent_aval(a))
+                   for a, nz in zip(out_avals, ct_nonzero)]
+        cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts_out)
+        linear_cts = [ct for ct, lin in zip(cts_in, linear) if lin]
+        box["nonzero"] = [type(ct) is not Zero for ct in linear_cts]
+        return [ct for ct in linear_cts if type(ct) is not Zero]
+
+    new = pe.make_closed_jaxpr(fun, res_avals + ct_avals)
+    closed._cache[key] = result = (new, box["nonzero"])
+    return result

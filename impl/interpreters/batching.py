@@ -16,16 +16,18 @@ batching_rules: dict = {}   # prim -> rule(axis_data, vals, dims, **params) -> (
 
 
 class AxisData:
-    """The size and name of the axis a BatchTrace maps over."""
+    """The size and name of the axis a BatchTrace maps over, and the mesh axes its batch
+    dimension is sharded over (`vmap(..., spmd_axis_name=...)`: a tuple, or None)."""
 
-    __slots__ = ("name", "size")
+    __slots__ = ("name", "size", "spmd_name")
 
-    def __init__(self, name, size):
+    def __init__(self, name, size, spmd_name=None):
         self.name = name
         self.size = size
+        self.spmd_name = spmd_name
 
     def __repr__(self):
-        return f"AxisData(name={self.name!r}, size={self.size})"
+        return f"AxisData(name={self.name!r}, size={self.size}, spmd_name={self.spmd_name!r})"
 
 
 def example_aval(x, batch_dim):
@@ -91,13 +93,18 @@ class BatchTrace(core.Trace):
     def wrap(self, val, dim):
         return val if dim is None else BatchTracer(self, val, dim)
 
+    def named_axis(self, name):
+        return self.axis_data if self.axis_data.name == name else None
+
 
 def find_axis(name):
-    """The innermost live BatchTrace mapping over the axis called `name`."""
+    """The AxisData of the innermost live trace binding the axis called `name`: a vmap
+    with that axis_name, or a shard_map body over a mesh with that (manual) axis."""
     trace = core.current_trace()
     while trace is not None:
-        if isinstance(trace, BatchTrace) and trace.axis_data.name == name:
-            return trace
+        data = trace.named_axis(name)
+        if data is not None:
+            return data
         trace = trace.parent
     raise NameError(f"unbound axis name: {name!r} (no enclosing vmap has axis_name={name!r})")
 
@@ -137,9 +144,10 @@ def bdim_at_front(x, dim, size):
     return matchaxis(size, dim, 0, x)
 
 
-def vmap_flat(fun, args, in_dims, axis_size, axis_name, out_dims_fn, name="function"):
+def vmap_flat(fun, args, in_dims, axis_size, axis_name, out_dims_fn, name="function",
+              spmd_axis_name=None):
     """Map `fun` over `args` (flat lists). `out_dims_fn(n)` gives the n output dims."""
-    res = batch_with_dims(fun, args, in_dims, axis_size, axis_name)
+    res = batch_with_dims(fun, args, in_dims, axis_size, axis_name, spmd_axis_name)
     out_dims = out_dims_fn(len(res))
     for (_, d), od in zip(res, out_dims):
         if od is None and d is not None:
@@ -149,9 +157,9 @@ def vmap_flat(fun, args, in_dims, axis_size, axis_name, out_dims_fn, name="funct
     return [matchaxis(axis_size, d, od, v) for (v, d), od in zip(res, out_dims)]
 
 
-def batch_with_dims(fun, args, in_dims, axis_size, axis_name):
+def batch_with_dims(fun, args, in_dims, axis_size, axis_name, spmd_axis_name=None):
     """Like vmap_flat but returns outputs with their batch dims, unmoved."""
-    trace = BatchTrace(core.current_trace(), AxisData(axis_name, axis_size))
+    trace = BatchTrace(core.current_trace(), AxisData(axis_name, axis_size, spmd_axis_name))
     with core.new_trace(trace):
         ins = [BatchTracer(trace, x, d) if d is not None else x for x, d in zip(args, in_dims)]
         outs = fun(*ins)
@@ -167,7 +175,8 @@ def batch_with_dims(fun, args, in_dims, axis_size, axis_name):
 def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims):
     """A program over batched inputs whose batched outputs carry the batch axis first;
     returns it with the output batch dims (0 or None). Cached on `closed`."""
-    key = ("batch", axis_data.size, axis_data.name, tuple(in_avals), tuple(in_dims))
+    key = ("batch", axis_data.size, axis_data.name, axis_data.spmd_name, tuple(in_avals),
+           tuple(in_dims))
     hit = closed._cache.get(key)
     if hit is not None:
         return hit
@@ -175,7 +184,7 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims):
 
     def fun(*args):
         res = batch_with_dims(core.jaxpr_as_fun(closed), args, in_dims,
-                              axis_data.size, axis_data.name)
+                              axis_data.size, axis_data.name, axis_data.spmd_name)
         box["out_dims"] = [None if d is None else 0 for _, d in res]
         return [x if d is None else moveaxis(x, d, 0) for x, d in res]
 

@@ -4,7 +4,9 @@
 that axis. A BatchTrace handles a collective whose axis name is its own and passes any
 other (keeping its own batch axis) to its parent, so collectives over nested vmaps find
 their axis by name. Collectives are `collective=True` primitives: vmap shows them to
-their batching rule even when no operand is batched.
+their batching rule even when no operand is batched. What vmap leaves of them (a
+collective over a shard_map's mesh axis) lowers to the `jax.lax` collective, which runs
+inside JAX's shard_map.
 """
 from __future__ import annotations
 
@@ -46,7 +48,8 @@ def _same_type(x, *, axis_name):
 # ----------------------------------------------------------------------- psum
 
 psum_p = define(
-    "psum", collective=True, abstract_eval=_same_type, lowering=None, impl=_unbound("psum"),
+    "psum", collective=True, abstract_eval=_same_type,
+    lowering=lambda x, *, axis_name: jax_lax.psum(x, axis_name), impl=_unbound("psum"),
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axis_name: [psum_p.bind(ct, axis_name=axis_name)],
     batching=_reducing_batch_rule("psum", lambda x, d: sh.reduce_sum(x, (d,)),
@@ -55,12 +58,14 @@ psum_p = define(
 # ----------------------------------------------------------------- pmax / pmin
 
 pmax_p = define(
-    "pmax", collective=True, abstract_eval=_same_type, lowering=None, impl=_unbound("pmax"),
+    "pmax", collective=True, abstract_eval=_same_type,
+    lowering=lambda x, *, axis_name: jax_lax.pmax(x, axis_name), impl=_unbound("pmax"),
     jvp=None,
     batching=_reducing_batch_rule("pmax", lambda x, d: red.reduce_max(x, (d,)),
                                   lambda x, n: x))
 pmin_p = define(
-    "pmin", collective=True, abstract_eval=_same_type, lowering=None, impl=_unbound("pmin"),
+    "pmin", collective=True, abstract_eval=_same_type,
+    lowering=lambda x, *, axis_name: jax_lax.pmin(x, axis_name), impl=_unbound("pmin"),
     jvp=None,
     batching=_reducing_batch_rule("pmin", lambda x, d: red.reduce_min(x, (d,)),
                                   lambda x, n: x))
@@ -75,7 +80,8 @@ def _axis_index_batch(axis_data, vals, dims, *, axis_name):
 
 
 axis_index_p = define(
-    "axis_index", collective=True, lowering=None, impl=_unbound("axis_index"),
+    "axis_index", collective=True,
+    lowering=lambda *, axis_name: jax_lax.axis_index(axis_name), impl=_unbound("axis_index"),
     abstract_eval=lambda *, axis_name: ShapedArray((), np.int32),
     jvp=ad.zero_jvp, batching=_axis_index_batch)
 
@@ -102,7 +108,7 @@ def pmin(x, axis_name):
 
 def axis_size(axis_name):
     """The size of the enclosing vmap axis called `axis_name`."""
-    return batching.find_axis(axis_name).axis_data.size
+    return batching.find_axis(axis_name).size
 
 
 def axis_index(axis_name):
