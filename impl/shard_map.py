@@ -309,7 +309,7 @@ Infer = _InferSpecs()
 
 def _resolve_mesh(mesh):
     if mesh is None:
-        mesh = jax.sharding.get_mesh()
+        mesh = jax.sharding.get_abstract_mesh()
         if mesh.empty:
             raise ValueError("shard_map: mesh=None needs a mesh in context, but the context "
                              "mesh is empty. Pass mesh= or use `jax.set_mesh(mesh)` to "
