@@ -20,6 +20,7 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
+import pathlib  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
@@ -520,6 +521,23 @@ def case_shard_map_errors():
     same_error(lambda lib, np_: smap(lib, mesh=None)(X))                     # no mesh
     raises(NotImplementedError, lambda: impl.shard_map(lambda a: a, mesh=MESH,
                                                        in_specs=None, out_specs=P()))
+
+
+# ---------------------------------------------------------------- documentation
+
+def case_docs_sharding_examples_print_what_they_say():
+    """The examples of docs/sharding.md run, and each `print(...)  # text` prints text
+    (up to a colon that starts an explanation)."""
+    import io
+    import re
+    doc = (pathlib.Path(__file__).parent.parent / "docs" / "sharding.md").read_text()
+    source = "\n".join(re.findall(r"```python\n(.*?)```", doc, re.S))
+    expected = [re.split(r"\s*#\s*", line, maxsplit=1)[1].split(":")[0].strip()
+                for line in source.splitlines() if line.startswith("print(") and "#" in line]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(source, "docs/sharding.md", "exec"), {})
+    assert out.getvalue().splitlines() == expected, (out.getvalue(), expected)
 
 
 # ------------------------------------------------ the checks catch broken rules
