@@ -384,6 +384,24 @@ def case_shard_map_jvp_linearize():
     check(*both(make), rtol=1e-4)
 
 
+def case_shard_map_linear_transpose():
+    def make(lib, np_):
+        f = lib.shard_map(lambda a, w: (lib.lax.psum(a * 2.0, "x"), a * w), mesh=MESH,
+                          in_specs=(P("x", "y"), P()), out_specs=(P(None, "y"), P("x", "y")))
+        f_t = lib.linear_transpose(lambda a: f(a, F32(3.0)), X)
+        return f_t((B.repeat(2, 1), Y))
+    check(*both(make))
+
+
+def case_shard_map_tuple_axis_names():
+    def make(lib, np_):
+        f = lib.shard_map(lambda a: (lib.lax.psum(a, ("x", "y")),
+                                     a * 0.0 + lib.lax.axis_index(("x", "y"))),
+                          mesh=MESH, in_specs=P(("x", "y")), out_specs=(P(), P(("x", "y"))))
+        return f(X[:, 0]), lib.jit(lib.grad(lambda a: (f(a)[0] ** 2).sum()))(X[:, 0])
+    check(*both(make))
+
+
 def case_shard_map_hessian_vector_product():
     def make(lib, np_):
         f = lib.shard_map(lambda a: lib.lax.psum(np_.sin(a) * a, "x"), mesh=MESH,
