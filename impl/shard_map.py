@@ -27,7 +27,7 @@ from jax.sharding import AbstractMesh, Mesh, PartitionSpec
 
 from impl import core
 from impl.api import flatten_fun, _check_leaf, _fun_name
-from impl.core import ShapedArray, Tracer, get_aval
+from impl.core import Tracer, get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
@@ -300,11 +300,13 @@ shard_map_p = define(
 # ------------------------------------------------------------------------ the API
 
 class _InferSpecs:
+    """The default of in_specs, as JAX's `Infer`: specs from the arguments' shardings."""
+
     def __repr__(self):
         return "Infer"
 
 
-Infer = _InferSpecs()
+_INFER = _InferSpecs()
 
 
 def _resolve_mesh(mesh):
@@ -362,7 +364,7 @@ def _check_spec(spec, aval, where, what, mesh, manual, fname, divisible=True):
                     f"{tuple(mesh.shape.values())} with axis names {mesh.axis_names}.")
 
 
-def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=frozenset(),
+def shard_map(f=None, /, *, out_specs, in_specs=_INFER, mesh=None, axis_names=frozenset(),
               check_vma=True):
     """Map `f` over blocks of its arguments on a mesh of devices (see jax.shard_map).
 
@@ -376,7 +378,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
                                    axis_names=axis_names, check_vma=check_vma)
     if not callable(f):
         raise TypeError(f"shard_map requires a callable, got {type(f).__name__}")
-    if in_specs is None or in_specs is Infer or type(in_specs).__name__ == "InferFromArgs":
+    if in_specs is None or in_specs is _INFER or type(in_specs).__name__ == "InferFromArgs":
         raise NotImplementedError(
             "impl.shard_map needs in_specs: inferring them from the arguments' shardings "
             "(in_specs=None or Infer, for meshes with Explicit axes) is not supported")
@@ -400,7 +402,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
         key = (in_tree, tuple(avals), m, manual)
         hit = programs.get(key)
         if hit is None:
-            hit = _stage(f, fname, in_tree, avals, specs, m, manual)
+            hit = _stage_blocks(f, fname, in_tree, avals, specs, out_specs, m, manual)
             if not any(isinstance(c, Tracer) for c in hit[1]):
                 programs[key] = hit
         program, consts, out_tree, flat_out_specs = hit
@@ -410,17 +412,20 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
                                 check_vma=bool(check_vma))
         return tree_util.tree_unflatten(out_tree, outs)
 
-    def _stage(fun, name, in_tree, avals, specs, m, manual):
-        flat_fun, store = flatten_fun(fun, in_tree, name=f"shard_map of {name}")
-        blocks = [_block_aval(m, s, a) for s, a in zip(specs, avals)]
-        with _mesh_axes(m, manual):
-            closed = pe.make_closed_jaxpr(flat_fun, blocks)
-        out_tree = store["out_tree"]
-        flat_out = tuple(broadcast_prefix(out_specs, out_tree, "shard_map out_specs"))
-        for i, (s, a) in enumerate(zip(flat_out, closed.out_avals)):
-            _check_spec(s, a, f"output leaf {i} of {name}", "out_specs", m, manual, name,
-                        divisible=False)
-        program, consts = pe.convert_constvars_to_invars(closed)
-        return program, consts, out_tree, flat_out
-
     return mapped
+
+
+def _stage_blocks(fun, name, in_tree, avals, specs, out_specs, m, manual):
+    """Stage `fun` on one device's blocks: (block program with its constants as leading
+    inputs, constants, output tree, one out_spec per output leaf)."""
+    flat_fun, store = flatten_fun(fun, in_tree, name=f"shard_map of {name}")
+    blocks = [_block_aval(m, s, a) for s, a in zip(specs, avals)]
+    with _mesh_axes(m, manual):
+        closed = pe.make_closed_jaxpr(flat_fun, blocks)
+    out_tree = store["out_tree"]
+    flat_out = tuple(broadcast_prefix(out_specs, out_tree, "shard_map out_specs"))
+    for i, (s, a) in enumerate(zip(flat_out, closed.out_avals)):
+        _check_spec(s, a, f"output leaf {i} of {name}", "out_specs", m, manual, name,
+                    divisible=False)
+    program, consts = pe.convert_constvars_to_invars(closed)
+    return program, consts, out_tree, flat_out
