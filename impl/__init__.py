@@ -24,3 +24,7 @@ Array = __import__("jax").Array
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
            "linear_transpose", "vmap", "jit", "make_jaxpr", "eval_shape", "numpy", "lax",
            "tree_util", "Array", "sharding", "shard_map", "make_mesh", "set_mesh"]
+
+# Ragged batches (beyond JAX, from the batching seed): impl.pile([...]) and
+# vmap(f, in_axes=pile_axis, out_axes=pile_axis).
+from impl.interpreters.batching import pile, Pile, pile_axis  # noqa: F401,E402

@@ -356,11 +356,6 @@ class Trace:
         if not tracer._trace.alive:
             raise escaped_tracer_error(tracer)
 
-    def named_axis(self, name):
-        """What this trace knows of the named axis `name` if it binds it (a vmap axis, a
-        shard_map's mesh axis), else None; collectives look names up the trace chain."""
-        return None
-
 
 def escaped_tracer_error(tracer):
     return UnexpectedTracerError(

@@ -43,32 +43,11 @@ P = PartitionSpec
 
 # ------------------------------------------------------------- mesh axes in scope
 
-class _MeshAxesTrace(core.Trace):
-    """Binds a shard_map's manual mesh axes while its block program is staged or
-    transformed, so collectives and axis_size find them (`batching.find_axis`).
-    Primitives pass through to the parent trace."""
-
-    __slots__ = ("sizes",)
-
-    def __init__(self, parent, sizes):
-        super().__init__(parent)
-        self.sizes = sizes
-
-    def named_axis(self, name):
-        try:
-            size = self.sizes.get(name)
-        except TypeError:     # an unhashable name binds no mesh axis
-            return None
-        return None if size is None else batching.AxisData(name, size)
-
-    def process_primitive(self, prim, args, params):
-        with core.set_current_trace(self.parent):
-            return prim.bind(*args, **params)
-
-
 def _mesh_axes(mesh, axis_names):
-    sizes = {n: mesh.shape[n] for n in axis_names}
-    return core.new_trace(_MeshAxesTrace(core.current_trace(), sizes))
+    """Bind the manual mesh axes while the block program is staged or transformed, so
+    collectives and axis_size inside it find them."""
+    return batching.extend_axis_env([(n, mesh.shape[n]) for n in mesh.axis_names
+                                     if n in axis_names])
 
 
 # ------------------------------------------------------------------ block shapes
@@ -238,9 +217,7 @@ def _divide(x, n):
 
 
 def _psum_over(x, names):
-    for name in names:
-        x = collectives.psum(x, name)
-    return x
+    return collectives.psum(x, names) if names else x
 
 
 def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, axis_names,

@@ -63,3 +63,7 @@ def square(x):
 def stop_gradient(x):
     """Stops derivatives flowing through every leaf of the pytree `x`."""
     return _tree_util.tree_map(_ew.stop_gradient_p.bind, x)
+
+from impl.primitives.collectives import (  # noqa: F401,E402
+    all_gather, all_to_all, ppermute, psum_scatter, pbroadcast, pshuffle, pswapaxes,
+)
