@@ -402,6 +402,28 @@ def case_shard_map_tuple_axis_names():
     check(*both(make))
 
 
+def case_shard_map_all_collectives():
+    """all_gather, psum_scatter, ppermute and all_to_all between devices: values, gradients
+    and vmap against JAX. (pbroadcast is left out: JAX 0.10 cannot lower it on CPU.)"""
+    perm = [(i, (i + 1) % 4) for i in range(4)]
+
+    def make(lib, np_):
+        def body(a):                                                     # a: (2, 2)
+            g = lib.lax.all_gather(a, "x", axis=0, tiled=True)           # (8, 2)
+            h = lib.lax.all_gather(a, "x", axis=1)                       # (2, 4, 2)
+            s = lib.lax.psum_scatter(np_.sin(g), "x", scatter_dimension=0, tiled=True)
+            u = lib.lax.psum_scatter(np_.cos(h), "x", scatter_dimension=1)   # (2, 2)
+            p = lib.lax.ppermute(a * 2.0, "x", perm)
+            t = lib.lax.all_to_all(np_.cos(g), "x", 0, 0, tiled=True)    # (2, 2)
+            v = lib.lax.all_to_all(h, "x", 1, 0, tiled=True)[:2, 0]      # (2, 2)
+            return s, u, p, t, v
+        f = lib.shard_map(body, mesh=MESH, in_specs=P("x", "y"), out_specs=P("x", "y"))
+        loss = lambda a: sum((o ** 2).sum() for o in f(a))
+        return (f(X), eager(lib, lib.grad(loss))(X), lib.jit(lib.grad(loss))(X),
+                lib.jit(lib.vmap(f))(rs(2, 8, 4, seed=13)))
+    check(*both(make), rtol=1e-4)
+
+
 def case_shard_map_hessian_vector_product():
     def make(lib, np_):
         f = lib.shard_map(lambda a: lib.lax.psum(np_.sin(a) * a, "x"), mesh=MESH,
