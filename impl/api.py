@@ -529,7 +529,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
                                         chunk_size, name, sum_match)
         else:
             outs = batching.vmap_flat(flat_fun, flat_args, specs, size, axis_name,
-                                      out_specs_fn, name, sum_match, spmd_axis_name)
+                                      out_specs_fn, name, sum_match,
+                                      spmd_axis_name=spmd_axis_name)
         return tree_unflatten(store["out_tree"], outs)
 
     return vmapped
@@ -539,6 +540,8 @@ def _mapped_size(x, spec):
     """The size of the axis `spec` maps of `x`, or None when `x` does not say."""
     if type(x) is batching.Pile:
         return x.size
+    if spec is batching.pile_axis:
+        raise batching.not_a_pile_error(x)
     if not isinstance(spec, (int, np.integer)):
         return None
     shape = get_aval(x).shape if not batching.is_vmappable(x) else getattr(x, "shape", None)

@@ -151,7 +151,7 @@ class RaggedSize:
         return hash(("ragged", self.lengths))
 
     def __repr__(self):
-        return "ragged"
+        return f"ragged{self.lengths}"
 
     def __index__(self):
         raise TypeError(
@@ -411,6 +411,11 @@ def make_iota(axis_size):
     return np.arange(int(axis_size), dtype=np.int32)
 
 
+def not_a_pile_error(x):
+    return TypeError(f"vmap: in_axes=pile_axis was given for a value of type "
+                     f"{type(x).__name__}, which is not a Pile (build one with impl.pile)")
+
+
 def to_elt(trace, get_idx, x, spec):
     """One element of the batched input `x` mapped as `spec`."""
     handler = to_elt_handlers.get(type(x))
@@ -423,8 +428,7 @@ def to_elt(trace, get_idx, x, spec):
         dim = 0 if x.axis is None else ConcatAxis(x.axis, x.lengths)
         return BatchTracer(trace, x.data, dim)
     if spec is pile_axis:
-        raise TypeError(f"vmap: in_axes=pile_axis was given for a value of type "
-                        f"{type(x).__name__}, which is not a Pile (build one with impl.pile)")
+        raise not_a_pile_error(x)
     if spec is None:
         return x
     ndim = get_aval(x).ndim
@@ -488,9 +492,10 @@ def bdim_at_front(x, dim, size):
 
 
 def vmap_flat(fun, args, in_specs, axis_size, axis_name, out_specs_fn, name="function",
-              sum_match=False, spmd_axis_name=None):
+              sum_match=False, mapped_outs=None, spmd_axis_name=None):
     """Map `fun` over `args` (flat lists of values, Piles or registered vmappables).
-    `out_specs_fn(n)` gives the specs of the n outputs once `fun` has run."""
+    `out_specs_fn(n)` gives the specs of the n outputs once `fun` has run; a list given
+    as `mapped_outs` receives, per output, whether it varies along the mapped axis."""
     trace = BatchTrace(core.current_trace(), AxisData(axis_name, axis_size, spmd_axis_name))
     with core.new_trace(trace):
         idx = []
@@ -503,9 +508,11 @@ def vmap_flat(fun, args, in_specs, axis_size, axis_name, out_specs_fn, name="fun
         ins = [to_elt(trace, get_idx, x, s) for x, s in zip(args, in_specs)]
         outs = fun(*ins)
         specs = out_specs_fn(len(outs))
-        for i, (o, s) in enumerate(zip(outs, specs)):
+        for o, s in zip(outs, specs):
             mapped = (type(o) is BatchTracer and o._trace is trace
                       and type(o.batch_dim) is int)
+            if mapped_outs is not None:
+                mapped_outs.append(mapped)
             if s is None and mapped and not sum_match:
                 raise ValueError(f"vmap of {name} has mapped output (axis_name={axis_name}) "
                                  "but out_axes is None for it: return only unmapped values "

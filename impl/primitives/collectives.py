@@ -90,6 +90,17 @@ def _at_front(x, d, size):
     return batching.bdim_at_front(x, d, size)
 
 
+def _outward(prim, x, d, params, positional=()):
+    """Bind `prim` again for the enclosing traces (the axes it names are theirs). Our
+    batch axis goes first; the `positional` parameters (axis numbers) move past it."""
+    if d is None:
+        return prim.bind(x, **params), None
+    if not positional:
+        return prim.bind(x, **params), d
+    shifted = {k: v + 1 if k in positional else v for k, v in params.items()}
+    return prim.bind(batching.moveaxis(x, d, 0), **shifted), 0
+
+
 def _same_type(api_name):
     def rule(x, *, axes, **params):
         for name in axes:
@@ -106,7 +117,7 @@ def _allreduce_batch(prim, reduce_mapped, reduce_unmapped):
     def rule(axis_data, vals, dims, *, axes):
         (x,), (d,) = vals, dims
         if axis_data.name not in axes:
-            return prim.bind(x, axes=axes), d
+            return _outward(prim, x, d, dict(axes=axes))
         y = reduce_unmapped(x, axis_data.size) if d is None else reduce_mapped(x, (d,))
         rest = tuple(a for a in axes if a != axis_data.name)
         return (prim.bind(y, axes=rest) if rest else y), None
@@ -186,10 +197,7 @@ def _all_gather_batch(axis_data, vals, dims, *, axes, axis, tiled):
     (x,), (d,) = vals, dims
     own, n = axis_data.name, axis_data.size
     if own not in axes:
-        if d is None:
-            return all_gather_p.bind(x, axes=axes, axis=axis, tiled=tiled), None
-        return all_gather_p.bind(batching.moveaxis(x, d, 0), axes=axes, axis=axis + 1,
-                                 tiled=tiled), 0
+        return _outward(all_gather_p, x, d, dict(axes=axes, axis=axis, tiled=tiled), ("axis",))
     # Every element gets the whole batch: our batch axis, moved to `axis`, unmapped.
     g = batching.moveaxis(_at_front(x, d, n), 0, axis)
     before, after = _split(axes, own)
@@ -241,10 +249,8 @@ def _psum_scatter_batch(axis_data, vals, dims, *, axes, scatter_dimension, tiled
     (x,), (d,) = vals, dims
     own, n, sd = axis_data.name, axis_data.size, scatter_dimension
     if own not in axes:
-        if d is None:
-            return psum_scatter_p.bind(x, axes=axes, scatter_dimension=sd, tiled=tiled), None
-        return psum_scatter_p.bind(batching.moveaxis(x, d, 0), axes=axes,
-                                   scatter_dimension=sd + 1, tiled=tiled), 0
+        return _outward(psum_scatter_p, x, d, dict(axes=axes, scatter_dimension=sd,
+                                                   tiled=tiled), ("scatter_dimension",))
     # Sum over our axis, then element k keeps block k of the scatter dimension, which
     # splits as (devices before us, us, devices after us, block size).
     y = ew.mul(x, n) if d is None else sh.reduce_sum(x, (d,))
@@ -294,11 +300,9 @@ def _all_to_all_batch(axis_data, vals, dims, *, axes, split_axis, concat_axis):
     own, n = axis_data.name, axis_data.size
     sa, ca = split_axis + 1, concat_axis + 1   # positions once the batch axis is first
     if own not in axes:
-        if d is None:
-            return all_to_all_p.bind(x, axes=axes, split_axis=split_axis,
-                                     concat_axis=concat_axis), None
-        return all_to_all_p.bind(batching.moveaxis(x, d, 0), axes=axes, split_axis=sa,
-                                 concat_axis=ca), 0
+        return _outward(all_to_all_p, x, d, dict(axes=axes, split_axis=split_axis,
+                                                 concat_axis=concat_axis),
+                        ("split_axis", "concat_axis"))
     before, after = _split(axes, own)
     xs = _at_front(x, d, n)
     shape = get_aval(xs).shape
@@ -372,7 +376,7 @@ def _ppermute_batch(axis_data, vals, dims, *, axes, perm):
     (x,), (d,) = vals, dims
     own, n = axis_data.name, axis_data.size
     if own not in axes:
-        return ppermute_p.bind(x, axes=axes, perm=perm), d
+        return _outward(ppermute_p, x, d, dict(axes=axes, perm=perm))
     xs = _at_front(x, d, n)
     before, after = _split(axes, own)
     if not before and not after:
@@ -417,7 +421,7 @@ def _pbroadcast_batch(axis_data, vals, dims, *, axes, source):
     (x,), (d,) = vals, dims
     own, n = axis_data.name, axis_data.size
     if own not in axes:
-        return pbroadcast_p.bind(x, axes=axes, source=source), d
+        return _outward(pbroadcast_p, x, d, dict(axes=axes, source=source))
     before, after = _split(axes, own)
     a = _size(after, "pbroadcast")
     mine = (source // a) % n                          # source = (b, mine, a) row-major
@@ -514,10 +518,28 @@ def _int_if_bool(v):
     return ew.convert_element_type(v, np.int32) if get_aval(v).dtype == np.bool_ else v
 
 
+def _is_traced(v):
+    return isinstance(v, (core.Tracer, jax.core.Tracer))
+
+
+def _psum_leaf(v, axes, api_name):
+    if not axes:
+        return v
+    if not _is_traced(v):
+        # A constant is the same in every element: its sum is known now, as in JAX
+        # (so `psum(1, 'i')` is the axis size, a Python int, even under jit).
+        n = _size(axes, api_name)
+        if isinstance(v, (bool, int, float, complex)):
+            return int(v) * n if isinstance(v, bool) else v * n
+        v = jax.numpy.asarray(v)
+        return _int_if_bool(v) * np.asarray(n, _int_if_bool(v).dtype)
+    return psum_p.bind(_int_if_bool(v), axes=axes)
+
+
 def psum(x, axis_name, *, axis_index_groups=None):
     """Sum `x` over the named axis (or tuple of axes), for each leaf of a pytree."""
     axes = _axes(axis_name, "psum", axis_index_groups)
-    return _leafwise(lambda v: psum_p.bind(_int_if_bool(v), axes=axes) if axes else v, x)
+    return _leafwise(lambda v: _psum_leaf(v, axes, "psum"), x)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
@@ -526,7 +548,9 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     n = _size(axes, "pmean")
 
     def one(v):
-        total = psum_p.bind(_int_if_bool(v), axes=axes) if axes else v
+        total = _psum_leaf(v, axes, "pmean")
+        if isinstance(total, (int, float, complex)):
+            return total / n
         aval = get_aval(total)
         if not core.is_float_dtype(aval.dtype):   # JAX's true division of integers
             wide = np.float64 if aval.dtype.itemsize >= 8 else np.float32

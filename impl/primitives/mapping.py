@@ -186,9 +186,11 @@ def vmap_chunked(fun, args, in_dims, axis_size, out_dims_fn, chunk_size, name, s
         box["specs"] = out_dims_fn(n)
         return [None if s is None else 0 for s in box["specs"]]
 
+    mapped_outs = []
+
     def body(*xs):
         return batching.vmap_flat(fun, list(xs), body_dims, k, None, chunk_specs, name,
-                                  sum_match)
+                                  sum_match, mapped_outs)
 
     avals = [ShapedArray((k,) + get_aval(x).shape[1:], get_aval(x).dtype) if m
              else get_aval(x) for x, m in zip(front, mapped)]
@@ -207,9 +209,10 @@ def vmap_chunked(fun, args, in_dims, axis_size, out_dims_fn, chunk_size, name, s
                                   sum_match)
     outs = []
     for i, (y, s) in enumerate(zip(main, specs)):
-        if s is None:
-            y = sh.reduce_sum(y, (0,)) if sum_match else ix.index_in_dim(y, 0, 0, False)
-            if sum_match and tail is not None:
+        if s is None:   # the same in every chunk, or (sum_match) a per-chunk sum
+            summed = sum_match and mapped_outs[i]
+            y = sh.reduce_sum(y, (0,)) if summed else ix.index_in_dim(y, 0, 0, False)
+            if summed and tail is not None:
                 y = core.ops.add_any(y, tail[i])
         else:
             y = sh.reshape(y, (full,) + get_aval(y).shape[2:])
