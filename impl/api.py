@@ -18,6 +18,7 @@ from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
 from impl.primitives import collectives, mapping
 from impl.primitives.call import jit_p
+from impl.primitives.sharding import broadcast_prefix, check_sharding_leaf
 
 tree_flatten = tree_util.tree_flatten
 tree_unflatten = tree_util.tree_unflatten
@@ -456,11 +457,15 @@ def _flatten_axes(what, tree, axes):
 
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
          spmd_axis_name=None, sum_match: bool = False, *, chunk_size=None):
-    """Vectorise `fun` over an axis of its inputs (see jax.vmap).
+    """Vectorise `fun` over an axis of its inputs (see jax.vmap). `spmd_axis_name` (a
+    mesh axis name or a tuple of them) shards the batch axis over those mesh axes
+    wherever the function asks for a sharding (constraints, jit shardings, shard_map).
 
     Beyond JAX: inputs may be ragged `Pile`s (`in_axes=pile_axis`) or types registered
     with `batching.register_vmappable`; `chunk_size=k` computes the same result k
     elements at a time, so peak memory is bounded by a chunk."""
+    if spmd_axis_name is not None and type(spmd_axis_name) is not tuple:
+        spmd_axis_name = (spmd_axis_name,)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     name = _fun_name(fun)
@@ -515,13 +520,17 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
             if any(batching.is_vmappable(x) for x in flat_args):
                 raise NotImplementedError("vmap: chunk_size is not supported for piles or "
                                           "registered vmappable types")
+            if spmd_axis_name is not None:
+                raise NotImplementedError("vmap: chunk_size cannot be combined with "
+                                          "spmd_axis_name (a chunk is not a mesh shard)")
             dims = [d if d is None else int(d) % get_aval(x).ndim
                     for x, d in zip(flat_args, specs)]
             outs = mapping.vmap_chunked(flat_fun, flat_args, dims, size, out_specs_fn,
                                         chunk_size, name, sum_match)
         else:
             outs = batching.vmap_flat(flat_fun, flat_args, specs, size, axis_name,
-                                      out_specs_fn, name, sum_match)
+                                      out_specs_fn, name, sum_match,
+                                      spmd_axis_name=spmd_axis_name)
         return tree_unflatten(store["out_tree"], outs)
 
     return vmapped
@@ -636,17 +645,22 @@ class _StagedFunction:
 class _JittedFunction(_StagedFunction):
     """A function staged to the IR and compiled by XLA as one program."""
 
-    def __init__(self, fun, static_argnums, static_argnames, inline=False, **jax_jit_options):
+    def __init__(self, fun, static_argnums, static_argnames, inline=False, in_shardings=None,
+                 out_shardings=None, **jax_jit_options):
         # update_wrapper first: it copies fun.__dict__, which may hold a `fun` attribute
         # (custom_jvp/custom_vjp objects, or functions wrapping them) that must not
         # replace the function being jitted.
         functools.update_wrapper(self, fun)
         super().__init__(fun, static_argnums, static_argnames)
-        # Options about the compiled executable (donation, devices, compiler flags) are
-        # jax.jit's own: impl hands them over unchanged.
+        # Options about the compiled executable (donation, devices, compiler flags,
+        # shardings) are jax.jit's own: impl hands them over unchanged.
+        shardings = {k: v for k, v in (("in_shardings", in_shardings),
+                                       ("out_shardings", out_shardings)) if v is not None}
         self._compiled = jax.jit(self._lower_and_run, static_argnums=static_argnums,
                                  static_argnames=static_argnames, inline=inline,
-                                 **jax_jit_options)
+                                 **shardings, **jax_jit_options)
+        self.in_shardings = in_shardings
+        self.out_shardings = out_shardings
         self.inline = inline
         self._programs = {}   # staged programs for calls inside transformations
 
@@ -677,8 +691,8 @@ class _JittedFunction(_StagedFunction):
         return key, flat
 
     def _bind(self, args, kwargs):
-        if self.inline:   # trace the function into the enclosing transformation
-            return self.fun(*args, **kwargs)
+        if self.inline and self.in_shardings is None and self.out_shardings is None:
+            return self.fun(*args, **kwargs)   # trace into the enclosing transformation
         key, flat = self._cache_key(args, kwargs)
         hit = self._programs.get(key)
         if hit is None:
@@ -689,8 +703,35 @@ class _JittedFunction(_StagedFunction):
             if not any(isinstance(c, Tracer) for c in consts):
                 self._programs[key] = hit
         program, consts, out_tree = hit
-        outs = jit_p.bind(*consts, *flat, jaxpr=program, name=self.name)
+        outs = jit_p.bind(*consts, *flat, jaxpr=program, name=self.name,
+                          in_shardings=(None,) * len(consts) + self._flat_in_shardings(
+                              args, kwargs, len(flat)),
+                          out_shardings=self._flat_out_shardings(out_tree))
         return tree_unflatten(out_tree, outs)
+
+    def _flat_in_shardings(self, args, kwargs, num_flat):
+        """One sharding (or None) per dynamic argument leaf, from the in_shardings prefix
+        of the positional arguments (as jax.jit reads it)."""
+        if self.in_shardings is None:
+            return (None,) * num_flat
+        dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
+        if dyn_kwargs:
+            raise ValueError(f"jit of {self.name} does not support keyword arguments when "
+                             f"in_shardings is specified (got {sorted(dyn_kwargs)}); pass "
+                             "them positionally")
+        prefix = self.in_shardings
+        prefix = tuple(prefix) if isinstance(prefix, list) else prefix
+        flat = broadcast_prefix(prefix, tree_util.tree_structure(dyn_args),
+                                "jit in_shardings (a prefix of the positional arguments)")
+        return tuple(check_sharding_leaf(s, "jit in_shardings", allow_none=True)
+                     for s in flat)
+
+    def _flat_out_shardings(self, out_tree):
+        if self.out_shardings is None:
+            return (None,) * out_tree.num_leaves
+        flat = broadcast_prefix(self.out_shardings, out_tree, "jit out_shardings")
+        return tuple(check_sharding_leaf(s, "jit out_shardings", allow_none=True)
+                     for s in flat)
 
     def lower(self, *args, **kwargs):
         return self._compiled.lower(*args, **kwargs)
@@ -733,13 +774,18 @@ def _argnums_and_names(fun, argnums, argnames):
 
 def jit(fun: Callable | None = None, /, *, static_argnums=None, static_argnames=None,
         donate_argnums=None, donate_argnames=None, keep_unused=False, device=None,
-        backend=None, inline=False, compiler_options=None):
+        backend=None, inline=False, compiler_options=None, in_shardings=None,
+        out_shardings=None):
     """Stage `fun` to impl's IR and compile the whole program with XLA (via jax.jit).
 
     Donation, `keep_unused`, `device`, `backend` and `compiler_options` are options of
     the compiled executable and behave as in jax.jit; `inline=True` traces `fun` into
-    an enclosing transformation instead of calling it as one staged program."""
-    options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
+    an enclosing transformation instead of calling it as one staged program.
+    `in_shardings`/`out_shardings` (jax.sharding objects, pytree prefixes of the
+    positional arguments and of the result, None for unspecified) go to XLA's SPMD
+    partitioner, also when the call is differentiated or vmapped."""
+    options = dict(in_shardings=in_shardings, out_shardings=out_shardings,
+                   static_argnums=static_argnums, static_argnames=static_argnames,
                    donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                    keep_unused=keep_unused, device=device, backend=backend, inline=inline,
                    compiler_options=compiler_options)
@@ -756,7 +802,8 @@ def jit(fun: Callable | None = None, /, *, static_argnums=None, static_argnames=
         executable_options["device"] = device
     if backend is not None:
         executable_options["backend"] = backend
-    return _JittedFunction(fun, nums, names, inline=inline, **executable_options)
+    return _JittedFunction(fun, nums, names, inline=inline, in_shardings=in_shardings,
+                           out_shardings=out_shardings, **executable_options)
 
 
 # ------------------------------------------------------------------ make_jaxpr

@@ -28,16 +28,18 @@ batching_rules: dict = {}   # prim -> rule(axis_data, vals, dims, **params) -> (
 
 
 class AxisData:
-    """The size and name of the axis a BatchTrace maps over."""
+    """The size and name of the axis a BatchTrace maps over, and the mesh axes its batch
+    dimension is sharded over (`vmap(..., spmd_axis_name=...)`: a tuple, or None)."""
 
-    __slots__ = ("name", "size")
+    __slots__ = ("name", "size", "spmd_name")
 
-    def __init__(self, name, size):
+    def __init__(self, name, size, spmd_name=None):
         self.name = name
         self.size = size
+        self.spmd_name = spmd_name
 
     def __repr__(self):
-        return f"AxisData(name={self.name!r}, size={self.size})"
+        return f"AxisData(name={self.name!r}, size={self.size}, spmd_name={self.spmd_name!r})"
 
 
 # ------------------------------------------------------------------ named axes
@@ -490,11 +492,11 @@ def bdim_at_front(x, dim, size):
 
 
 def vmap_flat(fun, args, in_specs, axis_size, axis_name, out_specs_fn, name="function",
-              sum_match=False, mapped_outs=None):
+              sum_match=False, mapped_outs=None, spmd_axis_name=None):
     """Map `fun` over `args` (flat lists of values, Piles or registered vmappables).
     `out_specs_fn(n)` gives the specs of the n outputs once `fun` has run; a list given
     as `mapped_outs` receives, per output, whether it varies along the mapped axis."""
-    trace = BatchTrace(core.current_trace(), AxisData(axis_name, axis_size))
+    trace = BatchTrace(core.current_trace(), AxisData(axis_name, axis_size, spmd_axis_name))
     with core.new_trace(trace):
         idx = []
 
@@ -519,10 +521,10 @@ def vmap_flat(fun, args, in_specs, axis_size, axis_name, out_specs_fn, name="fun
         return [from_elt(trace, axis_size, o, s, sum_match) for o, s in zip(outs, specs)]
 
 
-def batch_with_dims(fun, args, in_dims, axis_size, axis_name):
+def batch_with_dims(fun, args, in_dims, axis_size, axis_name, spmd_axis_name=None):
     """Map `fun` over arrays batched along `in_dims`; returns outputs with their batch
     dims, unmoved."""
-    trace = BatchTrace(core.current_trace(), AxisData(axis_name, axis_size))
+    trace = BatchTrace(core.current_trace(), AxisData(axis_name, axis_size, spmd_axis_name))
     with core.new_trace(trace):
         ins = [BatchTracer(trace, x, d) if d is not None else x for x, d in zip(args, in_dims)]
         outs = fun(*ins)
@@ -545,7 +547,8 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims, instantiate=F
                         "elements of a pile inside vmap(..., in_axes=pile_axis): apply jit "
                         "outside that vmap")
     inst = core.bools_per(instantiate, len(closed.out_avals))
-    key = ("batch", axis_data.size, axis_data.name, tuple(in_avals), tuple(in_dims), inst)
+    key = ("batch", axis_data.size, axis_data.name, axis_data.spmd_name, tuple(in_avals),
+           tuple(in_dims), inst)
     hit = closed._cache.get(key)
     if hit is not None:
         return hit
@@ -553,7 +556,7 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims, instantiate=F
 
     def fun(*args):
         res = batch_with_dims(core.jaxpr_as_fun(closed), args, in_dims,
-                              axis_data.size, axis_data.name)
+                              axis_data.size, axis_data.name, axis_data.spmd_name)
         res = [(broadcast_batch(x, axis_data.size, 0), 0) if d is None and i else (x, d)
                for (x, d), i in zip(res, inst)]
         box["out_dims"] = [None if d is None else 0 for _, d in res]
