@@ -132,6 +132,14 @@ def _record_environment(machine_dir, commit, env_name, environment):
         fh.writelines(json.dumps(r, sort_keys=True) + "\n" for r in rows)
 
 
+def _read_json(path):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except OSError:
+        return {}
+
+
 def read_environment_rows(path):
     try:
         with open(path) as fh:
@@ -171,6 +179,18 @@ def normalize_result(path, description, environment):
         os.remove(path)
     _record_environment(machine_dir, data["commit_hash"], env_name, environment)
     return target
+
+
+def keep_benchmark_metadata(results_dir, before):
+    """asv rewrites benchmarks.json with only the benchmarks it ran; keep the
+    descriptions of the others (their stored results still need them)."""
+    path = os.path.join(results_dir, "benchmarks.json")
+    with open(path) as fh:
+        now = json.load(fh)
+    merged = {**before, **now}
+    if merged != now:
+        with open(path, "w") as fh:
+            json.dump(merged, fh, indent=4, sort_keys=True)
 
 
 def normalize_new_results(results_dir, machine, description, environment):
@@ -217,7 +237,9 @@ def main(argv=None):
                 config = temp_config(os.path.dirname(os.path.dirname(suite)), suite)
                 cmd = [asv_exe(), "run", "--config", config, "--python=same",
                        "--set-commit-hash", sha, "--machine", machine, *extra]
+                before = _read_json(os.path.join(results_dir, "benchmarks.json"))
                 rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+                keep_benchmark_metadata(results_dir, before)
                 if rc:
                     failed.append(sha)  # asv exits non-zero if any benchmark failed
                 normalize_new_results(results_dir, machine, description, environment)
