@@ -1,8 +1,4 @@
-"""Items 3 and 4: jvp vs finite differences, linearize, adjointness, jacobians, hessians.
-
-Each test is one law: ``@law_test`` puts ``@given(case=<the law's cases>)`` and the
-profile's ``@settings`` on it (see properties/plugin.py).
-"""
+"""Items 3 and 4: jvp vs finite differences, linearize, adjointness, jacobians, hessians.  (``@law_test``: properties/plugin.py)"""
 from properties.plugin import law_test
 
 

@@ -1,8 +1,4 @@
-"""Item 7: custom_jvp, custom_vjp and custom_gradient rules are used, and true rules agree.
-
-Each test is one law: ``@law_test`` puts ``@given(case=<the law's cases>)`` and the
-profile's ``@settings`` on it (see properties/plugin.py).
-"""
+"""Item 7: custom_jvp, custom_vjp and custom_gradient rules are used, and true rules agree.  (``@law_test``: properties/plugin.py)"""
 from properties.plugin import law_test
 
 

@@ -1,8 +1,4 @@
-"""Item 9: the backend agrees with JAX (skipped when the backend is JAX).
-
-Each test is one law: ``@law_test`` puts ``@given(case=<the law's cases>)`` and the
-profile's ``@settings`` on it (see properties/plugin.py).
-"""
+"""Item 9: the backend agrees with JAX (skipped when the backend is JAX).  (``@law_test``: properties/plugin.py)"""
 from properties.plugin import law_test
 
 

@@ -1,8 +1,4 @@
-"""Item 8: jit does not change results.
-
-Each test is one law: ``@law_test`` puts ``@given(case=<the law's cases>)`` and the
-profile's ``@settings`` on it (see properties/plugin.py).
-"""
+"""Item 8: jit does not change results.  (``@law_test``: properties/plugin.py)"""
 from properties.plugin import law_test
 
 

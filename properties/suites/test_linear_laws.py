@@ -1,8 +1,4 @@
-"""Items 5 and 6: linear_transpose and linear_call.
-
-Each test is one law: ``@law_test`` puts ``@given(case=<the law's cases>)`` and the
-profile's ``@settings`` on it (see properties/plugin.py).
-"""
+"""Items 5 and 6: linear_transpose and linear_call.  (``@law_test``: properties/plugin.py)"""
 from properties.plugin import law_test
 
 

@@ -1,8 +1,4 @@
-"""Items 1 and 2: vmap is a loop; vmap and grad commute; nested vmap; vmap and jit commute.
-
-Each test is one law: ``@law_test`` puts ``@given(case=<the law's cases>)`` and the
-profile's ``@settings`` on it (see properties/plugin.py).
-"""
+"""Items 1 and 2: vmap is a loop; vmap and grad commute; nested vmap; vmap and jit commute.  (``@law_test``: properties/plugin.py)"""
 from properties.plugin import law_test
 
 
