@@ -129,8 +129,8 @@ def render_markdown(data):
 
 def terminal_table(rows):
     """Lines of the laws x outcome/examples/time table shown at the end of a run."""
-    header = f"{'item':>4}  {'law':<34} {'outcome':<8} {'examples':>8} {'filtered':>8} " \
-             f"{'unsupp.':>7} {'seconds':>8}  caught by"
+    header = (f"{'item':>4}  {'law':<34} {'outcome':<8} {'examples':>8} {'filtered':>8} "
+              f"{'unsupp.':>7} {'seconds':>8}  caught by")
     lines = [header, "-" * len(header)]
     for r in sorted(rows, key=lambda r: (r["item"] or 99, r["law"])):
         lines.append(f"{r['item'] or '?':>4}  {r['law']:<34} {r['outcome'].upper():<8} "

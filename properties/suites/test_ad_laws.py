@@ -1,4 +1,7 @@
-"""Items 3 and 4: jvp vs finite differences, linearize, adjointness, jacobians, hessians.  (``@law_test``: properties/plugin.py)"""
+"""Items 3 and 4: jvp vs finite differences, linearize, adjointness, jacobians, hessians.
+
+``@law_test``: properties/plugin.py.
+"""
 from properties.plugin import law_test
 
 

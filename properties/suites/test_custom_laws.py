@@ -1,4 +1,7 @@
-"""Item 7: custom_jvp, custom_vjp and custom_gradient rules are used, and true rules agree.  (``@law_test``: properties/plugin.py)"""
+"""Item 7: custom_jvp, custom_vjp and custom_gradient rules are used, and true rules agree.
+
+``@law_test``: properties/plugin.py.
+"""
 from properties.plugin import law_test
 
 

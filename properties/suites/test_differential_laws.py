@@ -1,4 +1,7 @@
-"""Item 9: the backend agrees with JAX (skipped when the backend is JAX).  (``@law_test``: properties/plugin.py)"""
+"""Item 9: the backend agrees with JAX (skipped when the backend is JAX).
+
+``@law_test``: properties/plugin.py.
+"""
 from properties.plugin import law_test
 
 

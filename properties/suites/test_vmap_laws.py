@@ -1,4 +1,7 @@
-"""Items 1 and 2: vmap is a loop; vmap and grad commute; nested vmap; vmap and jit commute.  (``@law_test``: properties/plugin.py)"""
+"""Items 1 and 2: vmap is a loop; vmap and grad commute; nested vmap; vmap and jit commute.
+
+``@law_test``: properties/plugin.py.
+"""
 from properties.plugin import law_test
 
 
