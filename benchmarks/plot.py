@@ -192,7 +192,7 @@ def _draw_ratio(ax, entries, kind, x_of, boundaries, colors):
         if points:
             ax.plot(*_broken_line(points, boundaries), "-o", color=colors[i % len(colors)], ms=4,
                     label=" ".join(str(v) for _, v in rest) or "impl / jax")
-    ax.axhline(1.0, color="gray", lw=0.8, ls=":")
+    ax.axhline(1.0, color="0.3", lw=1.0, ls=":")
     better = "higher is better" if kind == "track" else "lower is better"
     ax.set_ylabel(f"impl / JAX [ratio; {better}]")
     from matplotlib.ticker import MaxNLocator
