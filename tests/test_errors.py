@@ -12,11 +12,9 @@ from impl import core
 from impl.interpreters import lowering
 from impl.primitives._rules import def_lowering
 
+from helpers import rs
+
 jax.config.update("jax_enable_x64", True)
-
-
-def rs(*shape, seed=0):
-    return np.random.RandomState(seed).standard_normal(shape)
 
 
 def _has_all(msg, *words):
