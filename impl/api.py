@@ -452,19 +452,11 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
         axes_spec = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
                      {k: 0 for k in kwargs})
         dims = _flatten_axes("in_axes", in_tree, axes_spec)
-        size = _batch_size(name, flat_args, dims, in_tree, axis_size)
-        norm = []
-        for x, d in zip(flat_args, dims):
+        for x in flat_args:
             _check_leaf(x, "vmap arguments")
-            if d is not None:
-                nd = get_aval(x).ndim
-                if not -nd <= d < nd:
-                    raise ValueError(
-                        f"vmap was requested to map its argument along axis {d}, which "
-                        f"implies that its rank should be at least {d + 1 if d >= 0 else -d},"
-                        f" but is only {nd} (its shape is {get_aval(x).shape})")
-                d = d % nd
-            norm.append(d)
+        size = _batch_size(name, flat_args, dims, in_tree, axis_size)
+        # _batch_size has checked every mapped axis against its argument's rank.
+        norm = [d if d is None else d % get_aval(x).ndim for x, d in zip(flat_args, dims)]
 
         def flat_fun(*leaves):
             a, k = tree_unflatten(in_tree, leaves)
@@ -489,14 +481,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
                 res.append(d)
             return res
 
-        try:
-            outs = batching.vmap_flat(flat_fun, flat_args, norm, size, axis_name, out_dims_fn)
-        except ValueError as e:
-            if "out_axes is None" in str(e):
-                raise ValueError(f"vmap of {name}: an output is mapped over the batch axis "
-                                 "but its out_axes entry is None; return only unmapped "
-                                 "values there or give an integer out_axes.") from None
-            raise
+        outs = batching.vmap_flat(flat_fun, flat_args, norm, size, axis_name, out_dims_fn,
+                                  name)
         return tree_unflatten(store["out_tree"], outs)
 
     return vmapped
@@ -596,14 +582,18 @@ class _StagedFunction:
 class _JittedFunction(_StagedFunction):
     """A function staged to the IR and compiled by XLA as one program."""
 
-    def __init__(self, fun, static_argnums, static_argnames):
+    def __init__(self, fun, static_argnums, static_argnames, inline=False, **jax_jit_options):
         # update_wrapper first: it copies fun.__dict__, which may hold a `fun` attribute
         # (custom_jvp/custom_vjp objects, or functions wrapping them) that must not
         # replace the function being jitted.
         functools.update_wrapper(self, fun)
         super().__init__(fun, static_argnums, static_argnames)
+        # Options about the compiled executable (donation, devices, compiler flags) are
+        # jax.jit's own: impl hands them over unchanged.
         self._compiled = jax.jit(self._lower_and_run, static_argnums=static_argnums,
-                                 static_argnames=static_argnames)
+                                 static_argnames=static_argnames, inline=inline,
+                                 **jax_jit_options)
+        self.inline = inline
         self._programs = {}   # staged programs for calls inside transformations
 
     def __call__(self, *args, **kwargs):
@@ -632,6 +622,8 @@ class _JittedFunction(_StagedFunction):
         return key, flat
 
     def _bind(self, args, kwargs):
+        if self.inline:   # trace the function into the enclosing transformation
+            return self.fun(*args, **kwargs)
         key, flat = self._cache_key(args, kwargs)
         hit = self._programs.get(key)
         if hit is None:
@@ -654,49 +646,71 @@ class _JittedFunction(_StagedFunction):
         return functools.partial(self, obj)
 
 
-def _normalize_static(fun, static_argnums, static_argnames):
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
-    if isinstance(static_argnames, str):
-        static_argnames = (static_argnames,)
-    static_argnums = tuple(static_argnums or ())
-    static_argnames = tuple(static_argnames or ())
+def _positional_names(fun):
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
-        params = None
-    if params is not None:
-        positional = [p.name for p in params
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        names = set(static_argnames)
-        nums = set(static_argnums)
-        for i in static_argnums:
-            if 0 <= i < len(positional):
-                names.add(positional[i])
-        for n in static_argnames:
-            if n in positional:
-                nums.add(positional.index(n))
-        static_argnums, static_argnames = tuple(sorted(nums)), tuple(sorted(names))
-    return static_argnums, static_argnames
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+def _argnums_and_names(fun, argnums, argnames):
+    """Both spellings of a set of arguments (as jax.jit resolves static/donated ones):
+    positions named in `argnames` and names of the positions in `argnums`."""
+    if isinstance(argnums, int):
+        argnums = (argnums,)
+    if isinstance(argnames, str):
+        argnames = (argnames,)
+    argnums = tuple(argnums or ())
+    argnames = tuple(argnames or ())
+    positional = _positional_names(fun)
+    if positional is None:
+        return argnums, argnames
+    names, nums = set(argnames), set(argnums)
+    for i in argnums:
+        if 0 <= i < len(positional):
+            names.add(positional[i])
+    for n in argnames:
+        if n in positional:
+            nums.add(positional.index(n))
+    return tuple(sorted(nums)), tuple(sorted(names))
+
+
+def jit(fun: Callable | None = None, /, *, static_argnums=None, static_argnames=None,
         donate_argnums=None, donate_argnames=None, keep_unused=False, device=None,
-        backend=None, inline=False, **unused):
-    """Stage `fun` to impl's IR and compile the whole program with XLA (via jax.jit)."""
+        backend=None, inline=False, compiler_options=None):
+    """Stage `fun` to impl's IR and compile the whole program with XLA (via jax.jit).
+
+    Donation, `keep_unused`, `device`, `backend` and `compiler_options` are options of
+    the compiled executable and behave as in jax.jit; `inline=True` traces `fun` into
+    an enclosing transformation instead of calling it as one staged program."""
+    options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
+                   donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                   keep_unused=keep_unused, device=device, backend=backend, inline=inline,
+                   compiler_options=compiler_options)
     if fun is None:
-        return lambda f: jit(f, static_argnums=static_argnums,
-                             static_argnames=static_argnames)
+        return lambda f: jit(f, **options)
     if not callable(fun):
         raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-    nums, names = _normalize_static(fun, static_argnums, static_argnames)
-    return _JittedFunction(fun, nums, names)
+    nums, names = _argnums_and_names(fun, static_argnums, static_argnames)
+    donate_nums, _ = _argnums_and_names(fun, donate_argnums, donate_argnames)
+    executable_options = dict(keep_unused=keep_unused, compiler_options=compiler_options)
+    if donate_nums:
+        executable_options["donate_argnums"] = donate_nums
+    if device is not None:
+        executable_options["device"] = device
+    if backend is not None:
+        executable_options["backend"] = backend
+    return _JittedFunction(fun, nums, names, inline=inline, **executable_options)
 
 
 # ------------------------------------------------------------------ make_jaxpr
 
-def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False, **unused):
+def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bool = False):
     """A function returning the IR program of `fun` for the given arguments."""
+    if axis_env is not None:
+        raise NotImplementedError("make_jaxpr: axis_env is not supported yet; trace "
+                                  "collectives inside vmap(..., axis_name=...) instead")
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
 

@@ -273,19 +273,33 @@ def pp_jaxpr(jaxpr: Jaxpr, name=None):
 # ------------------------------------------------------------------------ primitives
 
 class Primitive:
-    """An operation of the IR. Its rules live in the tables of each transformation."""
+    """An operation of the IR. Its rules live in the tables of each transformation.
 
-    __slots__ = ("name", "multiple_results")
+    `collective`: the primitive refers to named vmap axes (psum, axis_index, ...), so
+    vmap must show it to its batching rule even when no operand is batched."""
 
-    def __init__(self, name: str, multiple_results: bool = False):
+    __slots__ = ("name", "multiple_results", "collective")
+
+    def __init__(self, name: str, multiple_results: bool = False, *, collective: bool = False):
         self.name = name
         self.multiple_results = multiple_results
+        self.collective = collective
 
     def __repr__(self):
         return self.name
 
     def bind(self, *args, **params):
         return _state.trace.process_primitive(self, args, params)
+
+
+class RuleMaker:
+    """A rule that can only be built once its primitive exists (a linear primitive's
+    jvp re-binds the primitive on tangents); `impl.primitives._define` builds it."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[Primitive], Callable]):
+        self.make = make
 
 
 # Rule tables owned by core: evaluation on concrete arrays and abstract evaluation.

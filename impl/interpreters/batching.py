@@ -8,7 +8,8 @@ outputs with theirs.
 from __future__ import annotations
 
 from impl import core
-from impl.core import ShapedArray, Tracer, get_aval
+from impl.core import ClosedJaxpr, ShapedArray, Tracer, get_aval
+from impl.interpreters import partial_eval as pe
 
 not_mapped = None
 batching_rules: dict = {}   # prim -> rule(axis_data, vals, dims, **params) -> (out, out_dims)
@@ -27,6 +28,15 @@ class AxisData:
         return f"AxisData(name={self.name!r}, size={self.size})"
 
 
+def example_aval(x, batch_dim):
+    """The abstract value of one example of `x` (batch axis `batch_dim` or None)."""
+    aval = get_aval(x)
+    if batch_dim is None:
+        return aval
+    shape = aval.shape[:batch_dim] + aval.shape[batch_dim + 1:]
+    return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
 class BatchTracer(Tracer):
     __slots__ = ("val", "batch_dim")
 
@@ -37,11 +47,7 @@ class BatchTracer(Tracer):
 
     @property
     def aval(self):
-        aval = get_aval(self.val)
-        if self.batch_dim is None:
-            return aval
-        shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
-        return ShapedArray(shape, aval.dtype, aval.weak_type)
+        return example_aval(self.val, self.batch_dim)
 
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>with<BatchTrace(axis={self._trace.axis_data.name}, size={self._trace.axis_data.size})>"
@@ -66,12 +72,16 @@ class BatchTrace(core.Trace):
                     self.check_alive(x)
                 vals.append(x)
                 dims.append(None)
-        rule = batching_rules.get(prim)
-        if not batched and not getattr(rule, "sees_unbatched", False):
+        if not batched and not prim.collective:
             with core.set_current_trace(self.parent):
                 return prim.bind(*vals, **params)
+        rule = batching_rules.get(prim)
         if rule is None:
             raise core.missing_rule("Batching", prim)
+        if not prim.collective:
+            # Type-check one example first: an error then names the shapes and axes the
+            # user wrote, not the ones the rule shifted past the batch axis.
+            core.abstract_eval(prim, [example_aval(x, d) for x, d in zip(vals, dims)], params)
         with core.set_current_trace(self.parent):
             out, out_dims = rule(self.axis_data, vals, dims, **params)
         if prim.multiple_results:
@@ -117,7 +127,7 @@ def matchaxis(size, src, dst, x):
     if dst is None:
         if src is None:
             return x
-        raise ValueError("vmap has a mapped output but out_axes is None for it")
+        raise ValueError(f"a value mapped along axis {src} cannot be made unmapped")
     if src is None:
         return broadcast_batch(x, size, dst)
     return moveaxis(x, src, dst)
@@ -127,22 +137,16 @@ def bdim_at_front(x, dim, size):
     return matchaxis(size, dim, 0, x)
 
 
-def vmap_flat(fun, args, in_dims, axis_size, axis_name, out_dims_fn):
+def vmap_flat(fun, args, in_dims, axis_size, axis_name, out_dims_fn, name="function"):
     """Map `fun` over `args` (flat lists). `out_dims_fn(n)` gives the n output dims."""
-    trace = BatchTrace(core.current_trace(), AxisData(axis_name, axis_size))
-    with core.new_trace(trace):
-        ins = [BatchTracer(trace, x, d) if d is not None else x for x, d in zip(args, in_dims)]
-        outs = fun(*ins)
-        vals, dims = [], []
-        for o in outs:
-            if type(o) is BatchTracer and o._trace is trace:
-                vals.append(o.val)
-                dims.append(o.batch_dim)
-            else:
-                vals.append(o)
-                dims.append(None)
-    out_dims = out_dims_fn(len(vals))
-    return [matchaxis(axis_size, d, od, v) for v, d, od in zip(vals, dims, out_dims)]
+    res = batch_with_dims(fun, args, in_dims, axis_size, axis_name)
+    out_dims = out_dims_fn(len(res))
+    for (_, d), od in zip(res, out_dims):
+        if od is None and d is not None:
+            raise ValueError(f"vmap of {name} has mapped output (axis_name={axis_name}) but "
+                             "out_axes is None for it: return only unmapped values there or "
+                             "give an integer out_axes.")
+    return [matchaxis(axis_size, d, od, v) for (v, d), od in zip(res, out_dims)]
 
 
 def batch_with_dims(fun, args, in_dims, axis_size, axis_name):
@@ -160,14 +164,39 @@ def batch_with_dims(fun, args, in_dims, axis_size, axis_name):
     return res
 
 
-# ------------------------------------------------------------------- registrars
+def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims):
+    """A program over batched inputs whose batched outputs carry the batch axis first;
+    returns it with the output batch dims (0 or None). Cached on `closed`."""
+    key = ("batch", axis_data.size, axis_data.name, tuple(in_avals), tuple(in_dims))
+    hit = closed._cache.get(key)
+    if hit is not None:
+        return hit
+    box = {}
 
-def defvectorized(prim):
-    """Elementwise unary (or shape-preserving) op: the batch axis stays where it is."""
+    def fun(*args):
+        res = batch_with_dims(core.jaxpr_as_fun(closed), args, in_dims,
+                              axis_data.size, axis_data.name)
+        box["out_dims"] = [None if d is None else 0 for _, d in res]
+        return [x if d is None else moveaxis(x, d, 0) for x, d in res]
+
+    new = pe.make_closed_jaxpr(fun, in_avals)
+    closed._cache[key] = result = (new, box["out_dims"])
+    return result
+
+
+# ------------------------------------------------------------- rule makers
+# Each builds a batching rule once the primitive exists; pass them to
+# `impl.primitives._define.define(batching=...)`.
+
+def _make_vectorized(prim):
     def rule(axis_data, vals, dims, **params):
         (x,), (d,) = vals, dims
         return prim.bind(x, **params), d
-    batching_rules[prim] = rule
+    return rule
+
+
+# Elementwise unary (or shape-preserving) op: the batch axis stays where it is.
+vectorized = core.RuleMaker(_make_vectorized)
 
 
 def frame_shape(vals, dims):
@@ -190,8 +219,7 @@ def to_batched_shape(x, d, size, frame):
                                                             1 + len(frame))))
 
 
-def defbroadcasting(prim):
-    """Elementwise n-ary op (rank-0 operands broadcast): align the batch axes."""
+def _make_broadcasting(prim):
     def rule(axis_data, vals, dims, **params):
         first = next(d for d in dims if d is not None)
         ranks = {get_aval(x).ndim for x, d in zip(vals, dims) if d is not None or
@@ -204,15 +232,22 @@ def defbroadcasting(prim):
                    else to_batched_shape(x, d, axis_data.size, frame)
                    for x, d in zip(vals, dims)]
         return prim.bind(*aligned, **params), 0
-    batching_rules[prim] = rule
+    return rule
 
 
-def defreducer(prim):
-    """Reduction over `axes`: shift the axes past the batch axis."""
+# Elementwise n-ary op (rank-0 operands broadcast): align the batch axes.
+broadcasting = core.RuleMaker(_make_broadcasting)
+
+
+def _make_reducer(prim):
     def rule(axis_data, vals, dims, *, axes, **params):
         (x,), (d,) = vals, dims
         axes = tuple(a + (a >= d) for a in axes)
         out = prim.bind(x, axes=axes, **params)
         out_d = d - sum(a < d for a in axes)
         return out, out_d
-    batching_rules[prim] = rule
+    return rule
+
+
+# Reduction over `axes`: shift the axes past the batch axis.
+reducer = core.RuleMaker(_make_reducer)

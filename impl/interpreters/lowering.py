@@ -1,8 +1,9 @@
 """Lowering: run a program of the IR as `jax.lax` calls inside one `jax.jit`.
 
 Every primitive has a lowering rule `(*args, **params) -> out` that calls `jax.lax`.
-The same rules evaluate primitives eagerly (see `register`), so eager results are
-`jax.Array`s on JAX's default device, and a staged program compiles as a whole.
+The same rules evaluate primitives eagerly (see `impl.primitives._define`), so eager
+results are `jax.Array`s on JAX's default device, and a staged program compiles as a
+whole.
 """
 from __future__ import annotations
 
@@ -12,13 +13,6 @@ from impl import core
 from impl.core import Literal
 
 lowering_rules: dict = {}
-
-
-def register(prim, rule, *, eager=True):
-    """Register `rule` for lowering and, unless told otherwise, for eager evaluation."""
-    lowering_rules[prim] = rule
-    if eager:
-        core.impl_rules[prim] = rule
 
 
 def eval_jaxpr_lowered(jaxpr, consts, args):

@@ -7,12 +7,11 @@ evaluation), so the result stays one staged call that XLA compiles as a whole.
 from __future__ import annotations
 
 from impl import core
-from impl.core import ClosedJaxpr, get_aval
+from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
-
-jit_p = core.Primitive("jit", multiple_results=True)
+from impl.primitives._define import define
 
 
 def _jit_impl(*args, jaxpr, name):
@@ -33,39 +32,9 @@ def _jit_lowering(*args, jaxpr, name):
     return lowering.eval_jaxpr_lowered(jaxpr.jaxpr, jaxpr.consts, args)
 
 
-core.impl_rules[jit_p] = _jit_impl
-core.abstract_eval_rules[jit_p] = _jit_abstract_eval
-lowering.lowering_rules[jit_p] = _jit_lowering
-
-
-# ------------------------------------------------------------------------ jvp
-
-def jvp_jaxpr(closed: ClosedJaxpr, nonzeros):
-    """A program computing (primal outs, nonzero tangent outs), and which are nonzero."""
-    key = ("jvp", tuple(nonzeros))
-    hit = closed._cache.get(key)
-    if hit is not None:
-        return hit
-    n = len(nonzeros)
-    t_avals = [ad.tangent_aval(a) for a, nz in zip(closed.in_avals, nonzeros) if nz]
-    box = {}
-
-    def fun(*args):
-        primals, ts = args[:n], iter(args[n:])
-        tangents = [next(ts) if nz else Zero(ad.tangent_aval(a))
-                    for a, nz in zip(closed.in_avals, nonzeros)]
-        outs, out_ts = ad.jvp_flat(core.jaxpr_as_fun(closed), primals, tangents)
-        box["out_nonzero"] = [type(t) is not Zero for t in out_ts]
-        return list(outs) + [t for t in out_ts if type(t) is not Zero]
-
-    new = pe.make_closed_jaxpr(fun, list(closed.in_avals) + t_avals)
-    closed._cache[key] = result = (new, box["out_nonzero"])
-    return result
-
-
 def _jit_jvp(primals, tangents, *, jaxpr, name):
     nonzeros = [type(t) is not Zero for t in tangents]
-    new, out_nonzero = jvp_jaxpr(jaxpr, nonzeros)
+    new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzeros)
     outs = jit_p.bind(*primals, *[t for t in tangents if type(t) is not Zero],
                       jaxpr=new, name=f"jvp({name})")
     n = len(jaxpr.out_avals)
@@ -75,46 +44,14 @@ def _jit_jvp(primals, tangents, *, jaxpr, name):
     return primal_outs, out_ts
 
 
-ad.jvp_rules[jit_p] = _jit_jvp
-
-
 def _jit_transpose(cts, *args, jaxpr, name):
     return ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, args, cts)
 
 
-ad.transpose_rules[jit_p] = _jit_transpose
-
-
-# ------------------------------------------------------------------- batching
-
-def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims):
-    """A program over batched inputs; its batched outputs carry the batch axis first."""
-    key = ("batch", axis_data.size, axis_data.name, tuple(in_avals), tuple(in_dims))
-    hit = closed._cache.get(key)
-    if hit is not None:
-        return hit
-    box = {}
-
-    def fun(*args):
-        res = batching.batch_with_dims(core.jaxpr_as_fun(closed), args, in_dims,
-                                       axis_data.size, axis_data.name)
-        box["out_dims"] = [None if d is None else 0 for _, d in res]
-        return [x if d is None else batching.moveaxis(x, d, 0) for x, d in res]
-
-    new = pe.make_closed_jaxpr(fun, in_avals)
-    closed._cache[key] = result = (new, box["out_dims"])
-    return result
-
-
 def _jit_batch(axis_data, vals, dims, *, jaxpr, name):
-    new, out_dims = batch_jaxpr(jaxpr, axis_data, [get_aval(v) for v in vals], dims)
+    new, out_dims = batching.batch_jaxpr(jaxpr, axis_data, [get_aval(v) for v in vals], dims)
     return jit_p.bind(*vals, jaxpr=new, name=f"vmap({name})"), out_dims
 
-
-batching.batching_rules[jit_p] = _jit_batch
-
-
-# ------------------------------------------------------------ partial evaluation
 
 def _jit_partial_eval(trace, args, *, jaxpr, name):
     unknowns = [trace.is_own(x) for x in args]
@@ -136,4 +73,7 @@ def _jit_partial_eval(trace, args, *, jaxpr, name):
     return [next(u_iter) if u else next(k_iter) for u in out_unknowns]
 
 
-pe.partial_eval_rules[jit_p] = _jit_partial_eval
+jit_p = define("jit", multiple_results=True, abstract_eval=_jit_abstract_eval,
+               lowering=_jit_lowering, impl=_jit_impl, jvp=_jit_jvp,
+               transpose=_jit_transpose, batching=_jit_batch,
+               partial_eval=_jit_partial_eval)
