@@ -28,6 +28,18 @@ def make_args(op, dtype, lead=(), *key):
     return [m(rng, dtype, lead) for m in op.makers]
 
 
+def batched_args(op, dtype, in_axes, *key, size=3):
+    """Arguments of ``op`` with a batch of ``size`` at ``in_axes`` (None: unbatched)."""
+    rng = seeded_rng(op.name, np.dtype(dtype).name, "vmap", in_axes, *key)
+    out = []
+    for m, ax in zip(op.makers, in_axes):
+        if ax is None:
+            out.append(m(rng, dtype))
+        else:
+            out.append(np.moveaxis(m(rng, dtype, (size,)), 0, ax))
+    return out
+
+
 def partial_args(fn, args, argnums):
     """``fn`` as a function of ``args[argnums]`` only, the others fixed."""
     def g(*dyn):

@@ -24,7 +24,7 @@ from impl.primitives import linalg as la
 from impl.primitives import shape as sh
 
 import helpers
-from helpers import make_args, partial_args as _partial, seeded_rng as _rng
+from helpers import batched_args, make_args, partial_args as _partial, seeded_rng as _rng
 
 jax.config.update("jax_enable_x64", True)
 
@@ -243,18 +243,6 @@ def _in_axes_options(op):
 
 
 VMAP_CASES = [(op, ax) for op in OPS for ax in _in_axes_options(op)]
-B = 3
-
-
-def batched_args(op, dtype, in_axes):
-    rng = _rng(op.name, np.dtype(dtype).name, "vmap", in_axes)
-    out = []
-    for m, ax in zip(op.makers, in_axes):
-        if ax is None:
-            out.append(m(rng, dtype))
-        else:
-            out.append(np.moveaxis(m(rng, dtype, (B,)), 0, ax))
-    return out
 
 
 def _tangents(args, dtype, key):

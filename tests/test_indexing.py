@@ -25,14 +25,13 @@ from impl.core import Tracer
 from impl.numpy import _indexing as nix
 
 import helpers
-from helpers import make_args, partial_args as _partial, seeded_rng as _rng
+from helpers import batched_args, make_args, partial_args as _partial, seeded_rng as _rng
 
 jax.config.update("jax_enable_x64", True)
 
 FLOATS = [np.float32, np.float64]
 TOL = {np.dtype(np.float32): dict(rtol=3e-5, atol=3e-6),
        np.dtype(np.float64): dict(rtol=1e-11, atol=1e-12)}
-B = 3
 
 
 # ----------------------------------------------------------------- arg makers
@@ -378,17 +377,6 @@ def _vmap_axes(op):
         opts.append((0,) + (None,) * (n - 1))
         opts.append((None,) * (n - 1) + (1 if ranks[-1] >= 1 else 0,))
     return list(dict.fromkeys(opts))
-
-
-def batched_args(op, dtype, in_axes, key=()):
-    rng = _rng(op.name, np.dtype(dtype).name, "vmap", in_axes, key)
-    out = []
-    for m, ax in zip(op.makers, in_axes):
-        if ax is None:
-            out.append(m(rng, dtype))
-        else:
-            out.append(np.moveaxis(m(rng, dtype, (B,)), 0, ax))
-    return out
 
 
 VMAP_CASES = [(op, ax) for op in OPS for ax in _vmap_axes(op)]
