@@ -134,6 +134,7 @@ class LawSession:
         self.progress = config.getoption("--properties-progress")
         self.report_paths = None
         self.total = "?"
+        self.letters_written = False  # pytest's -q letters since our last line
 
     @staticmethod
     def _is_law(report):
@@ -148,10 +149,12 @@ class LawSession:
     def pytest_runtest_logreport(self, report):
         if report.when != "call" and report.passed:
             return
-        if "test_negative" in report.nodeid:
-            self.negative.setdefault(report.nodeid, (report.outcome, _message(report)))
+        if not self._is_law(report):
+            self.letters_written = True
+            if "test_negative" in report.nodeid:
+                self.negative.setdefault(report.nodeid, (report.outcome, _message(report)))
             return
-        if not self._is_law(report) or report.nodeid in self.rows:
+        if report.nodeid in self.rows:
             return
         from .report import law_row
         record = dict(report.user_properties).get("law_record")
@@ -161,6 +164,9 @@ class LawSession:
         if self.progress:
             tr = self.config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
+                if self.letters_written:  # finish the line of other tests' letters
+                    tr.write("\n")
+                    self.letters_written = False
                 tr.write_line(f"[law {len(self.rows):>2}/{self.total}] {row['law']:<34} "
                               f"{row['outcome'].upper():<8} {row['examples']:>4} examples "
                               f"{row['seconds']:>7.1f} s")
