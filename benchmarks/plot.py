@@ -13,8 +13,8 @@ falling back to commit date.  Where the recorded environment changed
 between two commits (``environments.jsonl``: Python, jax, jaxlib, numpy,
 kernel, devices) the lines break and a numbered marker points to the
 change, listed under the figure.  A panel spanning more than a factor of
-20 uses a log axis with ticks at 1, 2 and 5 of each decade; others are
-linear from zero.
+20 uses a log axis (ticks at 1, 2 and 5 of each decade, or at each decade
+past a factor 1000); others are linear from zero.
 """
 
 import argparse
@@ -140,26 +140,35 @@ def _broken_line(points, boundaries):
     return xs, ys
 
 
-def _value_axis(ax, kind, unit, values):
-    """Scale factor for the values and the axis' label, scale and ticks."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator
-
+def _axis_unit(kind, unit, values):
+    """(scale, label): values are divided by scale and plotted under label."""
     if kind == "time":
         typical = sorted(values)[len(values) // 2] if values else 1.0
         name, scale = next(((n, s) for n, s in TIME_UNITS if typical >= s), TIME_UNITS[-1])
-        label = f"time per call [{name}]"
-    elif kind == "peakmem":
-        scale, label = 2.0 ** 20, "peak RSS [MiB]"
-    else:
-        scale, label = 1.0, f"{unit or 'value'}"
+        return scale, f"time per call [{name}]"
+    if kind == "peakmem":
+        return 2.0 ** 20, "peak RSS [MiB]"
+    return 1.0, unit or "value"
+
+
+def _value_axis(ax, kind, unit, values):
+    """Label the value axis with its unit and pick its scale; returns the factor
+    the values are divided by.  Past a factor 20 the axis is logarithmic, with
+    labelled ticks at 1, 2 and 5 of each decade (only at each decade past a
+    factor 1000, so the labels stay apart); otherwise linear from zero."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+    scale, label = _axis_unit(kind, unit, values)
     ax.set_ylabel(label)
     scaled = [v / scale for v in values if v > 0]
-    if scaled and max(scaled) / min(scaled) > 20:
+    span = max(scaled) / min(scaled) if scaled else 1.0
+    if span > 20:
         ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        labelled = (1.0, 2.0, 5.0) if span <= 1000 else (1.0,)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=labelled))
         ax.yaxis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        ax.yaxis.set_minor_formatter(NullFormatter())
     else:
         ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
         ax.set_ylim(bottom=0, top=max(scaled or [1.0]) * 1.15)
@@ -167,61 +176,105 @@ def _value_axis(ax, kind, unit, values):
 
 
 def _panels(series):
+    """[(benchmark, [(rest-params, {backend: {commit: value}})])], one per panel."""
     by_bench = collections.defaultdict(list)
     for (key, rest), backends in sorted(series.items(), key=lambda kv: str(kv[0])):
         by_bench[key].append((rest, backends))
     return sorted(by_bench.items())
 
 
+def _tag(rest):
+    return " ".join(str(v) for _, v in rest)
+
+
 def _draw_history(ax, entries, kind, unit, x_of, boundaries, colors):
+    """Values per commit: impl solid with circles, JAX dashed with squares."""
     values = [v for _, backends in entries for b in backends.values() for v in b.values()]
     scale = _value_axis(ax, kind, unit, values)
-    for i, (rest, backends) in enumerate(entries):
-        tag = " ".join(str(v) for _, v in rest)
+    for color, (rest, backends) in zip(itertools.cycle(colors), entries):
         for backend, style in (("impl", "-o"), ("jax", "--s")):
             points = sorted((x_of[c], v / scale) for c, v in backends.get(backend, {}).items())
             if points:
-                ax.plot(*_broken_line(points, boundaries), style, color=colors[i % len(colors)],
-                        ms=4, label=f"{backend} {tag}".strip())
+                ax.plot(*_broken_line(points, boundaries), style, color=color, ms=4,
+                        label=f"{backend} {_tag(rest)}".strip())
 
 
 def _draw_ratio(ax, entries, kind, x_of, boundaries, colors):
-    for i, (rest, backends) in enumerate(entries):
-        impl, jaxv = backends.get("impl", {}), backends.get("jax", {})
-        points = sorted((x_of[c], impl[c] / jaxv[c]) for c in impl if c in jaxv and jaxv[c])
+    """impl/JAX per commit (where both were measured) against the parity line."""
+    from matplotlib.ticker import MaxNLocator
+
+    tops = [1.0]
+    for color, (rest, backends) in zip(itertools.cycle(colors), entries):
+        impl, jax = backends.get("impl", {}), backends.get("jax", {})
+        points = sorted((x_of[c], impl[c] / jax[c]) for c in impl if jax.get(c))
         if points:
-            ax.plot(*_broken_line(points, boundaries), "-o", color=colors[i % len(colors)], ms=4,
-                    label=" ".join(str(v) for _, v in rest) or "impl / jax")
+            ax.plot(*_broken_line(points, boundaries), "-o", color=color, ms=4,
+                    label=_tag(rest) or "impl / jax")
+            tops.extend(y for _, y in points)
     ax.axhline(1.0, color="0.3", lw=1.0, ls=":")
     better = "higher is better" if kind == "track" else "lower is better"
     ax.set_ylabel(f"impl / JAX [ratio; {better}]")
-    from matplotlib.ticker import MaxNLocator
-
     ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
-    top = max([1.0] + [y for line in ax.get_lines() for y in line.get_ydata()
-                       if y == y]) * 1.15
-    ax.set_ylim(bottom=0, top=top)
+    ax.set_ylim(bottom=0, top=max(tops) * 1.15)
+
+
+def _commit_axis(ax, commits):
+    ax.set_xticks(range(len(commits)))
+    ax.set_xticklabels([c[:8] for c in commits], rotation=30, fontsize=7)
+    ax.set_xlim(-0.5, len(commits) - 0.5)
+    ax.set_xlabel("commit (oldest to newest)", fontsize=8)
+
+
+def _mark_environment_changes(ax, boundaries):
+    """A dashed red line, numbered, between two commits measured in different
+    environments (the lines of the series break there too)."""
+    for number, x in enumerate(boundaries, 1):
+        ax.axvline(x, color="tab:red", lw=1, ls="--")
+        ax.annotate(f"env {number}", (x, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(2, -10), textcoords="offset points", color="tab:red", fontsize=7)
+
+
+def _legend_outside(ax):
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no data for this figure yet", ha="center", va="center",
+                transform=ax.transAxes, color="gray")
+
+
+def _footnotes(fig, notes):
+    """The environment changes, one line each, under the panels."""
+    line = 0.02
+    fig.tight_layout(rect=(0, line * len(notes), 1, 0.98))
+    for n, note in enumerate(notes):
+        fig.text(0.01, 0.005 + line * (len(notes) - 1 - n), note, fontsize=8, color="tab:red")
+
+
+FIGURE_TITLES = {
+    "history": "impl (solid) vs JAX (dashed)",
+    "ratio": "impl / JAX (time and memory: lower is better; throughput: higher)",
+}
 
 
 def plot(series, dates, kinds, order, machine, device, outdir, environments=None):
+    """Write the history and ratio PNGs of one machine and device; returns their paths."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    commits = sorted(dates, key=lambda c: (order.get(c, float("inf")), dates[c]))
-    x_of = {c: i for i, c in enumerate(commits)}
-    changes = environment_changes(commits, environments or {})
-    boundaries = [b for b, _ in changes]
     panels = _panels(series)
     if not panels:
         raise SystemExit(f"no results with a backend parameter for {machine}/{device}")
+    commits = sorted(dates, key=lambda c: (order.get(c, float("inf")), dates[c]))
+    x_of = {c: i for i, c in enumerate(commits)}
+    changes = environment_changes(commits, environments or {})
+    boundaries = [x for x, _ in changes]
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
     paths = []
-    for figure in ("history", "ratio"):
-        cols = 2
-        rows = -(-len(panels) // cols)
+    for figure, title in FIGURE_TITLES.items():
+        cols, rows = 2, -(-len(panels) // 2)
         fig, axes = plt.subplots(rows, cols, figsize=(8.5 * cols, 3.4 * rows + 0.9),
                                  squeeze=False)
         for ax, (key, entries) in zip(axes.flat, panels):
@@ -230,33 +283,15 @@ def plot(series, dates, kinds, order, machine, device, outdir, environments=None
                 _draw_history(ax, entries, kind, unit, x_of, boundaries, colors)
             else:
                 _draw_ratio(ax, entries, kind, x_of, boundaries, colors)
-            for n, b in enumerate(boundaries, 1):
-                ax.axvline(b, color="tab:red", lw=1, ls="--")
-                ax.annotate(f"env {n}", (b, 1.0), xycoords=("data", "axes fraction"),
-                            xytext=(2, -10), textcoords="offset points", color="tab:red",
-                            fontsize=7)
+            _mark_environment_changes(ax, boundaries)
+            _commit_axis(ax, commits)
             ax.set_title(key.split(".", 1)[-1], fontsize=9)
-            ax.set_xticks(range(len(commits)))
-            ax.set_xticklabels([c[:8] for c in commits], rotation=30, fontsize=7)
-            ax.set_xlim(-0.5, len(commits) - 0.5)
-            ax.set_xlabel("commit (oldest to newest)", fontsize=8)
             ax.grid(True, axis="y", which="major", alpha=0.3)
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                          frameon=False)
-            else:
-                ax.text(0.5, 0.5, "no impl data yet", ha="center", va="center",
-                        transform=ax.transAxes, color="gray")
+            _legend_outside(ax)
         for ax in list(axes.flat)[len(panels):]:
             ax.set_visible(False)
-        title = ("impl (solid) vs JAX (dashed)" if figure == "history"
-                 else "impl / JAX (time and memory: lower is better; throughput: higher)")
         fig.suptitle(f"{title}: machine {machine}, device {device}", fontsize=11)
-        notes = [f"env {n}: {text}" for n, (_, text) in enumerate(changes, 1)]
-        fig.tight_layout(rect=(0, 0.02 * len(notes), 1, 0.98))
-        for n, note in enumerate(notes):
-            fig.text(0.01, 0.005 + 0.02 * (len(notes) - 1 - n), note, fontsize=8,
-                     color="tab:red")
+        _footnotes(fig, [f"env {n}: {text}" for n, (_, text) in enumerate(changes, 1)])
         path = os.path.join(outdir, f"benchmarks-{figure}-{machine}.png")
         fig.savefig(path, dpi=100, bbox_inches="tight")
         plt.close(fig)

@@ -97,3 +97,31 @@ def test_a_recorded_machine_description_is_never_overwritten(tmp_path, monkeypat
     assert json.loads((results / "box-cpu" / "machine.json").read_text()) == recorded
     known = json.loads((tmp_path / ".asv-machine.json").read_text())
     assert known["box-cpu"]["cpu"] == "the CPU recorded last year"
+
+
+@pytest.mark.parametrize("kind, unit, values, label, log, labelled", [
+    ("time", "seconds", [2e-3, 3e-3], "time per call [ms]", False, None),
+    ("time", "seconds", [2e-4, 1e-2], "time per call [ms]", True, [0.2, 0.5, 1, 2, 5, 10]),
+    ("time", "seconds", [1e-4, 1.0], "time per call [s]", True, [1e-4, 1e-3, 0.01, 0.1, 1]),
+    ("peakmem", "bytes", [500 * 2 ** 20], "peak RSS [MiB]", False, None),
+    ("track", "examples/s", [10.0, 50.0], "examples/s", False, None),
+])
+def test_every_value_axis_has_its_unit_and_readable_ticks(kind, unit, values, label, log,
+                                                          labelled):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    scale = plot._value_axis(ax, kind, unit, values)
+    ax.plot([0, 1], [v / scale for v in (min(values), max(values))])
+    fig.canvas.draw()
+    assert ax.get_ylabel() == label
+    assert (ax.get_yscale() == "log") == log
+    shown = [t.get_position()[1] for t in ax.yaxis.get_majorticklabels()
+             if t.get_text() and ax.get_ylim()[0] <= t.get_position()[1] <= ax.get_ylim()[1]]
+    if labelled is not None:
+        assert [round(v, 6) for v in shown] == labelled
+    else:
+        assert len(shown) >= 3 and ax.get_ylim()[0] == 0
+    plt.close(fig)
