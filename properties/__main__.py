@@ -16,6 +16,7 @@ Exits with pytest's status: non-zero when any law (or negative test) fails.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
@@ -47,7 +48,12 @@ def parse(argv):
                    or os.path.join(cache_dir(), "hypothesis", "properties"),
                    help="hypothesis example database directory (default: %(default)s)")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.workers not in (None, "0", "1") and importlib.util.find_spec("xdist") is None:
+        p.error(f"-n {args.workers} needs pytest-xdist, which is not installed "
+                "(pip install pytest-xdist, or the project's [test] extra); "
+                "without -n the laws run in one process")
+    return args
 
 
 def command(args):

@@ -1,5 +1,5 @@
 """The harness itself: skips, filters, the example database, reports, the CLI, bad input."""
-import importlib
+import importlib.util
 import json
 import os
 import pathlib
@@ -171,6 +171,17 @@ def test_cli_rejects_an_unknown_backend(elsewhere):
                 "--report-dir", str(elsewhere.parent / "reports")], elsewhere)
     assert out.returncode != 0
     assert "cannot import backend 'no_such_module_xyz'" in out.stdout + out.stderr
+
+
+def test_cli_says_that_workers_need_xdist(monkeypatch, capsys):
+    cli = importlib.import_module("properties.__main__")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "xdist" else real(name, *a))
+    with pytest.raises(SystemExit):
+        cli.parse(["-n", "2"])
+    assert "-n 2 needs pytest-xdist" in capsys.readouterr().err
+    assert cli.parse(["-n", "1"]).workers == "1"  # one process needs no xdist
 
 
 def test_cli_from_another_folder_reports_a_law_nothing_supports_as_skipped(elsewhere):
