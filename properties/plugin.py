@@ -25,7 +25,7 @@ import os
 import time
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 
 from . import profiles
 from .backends import DEFAULT_BACKEND, enable_float64, load_backend
@@ -68,14 +68,16 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "law(name): the pytest test of a law")
     db = config.getoption("--properties-db")
-    if db:
-        profiles.register_profiles(db)
+    seeded = config.getoption("--hypothesis-seed", None) is not None
+    if db or seeded:
+        profiles.register_profiles(db, seeded=seeded)
     name = config.getoption("--profile")
     if name:  # asked for: make it every hypothesis test's default too
-        from hypothesis import settings
         settings.load_profile(profiles.PREFIX + name)
     else:
         name = profiles.profile_name(config.getoption("--hypothesis-profile", None))
+        if name and (db or seeded):  # hypothesis loaded it before it was re-registered
+            settings.load_profile(profiles.PREFIX + name)
     profiles.select(name or "default")
     if not hasattr(config, "workerinput"):  # the controller (or the only process)
         config.pluginmanager.register(LawSession(config), "properties-session")

@@ -8,6 +8,8 @@ properties-quick`` select the same one.
 * ``quick``    -- CI: derandomized, few examples per law.  Hypothesis turns
   the example database off when derandomizing, so quick neither saves nor
   replays failures; being derandomized, it fails the same way every run.
+  With ``--hypothesis-seed N`` it draws from that seed instead (hypothesis
+  ignores the seed of a derandomized test), so the seed is never ignored.
 * ``default``  -- random, saves failures to the database and replays them first.
 * ``thorough`` -- nightly: many examples, same database.
 
@@ -33,22 +35,24 @@ _SUPPRESSED = [HealthCheck.too_slow, HealthCheck.data_too_large,
                HealthCheck.function_scoped_fixture]
 
 
-def profile_settings(name, database=None):
-    """The hypothesis settings of profile ``name`` (``quick``, ``default``, ``thorough``)."""
+def profile_settings(name, database=None, seeded=False):
+    """The hypothesis settings of profile ``name`` (``quick``, ``default``, ``thorough``);
+    ``seeded``: a ``--hypothesis-seed`` was given, so nothing is derandomized."""
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; choose from {sorted(PROFILES)}")
     common = dict(max_examples=PROFILES[name], deadline=None, print_blob=True,
                   suppress_health_check=_SUPPRESSED)
     if name == "quick":
-        return settings(derandomize=True, database=None, **common)
+        return settings(derandomize=not seeded, database=None, **common)
     path = database or os.environ.get("PROPERTIES_DB") or DEFAULT_DB
     return settings(database=DirectoryBasedExampleDatabase(path), **common)
 
 
-def register_profiles(database=None):
-    """Register (or re-register with another database) the ``properties-*`` profiles."""
+def register_profiles(database=None, seeded=False):
+    """Register (or re-register with another database, or for a seeded run) the
+    ``properties-*`` profiles."""
     for name in PROFILES:
-        settings.register_profile(PREFIX + name, profile_settings(name, database))
+        settings.register_profile(PREFIX + name, profile_settings(name, database, seeded))
 
 
 def profile_name(option_value):

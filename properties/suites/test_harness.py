@@ -133,6 +133,13 @@ def test_law_tests_take_the_selected_profile():
         profiles.select("fast")
 
 
+def test_a_hypothesis_seed_is_not_ignored_by_the_derandomized_quick_profile():
+    assert profiles.profile_settings("quick").derandomize
+    seeded = profiles.profile_settings("quick", seeded=True)
+    assert not seeded.derandomize and seeded.max_examples == profiles.PROFILES["quick"]
+    assert seeded.database is None  # quick still keeps nothing
+
+
 def test_bad_backend_and_tolerance_input():
     with pytest.raises(ValueError):
         load_backend("no_such_module_xyz")
