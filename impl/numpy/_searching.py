@@ -15,7 +15,7 @@ from impl.numpy import _reductions as red
 from impl.numpy import _ufuncs as uf
 from impl.numpy._util import asarray, broadcast_to, promote
 
-__all__ = ["nonzero", "flatnonzero", "argwhere", "count_nonzero", "searchsorted", "digitize",
+__all__ = ["where", "nonzero", "flatnonzero", "argwhere", "count_nonzero", "searchsorted", "digitize",
            "unique", "unique_values", "unique_counts", "interp", "isin", "extract"]
 
 
@@ -73,6 +73,19 @@ def nonzero(a, *, size=None, fill_value=None):
     return tuple(out)
 
 
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """NumPy's where: with one argument, `nonzero(condition)`; with three, a select."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be "
+                         f"provided to jax.numpy.where, got {x} and {y}.")
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term "
+                         "where function.")
+    return uf.where(condition, x, y)
+
+
 def flatnonzero(a, *, size=None, fill_value=None):
     return nonzero(c.ravel(asarray(a)), size=size, fill_value=fill_value)[0]
 
@@ -113,7 +126,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     return c.reshape(count, vshape)
 
 
-def digitize(x, bins, right=False, *, method=None):
+def digitize(x, bins, right=False):
     bins = asarray(bins)
     if get_aval(bins).ndim != 1:
         raise ValueError(f"digitize: bins must be a 1-dimensional array; got {bins}")
@@ -128,7 +141,7 @@ def digitize(x, bins, right=False, *, method=None):
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
-           *, equal_nan=True, size=None, fill_value=None, sorted=True):
+           *, equal_nan=True, size=None, fill_value=None):
     """Sorted unique elements (of the flattened array); with `size`, traceable."""
     if axis is not None:
         raise NotImplementedError("unique: axis is not supported by impl yet")
@@ -200,7 +213,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     return uf.where(uf.greater(x, xp[-1]), fp[-1] if right is None else right, out)
 
 
-def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
+def isin(element, test_elements, invert=False):
     e = asarray(element)
     t = c.ravel(asarray(test_elements))
     shape = get_aval(e).shape

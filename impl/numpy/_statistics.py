@@ -155,9 +155,8 @@ def ptp(a, axis=None, out=None, keepdims=False):
                        red.min(a, axis=axis, keepdims=keepdims))
 
 
-def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
+def histogram_bin_edges(a, bins=10, range=None):  # noqa: A002
     """`bins + 1` evenly spaced edges over `range` (default: the data's min and max)."""
-    del weights   # NumPy's signature; the edges do not depend on the weights
     x = _inexact(a)
     if not isinstance(bins, (int, np.integer)):   # explicit edges, in the data's dtype
         return c.astype(asarray(bins), get_aval(x).dtype)

@@ -250,16 +250,9 @@ def clip(arr=None, /, min=None, max=None):
     return x
 
 
-def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
-    if x is None and y is None:   # one argument: nonzero, as in NumPy
-        from impl.numpy._searching import nonzero
-        return nonzero(condition, size=size, fill_value=fill_value)
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be "
-                         "provided to jax.numpy.where, got {x} and {y}.".format(x=x, y=y))
-    if size is not None or fill_value is not None:
-        raise ValueError("size and fill_value arguments cannot be used in three-term "
-                         "where function.")
+def where(condition, x, y):
+    """Elements of x where condition holds, else of y (the three-argument form; the
+    public `impl.numpy.where` adds the one-argument form, see _searching.where)."""
     cond = _as_bool(condition)
     x, y = promote(_scalar(x), _scalar(y))
     from impl.numpy._util import broadcast_shapes, broadcast_to
