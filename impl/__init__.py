@@ -12,7 +12,8 @@ from impl.api import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
                       hessian, linear_transpose, vmap, jit, make_jaxpr, eval_shape)
 from impl import numpy, lax  # noqa: F401,E402
 from impl.custom_derivatives import (custom_jvp, custom_vjp, custom_gradient,  # noqa: F401,E402
-                                      closure_convert, linear_call, custom_vmap)
+                                      closure_convert, linear_call)
+from impl.custom_batching import custom_vmap  # noqa: F401,E402
 from impl import custom_derivatives, custom_batching  # noqa: F401,E402
 from impl import nn, scipy  # noqa: F401,E402
 

@@ -19,6 +19,9 @@ from impl.core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Trace
 # inputs are known and some unknown (call-like primitives):
 #   rule(trace, tracers_or_values, **params) -> outputs (known values or tracers)
 partial_eval_rules: dict = {}
+# Rules for equations that dead-code removal may rewrite when only some of their
+# outputs are used: rule(used_outputs, eqn) -> the equation to keep.
+dce_rules: dict = {}
 
 
 class JaxprTracer(Tracer):
@@ -110,11 +113,15 @@ def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     live = {v.id for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v.id in live for v in eqn.outvars):
+        used = [v.id in live for v in eqn.outvars]
+        if any(used):
+            rule = dce_rules.get(eqn.primitive)
+            if rule is not None and not all(used):
+                eqn = rule(used, eqn)
             kept.append(eqn)
             live.update(v.id for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
-    if len(kept) == len(jaxpr.eqns):
+    if len(kept) == len(jaxpr.eqns) and all(a is b for a, b in zip(kept, jaxpr.eqns)):
         return jaxpr
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept)
 
