@@ -22,21 +22,10 @@ import pytest
 import impl
 import impl.numpy as inp
 from impl.custom_derivatives import linear_call
+from _custom_helpers import F32, assert_trees_close
 
 jax.config.update("jax_enable_x64", True)
 
-F32 = np.float32
-
-
-def assert_trees_close(got, want, rtol=2e-5, atol=2e-6):
-    g_leaves, g_tree = jax.tree_util.tree_flatten(got)
-    w_leaves, w_tree = jax.tree_util.tree_flatten(want)
-    assert g_tree == w_tree, (g_tree, w_tree)
-    for g, w in zip(g_leaves, w_leaves):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
 
 
 # ------------------------------------------------------------------ programs
@@ -537,49 +526,6 @@ def test_custom_gradient_under_vmap_and_jit():
     np.testing.assert_allclose(got, want, rtol=1e-6)
     got = impl.jit(impl.vmap(impl.grad(lambda a: inp.sum(f(a, y)))))(X)
     np.testing.assert_allclose(got, want, rtol=1e-6)
-
-
-# ------------------------------------------------------------------ closure_convert
-
-def _fixed_point(m, np_):
-    """The closure_convert docstring pattern: a custom_vjp solver taking a function."""
-    def solve(g, a):
-        conv, consts = m.closure_convert(g, a)
-        return _solve(conv, a, *consts)
-
-    @partial(m.custom_vjp, nondiff_argnums=(0,))
-    def _solve(g, a, *args):
-        x = a
-        for _ in range(30):
-            x = g(x, *args)
-        return x
-
-    def fwd(g, a, *args):
-        x = _solve(g, a, *args)
-        return x, (x, args)
-
-    def bwd(g, res, ct):
-        x, args = res
-        # implicit function theorem for x = g(x, *args): dx = (1 - dg/dx)^-1 dg/dargs
-        _, vjp_x = m.vjp(lambda z: g(z, *args), x)
-        dgdx = vjp_x(np_.ones_like(x))[0]
-        w = ct / (1 - dgdx)
-        _, vjp_args = m.vjp(lambda *a: g(x, *a), *args)
-        return (np_.zeros_like(x),) + tuple(vjp_args(w))
-
-    _solve.defvjp(fwd, bwd)
-    return solve
-
-
-def test_closure_convert_with_custom_vjp_solver():
-    def run(m, np_):
-        solve = _fixed_point(m, np_)
-
-        def loss(c):
-            return solve(lambda x: 0.5 * np_.cos(x) * c, np.float32(0.3))
-        return m.grad(loss)(np.float32(0.8)), loss(np.float32(0.8))
-    got, want = run(impl, inp), run(jax, jjnp)
-    assert_trees_close(got, want, rtol=1e-4, atol=1e-5)
 
 
 # --------------------------------------------------------------------- linear_call

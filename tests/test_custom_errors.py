@@ -366,3 +366,21 @@ def test_custom_vmap_rule_outputs_checked(rule, pattern):
     # JAX does not check these (it returns whatever the rule gives); impl refuses them.
     with pytest.raises(ValueError, match=pattern):
         _cvmap(impl, impl.numpy, rule)
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_rule_closing_over_an_escaped_tracer(staged):
+    """Values a rule closes over are only stood in for when the call carries them as
+    operands; a tracer that escaped its (finished) transformation is still refused."""
+    def program(m, np_):
+        leaked = []
+        m.jit(lambda x: leaked.append(x) or x)(F32(1.))
+
+        @m.custom_jvp
+        def f(x):
+            return x
+
+        f.defjvp(lambda p, t: (p[0], t[0] * leaked[0]))
+        run = lambda x: m.jvp(f, (x,), (F32(1.),))  # noqa: E731
+        return m.jit(run)(F32(2.)) if staged else run(F32(2.))
+    check_same_error(program)

@@ -505,3 +505,64 @@ def test_optimize_remat_primal_program_in_jaxpr():
     live = str(impl.make_jaxpr(lambda x: impl.vjp(f, x)[1](x))(X))
     assert "remat_opt" not in dead and "cos" not in dead
     assert "remat_opt" in live
+
+
+# ------------------------------------------ the property checkers and symbolic zeros
+
+def _symbolic_rules(m, np_, factor=1.):
+    SymbolicZero = m.custom_derivatives.SymbolicZero
+
+    @m.custom_jvp
+    def f(x, y):
+        return np_.sin(x) * y
+
+    def f_jvp(p, t):
+        (x, y), (tx, ty) = p, t
+        out = f(x, y)
+        acc = np_.zeros_like(out)
+        if type(tx) is not SymbolicZero:
+            acc = acc + factor * np_.cos(x) * tx * y
+        if type(ty) is not SymbolicZero:
+            acc = acc + np_.sin(x) * ty
+        return out, acc
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+
+    @m.custom_vjp
+    def g(x, y):
+        return np_.sin(x) * y
+
+    def g_bwd(res, ct):
+        (x, px), (y, py) = res
+        if type(ct) is SymbolicZero:
+            return None, None
+        return (factor * np_.cos(x) * ct * y if px else None,
+                np_.sin(x) * ct if py else None)
+
+    g.defvjp(lambda x, y: (g(x.value, y.value), ((x.value, x.perturbed),
+                                                 (y.value, y.perturbed))),
+             g_bwd, symbolic_zeros=True)
+    return f, g
+
+
+@pytest.mark.parametrize("backend", ["impl", "jax"])
+def test_checkers_accept_rules_with_symbolic_zeros(backend):
+    from properties import check_custom_jvp, check_custom_vjp
+    m = impl if backend == "impl" else jax
+    f, g = _symbolic_rules(m, m.numpy)
+    args = (np.array([0.3, 1.1], np.float64), np.array([0.7, -0.4], np.float64))
+    assert check_custom_jvp(f, *args, backend=backend, max_examples=2) == \
+        {"custom_jvp_rule": "passed"}
+    assert check_custom_vjp(g, *args, backend=backend, max_examples=2) == \
+        {"custom_vjp_rule": "passed"}
+
+
+@pytest.mark.parametrize("backend", ["impl", "jax"])
+def test_checkers_catch_wrong_rules_with_symbolic_zeros(backend):
+    from properties import check_custom_jvp, check_custom_vjp
+    m = impl if backend == "impl" else jax
+    f, g = _symbolic_rules(m, m.numpy, factor=2.)   # deliberately wrong d/dx
+    args = (np.array([0.3, 1.1], np.float64), np.array([0.7, -0.4], np.float64))
+    for check, fn in ((check_custom_jvp, f), (check_custom_vjp, g)):
+        with pytest.raises(AssertionError):
+            check(fn, *args, backend=backend, max_examples=0)
