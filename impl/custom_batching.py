@@ -19,7 +19,7 @@ import impl.numpy as jnp
 from impl import core
 from impl.core import get_aval
 from impl.custom_derivatives.common import (
-    ArgLayout, CustomRuleFunction, call_substituted, closed_over_error, describe,
+    ArgLayout, CustomRuleFunction, call_substituted, describe,
     is_eager, materialize, move_batch_to_front, name_of, program_call_rules, tree_flatten,
     tree_unflatten)
 from impl.interpreters import ad, batching
@@ -49,25 +49,38 @@ def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, na
     return list(outs), [0 if b else None for b in out_batched]
 
 
-def _tangent_program(call, nonzeros):
-    """The tangent half of the jvp of `call`: (primals, nonzero tangents) -> nonzero
-    output tangents, and which output tangents are nonzero."""
-    key = ("custom_vmap_tangents", tuple(nonzeros))
+def _tangent_program(call, nonzeros, num_consts):
+    """The tangent half of the jvp of `call`: (consts, nonzero tangents of the consts,
+    args, nonzero tangents of the args) -> nonzero output tangents, and which output
+    tangents are nonzero. (The constants and their tangents lead: they are the tangent
+    call's constants, which its batching rule keeps unbatched.)"""
+    key = ("custom_vmap_tangents", tuple(nonzeros), num_consts)
     hit = call._cache.get(key)
     if hit is None:
         jvp, out_nonzero = ad.jvp_jaxpr(call, nonzeros)
         j, n = jvp.jaxpr, len(call.out_avals)
-        tangents = pe.dce_jaxpr(core.Jaxpr(j.constvars, j.invars, j.outvars[n:], j.eqns))
+        n_in, n_const_ts = len(nonzeros), sum(nonzeros[:num_consts])
+        order = (list(range(num_consts)) + list(range(n_in, n_in + n_const_ts)) +
+                 list(range(num_consts, n_in)) + list(range(n_in + n_const_ts,
+                                                            len(j.invars))))
+        tangents = pe.dce_jaxpr(core.Jaxpr(j.constvars, [j.invars[i] for i in order],
+                                           j.outvars[n:], j.eqns))
         call._cache[key] = hit = (core.ClosedJaxpr(tangents, jvp.consts), out_nonzero)
     return hit
 
 
-def _jvp_of_rule(rule, arg_avals, out_avals, arg_nonzero, out_nonzero):
-    """The batching rule of the tangent call: forward mode through the user's rule,
-    with primals and tangents batched alike."""
-    n_args = len(arg_avals)
+def _jvp_of_rule(rule, const_avals, arg_avals, out_avals, nonzeros, out_nonzero):
+    """The batching rule of the tangent call: forward mode through the user's rule
+    (with respect to the arguments and the function's constants), with primals and
+    tangents batched alike."""
+    nc, n_args = len(const_avals), len(arg_avals)
+    const_nonzero, arg_nonzero = nonzeros[:nc], nonzeros[nc:]
 
     def tangent_rule(size, in_batched, consts, vals, axis_name):
+        const_ts = iter(consts[nc:])
+        const_ts = [next(const_ts) if nz else Zero(ad.tangent_aval(a))
+                    for a, nz in zip(const_avals, const_nonzero)]
+        consts = list(consts[:nc])
         args, ts = list(vals[:n_args]), iter(vals[n_args:])
         p_batched, t_batched = in_batched[:n_args], iter(in_batched[n_args:])
         t_batched = [next(t_batched) if nz else False for nz in arg_nonzero]
@@ -85,10 +98,11 @@ def _jvp_of_rule(rule, arg_avals, out_avals, arg_nonzero, out_nonzero):
         store = {}
 
         def primal_rule(*xs):
-            outs, store["out_batched"] = rule(size, batched, consts, list(xs), axis_name)
+            outs, store["out_batched"] = rule(size, batched, list(xs[:nc]), list(xs[nc:]),
+                                              axis_name)
             return outs
 
-        _, out_ts = ad.jvp_flat(primal_rule, args, tangents)
+        _, out_ts = ad.jvp_flat(primal_rule, consts + args, const_ts + tangents)
         res, res_batched = [], []
         for t, b, a, nz in zip(out_ts, store["out_batched"], out_avals, out_nonzero):
             if nz:
@@ -102,20 +116,21 @@ def _jvp_of_rule(rule, arg_avals, out_avals, arg_nonzero, out_nonzero):
 
 
 def _custom_vmap_call_jvp(primals, tangents, *, call, rule, num_consts, name):
-    if any(type(t) is not Zero for t in tangents[:num_consts]):
-        raise closed_over_error("custom_vmap", name, core.UnexpectedTracerError)
     outs = custom_vmap_call_p.bind(*primals, call=call, rule=rule, num_consts=num_consts,
                                    name=name)
     nonzeros = [type(t) is not Zero for t in tangents]
-    tangent_call, out_nonzero = _tangent_program(call, nonzeros)
+    tangent_call, out_nonzero = _tangent_program(call, nonzeros, num_consts)
     out_avals = call.out_avals
     if not any(out_nonzero):
         return outs, [Zero(ad.tangent_aval(a)) for a in out_avals]
-    tangent_rule = _jvp_of_rule(rule, call.in_avals[num_consts:], out_avals,
-                                nonzeros[num_consts:], out_nonzero)
-    t_outs = custom_vmap_call_p.bind(*primals, *[t for t in tangents if type(t) is not Zero],
+    tangent_rule = _jvp_of_rule(rule, call.in_avals[:num_consts], call.in_avals[num_consts:],
+                                out_avals, nonzeros, out_nonzero)
+    nz = [t for t in tangents if type(t) is not Zero]
+    n_const_ts = sum(nonzeros[:num_consts])
+    t_outs = custom_vmap_call_p.bind(*primals[:num_consts], *nz[:n_const_ts],
+                                     *primals[num_consts:], *nz[n_const_ts:],
                                      call=tangent_call, rule=tangent_rule,
-                                     num_consts=num_consts, name=f"jvp({name})")
+                                     num_consts=num_consts + n_const_ts, name=f"jvp({name})")
     it = iter(t_outs)
     return outs, [next(it) if nz else Zero(ad.tangent_aval(a))
                   for nz, a in zip(out_nonzero, out_avals)]

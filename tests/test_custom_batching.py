@@ -298,3 +298,21 @@ def test_public_names_match_jax():
                 callable(m.custom_batching.sequential_vmap))
     got, want = run_both(names)
     assert got == want
+
+
+def _closing_over(m, np_, y, x):
+    f = _cv(m)(lambda x: np_.sin(x) * y)
+    f.def_vmap(lambda n, b, x: (np_.sin(x) * y * 2., b[0]))   # 2: shows the rule ran
+    return f(x)
+
+
+def test_differentiating_a_value_a_custom_vmap_function_closes_over():
+    def program(m, np_):
+        return (m.jvp(lambda y: _closing_over(m, np_, y, F32(1.)), (F32(2.),), (F32(1.),)),
+                m.jvp(lambda y: m.vmap(lambda x: _closing_over(m, np_, y, x))(X),
+                      (F32(2.),), (F32(1.),)))
+    got = check_against_jax(program)
+    # reverse mode (JAX refuses): the transpose of the same tangent map
+    g = impl.grad(lambda y: impl.numpy.sum(
+        impl.vmap(lambda x: _closing_over(impl, impl.numpy, y, x))(X)))(F32(2.))
+    np.testing.assert_allclose(g, np.sum(got[1][1]), rtol=1e-6)

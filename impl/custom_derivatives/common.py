@@ -14,6 +14,9 @@
   their current counterparts, the operands the primitive carries for them.
 * evaluation, abstract evaluation and lowering of primitives that carry their primal
   program as the `call` parameter.
+* `SymbolicZero` (what rules see of a zero tangent) and the conversions between it,
+  impl's internal `Zero` and arrays; running a rule under a new vmap
+  (`batch_flat_rule`) and fixing its output batch dims (`BatchedOutDims`).
 """
 from __future__ import annotations
 
@@ -377,6 +380,21 @@ def match_batch(size, src, dst, x, sum_if_unbatched=False):
             return core.ops.reduce_sum(x, (src,))
         raise ValueError("a batched value where an unbatched one is required")
     return batching.matchaxis(size, src, dst, x)
+
+
+def batch_flat_rule(fn, axis_data, vals, dims):
+    """Run fn(*vals) under a new vmap where `vals` have batch dims `dims`; Zero inputs
+    stay symbolic (per-example Zeros). Returns the outputs as (value, dim) pairs."""
+    keep = [type(v) is not Zero for v in vals]
+
+    def per_example(*xs):
+        it = iter(xs)
+        return fn(*[next(it) if k else Zero(drop_axis(v.aval, d))
+                    for v, d, k in zip(vals, dims, keep)])
+
+    return batching.batch_with_dims(per_example, [v for v, k in zip(vals, keep) if k],
+                                    [d for d, k in zip(dims, keep) if k],
+                                    axis_data.size, axis_data.name)
 
 
 class BatchedOutDims:

@@ -17,10 +17,10 @@ from jax import tree_util
 from impl import core
 from impl.core import Tracer, get_aval
 from impl.custom_derivatives.common import (
-    ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, call_substituted,
-    check_jaxtypes, closed_over_error, describe, drop_axis, from_rule, is_eager, is_float,
-    match_batch, move_batch_to_front, name_of, program_call_rules, to_rule, tree_flatten,
-    tree_unflatten, type_str, zero_tangent_value)
+    ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, batch_flat_rule,
+    call_substituted, check_jaxtypes, closed_over_error, describe, from_rule, is_eager,
+    is_float, match_batch, move_batch_to_front, name_of, program_call_rules, to_rule,
+    tree_flatten, tree_unflatten, type_str, zero_tangent_value)
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero
 from impl.primitives._define import define
@@ -59,21 +59,6 @@ def _custom_jvp_call_transpose(cts, *args, call, jvp, num_consts, name):
     # A custom_jvp function that is linear (its rule applies it to the tangents):
     # transpose its program.
     return ad.backward_pass(call.jaxpr, call.consts, args, cts)
-
-
-def batch_flat_rule(fn, axis_data, vals, dims):
-    """Run fn(*vals) under a new vmap where `vals` have batch dims `dims`; Zero inputs
-    stay symbolic (per-example Zeros). Returns the outputs as (value, dim) pairs."""
-    keep = [type(v) is not Zero for v in vals]
-
-    def per_example(*xs):
-        it = iter(xs)
-        return fn(*[next(it) if k else Zero(drop_axis(v.aval, d))
-                    for v, d, k in zip(vals, dims, keep)])
-
-    return batching.batch_with_dims(per_example, [v for v, k in zip(vals, keep) if k],
-                                    [d for d, k in zip(dims, keep) if k],
-                                    axis_data.size, axis_data.name)
 
 
 def _custom_jvp_call_batch(axis_data, vals, dims, *, call, jvp, num_consts, name):
@@ -251,4 +236,4 @@ class custom_jvp(CustomRuleFunction):
 
 
 __all__ = ["custom_jvp", "custom_jvp_call_p", "SymbolicZero", "zero_from_primal",
-           "CustomJVPException", "batch_flat_rule"]
+           "CustomJVPException"]

@@ -22,12 +22,10 @@ from jax import tree_util
 from impl import core
 from impl.core import Tracer, get_aval
 from impl.custom_derivatives.common import (
-    ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, call_substituted,
-    check_jaxtypes, to_rule,
-    closed_over_error, describe, eval_program, is_eager, is_float, materialize,
-    match_batch, move_batch_to_front, name_of, program_call_rules, stage, tree_flatten,
-    tree_unflatten, type_str)
-from impl.custom_derivatives.jvp import batch_flat_rule
+    ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, batch_flat_rule,
+    call_substituted, check_jaxtypes, closed_over_error, describe, eval_program, is_eager,
+    is_float, materialize, match_batch, move_batch_to_front, name_of, program_call_rules,
+    stage, to_rule, tree_flatten, tree_unflatten, type_str)
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
