@@ -566,3 +566,9 @@ def test_checkers_catch_wrong_rules_with_symbolic_zeros(backend):
     for check, fn in ((check_custom_jvp, f), (check_custom_vjp, g)):
         with pytest.raises(AssertionError):
             check(fn, *args, backend=backend, max_examples=0)
+
+
+def test_public_names_of_custom_derivatives_match_jax():
+    public = {n for n in dir(jax.custom_derivatives) if not n.startswith("_")}
+    missing = sorted(n for n in public if not hasattr(impl.custom_derivatives, n))
+    assert not missing, missing

@@ -6,12 +6,12 @@ transposing any number of times alternates the two.
 
 The user's transpose is staged only when the call is first transposed: a transpose may
 itself call linear_call with the original function as its transpose (recursion), so
-staging both at the call would never end. A transpose is therefore an object with
-`stage(callee_consts, transpose_consts, residuals, ct_avals) -> (program, consts)`, the
-program mapping (consts, residuals, output cotangents) to the cotangents of the linear
-inputs:
-`_LazyTranspose` for the user's function, `_StagedTranspose` for a staged program
-(the callee, once the call has been transposed) and `_BatchedTranspose` under vmap.
+staging both at the call would never end. So the `transpose` parameter is an object
+whose `stage(callee_consts, transpose_consts, residuals, ct_avals)` returns (program,
+consts), the program mapping (consts, residuals, output cotangents) to the cotangents of
+the linear inputs: `_LazyTranspose` for the user's function, `_StagedTranspose` for a
+staged program (the callee, once the call has been transposed), `_BatchedTranspose`
+under vmap.
 
 Operands: the callee's constants, the transpose's constants (none while it is lazy),
 the residuals, the linear arguments.
@@ -117,15 +117,13 @@ class _BatchedTranspose:
         n_fc, n_tc, n_res = len(fc), len(tc), len(res)
         vals_avals = [get_aval(v) for v in fc + tc + res] + list(ct_avals)
         all_dims = fc_d + tc_d + res_d + ct_d
-
         ex_avals = [drop_axis(a, d) for a, d in zip(vals_avals, all_dims)]
 
         def per_example(*xs):
-            ex_fc, ex_tc = xs[:n_fc], xs[n_fc:n_fc + n_tc]
-            ex_res, ex_cts = xs[n_fc + n_tc:n_fc + n_tc + n_res], xs[n_fc + n_tc + n_res:]
+            ex_fc, ex_tc, ex_res, ex_cts = _split4(xs, n_fc, n_tc, n_res)
             program, consts = self.inner.stage(ex_fc, ex_tc, ex_res,
-                                               ex_avals[n_fc + n_tc + n_res:])
-            return eval_program(program, list(consts) + list(ex_res) + list(ex_cts))
+                                               _split4(ex_avals, n_fc, n_tc, n_res)[3])
+            return eval_program(program, list(consts) + ex_res + ex_cts)
 
         example = pe.make_closed_jaxpr(per_example, ex_avals)
         program, _ = batching.batch_jaxpr(example, self.axis_data, vals_avals, all_dims,
