@@ -282,6 +282,19 @@ def test_sequential_vmap():
     assert shapes_i == shapes_j
 
 
+def _sequential_pytree(m, np_):
+    @m.custom_batching.sequential_vmap
+    def f(p, s):
+        return {"out": np_.sin(p["a"]) * p["b"] * s}
+
+    return (m.vmap(f, ({"a": 0, "b": None}, None))({"a": XS, "b": Y}, F32(2.)),
+            m.vmap(f, ({"a": None, "b": 0}, 0))({"a": X, "b": YS}, np.ones(2, F32)))
+
+
+def test_sequential_vmap_pytree_arguments_partly_batched():
+    check_against_jax(_sequential_pytree)
+
+
 def test_sequential_vmap_reverse_mode():
     """JAX cannot reverse-differentiate sequential_vmap; the reference is JAX's grad of
     the plain function."""
