@@ -167,12 +167,10 @@ def batch_with_dims(fun, args, in_dims, axis_size, axis_name):
 def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims, instantiate=False):
     """A program over batched inputs whose batched outputs carry the batch axis first;
     returns it with the output batch dims (0 or None). `instantiate` (a bool, or one per
-    output) makes outputs batched even when they do not depend on a batched input.
-    Cached on `closed`."""
-    if isinstance(instantiate, bool):
-        instantiate = (instantiate,) * len(closed.out_avals)
-    key = ("batch", axis_data.size, axis_data.name, tuple(in_avals), tuple(in_dims),
-           tuple(instantiate))
+    output) batches those outputs even when they do not vary, so that loops can keep a
+    carry's type. Cached on `closed`."""
+    inst = core.bools_per(instantiate, len(closed.out_avals))
+    key = ("batch", axis_data.size, axis_data.name, tuple(in_avals), tuple(in_dims), inst)
     hit = closed._cache.get(key)
     if hit is not None:
         return hit
@@ -181,10 +179,10 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims, instantiate=F
     def fun(*args):
         res = batch_with_dims(core.jaxpr_as_fun(closed), args, in_dims,
                               axis_data.size, axis_data.name)
-        box["out_dims"] = [0 if d is not None or inst else None
-                           for (_, d), inst in zip(res, instantiate)]
-        return [matchaxis(axis_data.size, d, od, x)
-                for (x, d), od in zip(res, box["out_dims"])]
+        res = [(broadcast_batch(x, axis_data.size, 0), 0) if d is None and i else (x, d)
+               for (x, d), i in zip(res, inst)]
+        box["out_dims"] = [None if d is None else 0 for _, d in res]
+        return [x if d is None else moveaxis(x, d, 0) for x, d in res]
 
     new = pe.make_closed_jaxpr(fun, in_avals)
     closed._cache[key] = result = (new, box["out_dims"])

@@ -62,3 +62,8 @@ def square(x):
 def stop_gradient(x):
     """Stops derivatives flowing through every leaf of the pytree `x`."""
     return _tree_util.tree_map(_ew.stop_gradient_p.bind, x)
+
+# Structured control flow (primitives holding sub-programs; see impl/primitives/control_flow.py).
+from impl.lax._control_flow import (  # noqa: F401,E402
+    cond, switch, while_loop, fori_loop, scan, map, associative_scan,
+)
