@@ -148,6 +148,24 @@ def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept)
 
 
+def dce_closed_jaxpr(closed: ClosedJaxpr, used_outputs, keep_inputs=False):
+    """The program computing only the outputs flagged in `used_outputs`, without the
+    inputs it no longer reads (except those flagged in `keep_inputs`, a bool or one
+    flag per input: a loop keeps a carry's input with its output). Returns it with
+    the flags of the inputs kept. Rules of primitives holding programs use this to
+    drop what nothing downstream reads."""
+    j = closed.jaxpr
+    keep = core.bools_per(keep_inputs, len(j.invars))
+    body = dce_jaxpr(Jaxpr(j.constvars, j.invars,
+                           [v for v, u in zip(j.outvars, used_outputs) if u], j.eqns))
+    read = {v.id for e in body.eqns for v in e.invars if type(v) is Var}
+    read.update(v.id for v in body.outvars if type(v) is Var)
+    used_inputs = [k or v.id in read for v, k in zip(j.invars, keep)]
+    invars = [v for v, u in zip(j.invars, used_inputs) if u]
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, body.outvars, body.eqns),
+                       closed.consts), used_inputs
+
+
 def trace_to_jaxpr(fun, in_avals, *, forward_known=False) -> tuple[ClosedJaxpr, list]:
     """Stage `fun(*tracers)` (a function of flat arrays returning a flat list).
 
