@@ -27,7 +27,6 @@ from _custom_helpers import F32, assert_trees_close
 jax.config.update("jax_enable_x64", True)
 
 
-
 # ------------------------------------------------------------------ programs
 # Each builder takes (m, np_) and returns f(x, y) on float32 vectors.
 
