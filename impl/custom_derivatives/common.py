@@ -394,7 +394,8 @@ def batch_flat_rule(fn, axis_data, vals, dims):
 
     return batching.batch_with_dims(per_example, [v for v, k in zip(vals, keep) if k],
                                     [d for d, k in zip(dims, keep) if k],
-                                    axis_data.size, axis_data.name)
+                                    axis_data.size, axis_data.name,
+                                    axis_data.spmd_name)
 
 
 class BatchedOutDims:

@@ -97,7 +97,7 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call, fwd, bwd, num_consts,
 
         res = batching.batch_with_dims(flat, list(consts) + list(args),
                                        list(const_dims) + list(arg_dims), size,
-                                       axis_data.name)
+                                       axis_data.name, axis_data.spmd_name)
         outs = [match_batch(size, d, out_dims.target(i, d), o)
                 for i, (o, d) in enumerate(res[:n_out])]
         res_dims["dims"] = [None if d is None else 0 for _, d in res[n_out:]]
@@ -201,7 +201,8 @@ def _custom_lin_jvp(primals, tangents, **params):
 
 def _custom_lin_batch(axis_data, vals, dims, **params):
     res = batching.batch_with_dims(lambda *xs: _custom_lin_apply(*xs, **params), list(vals),
-                                   list(dims), axis_data.size, axis_data.name)
+                                   list(dims), axis_data.size, axis_data.name,
+                                   axis_data.spmd_name)
     return [v for v, _ in res], [d for _, d in res]
 
 
