@@ -270,8 +270,11 @@ def _remat_opt_dce(used_outputs, eqn):
     if any(used_outputs[len(used_outputs) - p["num_res"]:]):
         return eqn
     n_out = len(used_outputs) - p["num_res"]
-    return core.JaxprEqn(jit_p, eqn.invars[p["num_fwd_consts"]:], eqn.outvars[:n_out],
-                         dict(jaxpr=p["call"], name="custom_vjp_primal"))
+    invars = eqn.invars[p["num_fwd_consts"]:]
+    return core.JaxprEqn(jit_p, invars, eqn.outvars[:n_out],
+                         dict(jaxpr=p["call"], name="custom_vjp_primal",
+                              in_shardings=(None,) * len(invars),
+                              out_shardings=(None,) * n_out))
 
 
 remat_opt_p = define("remat_opt", multiple_results=True, impl=_remat_opt_impl,
