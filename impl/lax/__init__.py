@@ -62,3 +62,10 @@ def square(x):
 def stop_gradient(x):
     """Stops derivatives flowing through every leaf of the pytree `x`."""
     return _tree_util.tree_map(_ew.stop_gradient_p.bind, x)
+
+
+shift_left, shift_right_logical, shift_right_arithmetic, nextafter = (
+    _lax_fn(p) for p in (_ew.shift_left_p, _ew.shift_right_logical_p,
+                         _ew.shift_right_arithmetic_p, _ew.nextafter_p))
+clz, erf_inv = _lax_fn(_ew.clz_p), _lax_fn(_ew.erf_inv_p)
+bitcast_convert_type = _ew.bitcast_convert_type

@@ -29,7 +29,10 @@ def _jit_abstract_eval(*avals, jaxpr, name):
 
 
 def _jit_lowering(*args, jaxpr, name):
-    return lowering.eval_jaxpr_lowered(jaxpr.jaxpr, jaxpr.consts, args)
+    # A jitted call inside a program stays a call (a nested jax.jit), as in JAX: XLA
+    # then sees the same program structure as JAX's, so it fuses and rounds floating
+    # point the same way (bit-for-bit equal results).
+    return lowering.compile_closed_jaxpr(jaxpr)(*args)
 
 
 def _jit_jvp(primals, tangents, *, jaxpr, name):
