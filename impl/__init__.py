@@ -16,6 +16,8 @@ from impl.custom_derivatives import (custom_jvp, custom_vjp, custom_gradient,  #
                                       closure_convert, linear_call, custom_vmap)
 from impl import custom_derivatives, custom_batching  # noqa: F401,E402
 from impl import nn, scipy  # noqa: F401,E402
+from impl import ad_checkpoint  # noqa: F401,E402
+from impl.ad_checkpoint import checkpoint, remat, checkpoint_policies  # noqa: F401,E402
 
 Array = __import__("jax").Array
 

@@ -134,10 +134,13 @@ def unzip_outputs(trace, outs):
     return primals, tangents
 
 
-def jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros):
+def jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros, instantiate=False):
     """A program computing (primal outs, nonzero tangent outs) from (primals, nonzero
-    tangents), and which tangent outputs are nonzero. Cached on `closed`."""
-    key = ("jvp", tuple(nonzeros))
+    tangents), and which tangent outputs are nonzero. `instantiate` (a bool, or one per
+    output) makes those tangent outputs nonzero even when they are known zeros, so that
+    loops can give a carry's tangent the same type in and out. Cached on `closed`."""
+    inst = core.bools_per(instantiate, len(closed.out_avals))
+    key = ("jvp", tuple(nonzeros), inst)
     hit = closed._cache.get(key)
     if hit is not None:
         return hit
@@ -150,6 +153,7 @@ def jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros):
         tangents = [next(ts) if nz else Zero(tangent_aval(a))
                     for a, nz in zip(closed.in_avals, nonzeros)]
         outs, out_ts = jvp_flat(core.jaxpr_as_fun(closed), primals, tangents)
+        out_ts = [instantiate_zeros(t) if i else t for t, i in zip(out_ts, inst)]
         box["out_nonzero"] = [type(t) is not Zero for t in out_ts]
         return list(outs) + [t for t in out_ts if type(t) is not Zero]
 
@@ -281,6 +285,28 @@ def backward_pass(jaxpr, consts, args, cts_out):
 
     return [ct_env.get(v.id, Zero(v.aval)) if v.id in linear else None
             for v in jaxpr.invars]
+
+
+def transpose_jaxpr(closed: core.ClosedJaxpr, linear, res_avals, ct_nonzero):
+    """A program mapping (the non-linear inputs of `closed`, the cotangents of its
+    outputs where `ct_nonzero`) to the cotangents of its `linear` inputs (zeros where
+    none flows). Transpose rules of primitives holding programs bind it."""
+    key = ("transpose", tuple(linear), tuple(res_avals), tuple(ct_nonzero))
+    hit = closed._cache.get(key)
+    if hit is not None:
+        return hit
+    ct_avals = [a for a, nz in zip(closed.out_avals, ct_nonzero) if nz]
+
+    def fun(*args):
+        res, cts = iter(args[:len(res_avals)]), iter(args[len(res_avals):])
+        primals = [UndefinedPrimal(a) if lin else next(res)
+                   for a, lin in zip(closed.in_avals, linear)]
+        cts_out = [next(cts) if nz else Zero(a) for a, nz in zip(closed.out_avals, ct_nonzero)]
+        cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts_out)
+        return [instantiate_zeros(ct) for ct, lin in zip(cts_in, linear) if lin]
+
+    closed._cache[key] = new = pe.make_closed_jaxpr(fun, list(res_avals) + ct_avals)
+    return new
 
 
 # ------------------------------------------------------------- rule makers

@@ -164,10 +164,13 @@ def batch_with_dims(fun, args, in_dims, axis_size, axis_name):
     return res
 
 
-def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims):
+def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims, instantiate=False):
     """A program over batched inputs whose batched outputs carry the batch axis first;
-    returns it with the output batch dims (0 or None). Cached on `closed`."""
-    key = ("batch", axis_data.size, axis_data.name, tuple(in_avals), tuple(in_dims))
+    returns it with the output batch dims (0 or None). `instantiate` (a bool, or one per
+    output) batches those outputs even when they do not vary, so that loops can keep a
+    carry's type. Cached on `closed`."""
+    inst = core.bools_per(instantiate, len(closed.out_avals))
+    key = ("batch", axis_data.size, axis_data.name, tuple(in_avals), tuple(in_dims), inst)
     hit = closed._cache.get(key)
     if hit is not None:
         return hit
@@ -176,6 +179,8 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims):
     def fun(*args):
         res = batch_with_dims(core.jaxpr_as_fun(closed), args, in_dims,
                               axis_data.size, axis_data.name)
+        res = [(broadcast_batch(x, axis_data.size, 0), 0) if d is None and i else (x, d)
+               for (x, d), i in zip(res, inst)]
         box["out_dims"] = [None if d is None else 0 for _, d in res]
         return [x if d is None else moveaxis(x, d, 0) for x, d in res]
 

@@ -64,6 +64,12 @@ def stop_gradient(x):
     return _tree_util.tree_map(_ew.stop_gradient_p.bind, x)
 
 
+# Structured control flow (primitives holding sub-programs; see impl/primitives/control_flow.py).
+from impl.lax._control_flow import (  # noqa: F401,E402
+    cond, switch, while_loop, fori_loop, scan, map, associative_scan,
+)
+
+# Bit-level operations and erf_inv (what impl.random builds on).
 shift_left, shift_right_logical, shift_right_arithmetic, nextafter = (
     _lax_fn(p) for p in (_ew.shift_left_p, _ew.shift_right_logical_p,
                          _ew.shift_right_arithmetic_p, _ew.nextafter_p))

@@ -34,4 +34,5 @@ from impl.primitives import elementwise, shape, linalg, call  # noqa: F401
 from impl.primitives import collectives  # noqa: F401
 from impl.primitives import indexing  # noqa: F401
 from impl.primitives import reductions  # noqa: F401
+from impl.primitives import control_flow, remat  # noqa: F401
 from impl.primitives import prng  # noqa: F401

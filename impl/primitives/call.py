@@ -6,7 +6,6 @@ evaluation), so the result stays one staged call that XLA compiles as a whole.
 """
 from __future__ import annotations
 
-from impl import core
 from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
@@ -64,8 +63,7 @@ def _jit_partial_eval(trace, args, *, jaxpr, name):
         hit = jaxpr._cache[key] = pe.partial_eval_jaxpr(jaxpr, unknowns)
     known, unknown, out_unknowns, num_res = hit
     known_args = [x for x, u in zip(args, unknowns) if not u]
-    with core.set_current_trace(trace.parent):
-        known_outs = jit_p.bind(*known_args, jaxpr=known, name=f"known({name})")
+    known_outs = trace.bind_known(jit_p, known_args, dict(jaxpr=known, name=f"known({name})"))
     n_known = len(known_outs) - num_res
     residuals = known_outs[n_known:]
     unknown_args = [x for x, u in zip(args, unknowns) if u]
