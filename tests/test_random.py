@@ -1,14 +1,18 @@
 """impl.random against jax.random: the same numbers, bit for bit, for the same key.
 
-Every sampler of the table runs in float32 and float64 (integer samplers in their
-dtypes) eagerly, under jit, under vmap over a batch of split keys and with legacy raw
-keys; values, dtypes, weak types and shapes must equal JAX's exactly (each mode against
-the same mode in JAX: XLA may round a float differently when it folds a constant).
-Gradients through the parameters of draws (reparameterisation) are compared with
-jax.grad, also under vmap and jit. Keys (seeds, split, fold_in, key data, key arrays),
-errors (exception types as JAX's), the threefry2x32 primitive (the published
-known-answer vectors) and the lax operations random numbers build on are tested too; two
-negative tests break a rule on purpose and check that the comparisons catch it.
+Values, dtypes, weak types and shapes must equal JAX's exactly, each mode against the
+same mode in JAX (XLA may round a float differently when it folds a constant). XLA
+spends ~0.2 s compiling each threefry hash (on each side), so the default run draws
+many samplers in one program: every sampler the issue names under jit in float32 (and
+those whose float arithmetic differs in float64), a subset under jit of vmap over split
+keys, eagerly (typed, raw and jax.random keys), under vmap without jit, and nested
+vmap. The nightly run (`-m slow`) adds the full matrix: every sampler in every mode and
+dtype. Gradients through the parameters of draws are compared with jax.grad (and
+float64 finite differences), also under vmap and jit. Keys (seeds, split, fold_in, key
+data, key arrays), errors (exception types as JAX's), the threefry2x32 primitive (the
+published known-answer vectors) and the lax operations random numbers build on are
+tested too; two negative tests break a rule on purpose and check that the comparisons
+catch it.
 """
 from __future__ import annotations
 
@@ -120,31 +124,25 @@ CASES = {**CORE, **EXTRA}
 DTYPE_FREE = {"bits", "bits_uint8", "randint", "randint_uint8_full_range", "randint_int8",
               "randint_int64_empty_ranges", "randint_arrays", "permutation_int", "choice",
               "choice_no_replace"}
-RUNS = [(n, d) for n in CORE for d in FLOATS if not (n in DTYPE_FREE and d is F64)]
-RUNS += [(n, F32) for n in EXTRA]
-RUN_IDS = [f"{n}-{d.__name__}" for n, d in RUNS]
+# By default one or two variants of each sampler the issue names (and a few others);
+# in float64 those whose float arithmetic differs (64 random bits per float).
+FLOAT32_CASES = ("bits_uint8", "uniform_array_bounds", "normal", "truncated_normal_arrays",
+                 "bernoulli", "bernoulli_high", "randint_int8", "randint_int64_empty_ranges",
+                 "permutation_axis1", "choice_p", "choice_no_replace",
+                 "categorical_axis0_shape", "categorical_no_replace", "gumbel_highest",
+                 "exponential")
+FLOAT64_CASES = ("uniform", "normal", "truncated_normal", "bernoulli_high", "gumbel_high",
+                 "exponential")
 
-
-@pytest.mark.parametrize("name,dtype", RUNS, ids=RUN_IDS)
-def test_sampler_matches_jax(name, dtype):
-    """Eagerly for two keys (typed and raw), and under jit of vmap over split keys.
-    (Each XLA compilation of a draw costs ~0.2 s: the modes are chosen to keep the
-    number of programs small; plain jit and eager vmap are tested below on a subset.)"""
-    f = CASES[name]
-    for seed in SEEDS:                      # one compiled program per side
-        k, jk = keys_of(seed)
-        assert_same(f(ir, k, dtype), f(jr, jk, dtype))
-    # Legacy raw keys (uint32 key data) give the same numbers, from the same program.
-    assert_same(f(ir, ir.key_data(k), dtype), f(jr, jr.key_data(jk), dtype))
-    keys, jkeys = ir.split(k, 3), jr.split(jk, 3)
-    assert_same(impl.jit(impl.vmap(lambda key: f(ir, key, dtype)))(keys),
-                jax.jit(jax.vmap(lambda key: f(jr, key, dtype)))(jkeys))
+# Compiling a program that hashes with threefry costs XLA ~0.2 s per draw, on each
+# side, so the default tests put many draws into one program (`all_draws`); the full
+# matrix (every case eagerly, with raw keys, under jit of vmap) is nightly (slow).
 
 
 def all_draws(R, dtype, names):
-    """Several cases in one function, each with its own key (fold_in)."""
+    """Several cases in one function, each with its own key (one split)."""
     def draws(key):
-        return {n: CASES[n](R, R.fold_in(key, i), dtype) for i, n in enumerate(names)}
+        return {n: CASES[n](R, k, dtype) for n, k in zip(names, R.split(key, len(names)))}
     return draws
 
 
@@ -156,17 +154,47 @@ def assert_same_draws(got, want):
             raise AssertionError(f"case {name}: {e}") from None
 
 
-SUBSET = ("uniform", "normal", "truncated_normal", "bernoulli", "randint",
-          "permutation_axis1", "choice_p_no_replace", "categorical", "gumbel_highest", "wald")
-
-
-def test_samplers_under_jit():
+@pytest.mark.parametrize("dtype,names", [
+    (F32, FLOAT32_CASES), (F64, FLOAT64_CASES),
+    pytest.param(F32, tuple(CASES), marks=pytest.mark.slow),
+    pytest.param(F64, tuple(n for n in CORE if n not in DTYPE_FREE), marks=pytest.mark.slow)],
+    ids=["float32", "float64", "float32-all", "float64-all"])
+def test_every_sampler_under_jit(dtype, names):
     k, jk = keys_of(SEEDS[1])
-    assert_same_draws(impl.jit(all_draws(ir, F32, SUBSET))(k),
-                      jax.jit(all_draws(jr, F32, SUBSET))(jk))
+    assert_same_draws(impl.jit(all_draws(ir, dtype, names))(k),
+                      jax.jit(all_draws(jr, dtype, names))(jk))
 
 
-@pytest.mark.parametrize("name", SUBSET)
+# Samplers with distinct code paths (float bits, erf_inv, integer modulus, sort,
+# Gumbel-top-k, a split inside the body, two uniforms per draw).
+SUBSET = ("normal", "randint", "permutation_axis1", "categorical")
+
+
+def test_samplers_under_jit_of_vmap_over_split_keys():
+    k, jk = keys_of(SEEDS[0])
+    keys, jkeys = ir.split(k, 3), jr.split(jk, 3)
+    assert_same_draws(impl.jit(impl.vmap(all_draws(ir, F32, SUBSET)))(keys),
+                      jax.jit(jax.vmap(all_draws(jr, F32, SUBSET)))(jkeys))
+
+
+EAGER = ("normal", "randint", "permutation_axis1", "categorical")
+
+
+@pytest.mark.parametrize("name", EAGER)
+def test_sampler_eagerly(name):
+    """Eagerly (each sampler compiles its own jitted body) with typed keys of two
+    seeds and a raw key (the same program); float64 where the dtype matters."""
+    f = CASES[name]
+    dtype = F32 if name in DTYPE_FREE else F64
+    for seed in SEEDS:
+        k, jk = keys_of(seed)
+        assert_same(f(ir, k, dtype), f(jr, jk, dtype))
+    assert_same(f(ir, ir.key_data(k), dtype), f(jr, jr.key_data(jk), dtype))
+    assert_same(f(ir, jk, dtype), f(jr, jk, dtype))   # a key made by jax.random
+
+
+@pytest.mark.parametrize("name", [pytest.param("normal", marks=pytest.mark.slow),
+                                  "permutation_axis1"])
 def test_sampler_eager_vmap(name):
     """vmap without jit: each sampler's own jitted body is batched and compiled."""
     f = CASES[name]
@@ -176,24 +204,45 @@ def test_sampler_eager_vmap(name):
 
 
 def test_nested_vmap():
-    names = ("uniform", "randint", "permutation_axis1", "categorical")
     k, jk = keys_of(3)
     keys, jkeys = ir.split(k, (2, 3)), jr.split(jk, (2, 3))
-    assert_same_draws(impl.jit(impl.vmap(impl.vmap(all_draws(ir, F32, names))))(keys),
-                      jax.jit(jax.vmap(jax.vmap(all_draws(jr, F32, names))))(jkeys))
-    # Keys mapped along axis 1 of their batch, then 0; raw key data.
+    draw = CASES["uniform"]
+    assert_same(impl.jit(impl.vmap(impl.vmap(lambda key: draw(ir, key, F32))))(keys),
+                jax.jit(jax.vmap(jax.vmap(lambda key: draw(jr, key, F32))))(jkeys))
+    # Raw key data mapped along axis 1 of its batch, then 0, without jit.
     raw, jraw = ir.key_data(keys), jr.key_data(jkeys)
-    assert_same_draws(
-        impl.jit(impl.vmap(impl.vmap(all_draws(ir, F32, names)), in_axes=1))(raw),
-        jax.jit(jax.vmap(jax.vmap(all_draws(jr, F32, names)), in_axes=1))(jraw))
+    draw = CASES["bits"]
+    assert_same(impl.vmap(impl.vmap(lambda key: draw(ir, key, F32)), in_axes=1)(raw),
+                jax.vmap(jax.vmap(lambda key: draw(jr, key, F32)), in_axes=1)(jraw))
 
 
 def test_default_dtypes_in_x32_mode():
     with jax.enable_x64(False):
         k, jk = keys_of(5)
-        for f in (lambda R, key: R.uniform(key, (3,)), lambda R, key: R.normal(key),
-                  lambda R, key: R.randint(key, (3,), 0, 9), lambda R, key: R.bits(key, (2,))):
-            assert_same(f(ir, k), f(jr, jk))
+        f = lambda R, key: (R.uniform(key, (3,)),  # noqa: E731
+                            R.randint(key, (3,), 0, 9), R.bits(key, (2,)))
+        assert_same(impl.jit(lambda key: f(ir, key))(k), jax.jit(lambda key: f(jr, key))(jk))
+
+
+# The full matrix, nightly: every case eagerly for two seeds, with a raw key, and
+# under jit of vmap over split keys, in float32 and float64.
+RUNS = [(n, d) for n in CORE for d in FLOATS if not (n in DTYPE_FREE and d is F64)]
+RUNS += [(n, F32) for n in EXTRA]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,dtype", RUNS, ids=[f"{n}-{d.__name__}" for n, d in RUNS])
+def test_sampler_matches_jax_in_every_mode(name, dtype):
+    f = CASES[name]
+    for seed in SEEDS:
+        k, jk = keys_of(seed)
+        assert_same(f(ir, k, dtype), f(jr, jk, dtype))
+    assert_same(f(ir, ir.key_data(k), dtype), f(jr, jr.key_data(jk), dtype))
+    keys, jkeys = ir.split(k, 3), jr.split(jk, 3)
+    assert_same(impl.jit(impl.vmap(lambda key: f(ir, key, dtype)))(keys),
+                jax.jit(jax.vmap(lambda key: f(jr, key, dtype)))(jkeys))
+    assert_same(impl.vmap(lambda key: f(ir, key, dtype))(keys),
+                jax.vmap(lambda key: f(jr, key, dtype))(jkeys))
 
 
 # ------------------------------------------------------------------- gradients
@@ -228,16 +277,15 @@ def _total(R, f):
 def _all_totals(R, names):
     """Every gradient case in one function of a dict of parameters."""
     np_ = impl.numpy if R is ir else jnp
-    return lambda ps, key: sum(np_.sum(GRAD_CASES[n](R, R.fold_in(key, i), ps[n]))
-                               for i, n in enumerate(names))
+    return lambda ps, key: sum(np_.sum(GRAD_CASES[n](R, k, ps[n]))
+                               for n, k in zip(names, R.split(key, len(names))))
 
 
-EAGER_GRAD = ["reparameterised_normal", "uniform_bounds", "truncated_normal_bounds",
-              "permutation_of_parameter"]
+EAGER_GRAD = [pytest.param("reparameterised_normal", F64, marks=pytest.mark.slow),
+              ("permutation_of_parameter", F32)]
 
 
-@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.__name__)
-@pytest.mark.parametrize("name", EAGER_GRAD)
+@pytest.mark.parametrize("name,dtype", EAGER_GRAD, ids=["normal", "permutation"])
 def test_grad_through_draws(name, dtype):
     f = GRAD_CASES[name]
     p = np.asarray(1.25, dtype)
@@ -248,10 +296,13 @@ def test_grad_through_draws(name, dtype):
     np.testing.assert_allclose(g, jg, **GRAD_TOL[dtype])
 
 
-GRAD_RUNS = [(F32, tuple(GRAD_CASES)), (F64, tuple(EAGER_GRAD))]
+GRAD_RUNS = [
+    (F32, ("uniform_bounds", "wald", "choice_of_parameter")),
+    (F64, ("reparameterised_normal", "truncated_normal_bounds")),
+    pytest.param(F32, tuple(GRAD_CASES), marks=pytest.mark.slow)]
 
 
-@pytest.mark.parametrize("dtype,names", GRAD_RUNS, ids=["float32", "float64"])
+@pytest.mark.parametrize("dtype,names", GRAD_RUNS, ids=["float32", "float64", "float32-all"])
 def test_grad_under_jit_and_vmap(dtype, names):
     """Per-key gradients of several cases in one program: jit of vmap of grad over
     split keys."""
@@ -394,7 +445,7 @@ def test_typed_and_raw_keys_give_their_own_kind():
 
 
 def test_make_jaxpr_shows_the_random_primitives():
-    text = str(impl.make_jaxpr(lambda key: ir.normal(key, (3,)))(ir.key(0)))
+    text = str(impl.make_jaxpr(lambda key: ir.normal(key, (3,), F32))(ir.key(0)))
     assert "random_bits[bit_width=32 shape=(3,)]" in text and "erf_inv" in text
     text = str(impl.make_jaxpr(lambda key: ir.split(key))(ir.key(0)))
     assert "threefry2x32" in text
