@@ -287,28 +287,6 @@ def backward_pass(jaxpr, consts, args, cts_out):
             for v in jaxpr.invars]
 
 
-def transpose_jaxpr(closed: core.ClosedJaxpr, linear, res_avals, ct_nonzero):
-    """A program mapping (the non-linear inputs of `closed`, the cotangents of its
-    outputs where `ct_nonzero`) to the cotangents of its `linear` inputs (zeros where
-    none flows). Transpose rules of primitives holding programs bind it."""
-    key = ("transpose", tuple(linear), tuple(res_avals), tuple(ct_nonzero))
-    hit = closed._cache.get(key)
-    if hit is not None:
-        return hit
-    ct_avals = [a for a, nz in zip(closed.out_avals, ct_nonzero) if nz]
-
-    def fun(*args):
-        res, cts = iter(args[:len(res_avals)]), iter(args[len(res_avals):])
-        primals = [UndefinedPrimal(a) if lin else next(res)
-                   for a, lin in zip(closed.in_avals, linear)]
-        cts_out = [next(cts) if nz else Zero(a) for a, nz in zip(closed.out_avals, ct_nonzero)]
-        cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts_out)
-        return [instantiate_zeros(ct) for ct, lin in zip(cts_in, linear) if lin]
-
-    closed._cache[key] = new = pe.make_closed_jaxpr(fun, list(res_avals) + ct_avals)
-    return new
-
-
 # ------------------------------------------------------------- rule makers
 # Each builds a jvp (or transpose) rule once the primitive exists; pass them to
 # `impl.primitives._define.define(jvp=..., transpose=...)`.
@@ -415,3 +393,40 @@ def bilinear_transpose(lhs_transpose, rhs_transpose):
             return [None, rhs_transpose(ct, x, y, **params)]
         return rule
     return core.RuleMaker(make)
+
+
+# ------------------------------------------------------------- transposed programs
+
+def transpose_jaxpr(closed: core.ClosedJaxpr, linear, ct_nonzero, instantiate=False):
+    """The transpose of `closed` with respect to its inputs marked `linear`: a program from
+    (the non-linear inputs, the nonzero output cotangents) to the nonzero cotangents of
+    the linear inputs, and which of those are nonzero. With `instantiate` every linear
+    input gets a cotangent (zeros where none flows), as branches of one cond need the
+    same outputs. Cached on `closed`.
+
+    Primitives holding programs transpose to a call of this program, so a transposed call
+    stays one staged call (with its own annotations, e.g. shardings)."""
+    key = ("transpose", tuple(linear), tuple(ct_nonzero), instantiate)
+    hit = closed._cache.get(key)
+    if hit is not None:
+        return hit
+    in_avals, out_avals = closed.in_avals, closed.out_avals
+    res_avals = [a for a, lin in zip(in_avals, linear) if not lin]
+    ct_avals = [tangent_aval(a) for a, nz in zip(out_avals, ct_nonzero) if nz]
+    box = {}
+
+    def fun(*args):
+        res, cts = iter(args[:len(res_avals)]), iter(args[len(res_avals):])
+        primals = [UndefinedPrimal(a) if lin else next(res) for a, lin in zip(in_avals, linear)]
+        cts_out = [next(cts) if nz else Zero(tangent_aval(a))
+                   for a, nz in zip(out_avals, ct_nonzero)]
+        cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts_out)
+        linear_cts = [ct for ct, lin in zip(cts_in, linear) if lin]
+        if instantiate:
+            linear_cts = [instantiate_zeros(ct) for ct in linear_cts]
+        box["nonzero"] = [type(ct) is not Zero for ct in linear_cts]
+        return [ct for ct in linear_cts if type(ct) is not Zero]
+
+    new = pe.make_closed_jaxpr(fun, res_avals + ct_avals)
+    closed._cache[key] = result = (new, box["nonzero"])
+    return result

@@ -35,4 +35,6 @@ from impl.primitives import collectives  # noqa: F401
 from impl.primitives import indexing  # noqa: F401
 from impl.primitives import reductions  # noqa: F401
 from impl.primitives import control_flow, remat  # noqa: F401
+from impl.primitives import sharding  # noqa: F401
+from impl.primitives import mapping  # noqa: F401,E402
 from impl.primitives import prng  # noqa: F401

@@ -253,8 +253,8 @@ def _cond_transpose(cts, index, *ops, branches):
     linear = [is_undefined_primal(x) for x in ops]
     res = [x for x, lin in zip(ops, linear) if not lin]
     ct_nonzero = [type(ct) is not Zero for ct in cts]
-    res_avals = [get_aval(r) for r in res]
-    new = tuple(ad.transpose_jaxpr(b, linear, res_avals, ct_nonzero) for b in branches)
+    new = tuple(ad.transpose_jaxpr(b, linear, ct_nonzero, instantiate=True)[0]
+                for b in branches)
     outs = iter(cond_p.bind(index, *res, *_pick(ct_nonzero, cts), branches=new))
     return [None] + [next(outs) if lin else None for lin in linear]
 

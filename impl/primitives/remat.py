@@ -105,7 +105,7 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy
     linear = [is_undefined_primal(x) for x in args]
     res = [x for x in args if not is_undefined_primal(x)]
     ct_nonzero = [type(ct) is not Zero for ct in cts]
-    transposed = ad.transpose_jaxpr(jaxpr, linear, [get_aval(r) for r in res], ct_nonzero)
+    transposed, _ = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero, instantiate=True)
     outs = iter(checkpoint_p.bind(
         *res, *[ct for ct in cts if type(ct) is not Zero], jaxpr=transposed,
         prevent_cse=_extend_cse(prevent_cse, [not lin for lin in linear], sum(ct_nonzero)),
