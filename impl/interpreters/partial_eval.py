@@ -9,6 +9,7 @@ staged inputs (unknown). Linearize uses it to stage only the tangent computation
 """
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from impl import core
@@ -37,8 +38,12 @@ class JaxprTracer(Tracer):
 
 
 def _is_literal_scalar(x):
+    # Scalar constants are written into the program (as JAX does), so XLA sees them as
+    # constants wherever the program is compiled, not as arguments of a call.
     return (type(x) in (int, float, bool, complex) or isinstance(x, np.generic)
-            or (type(x) is np.ndarray and x.ndim == 0))
+            or (type(x) is np.ndarray and x.ndim == 0)
+            or (isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+                and x.ndim == 0))
 
 
 class JaxprTrace(core.Trace):

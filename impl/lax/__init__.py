@@ -64,6 +64,7 @@ def stop_gradient(x):
     """Stops derivatives flowing through every leaf of the pytree `x`."""
     return _tree_util.tree_map(_ew.stop_gradient_p.bind, x)
 
+
 # Structured control flow (primitives holding sub-programs; see impl/primitives/control_flow.py).
 from impl.lax._control_flow import (  # noqa: F401,E402
     cond, switch, while_loop, fori_loop, scan, map, associative_scan,
@@ -71,3 +72,10 @@ from impl.lax._control_flow import (  # noqa: F401,E402
 from impl.primitives.collectives import (  # noqa: F401,E402
     all_gather, all_to_all, ppermute, psum_scatter, pbroadcast, pshuffle, pswapaxes,
 )
+
+# Bit-level operations and erf_inv (what impl.random builds on).
+shift_left, shift_right_logical, shift_right_arithmetic, nextafter = (
+    _lax_fn(p) for p in (_ew.shift_left_p, _ew.shift_right_logical_p,
+                         _ew.shift_right_arithmetic_p, _ew.nextafter_p))
+clz, erf_inv = _lax_fn(_ew.clz_p), _lax_fn(_ew.erf_inv_p)
+bitcast_convert_type = _ew.bitcast_convert_type
