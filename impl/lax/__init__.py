@@ -62,3 +62,5 @@ def square(x):
 def stop_gradient(x):
     """Stops derivatives flowing through every leaf of the pytree `x`."""
     return _tree_util.tree_map(_ew.stop_gradient_p.bind, x)
+
+from impl.lax import linalg  # noqa: E402,F401  (jax.lax.linalg)
