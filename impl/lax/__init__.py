@@ -64,3 +64,7 @@ def stop_gradient(x):
     return _tree_util.tree_map(_ew.stop_gradient_p.bind, x)
 
 from impl.lax import linalg  # noqa: E402,F401  (jax.lax.linalg)
+from impl.primitives.convolution import (  # noqa: E402,F401
+    ConvDimensionNumbers, conv, conv_general_dilated, conv_transpose, conv_with_general_padding,
+)
+from jax.lax import conv_dimension_numbers, padtype_to_pads  # noqa: E402,F401

@@ -35,3 +35,4 @@ from impl.primitives import collectives  # noqa: F401
 from impl.primitives import indexing  # noqa: F401
 from impl.primitives import reductions  # noqa: F401
 from impl.primitives import linalg_decompositions  # noqa: F401
+from impl.primitives import convolution  # noqa: F401
