@@ -68,3 +68,4 @@ from impl.primitives.convolution import (  # noqa: E402,F401
     ConvDimensionNumbers, conv, conv_general_dilated, conv_transpose, conv_with_general_padding,
 )
 from jax.lax import conv_dimension_numbers, padtype_to_pads  # noqa: E402,F401
+from impl.primitives.windows import reduce_window  # noqa: E402,F401

@@ -36,3 +36,4 @@ from impl.primitives import indexing  # noqa: F401
 from impl.primitives import reductions  # noqa: F401
 from impl.primitives import linalg_decompositions  # noqa: F401
 from impl.primitives import convolution  # noqa: F401
+from impl.primitives import windows  # noqa: F401
