@@ -16,7 +16,7 @@ from impl.primitives.indexing import (  # noqa: F401,E402
 )
 from impl.primitives.reductions import (  # noqa: F401,E402
     reduce_max, reduce_min, reduce_prod, argmax, argmin, cumsum, cumprod, cummax, cummin,
-    sort, sort_key_val, iota, broadcasted_iota,
+    sort, sort_key_val, iota, broadcasted_iota, cumlogsumexp, top_k,
 )
 
 # The remaining elementwise operations of jax.lax, as thin binds of their primitives.
