@@ -12,7 +12,7 @@ from impl.primitives.indexing import (  # noqa: F401,E402
     concatenate, pad, slice, slice_in_dim, index_in_dim, dynamic_slice, dynamic_update_slice,
     dynamic_slice_in_dim, dynamic_index_in_dim, dynamic_update_slice_in_dim, gather,
     scatter_add, scatter, rev, GatherDimensionNumbers, ScatterDimensionNumbers,
-    GatherScatterMode,
+    GatherScatterMode, scatter_mul, scatter_min, scatter_max, scatter_sub,
 )
 from impl.primitives.reductions import (  # noqa: F401,E402
     reduce_max, reduce_min, reduce_prod, argmax, argmin, cumsum, cumprod, cummax, cummin,
