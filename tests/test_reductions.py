@@ -53,6 +53,15 @@ def ZEROS(shape=(3, 4)):
     return make
 
 
+def NANS(shape=(3, 4)):
+    """Uniform values with a few NaNs (for the nan-ignoring reductions)."""
+    def make(rng, dtype, lead=()):
+        x = rng.uniform(0.5, 1.5, lead + shape)
+        x[rng.rand(*(lead + shape)) < 0.2] = np.nan
+        return x.astype(dtype)
+    return make
+
+
 def INDICES(shape, bound):
     """Indices in range(bound), repeats included (int32)."""
     return lambda rng, dtype, lead=(): rng.randint(0, bound, lead + shape).astype(np.int32)
@@ -111,6 +120,16 @@ CASES = [
          lambda x: lax.cummax(x, 0, reverse=True), [U()]),
     Case("cummin_1_rev", lambda x: ilax.cummin(x, 1, reverse=True),
          lambda x: lax.cummin(x, 1, reverse=True), [U()]),
+    # ties: JAX's weights (from its parallel-prefix scan), not a plain mean
+    Case("cummax_ties", lambda x: ilax.cummax(x, 1), lambda x: lax.cummax(x, 1),
+         [TIES((3, 7))]),
+    Case("cummin_ties_0_rev", lambda x: ilax.cummin(x, 0, reverse=True),
+         lambda x: lax.cummin(x, 0, reverse=True), [TIES((6, 3))]),
+    Case("cumlogsumexp_1_rev", lambda x: ilax.cumlogsumexp(x, 1, reverse=True),
+         lambda x: lax.cumlogsumexp(x, 1, reverse=True), [U(lo=-30.0, hi=30.0)]),
+    # top_k: ties keep the lower index first
+    Case("top_k_0_ties", lambda x: ilax.top_k(x, 2, axis=0),
+         lambda x: lax.top_k(x, 2, axis=0), [TIES()]),
     # sort
     Case("sort_last", lambda x: ilax.sort(x), lambda x: lax.sort(x), [U()]),
     Case("sort_0", lambda x: ilax.sort(x, dimension=0), lambda x: lax.sort(x, dimension=0),
@@ -175,6 +194,18 @@ NUMPY_CASES = [
     Case("np_cumsum_flat", lambda x: inp.cumsum(x), lambda x: jnp.cumsum(x), [U()]),
     Case("np_cumprod_axis", lambda x: inp.cumprod(x, axis=-1),
          lambda x: jnp.cumprod(x, axis=-1), [ZEROS()]),
+    Case("np_nancumsum_cumulative_prod",
+         lambda x: (inp.nancumsum(x, axis=0), inp.cumulative_prod(x, axis=1,
+                                                                  include_initial=True)),
+         lambda x: (jnp.nancumsum(x, axis=0), jnp.cumulative_prod(x, axis=1,
+                                                                  include_initial=True)),
+         [NANS()]),
+    Case("np_cumulative_sum_bool_dtype",
+         lambda x: (inp.cumulative_sum(x > 0, axis=1, include_initial=True),
+                    inp.cumsum(x, axis=0, dtype=bool), inp.lexsort([x, x < 0])),
+         lambda x: (jnp.cumulative_sum(x > 0, axis=1, include_initial=True),
+                    jnp.cumsum(x, axis=0, dtype=bool), jnp.lexsort([x, x < 0])),
+         [TIES()], diff=None),
     Case("np_sort", lambda x: inp.sort(x, axis=0), lambda x: jnp.sort(x, axis=0), [U()]),
     Case("np_sort_flat_desc", lambda x: inp.sort(x, axis=None, descending=True),
          lambda x: jnp.sort(x, axis=None, descending=True), [U()]),
@@ -392,13 +423,17 @@ def test_grad_through_argsort_gather():
 
 
 def test_cummax_ties_share_tangent():
-    """Ties in a running maximum share the tangent (the mean at the tied positions)."""
+    """Ties in a running maximum share the tangent; with two ties it is their mean, with
+    more JAX's parallel-prefix scan decides the weights, and impl follows it."""
     x = np.array([1.0, 3.0, 3.0, 2.0], np.float64)
     t = np.array([1.0, 10.0, 100.0, 1000.0], np.float64)
     out, tan = impl.jvp(lambda v: ilax.cummax(v), (x,), (t,))
     np.testing.assert_array_equal(out, [1.0, 3.0, 3.0, 3.0])
     np.testing.assert_allclose(tan, [1.0, 10.0, 55.0, 55.0])
-    _, want = jax.jvp(lambda v: lax.cummax(v), (x,), (t,))   # two ties: jax agrees
+    x = np.full(6, 3.0)
+    t = 10.0 ** np.arange(6)
+    _, tan = impl.jvp(lambda v: ilax.cummax(v), (x,), (t,))
+    _, want = jax.jvp(lambda v: lax.cummax(v), (x,), (t,))
     np.testing.assert_allclose(tan, want)
 
 

@@ -19,6 +19,8 @@ from impl.core import Tracer, get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import indexing as ix
+from impl.numpy._core import ones_like
+from impl.numpy._ufuncs import divide, negative, power
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
                               canonicalize_axes, promote, result_dtype)
 
@@ -564,9 +566,24 @@ class _IndexUpdateHelper:
         return f"_IndexUpdateHelper({self.array!r})"
 
 
-def _no_sharding(out_sharding, method):
-    if out_sharding is not None:
-        raise NotImplementedError(f"at[].{method}: out_sharding is not supported by impl")
+def _update_method(name, prim, transform_values=None, apply_to=None):
+    """A method of x.at[idx] that scatters the values with `prim`. With `apply_to`, the
+    values are first multiplied into ones at the indexed positions, and
+    apply_to(x, that) is the result (x / ... for divide, x ** ... for power)."""
+    def method(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               out_sharding=None, wrap_negative_indices=True):
+        if out_sharding is not None:
+            raise NotImplementedError(f"at[].{name}: out_sharding is not supported by impl")
+        if transform_values is not None:
+            values = transform_values(values)
+        x = _arr(self.array)
+        base = x if apply_to is None else ones_like(x)
+        out = _scatter_update(name, prim, base, self.index, values, mode, indices_are_sorted,
+                              unique_indices, wrap_negative_indices)
+        return out if apply_to is None else apply_to(x, out)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"x.at[idx].{name}(values): x with the values combined in by {name}."
+    return method
 
 
 class _IndexUpdateRef:
@@ -584,71 +601,20 @@ class _IndexUpdateRef:
 
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
             fill_value=None, out_sharding=None, wrap_negative_indices=True):
-        _no_sharding(out_sharding, "get")
+        if out_sharding is not None:
+            raise NotImplementedError("at[].get: out_sharding is not supported by impl")
         return getitem(self.array, self.index, mode=mode, fill_value=fill_value,
                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                        normalize=wrap_negative_indices)
 
-    def _update(self, method, prim, values, indices_are_sorted, unique_indices, mode,
-                out_sharding, wrap_negative_indices, array=None):
-        _no_sharding(out_sharding, method)
-        return _scatter_update(method, prim, self.array if array is None else array,
-                               self.index, values, mode, indices_are_sorted,
-                               unique_indices, wrap_negative_indices)
-
-    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            out_sharding=None, wrap_negative_indices=True):
-        return self._update("set", ix.scatter_p, values, indices_are_sorted, unique_indices,
-                            mode, out_sharding, wrap_negative_indices)
-
-    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            out_sharding=None, wrap_negative_indices=True):
-        return self._update("add", ix.scatter_add_p, values, indices_are_sorted,
-                            unique_indices, mode, out_sharding, wrap_negative_indices)
-
-    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-                 out_sharding=None, wrap_negative_indices=True):
-        from impl.numpy._ufuncs import negative
-        return self._update("subtract", ix.scatter_add_p, negative(values),
-                            indices_are_sorted, unique_indices, mode, out_sharding,
-                            wrap_negative_indices)
-
-    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-                 out_sharding=None, wrap_negative_indices=True):
-        return self._update("multiply", ix.scatter_mul_p, values, indices_are_sorted,
-                            unique_indices, mode, out_sharding, wrap_negative_indices)
-
-    mul = multiply
-
-    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               out_sharding=None, wrap_negative_indices=True):
-        from impl.numpy._ufuncs import divide
-        return divide(self.array, self._ones_times(values, indices_are_sorted,
-                                                   unique_indices, mode, out_sharding,
-                                                   wrap_negative_indices))
-
-    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-              out_sharding=None, wrap_negative_indices=True):
-        from impl.numpy._ufuncs import power
-        return power(self.array, self._ones_times(values, indices_are_sorted,
-                                                  unique_indices, mode, out_sharding,
-                                                  wrap_negative_indices))
-
-    def _ones_times(self, values, *args):
-        """ones_like(x) multiplied by the values at the indexed positions."""
-        from impl.numpy._core import ones_like
-        return self._update("multiply", ix.scatter_mul_p, values, *args,
-                            array=ones_like(_arr(self.array)))
-
-    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            out_sharding=None, wrap_negative_indices=True):
-        return self._update("min", ix.scatter_min_p, values, indices_are_sorted,
-                            unique_indices, mode, out_sharding, wrap_negative_indices)
-
-    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            out_sharding=None, wrap_negative_indices=True):
-        return self._update("max", ix.scatter_max_p, values, indices_are_sorted,
-                            unique_indices, mode, out_sharding, wrap_negative_indices)
+    set = _update_method("set", ix.scatter_p)
+    add = _update_method("add", ix.scatter_add_p)
+    subtract = _update_method("subtract", ix.scatter_add_p, transform_values=negative)
+    multiply = mul = _update_method("multiply", ix.scatter_mul_p)
+    divide = _update_method("divide", ix.scatter_mul_p, apply_to=divide)
+    power = _update_method("power", ix.scatter_mul_p, apply_to=power)
+    min = _update_method("min", ix.scatter_min_p)
+    max = _update_method("max", ix.scatter_max_p)
 
 
 def _scatter_update(method, prim, x, idx, values, mode, indices_are_sorted, unique_indices,

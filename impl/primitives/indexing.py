@@ -895,20 +895,16 @@ scatter_p = define("scatter", abstract_eval=_scatter_aval_rule("scatter"),
 
 # ------------------------------------------- scatter_mul / scatter_min / scatter_max
 
-def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted,
-                     unique_indices, mode):
+def _scatter_mul_jvp(primals, tangents, **params):
     # out = x * (product of the updates landing on each element): linear in x, and, with
     # unique indices, x * (the one update landing there).
-    x, idx, upd = primals
-    tx, _, tu = tangents
-    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
-                  unique_indices=unique_indices, mode=mode)
+    (x, idx, upd), (tx, _, tu) = primals, tangents
     out = scatter_mul_p.bind(x, idx, upd, **params)
     t_out = Zero(ad.tangent_aval(get_aval(out)))
     if type(tx) is not Zero:
         t_out = scatter_mul_p.bind(tx, idx, upd, **params)
     if type(tu) is not Zero:
-        if not unique_indices:
+        if not params["unique_indices"]:
             raise NotImplementedError("scatter_mul gradients are only implemented if "
                                       "`unique_indices=True`")
         zeros = core.ops.zeros(get_aval(tu).update(shape=get_aval(x).shape, weak_type=False))
@@ -917,16 +913,13 @@ def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted
     return out, t_out
 
 
-def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers,
-                           indices_are_sorted, unique_indices, mode):
+def _scatter_mul_transpose(ct, operand, indices, updates, **params):
     if is_undefined_primal(indices) or is_undefined_primal(updates):
         raise TypeError("scatter_mul is only linear in its operand")
     if type(ct) is Zero:
         return [None, None, None]
     # Scaling each element by the product of its updates is its own transpose.
-    return [scatter_mul_p.bind(ct, indices, updates, dimension_numbers=dimension_numbers,
-                               indices_are_sorted=indices_are_sorted,
-                               unique_indices=unique_indices, mode=mode), None, None]
+    return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
 
 
 scatter_mul_p = define(
@@ -939,22 +932,16 @@ def _make_scatter_extremum_jvp(prim):
     # The result at each element is the extremum of the operand and the updates landing
     # there; its tangent is the mean of the tangents of every contender that equals it
     # (ties share, as for reduce_max), as in JAX.
-    def rule(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
-             mode):
-        x, idx, upd = primals
-        tx, _, tu = tangents
-        params = dict(dimension_numbers=dimension_numbers,
-                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                      mode=mode)
+    def rule(primals, tangents, **params):
+        (x, idx, upd), (tx, _, tu) = primals, tangents
         out = prim.bind(x, idx, upd, **params)
         if type(tx) is Zero and type(tu) is Zero:
             return out, Zero(ad.tangent_aval(get_aval(out)))
         dtype = get_aval(out).dtype
         u_aval = get_aval(upd)
         kept = ew.convert_element_type(ew.eq(x, out), dtype)
-        won = ew.convert_element_type(
-            ew.eq(upd, _read_back(out, idx, u_aval, dimension_numbers, indices_are_sorted,
-                                  unique_indices, mode)), dtype)
+        won = ew.convert_element_type(ew.eq(upd, _read_back(out, idx, u_aval, **params)),
+                                      dtype)
         zeros = core.ops.zeros(ShapedArray(get_aval(x).shape, dtype))
         count = ew.add(kept, scatter_add_p.bind(zeros, idx, won, **params))
         share = ew.div(np.ones((), dtype), count)

@@ -125,6 +125,13 @@ def _pad_last2(x, rows, cols):
     return ix.pad(x, zero, ((0, 0, 0),) * nb + ((rows[0], rows[1], 0), (cols[0], cols[1], 0)))
 
 
+def _as_read(t, lower=True):
+    """The symmetric matrix a decomposition sees when it reads only one triangle of t."""
+    if lower:
+        return ew.add(_tril(t), _mT(_tril(t, -1)))
+    return ew.add(_triu(t), _mT(_triu(t, 1)))
+
+
 def _float0_zero(x):
     return Zero(ad.tangent_aval(get_aval(x)))
 
@@ -153,11 +160,13 @@ def _cholesky_aval(x):
 
 def _cholesky_jvp(primals, tangents):
     # A = L L^T gives L^{-1} dA L^{-T} = L^{-1} dL + (L^{-1} dL)^T, whose lower triangle
-    # with the diagonal halved is L^{-1} dL. The tangent is read as a symmetric matrix.
+    # with the diagonal halved is L^{-1} dL. Only the lower triangle of A is read, so
+    # that of the tangent (mirrored) is its tangent.
     (x,), (t,) = primals, tangents
     L = cholesky_p.bind(x)
     if type(t) is Zero:
         return L, _float0_zero(L)
+    t = _as_read(t)
     t_linv_t = triangular_solve(L, t, left_side=False, lower=True, transpose_a=True)
     inner = triangular_solve(L, t_linv_t, left_side=True, lower=True)
     n = get_aval(x).shape[-1]
@@ -474,6 +483,7 @@ def _eigh_jvp(primals, tangents, **params):
     v, w = eigh_p.bind(x, **params)
     if type(t) is Zero:
         return [v, w], [_float0_zero(v), _float0_zero(w)]
+    t = _as_read(t, params["lower"])     # only one triangle of x is read
     shape = get_aval(v).shape
     eye = _eye_like(v)
     gaps = ew.add(eye, ew.sub(_rows_like(w, shape), _cols_like(w, shape)))
