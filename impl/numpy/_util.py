@@ -132,3 +132,23 @@ def canonicalize_axes(axis, ndim):
     if len(set(axes)) != len(axes):
         raise ValueError(f"repeated axis in {axis}")
     return axes
+
+
+def check_no_out(name, out):
+    """jax.numpy has no `out=` (arrays are immutable); refuse it as JAX does."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+
+
+def mask_where(x, where, fill):
+    """`x` where the boolean mask `where` (broadcast to x's shape) holds, else `fill`:
+    how a reduction's `where=` leaves the masked-out elements to its identity."""
+    if where is None:
+        return x
+    aval = get_aval(x)
+    mask = asarray(where) if not isinstance(where, Tracer) else where
+    if get_aval(mask).dtype != np.bool_:
+        mask = ew.ne_p.bind(mask, np.zeros((), get_aval(mask).dtype))
+    mask = broadcast_to(mask, aval.shape)
+    fill = ew.full_like(x, fill)
+    return ew.select_n(mask, fill, x)
