@@ -75,8 +75,8 @@ def check_transforms(name, impl_fn, jax_fn, args, *, diff=None, batched_args=Non
     rng = rng_for(name, np.dtype(dtype).name)
     if diff is None:
         diff = tuple(i for i, a in enumerate(args) if _is_float(a))
-    tangents = [rng.uniform(-1, 1, np.shape(a)).astype(np.asarray(a).dtype) if i in diff
-                else np.zeros(np.shape(a), jax.dtypes.float0) for i, a in enumerate(args)]
+    tangents = [rng.uniform(-1, 1, np.shape(args[i])).astype(np.asarray(args[i]).dtype)
+                for i in diff]
     weights = [rng.uniform(-1, 1, o.shape).astype(o.dtype)
                for o in _float_leaves_shapes(jax_fn, args)]
     if batched_args is None:
@@ -86,7 +86,9 @@ def check_transforms(name, impl_fn, jax_fn, args, *, diff=None, batched_args=Non
 
     def transforms(T, fn, total, args, tangents, vmap_args):
         out = {"value": fn(*args)}
-        out["jvp"] = T.jvp(fn, tuple(args), tuple(tangents))
+        if diff:
+            out["jvp"] = T.jvp(_of_diff_args(fn, args, diff), tuple(args[i] for i in diff),
+                               tuple(tangents))
         if diff and weights:
             out["grad"] = T.grad(_weighted_loss(fn, weights, total), diff)(*args)
         if vmap:
@@ -106,8 +108,18 @@ def check_transforms(name, impl_fn, jax_fn, args, *, diff=None, batched_args=Non
             assert_close(got_eager[key], want[key], tol, f"{name}: eager {key}")
     for key in want:
         assert_close(got[key], want[key], tol, f"{name}: {key}")
-    if fd:
+    if fd and diff:
         _check_finite_differences(name, impl_fn, args, tangents, diff, got["jvp"][1])
+
+
+def _of_diff_args(fn, args, diff):
+    """fn as a function of the differentiated arguments only (the others fixed)."""
+    def of_diff(*values):
+        full = list(args)
+        for i, v in zip(diff, values):
+            full[i] = v
+        return fn(*full)
+    return of_diff
 
 
 def _perturb(a, rng):
@@ -120,8 +132,10 @@ def _perturb(a, rng):
 def _check_finite_differences(name, fn, args, tangents, diff, jvp_out, eps=1e-6):
     """Central differences of fn in float64 along the tangent direction."""
     def shifted(sign):
-        return [np.asarray(a, np.float64) + sign * eps * np.asarray(t, np.float64)
-                if i in diff else a for i, (a, t) in enumerate(zip(args, tangents))]
+        full = list(args)
+        for i, t in zip(diff, tangents):
+            full[i] = np.asarray(args[i], np.float64) + sign * eps * np.asarray(t, np.float64)
+        return full
     plus, minus = _leaves(fn(*shifted(1))), _leaves(fn(*shifted(-1)))
     for p, m, t in zip(plus, minus, _leaves(jvp_out)):
         if not _is_float(p):
