@@ -2,8 +2,8 @@
 
 Each case runs through value, jit, jvp, grad and vmap (see _against_jax.py) in float64,
 with the jvp also checked against central finite differences (so JAX's own derivative
-rules are not the only reference); the decompositions also run every transformation
-eagerly, and in float32.
+rules are not the only reference); the decompositions also run in float32, and (slow,
+nightly) with every transformation evaluated eagerly.
 Inputs are well conditioned (distinct eigenvalues and singular values, positive
 definite where needed), where the derivatives are defined.
 """
@@ -173,7 +173,14 @@ def _run(case, dtype, eager=False):
 
 @pytest.mark.parametrize("case", ALL, ids=repr)
 def test_float64(case):
-    _run(case, np.float64, eager=case.float32)
+    _run(case, np.float64)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", LAX_CASES, ids=repr)
+def test_float64_eager(case):
+    """Every transformation evaluated eagerly too (each primitive compiled on its own)."""
+    _run(case, np.float64, eager=True)
 
 
 @pytest.mark.parametrize("case", [c for c in ALL if c.float32], ids=repr)

@@ -681,4 +681,4 @@ def top_k(operand, k, *, axis=-1):
     if ndim == 0:
         raise TypeError(f"top_k operand must have >= 1 dimension, got {get_aval(operand).shape}")
     axis = _normalize_axis(axis, ndim)
-    return tuple(top_k_p.bind(operand, k=k, axis=axis))
+    return list(top_k_p.bind(operand, k=k, axis=axis))
