@@ -148,14 +148,14 @@ def _cumulative(name, fn, a, axis, dtype, out=None, nan_to=None, promote_integer
     if nan_to is not None and core.is_float_dtype(aval.dtype):
         x = ew.select_n(ew.ne_p.bind(x, x), x, np.asarray(nan_to, aval.dtype))
     if dtype is None:
-        result = (_promoted_integer(aval.dtype) if promote_integers or aval.dtype == np.bool_
+        result = (promoted_integer(aval.dtype) if promote_integers or aval.dtype == np.bool_
                   else aval.dtype)
         compute = result
     elif np.dtype(dtype) == np.bool_:
         result = np.dtype(np.bool_)
         if aval.dtype != np.bool_:
             x = ew.ne_p.bind(x, np.zeros((), aval.dtype))
-        compute = _promoted_integer(result)
+        compute = promoted_integer(result)
     else:
         result = compute = core.canonical_dtype(dtype)
     out = fn(ew.convert_element_type(x, compute), axis)
