@@ -113,11 +113,14 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     x = c._inexact(_arr(a), dtype)
     if mean is None:
         mean = nanmean(x, axis, None, None, True, where)
-    centred = uf.subtract(x, mean)
-    squares = _nan_to(uf.multiply(centred, centred), 0)
+    # NaNs go before squaring: their cotangent is then exactly zero, not 0 * NaN.
+    centred = _nan_to(uf.subtract(x, mean), 0)
+    squares = uf.multiply(centred, centred)
     total = c.sum(squares, axis, None, None, keepdims, None, where)
-    count = _not_nan_count(x, axis, keepdims, where, get_aval(total).dtype)
-    return uf.true_divide(total, uf.maximum(uf.subtract(count, ddof), 0))
+    dof = uf.subtract(_not_nan_count(x, axis, keepdims, where, get_aval(total).dtype), ddof)
+    # No degrees of freedom: NaN, divided by one so that no 0/0 reaches the derivatives.
+    empty = uf.less_equal(dof, 0)
+    return uf.true_divide(uf.where(empty, np.nan, total), uf.where(empty, 1, dof))
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
