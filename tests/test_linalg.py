@@ -158,6 +158,15 @@ NUMPY_CASES = [
          [lambda d: (well_conditioned(3)(d) / 2).astype(d)]),
     case("matrix_power_minus_2", lambda m: lambda x: m.linalg.matrix_power(x, -2),
          [well_conditioned(3)]),
+    case("cond_all_orders", lambda m: lambda x: (
+        m.linalg.cond(x), m.linalg.cond(x, -2), m.linalg.cond(x, "fro"), m.linalg.cond(x, 1),
+        m.linalg.cond(x, -np.inf)), [well_conditioned(3)]),
+    case("cond_rectangular", lambda m: m.linalg.cond, [general(4, 3)]),
+    case("array_api_aliases", lambda m: lambda a, b: (
+        m.linalg.trace(a, offset=1), m.linalg.diagonal(a, offset=-1),
+        m.linalg.outer(a[0], b[:, 1]), m.linalg.cross(a, b[:, :3]),
+        m.linalg.vecdot(a, b[:, 1:], axis=0), m.linalg.matmul(a, b),
+        m.linalg.tensordot(a, b, axes=1)), [general(3, 3), general(3, 4)]),
     case("multi_dot", lambda m: lambda a, b, c: m.linalg.multi_dot([a, b, c]),
          [lambda d: general(1, 3)(d)[0], general(3, 6), general(6, 2)]),
 ]

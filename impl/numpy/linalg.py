@@ -14,6 +14,7 @@ import numpy as np
 
 from impl import core
 from impl.core import get_aval
+from impl.numpy import _arrays
 from impl.numpy import _core as c
 from impl.numpy import _reductions as red
 from impl.numpy import _ufuncs as uf
@@ -27,7 +28,8 @@ from impl.primitives.reductions import take_along_axis
 __all__ = ["norm", "vector_norm", "matrix_norm", "solve", "inv", "det", "slogdet",
            "cholesky", "eigh", "eigvalsh", "qr", "svd", "svdvals", "pinv", "lstsq",
            "matrix_power", "multi_dot", "matrix_rank", "matrix_transpose",
-           "EighResult", "QRResult", "SlogdetResult", "SVDResult"]
+           "EighResult", "QRResult", "SlogdetResult", "SVDResult",
+           "cond", "cross", "outer", "trace", "diagonal", "vecdot", "matmul", "tensordot"]
 
 
 class EighResult(NamedTuple):
@@ -518,3 +520,84 @@ def _chain_order(dims):
                 if cost[i][j] is None or q < cost[i][j]:
                     cost[i][j], split[i][j] = q, k
     return split
+
+
+# ------------------------------------------- condition number, array-API aliases
+
+def cond(x, p=None):
+    """The condition number in the `p` norm (the ratio of extreme singular values for
+    None, 2 and -2); inf where x is singular and holds no NaN."""
+    x = _float(x)
+    shape = _shape(x)
+    if len(shape) < 2:
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "
+                         f"arr.shape={shape}")
+    if shape[-1] == 0 or shape[-2] == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got "
+                         f"arr.shape={shape}")
+    if p is None or p == 2 or p == -2:
+        s = svdvals(x)
+        first = ix.slice_in_dim(s, 0, 1, axis=-1)
+        last = ix.slice_in_dim(s, _shape(s)[-1] - 1, _shape(s)[-1], axis=-1)
+        top, bottom = (first, last) if p != -2 else (last, first)
+        r = c.squeeze(uf.true_divide(top, bottom), -1)
+        if p != -2:
+            return r
+    else:
+        if shape[-2] != shape[-1]:
+            raise ValueError(f"jnp.linalg.cond: for p={p!r}, array must be square; got "
+                             f"arr.shape={shape}")
+        r = uf.multiply(norm(x, ord=p, axis=(-2, -1)), norm(inv(x), ord=p, axis=(-2, -1)))
+    has_nan = red.any(uf.isnan(x), axis=(-2, -1))
+    return uf.where(uf.logical_and(uf.isnan(r), uf.logical_not(has_nan)), np.inf, r)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-vectors along `axis`."""
+    x1, x2 = c._arr(x1), c._arr(x2)
+    n1, n2 = _shape(x1)[axis], _shape(x2)[axis]
+    if n1 != 3 or n2 != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
+                         f"they have x1.shape[axis]={n1} and x2.shape[axis]={n2}")
+    return _arrays.cross(x1, x2, axis=axis)
+
+
+def outer(x1, x2, /):
+    """The outer product of two vectors."""
+    x1, x2 = c._arr(x1), c._arr(x2)
+    if get_aval(x1).ndim != 1 or get_aval(x2).ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are "
+                         f"x1.ndim={get_aval(x1).ndim} and x2.ndim={get_aval(x2).ndim}")
+    return c.outer(x1, x2)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """The sums of the (offset) diagonals of the trailing matrices."""
+    return c.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset=0):
+    """The (offset) diagonals of the trailing matrices."""
+    return c.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    """Dot products of the vectors along `axis`."""
+    return _arrays.vecdot(x1, x2, axis=axis, precision=precision,
+                     preferred_element_type=preferred_element_type)
+
+
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+    """The matrix product (array-API spelling)."""
+    return c.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
+              out_sharding=None):
+    """The tensor contraction over `axes` (array-API spelling)."""
+    if out_sharding is not None:
+        raise NotImplementedError("tensordot: out_sharding= is not implemented in impl")
+    if precision is not None or preferred_element_type is not None:
+        raise NotImplementedError("tensordot: precision= and preferred_element_type= are "
+                                  "not implemented in impl's tensordot")
+    return c.tensordot(x1, x2, axes)
