@@ -4,12 +4,17 @@ Benchmarks are written once against a module with JAX's public API and run
 for both ``impl`` and ``jax``; a missing backend, transform or device turns
 into an asv skip (``NotImplementedError`` raised in ``setup``) instead of a
 failure, so the suite runs at commits where impl is partial or absent.
+
+Backends are loaded by the harness' loader (``properties.backends``: one
+loader, one alias table), without its float64 switch.
 """
 
-import importlib
 import os
 
 import numpy as np
+
+from properties.backends import MissingName
+from properties.backends import load_backend as _load_module_backend
 
 try:  # asv's own skip marker; plain NotImplementedError is equivalent for asv
     from asv_runner.benchmarks.mark import SkipNotImplemented
@@ -22,70 +27,37 @@ except ImportError:  # pragma: no cover - asv not installed (pytest-only env)
 BACKENDS = ["impl", "jax"]
 DEVICES = ["cpu", "gpu"]
 
-# Where each transform lives.  JAX keeps linear_call out of the top level.
-_LOCATIONS = {
-    "jit": ["jit"],
-    "vmap": ["vmap"],
-    "grad": ["grad"],
-    "make_jaxpr": ["make_jaxpr"],
-    "custom_jvp": ["custom_jvp"],
-    "custom_vjp": ["custom_vjp"],
-    "linear_call": ["linear_call", "custom_derivatives.linear_call"],
-    "block_until_ready": ["block_until_ready"],
-}
-
 
 class Backend:
-    """A resolved backend: ``name``, ``np`` (its numpy) and the transforms."""
+    """A loaded backend as the benchmarks use it: ``np`` is its numpy module
+    itself (timed code pays no lookup), ``require`` resolves transforms."""
 
-    def __init__(self, name, module, numpy):
+    def __init__(self, name, backend):
         self.name = name
-        self.module = module
-        self.np = numpy
-
-    def require(self, *names):
-        """Resolve transforms by name; skip the benchmark if one is missing."""
-        found = []
-        for name in names:
-            fn = _lookup(self.module, _LOCATIONS.get(name, [name]))
-            if fn is None:
-                raise SkipNotImplemented(f"{self.name} has no {name}")
-            found.append(fn)
-        return found[0] if len(found) == 1 else found
-
-    def block(self, tree):
-        """Wait for every array in ``tree``; the end of every timed call."""
-        fn = _lookup(self.module, ["block_until_ready"])
-        if fn is None:
+        self.module = backend.module
+        self.np = backend.submodule("numpy")
+        self._backend = backend
+        try:  # wait for every array in a tree: the end of every timed call
+            self.block = backend.block_until_ready
+        except MissingName:
             import jax
 
-            fn = jax.block_until_ready
-        return fn(tree)
+            self.block = jax.block_until_ready
+
+    def require(self, *names):
+        """The named transforms (one, or a tuple); MissingName (an
+        AttributeError, which BenchBase turns into a skip for impl) if absent."""
+        return self._backend.require(*names)
 
     def asarray(self, x):
         return self.np.asarray(x)
-
-
-def _lookup(module, paths):
-    for path in paths:
-        obj = module
-        try:
-            for part in path.split("."):
-                try:
-                    obj = getattr(obj, part)
-                except AttributeError:
-                    obj = importlib.import_module(f"{obj.__name__}.{part}")
-            return obj
-        except (AttributeError, ImportError):
-            continue
-    return None
 
 
 _CACHE = {}
 
 
 def load_backend(name):
-    """Import ``impl`` or ``jax`` with its numpy; skip if it cannot be imported."""
+    """``impl`` or ``jax`` with its numpy; skip if it cannot be imported."""
     if name in _CACHE:
         return _CACHE[name]
     if name not in BACKENDS:
@@ -94,11 +66,9 @@ def load_backend(name):
     # noise floor of the measurement itself (they should sit near 1.0).
     modname = os.environ.get("BENCH_IMPL_MODULE", "impl") if name == "impl" else name
     try:
-        module = importlib.import_module(modname)
-        numpy = importlib.import_module(f"{modname}.numpy")
+        backend = Backend(name, _load_module_backend(modname, float64=False))
     except Exception as exc:  # impl may be absent or broken at a given commit
         raise SkipNotImplemented(f"cannot import {name}: {exc!r}") from exc
-    backend = Backend(name, module, numpy)
     _CACHE[name] = backend
     return backend
 

@@ -123,7 +123,7 @@ def from_asv(commit, machine, device):
         from benchmarks.machine import machine_info
 
         machine = machine_info()["machine"]
-    series, dates, units = plot.collect(results_dir, machine, device)
+    series, dates, kinds = plot.collect(results_dir, machine, device)
     if not dates:
         raise SystemExit(f"no stored results for machine {machine}")
     if commit is None:
@@ -150,7 +150,7 @@ def from_asv(commit, machine, device):
         def show(v):
             if v is None:
                 return "n/a"
-            return fmt_time(v) if units[key] == "seconds" else f"{v:.4g}"
+            return fmt_time(v) if kinds[key][0] == "time" else f"{v:.4g}"
 
         ratio = f"{impl / jaxv:.3f}" if impl is not None and jaxv else "n/a"
         lines.append(f"| {label} | {show(impl)} | {show(jaxv)} | {ratio} |")

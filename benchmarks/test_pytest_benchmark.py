@@ -19,15 +19,23 @@ def pytest_generate_tests(metafunc):
 
 
 def test_asv_benchmark(benchmark, asv_case):
+    import jax
     import pytest
 
+    # as under asv: float32 defaults.  The law plugin, which the repository's
+    # conftest loads for every pytest run, turns jax_enable_x64 on.
+    x64 = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", False)
     try:
-        obj = asv_case.instance()
-    except NotImplementedError as exc:
-        pytest.skip(str(exc) or "not implemented")
-    benchmark.group = asv_case.name
-    benchmark.extra_info.update(dict(zip(asv_case.param_names, asv_case.params)))
-    try:
-        benchmark(asv_case.bound(obj))
+        try:
+            obj = asv_case.instance()
+        except NotImplementedError as exc:
+            pytest.skip(str(exc) or "not implemented")
+        benchmark.group = asv_case.name
+        benchmark.extra_info.update(dict(zip(asv_case.param_names, asv_case.params)))
+        try:
+            benchmark(asv_case.bound(obj))
+        finally:
+            asv_case.teardown(obj)
     finally:
-        asv_case.teardown(obj)
+        jax.config.update("jax_enable_x64", x64)

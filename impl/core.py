@@ -233,6 +233,10 @@ def _var_name(i):
 
 
 def _pp_param(value, indent):
+    if isinstance(value, tuple) and value and all(
+            isinstance(v, (ClosedJaxpr, Jaxpr)) for v in value):   # cond's branches
+        inner = ("\n" + " " * (indent + 2)).join(_pp_param(v, indent + 2) for v in value)
+        return f"(\n{' ' * (indent + 2)}{inner}\n{' ' * indent})"
     if isinstance(value, ClosedJaxpr):
         return _indent(pp_jaxpr(value.jaxpr), indent)
     if isinstance(value, Jaxpr):
@@ -557,6 +561,16 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
         for v, x in zip(eqn.outvars, outs):
             env[v.id] = x
     return [read(v) for v in jaxpr.outvars]
+
+
+def bools_per(flags, n):
+    """`flags` (one bool for all, or a sequence of n bools) as a tuple of n bools."""
+    if isinstance(flags, (bool, np.bool_)):
+        return (bool(flags),) * n
+    flags = tuple(bool(f) for f in flags)
+    if len(flags) != n:
+        raise ValueError(f"expected {n} flags, got {len(flags)}")
+    return flags
 
 
 def jaxpr_as_fun(closed: ClosedJaxpr):

@@ -1,23 +1,36 @@
 """``python -m properties``: run the law suites through pytest and write reports.
 
     python -m properties [--backend B] [--profile P] [-k EXPR] [-n WORKERS]
-                         [--report-dir reports] [--db DIR] [-- extra pytest args]
+                         [--report-dir DIR] [--db DIR] [-- extra pytest args]
 
+Runs the suites installed with this package under the package's own pytest
+configuration (``properties/suites/suite.ini``, rootdir the suites folder),
+from whatever folder it is started in, and writes nothing there: the
+reports go to ``--report-dir`` (default ``$PROPERTIES_REPORT_DIR``, else
+``~/.cache/impl-properties/reports``) as ``properties-<backend>.{md,json}``;
+hypothesis keeps its files (``$HYPOTHESIS_STORAGE_DIRECTORY``, default the
+same cache folder's ``hypothesis``) and the example database (``--db``,
+default ``hypothesis/properties`` there) out of the current folder too.
 Exits with pytest's status: non-zero when any law (or negative test) fails.
-Each pytest process writes its law records to a temporary directory; the
-controlling process merges them into reports/properties.{json,md}.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
-import tempfile
 
 from .profiles import PROFILES
 
 SUITES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suites")
+CONFIG = os.path.join(SUITES, "suite.ini")
+
+
+def cache_dir():
+    """``$XDG_CACHE_HOME/impl-properties`` (``~/.cache/impl-properties``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "impl-properties")
 
 
 def parse(argv):
@@ -28,36 +41,41 @@ def parse(argv):
     p.add_argument("-k", dest="keyword", default=None, help="pytest -k expression")
     p.add_argument("-n", dest="workers", default=None,
                    help="pytest-xdist workers (a number or 'auto')")
-    p.add_argument("--report-dir", default="reports")
-    p.add_argument("--db", default=None, help="hypothesis example database directory")
+    p.add_argument("--report-dir", default=os.environ.get("PROPERTIES_REPORT_DIR")
+                   or os.path.join(cache_dir(), "reports"),
+                   help="where properties-<backend>.{md,json} go (default: %(default)s)")
+    p.add_argument("--db", default=os.environ.get("PROPERTIES_DB")
+                   or os.path.join(cache_dir(), "hypothesis", "properties"),
+                   help="hypothesis example database directory (default: %(default)s)")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.workers not in (None, "0", "1") and importlib.util.find_spec("xdist") is None:
+        p.error(f"-n {args.workers} needs pytest-xdist, which is not installed "
+                "(pip install pytest-xdist, or the project's [test] extra); "
+                "without -n the laws run in one process")
+    return args
 
 
-def command(args, stats_dir):
-    cmd = [sys.executable, "-m", "pytest", SUITES, "--backend", args.backend,
-           "--profile", args.profile, "--properties-stats", stats_dir,
-           "--properties-report", os.path.abspath(args.report_dir), "-rs"]
+def command(args):
+    cmd = [sys.executable, "-m", "pytest", SUITES, "-c", CONFIG, "--rootdir", SUITES,
+           "-p", "properties.plugin", "-q", "-rs", "--properties-progress",
+           "--backend", args.backend, "--profile", args.profile,
+           "--properties-db", os.path.abspath(args.db),
+           "--properties-report", os.path.abspath(args.report_dir)]
     if args.keyword:
         cmd += ["-k", args.keyword]
     if args.workers not in (None, "0", "1"):
         cmd += ["-n", str(args.workers)]
-    if args.db:
-        cmd += ["--properties-db", args.db]
     return cmd + list(args.pytest_args)
 
 
 def main(argv=None):
     args = parse(sys.argv[1:] if argv is None else argv)
-    with tempfile.TemporaryDirectory(prefix="properties-stats-") as stats:
-        cmd = command(args, stats)
-        print("running:", " ".join(cmd), flush=True)
-        env = dict(os.environ, PROPERTIES_STATS_DIR=stats)
-        status = subprocess.call(cmd, env=env)
-    md = os.path.join(args.report_dir, "properties.md")
-    if os.path.exists(md):
-        print(f"reports: {os.path.join(args.report_dir, 'properties.json')}, {md}")
-    return status
+    cmd = command(args)
+    print("running:", " ".join(cmd), flush=True)
+    env = dict(os.environ)
+    env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(cache_dir(), "hypothesis"))
+    return subprocess.call(cmd, env=env)
 
 
 if __name__ == "__main__":

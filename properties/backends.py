@@ -1,14 +1,16 @@
-"""Backends: the module whose transformations the laws check.
+"""Backends: the module whose transformations are checked or timed.
 
 A backend is any importable module exposing JAX's API names.  The adapter
 resolves names that live elsewhere in some versions (``jax.linear_call`` is
 ``jax.custom_derivatives.linear_call`` in jax 0.10) and turns a missing name
 into :class:`MissingName`, which the runner reports as a *skip* with the
-reason -- never as a pass.
+reason -- never as a pass.  The benchmarks load their backends here too
+(``benchmarks/_backends.py``), so there is one loader and one alias table.
 
-Importing this module enables float64 in JAX (``jax_enable_x64``): the laws
-compare against float64 references (finite differences, float64 re-runs).
-impl runs on JAX, so the same flag covers it.
+Loading a backend for the laws enables float64 in JAX (``jax_enable_x64``):
+the laws compare against float64 references (finite differences, float64
+re-runs); impl runs on JAX, so the same flag covers it.  The benchmarks load
+with ``float64=False``.  Importing this module changes no JAX setting.
 """
 from __future__ import annotations
 
@@ -17,8 +19,6 @@ import os
 import unittest
 
 import jax
-
-jax.config.update("jax_enable_x64", True)
 
 #: The transformation names a complete backend exposes.
 API_NAMES = (
@@ -95,6 +95,12 @@ class Backend:
     def __getattr__(self, attr):
         if attr.startswith("_"):
             raise AttributeError(attr)
+        value = self._resolve(attr)
+        if attr in ("numpy", "lax"):
+            return Namespace(self.name, attr, value)
+        return value
+
+    def _resolve(self, attr):
         value = getattr(self.module, attr, None)
         if value is None and attr in self._aliases:
             try:
@@ -108,14 +114,19 @@ class Backend:
                 value = None
         if value is None:
             raise MissingName(f"backend {self.name!r} has no {attr!r}")
-        if attr in ("numpy", "lax"):
-            return Namespace(self.name, attr, value)
         return value
 
     def require(self, *names):
-        """Raise MissingName unless every name resolves."""
-        for name in names:
-            getattr(self, name)
+        """The named API objects (one, or a tuple); MissingName if one is absent."""
+        found = tuple(getattr(self, name) for name in names)
+        return found[0] if len(found) == 1 else found
+
+    def submodule(self, attr):
+        """The backend's own ``numpy`` or ``lax`` module itself, without the
+        per-name checks of ``backend.numpy`` (for code that is timed)."""
+        if attr not in ("numpy", "lax"):
+            raise ValueError(f"submodule is 'numpy' or 'lax', got {attr!r}")
+        return self._resolve(attr)
 
     def missing(self):
         """API names this backend lacks."""
@@ -134,12 +145,20 @@ class Backend:
 _CACHE: dict[str, Backend] = {}
 
 
-def load_backend(name=None):
+def enable_float64():
+    """Turn on ``jax_enable_x64`` (the laws' float64 references need it)."""
+    jax.config.update("jax_enable_x64", True)
+
+
+def load_backend(name=None, *, float64=True):
     """Return the Backend for ``name`` (``impl``, ``jax`` or a module path).
 
     Raises ValueError when ``name`` is not importable: a typo must not turn
-    into a run of skipped laws.
+    into a run of skipped laws.  ``float64`` (the default, for the laws)
+    enables ``jax_enable_x64``; the benchmarks pass False.
     """
+    if float64:
+        enable_float64()
     if isinstance(name, Backend):
         return name
     name = name or DEFAULT_BACKEND

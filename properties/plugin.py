@@ -1,26 +1,49 @@
-"""pytest plugin for the law suites: options, profiles, fixtures, reports.
+"""pytest plugin for the law suites: options, profiles, law tests, reports.
 
-Loaded by ``properties/suites/conftest.py``, so it is active for
-``pytest properties/suites`` and for a bare ``pytest`` at the repo root
-(``testpaths`` includes properties/suites).
+Active for ``pytest`` in the repository (the root conftest.py registers it),
+for ``pytest properties/suites`` (its conftest.py does), and for
+``python -m properties`` (which passes ``-p properties.plugin``).  Importing
+it registers the ``properties-*`` hypothesis profiles and enables float64
+in JAX for the test session.
+
+A law test is ``@law_test def test_<law>(law_run, case): law_run.check(case)``:
+``@given(case=<the law's strategy>)`` and ``@settings(<the profile>)`` sit on
+the test function itself, so hypothesis' pytest options
+(``--hypothesis-show-statistics``, ``--hypothesis-seed``, ...) and
+``@reproduce_failure`` work on it as on any hypothesis test.  The
+``law_run`` fixture counts the cases; a hook turns the counts into the
+verdict after the last example and attaches them to the test's report.
 
 Options: ``--backend`` (impl | jax | any module with JAX's API),
 ``--profile`` (quick | default | thorough), ``--properties-db`` (example
-database directory), ``--properties-stats`` (directory for per-process
-record fragments) and ``--properties-report`` (write reports there).
+database directory), ``--properties-report DIR`` (write the reports there)
+and ``--properties-progress`` (one line per law as it finishes).
 """
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 
 import pytest
+from hypothesis import given, settings
 
 from . import profiles
-from .backends import DEFAULT_BACKEND, load_backend
+from .backends import DEFAULT_BACKEND, enable_float64, load_backend
 from .laws import get as get_law
-from .runner import RECORDS, run_law
+from .runner import LawRun
+
+enable_float64()
+
+LAW_RUN = pytest.StashKey[LawRun]()
+
+
+def law_test(test):
+    """Make ``test_<law>(law_run, case)`` the pytest test of law ``<law>``."""
+    name = test.__name__.removeprefix("test_")
+    law = get_law(name)
+    test = given(case=law.cases())(test)
+    test = profiles.law_settings()(test)
+    return pytest.mark.law(name)(test)
 
 
 def pytest_addoption(parser):
@@ -30,36 +53,34 @@ def pytest_addoption(parser):
                          "or any importable module with JAX's API")
     group.addoption("--profile", default=os.environ.get("PROPERTIES_PROFILE"),
                     choices=sorted(profiles.PROFILES),
-                    help="hypothesis profile: quick (CI), default, thorough (nightly); given "
-                         "explicitly it also becomes hypothesis' default for other tests")
+                    help="hypothesis profile: quick (CI), default, thorough (nightly); also "
+                         "hypothesis' default for the session's other tests. "
+                         "--hypothesis-profile properties-<name> selects the same")
     group.addoption("--properties-db", default=None,
                     help="directory of the hypothesis example database "
                          f"(default $PROPERTIES_DB or {profiles.DEFAULT_DB})")
-    group.addoption("--properties-stats", default=os.environ.get("PROPERTIES_STATS_DIR"),
-                    help="directory where each pytest process writes its law records")
-    group.addoption("--properties-report", default=None,
-                    help="directory to write properties.json and properties.md into")
-
-
-def _is_worker(config):
-    return hasattr(config, "workerinput")
+    group.addoption("--properties-report", default=None, metavar="DIR",
+                    help="write properties-<backend>.json and .md into DIR")
+    group.addoption("--properties-progress", action="store_true",
+                    help="print one line per law as it finishes (the CLI does)")
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "law: a law of the transformations")
-    name = config.getoption("--profile")
+    config.addinivalue_line("markers", "law(name): the pytest test of a law")
     db = config.getoption("--properties-db")
+    seeded = config.getoption("--hypothesis-seed", None) is not None
+    if db or seeded:
+        profiles.register_profiles(db, seeded=seeded)
+    name = config.getoption("--profile")
     if name:  # asked for: make it every hypothesis test's default too
-        profiles.load_profile(name, db)
-    config._properties_settings = profiles.profile_settings(name or "default", db)
-    if not _is_worker(config) and config.getoption("--properties-report"):
-        stats = config.getoption("--properties-stats")
-        if not stats:
-            stats = config.option.properties_stats = tempfile.mkdtemp(prefix="properties-stats-")
-        # xdist workers parse their own options; the environment reaches them
-        os.environ["PROPERTIES_STATS_DIR"] = stats
-    config._properties_outcomes = {}
-    config._properties_start = time.perf_counter()
+        settings.load_profile(profiles.PREFIX + name)
+    else:
+        name = profiles.profile_name(config.getoption("--hypothesis-profile", None))
+        if name and (db or seeded):  # hypothesis loaded it before it was re-registered
+            settings.load_profile(profiles.PREFIX + name)
+    profiles.select(name or "default")
+    if not hasattr(config, "workerinput"):  # the controller (or the only process)
+        config.pluginmanager.register(LawSession(config), "properties-session")
 
 
 @pytest.fixture(scope="session")
@@ -70,62 +91,117 @@ def backend(pytestconfig):
 
 
 @pytest.fixture
-def check_law(backend, request):
-    """check_law(name, strategy=None): run one law on drawn cases."""
-    def check(name, strategy=None):
-        return run_law(get_law(name), backend, strategy, nodeid=request.node.nodeid,
-                       settings=request.config._properties_settings)
-    return check
+def law_run(request, backend):
+    """The LawRun of this law test; it lives across all of the test's examples."""
+    marker = request.node.get_closest_marker("law")
+    if marker is None:
+        raise TypeError(f"{request.node.name}: the law_run fixture is for tests decorated "
+                        "with @law_test")
+    run = LawRun(get_law(marker.args[0]), backend, request.node.nodeid)
+    request.node.stash[LAW_RUN] = run
+    return run
 
 
-def pytest_runtest_logreport(report):
-    config = getattr(report, "config", None) or _CONFIG.get("config")
-    if config is None:
-        return
-    outcomes = getattr(config, "_properties_outcomes", None)
-    if outcomes is None:
-        return
-    if report.when == "call" or report.outcome != "passed":
-        message = ""
-        if report.skipped and isinstance(report.longrepr, tuple):
-            message = report.longrepr[2]
-        elif report.failed:
-            message = str(report.longrepr)[-3000:]
-        previous = outcomes.get(report.nodeid)
-        if previous is None or previous[0] == "passed":
-            outcomes[report.nodeid] = (report.outcome, message)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Around a law test's examples: the verdict from its counts, and its record
+    attached to the report (xdist sends it to the controller)."""
+    run = item.stash.get(LAW_RUN, None)
+    if run is None:
+        return (yield)
+    try:
+        with run.running():
+            return (yield)
+    finally:
+        item.user_properties.append(("law_record", run.record.as_dict()))
 
 
-_CONFIG = {}
+def _message(report):
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return report.longrepr[2]
+    if report.failed:
+        return str(report.longrepr)[-3000:]
+    return ""
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session):
-    _CONFIG["config"] = session.config
+class LawSession:
+    """On the controlling process: rows from the law tests' reports, progress
+    lines, the final table and the report files."""
 
+    def __init__(self, config):
+        self.config = config
+        self.rows = {}
+        self.negative = {}
+        self.start = time.perf_counter()
+        self.progress = config.getoption("--properties-progress")
+        self.report_paths = None
+        self.total = "?"
+        self.letters_written = False  # pytest's -q letters since our last line
 
-def pytest_sessionfinish(session, exitstatus):
-    config = session.config
-    stats = config.getoption("--properties-stats")
-    if stats:
-        tag = config.workerinput["workerid"] if _is_worker(config) else "main"
-        from .report import write_fragment
-        write_fragment(stats, RECORDS, tag)
-    report_dir = config.getoption("--properties-report")
-    if report_dir and not _is_worker(config):
-        from .report import build, read_fragments, write_reports
-        data = build(read_fragments(stats), config._properties_outcomes,
-                     backend=config.getoption("--backend"),
-                     profile=config.getoption("--profile") or "default",
-                     seconds=time.perf_counter() - config._properties_start)
-        paths = write_reports(report_dir, data)
-        config._properties_report_paths = paths
+    @staticmethod
+    def _is_law(report):
+        return "law" in report.keywords and "::test_" in report.nodeid
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report, config):
+        if self.progress and report.when == "call" and self._is_law(report):
+            return report.outcome, "", ""  # the progress line below says it
+        return None
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    paths = getattr(config, "_properties_report_paths", None)
-    if paths:
-        terminalreporter.write_line(f"properties reports: {paths[0]}, {paths[1]}")
-    terminalreporter.write_line(
-        f"properties: backend={config.getoption('--backend')} profile="
-        f"{config.getoption('--profile') or 'default'} (jax_enable_x64 turned on for float64 references)")
+    def pytest_runtest_logreport(self, report):
+        if report.when != "call" and report.passed:
+            return
+        if not self._is_law(report):
+            self.letters_written = True
+            if "test_negative" in report.nodeid:
+                self.negative.setdefault(report.nodeid, (report.outcome, _message(report)))
+            return
+        if report.nodeid in self.rows:
+            return
+        from .report import law_row
+        record = dict(report.user_properties).get("law_record")
+        outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+        row = self.rows[report.nodeid] = law_row(report.nodeid, record, outcome,
+                                                 _message(report))
+        if self.progress:
+            tr = self.config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None:
+                if self.letters_written:  # finish the line of other tests' letters
+                    tr.write("\n")
+                    self.letters_written = False
+                tr.write_line(f"[law {len(self.rows):>2}/{self.total}] {row['law']:<34} "
+                              f"{row['outcome'].upper():<8} {row['examples']:>4} examples "
+                              f"{row['seconds']:>7.1f} s")
+
+    def pytest_collection_finish(self, session):
+        self.total = sum(1 for item in session.items if item.get_closest_marker("law"))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        from .laws import BY_NAME
+        self.total = sum(1 for nodeid in ids if "_laws.py::test_" in nodeid
+                         and nodeid.rsplit("::", 1)[-1].removeprefix("test_") in BY_NAME)
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        report_dir = self.config.getoption("--properties-report")
+        if not report_dir or not self.rows:
+            return
+        from .report import build, write_reports
+        data = build(self.rows.values(), self.negative,
+                     backend=self.config.getoption("--backend"), profile=profiles.active_name(),
+                     seconds=time.perf_counter() - self.start)
+        self.report_paths = write_reports(report_dir, data)
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
+        if not self.rows:
+            return
+        from .report import terminal_table
+        terminalreporter.write_sep("=", "laws")
+        for line in terminal_table(self.rows.values()):
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(
+            f"backend={config.getoption('--backend')} profile={profiles.active_name()} "
+            "(jax_enable_x64 on for the float64 references)")
+        if self.report_paths:
+            terminalreporter.write_line(f"reports: {self.report_paths[1]}, "
+                                        f"{self.report_paths[0]}")

@@ -1,76 +1,63 @@
-"""Reports: merge per-process law records, write reports/properties.{json,md}.
+"""Reports: one row per law test, written as properties-<backend>.{json,md}.
 
-Every pytest process (the controller or an xdist worker) writes its law
-records as a JSON fragment into a stats directory; the controller merges
-the fragments with the test outcomes it saw and writes the reports.
+The pytest plugin turns each law test's report (its outcome, and the law
+record the test attached in ``user_properties``, which pytest-xdist carries
+from the workers) into a row with :func:`law_row`; :func:`build` adds the
+negative tests and the run's settings; :func:`write_reports` writes the
+files and :func:`terminal_table` the table printed at the end of a run.
 """
 from __future__ import annotations
 
 import datetime as _dt
-import glob
 import json
 import os
+import re
 
 import jax
 
 from .laws import BY_NAME
 from .tolerances import AGREE, MAX_FILTERED_FRACTION, REFERENCE
 
-
-def write_fragment(directory, records, tag):
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"fragment-{tag}-{os.getpid()}.json")
-    with open(path, "w") as fh:
-        json.dump([r.as_dict() for r in records], fh)
-    return path
+#: which check catches a failure: the laws, or agreement with JAX (item 9)
+CAUGHT_BY = {"law": "a law of the transformations",
+             "differential": "the differential oracle (the backend disagrees with JAX)"}
 
 
-def read_fragments(directory):
-    out = []
-    for path in sorted(glob.glob(os.path.join(directory, "fragment-*.json"))):
-        with open(path) as fh:
-            out.extend(json.load(fh))
-    return out
+def caught_by(law_name):
+    """``differential`` for the laws in properties/laws/differential.py, else ``law``."""
+    law = BY_NAME.get(law_name)
+    if law is not None and law.fn.__module__.rsplit(".", 1)[-1] == "differential":
+        return "differential"
+    return "law"
 
 
-def merge(records, outcomes):
-    """One row per law test: its record, with pytest's outcome when known.
+def law_row(nodeid, record, outcome, message=""):
+    """The report row of one law test.
 
-    ``outcomes`` maps nodeid -> (outcome, message) as seen by the controller;
-    a law test that never reached its record (an error in setup) still
-    appears, from its outcome.
+    ``record`` is the LawRecord dict the test attached (None when the test
+    never got to run its law, e.g. an error in a fixture); ``outcome`` and
+    ``message`` are pytest's.
     """
-    rows = {}
-    for r in records:
-        if not r.get("nodeid") or (outcomes and r["nodeid"] not in outcomes):
-            continue  # checkers, harness tests: not a law run of this session
-        rows[r["nodeid"]] = dict(r)
-    for nodeid, (outcome, message) in outcomes.items():
-        if nodeid in rows:
-            row = rows[nodeid]
-            row["outcome"] = outcome
-            if outcome != "passed" and message and not row.get("reason"):
-                row["reason"] = message
-        elif "_laws.py::" in nodeid:
-            rows[nodeid] = {"law": nodeid.rsplit("::", 1)[-1], "backend": "?", "nodeid": nodeid,
-                            "examples": 0, "filtered": 0, "filtered_reasons": {},
-                            "unsupported": 0, "unsupported_reasons": {}, "passed": 0,
-                            "failed": 0, "outcome": outcome, "reason": message,
-                            "counterexample": "", "seconds": 0.0}
-    for row in rows.values():
-        law = BY_NAME.get(row["law"])
-        row["item"] = law.item if law else None
-        row["doc"] = law.doc if law else ""
-    return sorted(rows.values(), key=lambda r: (r["item"] or 99, r["law"], r["backend"]))
+    name = nodeid.rsplit("::", 1)[-1].removeprefix("test_")
+    row = dict(record) if record else {
+        "law": name, "backend": "?", "nodeid": nodeid, "examples": 0, "filtered": 0,
+        "filtered_reasons": {}, "unsupported": 0, "unsupported_reasons": {}, "passed": 0,
+        "failed": 0, "reason": "", "counterexample": "", "seconds": 0.0}
+    row["nodeid"] = nodeid
+    row["outcome"] = outcome
+    if outcome != "passed" and message and not row.get("reason"):
+        row["reason"] = message
+    law = BY_NAME.get(row["law"])
+    row["item"] = law.item if law else None
+    row["doc"] = law.doc if law else ""
+    row["caught_by"] = caught_by(row["law"]) if outcome == "failed" else None
+    return row
 
 
-def negative_rows(outcomes):
-    return [{"test": n.rsplit("::", 1)[-1], "nodeid": n, "outcome": o, "message": m}
-            for n, (o, m) in sorted(outcomes.items()) if "test_negative" in n]
-
-
-def build(records, outcomes, *, backend, profile, seconds=None):
-    rows = merge(records, outcomes)
+def build(rows, negative, *, backend, profile, seconds=None):
+    """The report data: ``rows`` from :func:`law_row`, ``negative`` maps the
+    negative tests' nodeids to (outcome, message)."""
+    rows = sorted(rows, key=lambda r: (r["item"] or 99, r["law"], r["backend"]))
     return {
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "backend": backend, "profile": profile,
@@ -81,7 +68,8 @@ def build(records, outcomes, *, backend, profile, seconds=None):
         "summary": {k: sum(1 for r in rows if r["outcome"] == k)
                     for k in ("passed", "failed", "skipped")},
         "laws": rows,
-        "negative_tests": negative_rows(outcomes),
+        "negative_tests": [{"test": n.rsplit("::", 1)[-1], "nodeid": n, "outcome": o,
+                            "message": m} for n, (o, m) in sorted(negative.items())],
     }
 
 
@@ -103,9 +91,10 @@ def render_markdown(data):
               f"{r['seconds']:.1f}") for r in data["laws"]]
     out += [_md_table(table, ["item", "law", "backend", "outcome", "examples", "filtered",
                               "unsupported", "passed", "failed", "seconds"]), "",
-            "*unsupported*: cases that need a numpy/lax function the backend lacks or on which "
-            "it raised NotImplementedError; a law with any is reported SKIPPED, never passed "
-            "(a failure on the other cases still fails it).", ""]
+            "*examples*: calls of the law, shrinking included; *unsupported*: cases that need a "
+            "numpy/lax function the backend lacks or on which it raised NotImplementedError; a "
+            "law with any is reported SKIPPED, never passed (a failure on the other cases still "
+            "fails it).", ""]
     filtered = [r for r in data["laws"] if r["filtered"]]
     if filtered:
         out += ["## Filtered cases", "",
@@ -121,8 +110,9 @@ def render_markdown(data):
     if failed:
         out += ["## Failures", ""]
         for r in failed:
-            out += [f"### `{r['law']}` on `{r['backend']}`", "", "```", r["reason"].strip()[:4000],
-                    "```", ""]
+            out += [f"### `{r['law']}` on `{r['backend']}`", "",
+                    f"Caught by {CAUGHT_BY[r['caught_by'] or 'law']}.", "",
+                    "```", r["reason"].strip()[:4000], "```", ""]
             if r["counterexample"]:
                 out += ["Minimal counterexample:", "", "```python", r["counterexample"].rstrip(),
                         "```", ""]
@@ -137,10 +127,27 @@ def render_markdown(data):
     return "\n".join(out)
 
 
+def terminal_table(rows):
+    """Lines of the laws x outcome/examples/time table shown at the end of a run."""
+    header = (f"{'item':>4}  {'law':<34} {'outcome':<8} {'examples':>8} {'filtered':>8} "
+              f"{'unsupp.':>7} {'seconds':>8}  caught by")
+    lines = [header, "-" * len(header)]
+    for r in sorted(rows, key=lambda r: (r["item"] or 99, r["law"])):
+        lines.append(f"{r['item'] or '?':>4}  {r['law']:<34} {r['outcome'].upper():<8} "
+                     f"{r['examples']:>8} {r['filtered']:>8} {r.get('unsupported', 0):>7} "
+                     f"{r['seconds']:>8.1f}  {r.get('caught_by') or ''}")
+    return lines
+
+
+def report_paths(directory, backend):
+    """``properties-<backend>.json`` and ``.md`` in ``directory``."""
+    stem = "properties-" + re.sub(r"[^A-Za-z0-9_.+-]+", "_", backend)
+    return os.path.join(directory, stem + ".json"), os.path.join(directory, stem + ".md")
+
+
 def write_reports(directory, data):
     os.makedirs(directory, exist_ok=True)
-    json_path = os.path.join(directory, "properties.json")
-    md_path = os.path.join(directory, "properties.md")
+    json_path, md_path = report_paths(directory, data["backend"])
     with open(json_path, "w") as fh:
         json.dump(data, fh, indent=2, default=str)
     with open(md_path, "w") as fh:

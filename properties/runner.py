@@ -1,23 +1,38 @@
-"""Run one law on hypothesis-drawn cases, counting what happens.
+"""Run a law on hypothesis-drawn cases, counting what happens.
 
-Used by the pytest suites and by the public checkers.  Filtered cases are
-counted per reason and rejected; if too many are filtered the law fails
-rather than passing on a handful of cases.  A backend that cannot run the
-law (a missing name, NotImplementedError) makes it *skipped*, with the reason.
+:class:`LawRun` is the body of every law test: ``run.check(case)`` checks one
+case and counts it (checked, filtered and why, unsupported and why), and
+``with run.running():`` around the whole hypothesis test turns the counts into
+the verdict.  The pytest law tests (``properties/suites``) put ``@given`` on
+the test function itself and call ``check`` in its body; :func:`run_law` does
+the same for the checkers and for code outside pytest.
+
+Verdicts: a filtered case is rejected (``hypothesis.reject``) and when more
+than ``MAX_FILTERED_FRACTION`` of the cases are filtered the law fails
+rather than passing on a handful.  A backend that cannot run the law (a
+missing name, NotImplementedError) makes it *skipped*, with the reason --
+never passed.  Each outcome is also a hypothesis ``event``, so
+``--hypothesis-show-statistics`` shows the counts per law.
 """
 from __future__ import annotations
 
+import contextlib
 import time
+import unittest
 from collections import Counter
 from dataclasses import dataclass, field
 
 import hypothesis
 import hypothesis.errors
-from hypothesis import given
+from hypothesis import event, given
+from hypothesis.database import ExampleDatabase
 
 from . import tolerances
 from .backends import LawSkipped, MissingName
 from .laws import CaseFiltered
+
+#: after this many unsupported cases and none checked, stop drawing more
+GIVE_UP_AFTER = 5
 
 
 @dataclass
@@ -46,7 +61,7 @@ class LawRecord:
                 "counterexample": self.counterexample, "seconds": round(self.seconds, 3)}
 
 
-#: Every record made in this process (the pytest plugin reports them).
+#: Every record made in this process, newest last.
 RECORDS: list[LawRecord] = []
 
 
@@ -57,101 +72,158 @@ def _case_source(case):
         return f"# case.source() failed: {exc!r}\n# {case!r}"
 
 
-#: after this many unsupported cases and none checked, stop drawing more
-GIVE_UP_AFTER = 5
+class LawRun:
+    """One law checked on one backend, one case at a time."""
 
+    def __init__(self, law, backend, nodeid=""):
+        self.law = law
+        self.backend = backend
+        self.record = LawRecord(law.name, backend.name, nodeid)
+        self.last_case = None
+        RECORDS.append(self.record)
 
-def _give_up_if_nothing_runs(record):
-    if record.passed == 0 and record.failed == 0 and \
-            sum(record.unsupported.values()) >= GIVE_UP_AFTER:
-        _skip_unsupported(record)
-
-
-def _skip_unsupported(record):
-    """Some cases needed what the backend lacks: the law is not a pass."""
-    n = sum(record.unsupported.values())
-    reasons = "; ".join(f"{k} (x{v})" for k, v in record.unsupported.most_common(5))
-    record.outcome = "skipped"
-    record.reason = (f"{n} of {record.examples} cases need what {record.backend} lacks: {reasons}."
-                     f" The other cases: {record.passed} passed, {record.failed} failed.")
-    raise LawSkipped(record.reason)
-
-
-def run_law(law, backend, strategy=None, *, settings=None, nodeid="", examples=()):
-    """Check ``law`` on cases from ``strategy`` (default: the law's own).
-
-    Raises AssertionError when the law fails, LawSkipped when the backend
-    cannot run it; returns the LawRecord otherwise.
-    """
-    strategy = strategy if strategy is not None else law.cases()
-    record = LawRecord(law.name, backend.name, nodeid)
-    RECORDS.append(record)
-    last = {}
-
-    def check(case):
+    def check(self, case):
+        """Check the law on ``case``; call it inside a hypothesis test."""
+        record = self.record
         record.examples += 1
-        last["case"] = case
+        self.last_case = case
         try:
-            law(backend, case)
+            self.law(self.backend, case)
         except CaseFiltered as exc:
             record.filtered[exc.reason] += 1
+            event(f"filtered: {exc.reason}")
             hypothesis.reject()
         except LawSkipped:
             raise
         except MissingName as exc:
             if not exc.op:  # the law needs a transformation the backend lacks
                 raise LawSkipped(str(exc)) from exc
-            record.unsupported[str(exc)] += 1
-            _give_up_if_nothing_runs(record)
-            hypothesis.reject()
+            self._unsupported(str(exc))
         except NotImplementedError as exc:
-            record.unsupported[f"NotImplementedError: {str(exc)[:200]}"] += 1
-            _give_up_if_nothing_runs(record)
-            hypothesis.reject()
+            self._unsupported(f"NotImplementedError: {str(exc)[:200]}")
         except AssertionError:
             record.failed += 1
+            event("failed")
             raise
         record.passed += 1
+        event("checked")
 
-    # one database key (and derandomized seed) per law and backend: every law
-    # shares this inner function's source, which hypothesis would digest alike
-    check._hypothesis_internal_add_digest = f"properties|{law.name}|{backend.name}".encode()
-    test = check
-    for case in reversed(list(examples)):  # explicit cases run first
-        test = hypothesis.example(case)(test)
-    test = given(strategy)(test)
-    if settings is not None:
-        test = settings(test)
-    start = time.perf_counter()
-    try:
-        test()
-    except LawSkipped as exc:
-        record.outcome, record.reason = "skipped", str(exc)
-        raise
-    except (hypothesis.errors.Unsatisfiable, hypothesis.errors.FailedHealthCheck) as exc:
-        if not record.unsupported or record.failed:
-            record.outcome, record.reason = "failed", f"{type(exc).__name__}: {exc}"
+    def _unsupported(self, reason):
+        record = self.record
+        record.unsupported[reason] += 1
+        event("unsupported by the backend")
+        if record.passed == 0 and record.failed == 0 and \
+                sum(record.unsupported.values()) >= GIVE_UP_AFTER:
+            raise self._skip()  # nothing runs: do not draw the other cases
+        hypothesis.reject()
+
+    def _skip(self):
+        """Some cases needed what the backend lacks: the law is not a pass."""
+        record = self.record
+        n = sum(record.unsupported.values())
+        reasons = "; ".join(f"{k} (x{v})" for k, v in record.unsupported.most_common(5))
+        record.outcome = "skipped"
+        record.reason = (f"{n} of {record.examples} cases need what {record.backend} lacks: "
+                         f"{reasons}. The other cases: {record.passed} passed, "
+                         f"{record.failed} failed.")
+        return LawSkipped(record.reason)
+
+    def _fail(self, reason):
+        self.record.outcome, self.record.reason = "failed", reason
+        return AssertionError(reason)
+
+    def _verdict(self):
+        """After all cases ran without an exception: skip, fail or pass."""
+        record = self.record
+        if record.unsupported:
+            raise self._skip()
+        filtered = sum(record.filtered.values())
+        if record.examples and filtered / record.examples > tolerances.MAX_FILTERED_FRACTION:
+            raise self._fail(f"law {record.law}: {filtered} of {record.examples} cases "
+                             f"filtered ({dict(record.filtered)}); the law was not exercised")
+        if record.passed == 0:
+            raise self._fail(f"law {record.law}: no case was checked")
+        record.outcome = "passed"
+
+    def _stopped(self, exc):
+        """The hypothesis test raised ``exc``: record why, and return the
+        exception to raise in its place (None: re-raise ``exc``)."""
+        record = self.record
+        if isinstance(exc, unittest.SkipTest):
+            if record.outcome != "skipped":
+                record.outcome, record.reason = "skipped", str(exc)
+            return None
+        if isinstance(exc, (hypothesis.errors.Unsatisfiable,
+                            hypothesis.errors.FailedHealthCheck)) \
+                and record.unsupported and not record.failed:
+            return self._skip()  # rejected because unsupported, not because filtered
+        record.outcome, record.reason = "failed", f"{type(exc).__name__}: {exc}"
+        if self.last_case is not None:  # hypothesis replays the minimal case last
+            record.counterexample = _case_source(self.last_case)
+        return None
+
+    @contextlib.contextmanager
+    def running(self):
+        """Wrap the whole hypothesis test: time it, then give the verdict."""
+        start = time.perf_counter()
+        try:
+            yield self
+        except BaseException as exc:
+            replacement = self._stopped(exc)
+            if replacement is not None:
+                raise replacement from exc
             raise
-        _skip_unsupported(record)
-    except BaseException as exc:
-        record.outcome = "failed"
-        record.reason = f"{type(exc).__name__}: {exc}"
-        if "case" in last:  # hypothesis replays the minimal case last
-            record.counterexample = _case_source(last["case"])
-        raise
-    finally:
-        record.seconds = time.perf_counter() - start
-    if record.unsupported:
-        _skip_unsupported(record)
-    filtered = sum(record.filtered.values())
-    if record.examples and filtered / record.examples > tolerances.MAX_FILTERED_FRACTION:
-        record.outcome = "failed"
-        record.reason = (f"law {law.name}: {filtered} of {record.examples} cases filtered "
-                         f"({dict(record.filtered)}); the law was not exercised")
-        raise AssertionError(record.reason)
-    if record.passed == 0:
-        record.outcome = "failed"
-        record.reason = f"law {law.name}: no case was checked"
-        raise AssertionError(record.reason)
-    record.outcome = "passed"
-    return record
+        else:
+            self._verdict()
+        finally:
+            self.record.seconds = time.perf_counter() - start
+
+
+class KeyedDatabase(ExampleDatabase):
+    """``database`` with every key prefixed: one example store per law and backend.
+
+    :func:`run_law` builds its hypothesis test from one inner function for
+    every law, so hypothesis' own key (a digest of the test's source) would
+    be the same for all of them."""
+
+    def __init__(self, database, prefix):
+        super().__init__()
+        self.database = database
+        self.prefix = prefix.encode() + b"|"
+
+    def save(self, key, value):
+        self.database.save(self.prefix + key, value)
+
+    def fetch(self, key):
+        return self.database.fetch(self.prefix + key)
+
+    def delete(self, key, value):
+        self.database.delete(self.prefix + key, value)
+
+    def move(self, src, dest, value):
+        self.database.move(self.prefix + src, self.prefix + dest, value)
+
+
+def run_law(law, backend, strategy=None, *, settings=None, nodeid="", examples=()):
+    """Check ``law`` on cases from ``strategy`` (default: the law's own), outside pytest.
+
+    Raises AssertionError when the law fails, LawSkipped when the backend
+    cannot run it; returns the LawRecord otherwise.  ``examples`` run first.
+    """
+    run = LawRun(law, backend, nodeid)
+
+    def check(case):
+        run.check(case)
+
+    test = check
+    for case in reversed(list(examples)):
+        test = hypothesis.example(case)(test)
+    test = given(strategy if strategy is not None else law.cases())(test)
+    if settings is not None:
+        if settings.database is not None:
+            settings = hypothesis.settings(settings, database=KeyedDatabase(
+                settings.database, f"{law.name}|{backend.name}"))
+        test = settings(test)
+    with run.running():
+        test()
+    return run.record

@@ -3,6 +3,7 @@ same program (`import impl as jax` vs `import jax`)."""
 from __future__ import annotations
 
 import collections
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -13,26 +14,14 @@ import impl
 import impl.numpy as inp
 from impl.core import float0
 
+from helpers import assert_tree_close, rs
+
 jax.config.update("jax_enable_x64", True)
 
 RTOL = dict(rtol=1e-6, atol=1e-8)
 
 
-def close(got, want, check_dtype=True):
-    g_leaves, g_tree = jax.tree_util.tree_flatten(got)
-    w_leaves, w_tree = jax.tree_util.tree_flatten(want)
-    assert g_tree == w_tree, f"{g_tree} != {w_tree}"
-    for g, w in zip(g_leaves, w_leaves):
-        assert np.shape(g) == np.shape(w)
-        if check_dtype:
-            assert np.asarray(g).dtype == np.asarray(w).dtype, (np.asarray(g).dtype,
-                                                                np.asarray(w).dtype)
-        if np.asarray(w).dtype != float0:
-            np.testing.assert_allclose(np.asarray(g), np.asarray(w), **RTOL)
-
-
-def rs(*shape, seed=0, dtype=np.float64):
-    return np.random.RandomState(seed).standard_normal(shape).astype(dtype)
+close = functools.partial(assert_tree_close, tol=RTOL)
 
 
 Point = collections.namedtuple("Point", ["x", "y"])

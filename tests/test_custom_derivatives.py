@@ -23,20 +23,15 @@ import impl
 import impl.numpy as inp
 from impl.custom_derivatives import linear_call
 
+from helpers import assert_tree_close
+
 jax.config.update("jax_enable_x64", True)
 
 F32 = np.float32
 
 
 def assert_trees_close(got, want, rtol=2e-5, atol=2e-6):
-    g_leaves, g_tree = jax.tree_util.tree_flatten(got)
-    w_leaves, w_tree = jax.tree_util.tree_flatten(want)
-    assert g_tree == w_tree, (g_tree, w_tree)
-    for g, w in zip(g_leaves, w_leaves):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    assert_tree_close(got, want, tol=dict(rtol=rtol, atol=atol))
 
 
 # ------------------------------------------------------------------ programs

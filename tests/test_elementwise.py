@@ -9,7 +9,6 @@ its kinks, so reference derivatives are well defined.
 from __future__ import annotations
 
 import functools
-import zlib
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +22,9 @@ from impl.core import float0
 from impl.primitives import elementwise as ew
 from impl.primitives import linalg as la
 from impl.primitives import shape as sh
+
+import helpers
+from helpers import batched_args, make_args, partial_args as _partial, seeded_rng as _rng
 
 jax.config.update("jax_enable_x64", True)
 
@@ -211,40 +213,7 @@ HESS_OPS = [op for op in OPS if op.hess]
 
 # ------------------------------------------------------------------- helpers
 
-def _rng(*key):
-    return np.random.RandomState(zlib.crc32(repr(key).encode()))
-
-
-def make_args(op, dtype, lead=()):
-    rng = _rng(op.name, np.dtype(dtype).name, lead)
-    return [m(rng, dtype, lead) for m in op.makers]
-
-
-def assert_tree_close(got, want, dtype=None, check_weak=True):
-    """Same tree structure; per leaf same shape, dtype (and weak type), close values."""
-    g_leaves, g_tree = jax.tree_util.tree_flatten(got)
-    w_leaves, w_tree = jax.tree_util.tree_flatten(want)
-    assert g_tree == w_tree, f"tree structure {g_tree} != {w_tree}"
-    for g, w in zip(g_leaves, w_leaves):
-        assert np.shape(g) == np.shape(w), f"shape {np.shape(g)} != {np.shape(w)}"
-        gd, wd = np.asarray(g).dtype, np.asarray(w).dtype
-        assert gd == wd, f"dtype {gd} != {wd}"
-        if check_weak and isinstance(w, jax.Array):
-            assert getattr(g, "weak_type", False) == w.weak_type, "weak_type differs"
-        if wd == float0:
-            continue
-        tol = TOL.get(np.dtype(wd), TOL[np.dtype(dtype or np.float64)])
-        np.testing.assert_allclose(np.asarray(g, dtype=wd), np.asarray(w), **tol)
-
-
-def _partial(fn, args, argnums):
-    """fn as a function of args[argnums] only, the others fixed."""
-    def g(*dyn):
-        full = list(args)
-        for i, d in zip(argnums, dyn):
-            full[i] = d
-        return fn(*full)
-    return g
+assert_tree_close = functools.partial(helpers.assert_tree_close, tol=TOL, check_weak=True)
 
 
 def _summed(fn, sum_fn):
@@ -274,18 +243,6 @@ def _in_axes_options(op):
 
 
 VMAP_CASES = [(op, ax) for op in OPS for ax in _in_axes_options(op)]
-B = 3
-
-
-def batched_args(op, dtype, in_axes):
-    rng = _rng(op.name, np.dtype(dtype).name, "vmap", in_axes)
-    out = []
-    for m, ax in zip(op.makers, in_axes):
-        if ax is None:
-            out.append(m(rng, dtype))
-        else:
-            out.append(np.moveaxis(m(rng, dtype, (B,)), 0, ax))
-    return out
 
 
 def _tangents(args, dtype, key):

@@ -11,11 +11,9 @@ import impl.numpy as inp
 from impl import core
 from impl.primitives._define import define
 
+from helpers import rs
+
 jax.config.update("jax_enable_x64", True)
-
-
-def rs(*shape, seed=0):
-    return np.random.RandomState(seed).standard_normal(shape)
 
 
 def _has_all(msg, *words):

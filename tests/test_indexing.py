@@ -9,6 +9,7 @@ every vmapped example, so batched indices really differ across the batch.
 """
 from __future__ import annotations
 
+import functools
 import zlib
 
 import jax
@@ -23,12 +24,14 @@ from impl import lax as ilax
 from impl.core import Tracer
 from impl.numpy import _indexing as nix
 
+import helpers
+from helpers import batched_args, make_args, partial_args as _partial, seeded_rng as _rng
+
 jax.config.update("jax_enable_x64", True)
 
 FLOATS = [np.float32, np.float64]
 TOL = {np.dtype(np.float32): dict(rtol=3e-5, atol=3e-6),
        np.dtype(np.float64): dict(rtol=1e-11, atol=1e-12)}
-B = 3
 
 
 # ----------------------------------------------------------------- arg makers
@@ -336,38 +339,7 @@ LINEAR_OPS = [op for op in OPS if op.linear]
 
 # ------------------------------------------------------------------- helpers
 
-def _rng(*key):
-    return np.random.RandomState(zlib.crc32(repr(key).encode()))
-
-
-def make_args(op, dtype, lead=(), key=()):
-    rng = _rng(op.name, np.dtype(dtype).name, lead, key)
-    return [m(rng, dtype, lead) for m in op.makers]
-
-
-def assert_tree_close(got, want, dtype):
-    """Same tree structure; per leaf same shape, dtype and close values."""
-    g_leaves, g_tree = jax.tree_util.tree_flatten(got)
-    w_leaves, w_tree = jax.tree_util.tree_flatten(want)
-    assert g_tree == w_tree, f"tree structure {g_tree} != {w_tree}"
-    for g, w in zip(g_leaves, w_leaves):
-        assert np.shape(g) == np.shape(w), f"shape {np.shape(g)} != {np.shape(w)}"
-        gd, wd = np.asarray(g).dtype, np.asarray(w).dtype
-        assert gd == wd, f"dtype {gd} != {wd}"
-        if wd == jax.dtypes.float0:
-            continue
-        tol = TOL.get(np.dtype(wd), TOL[np.dtype(dtype)])
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), **tol)
-
-
-def _partial(fn, args, argnums):
-    """fn as a function of args[argnums] only, the others fixed."""
-    def g(*dyn):
-        full = list(args)
-        for i, d in zip(argnums, dyn):
-            full[i] = d
-        return fn(*full)
-    return g
+assert_tree_close = functools.partial(helpers.assert_tree_close, tol=TOL)
 
 
 def _isum(out):
@@ -405,17 +377,6 @@ def _vmap_axes(op):
         opts.append((0,) + (None,) * (n - 1))
         opts.append((None,) * (n - 1) + (1 if ranks[-1] >= 1 else 0,))
     return list(dict.fromkeys(opts))
-
-
-def batched_args(op, dtype, in_axes, key=()):
-    rng = _rng(op.name, np.dtype(dtype).name, "vmap", in_axes, key)
-    out = []
-    for m, ax in zip(op.makers, in_axes):
-        if ax is None:
-            out.append(m(rng, dtype))
-        else:
-            out.append(np.moveaxis(m(rng, dtype, (B,)), 0, ax))
-    return out
 
 
 VMAP_CASES = [(op, ax) for op in OPS for ax in _vmap_axes(op)]

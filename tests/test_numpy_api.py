@@ -2,6 +2,8 @@
 jax.numpy / jax.nn / jax.scipy.special: values, dtypes, gradients and vmap."""
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
@@ -12,28 +14,15 @@ import impl
 import impl.numpy as inp
 import impl.scipy.special as isp
 
+from helpers import assert_tree_close, rs
+
 jax.config.update("jax_enable_x64", True)
 
 TOL = {np.dtype(np.float32): dict(rtol=3e-5, atol=3e-6),
        np.dtype(np.float64): dict(rtol=1e-10, atol=1e-12)}
 
 
-def close(got, want):
-    g_leaves, g_tree = jax.tree_util.tree_flatten(got)
-    w_leaves, w_tree = jax.tree_util.tree_flatten(want)
-    assert g_tree == w_tree
-    for g, w in zip(g_leaves, w_leaves):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        if w.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, **TOL[w.dtype])
-        else:
-            np.testing.assert_array_equal(g, w)
-
-
-def rs(*shape, seed=0, dtype=np.float64):
-    return np.random.RandomState(seed).standard_normal(shape).astype(dtype)
+close = functools.partial(assert_tree_close, tol=TOL, exact_non_float=True)
 
 
 def check_fn(ifn, jfn, args, dtype, grad=True, vmap=True):

@@ -9,8 +9,6 @@ products of the other elements, not a division).
 """
 from __future__ import annotations
 
-import zlib
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,6 +20,8 @@ import impl.numpy as inp
 from impl import lax as ilax
 from impl.core import float0
 from impl.primitives import reductions as red
+
+from helpers import assert_tree_close, seeded_rng as _rng
 
 jax.config.update("jax_enable_x64", True)
 
@@ -234,10 +234,6 @@ ALL = CASES + NUMPY_CASES
 
 # --------------------------------------------------------------------- helpers
 
-def _rng(*keys):
-    return np.random.RandomState(zlib.crc32("/".join(map(str, keys)).encode()))
-
-
 def _args(case, dtype, lead=(), salt=""):
     rng = _rng(case.name, np.dtype(dtype).name, salt, lead)
     return [m(rng, dtype, lead) for m in case.makers]
@@ -248,19 +244,7 @@ def _leaves(x):
 
 
 def _assert_same(got, want, dtype):
-    got_l, want_l = _leaves(got), _leaves(want)
-    assert len(got_l) == len(want_l), (got, want)
-    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
-    for g, w in zip(got_l, want_l):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        if g.dtype == float0:
-            continue
-        if np.issubdtype(g.dtype, np.inexact):
-            np.testing.assert_allclose(g, w, **TOL[np.dtype(dtype)])
-        else:
-            np.testing.assert_array_equal(g, w)
+    assert_tree_close(got, want, tol=TOL[np.dtype(dtype)], exact_non_float=True)
 
 
 def _weights(case, dtype, args):

@@ -134,10 +134,13 @@ def unzip_outputs(trace, outs):
     return primals, tangents
 
 
-def jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros):
+def jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros, instantiate=False):
     """A program computing (primal outs, nonzero tangent outs) from (primals, nonzero
-    tangents), and which tangent outputs are nonzero. Cached on `closed`."""
-    key = ("jvp", tuple(nonzeros))
+    tangents), and which tangent outputs are nonzero. `instantiate` (a bool, or one per
+    output) makes those tangent outputs nonzero even when they are known zeros, so that
+    loops can give a carry's tangent the same type in and out. Cached on `closed`."""
+    inst = core.bools_per(instantiate, len(closed.out_avals))
+    key = ("jvp", tuple(nonzeros), inst)
     hit = closed._cache.get(key)
     if hit is not None:
         return hit
@@ -150,6 +153,7 @@ def jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros):
         tangents = [next(ts) if nz else Zero(tangent_aval(a))
                     for a, nz in zip(closed.in_avals, nonzeros)]
         outs, out_ts = jvp_flat(core.jaxpr_as_fun(closed), primals, tangents)
+        out_ts = [instantiate_zeros(t) if i else t for t, i in zip(out_ts, inst)]
         box["out_nonzero"] = [type(t) is not Zero for t in out_ts]
         return list(outs) + [t for t in out_ts if type(t) is not Zero]
 
@@ -389,3 +393,40 @@ def bilinear_transpose(lhs_transpose, rhs_transpose):
             return [None, rhs_transpose(ct, x, y, **params)]
         return rule
     return core.RuleMaker(make)
+
+
+# ------------------------------------------------------------- transposed programs
+
+def transpose_jaxpr(closed: core.ClosedJaxpr, linear, ct_nonzero, instantiate=False):
+    """The transpose of `closed` with respect to its inputs marked `linear`: a program from
+    (the non-linear inputs, the nonzero output cotangents) to the nonzero cotangents of
+    the linear inputs, and which of those are nonzero. With `instantiate` every linear
+    input gets a cotangent (zeros where none flows), as branches of one cond need the
+    same outputs. Cached on `closed`.
+
+    Primitives holding programs transpose to a call of this program, so a transposed call
+    stays one staged call (with its own annotations, e.g. shardings)."""
+    key = ("transpose", tuple(linear), tuple(ct_nonzero), instantiate)
+    hit = closed._cache.get(key)
+    if hit is not None:
+        return hit
+    in_avals, out_avals = closed.in_avals, closed.out_avals
+    res_avals = [a for a, lin in zip(in_avals, linear) if not lin]
+    ct_avals = [tangent_aval(a) for a, nz in zip(out_avals, ct_nonzero) if nz]
+    box = {}
+
+    def fun(*args):
+        res, cts = iter(args[:len(res_avals)]), iter(args[len(res_avals):])
+        primals = [UndefinedPrimal(a) if lin else next(res) for a, lin in zip(in_avals, linear)]
+        cts_out = [next(cts) if nz else Zero(tangent_aval(a))
+                   for a, nz in zip(out_avals, ct_nonzero)]
+        cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts_out)
+        linear_cts = [ct for ct, lin in zip(cts_in, linear) if lin]
+        if instantiate:
+            linear_cts = [instantiate_zeros(ct) for ct in linear_cts]
+        box["nonzero"] = [type(ct) is not Zero for ct in linear_cts]
+        return [ct for ct in linear_cts if type(ct) is not Zero]
+
+    new = pe.make_closed_jaxpr(fun, res_avals + ct_avals)
+    closed._cache[key] = result = (new, box["nonzero"])
+    return result

@@ -35,20 +35,27 @@ def eval_jaxpr_lowered(jaxpr, consts, args):
     return [v.val if type(v) is Literal else env[v.id] for v in jaxpr.outvars]
 
 
-def compile_closed_jaxpr(closed):
-    """A `jax.jit`-compiled callable for `closed` (cached on the program)."""
-    fn = closed._cache.get("compiled")
+def compile_closed_jaxpr(closed, in_shardings=None, out_shardings=None):
+    """A `jax.jit`-compiled callable for `closed` (cached on the program), optionally
+    with one sharding (or None) per argument and per result, as jax.jit takes them."""
+    key = ("compiled", in_shardings, out_shardings)
+    fn = closed._cache.get(key)
     if fn is None:
         jaxpr = closed.jaxpr
 
         def run(consts, args):
             return eval_jaxpr_lowered(jaxpr, consts, args)
 
-        jitted = jax.jit(run)
+        shardings = {}
+        if in_shardings is not None:
+            shardings["in_shardings"] = (None, list(in_shardings))
+        if out_shardings is not None:
+            shardings["out_shardings"] = list(out_shardings)
+        jitted = jax.jit(run, **shardings)
         consts = closed.consts
 
         def fn(*args):
             return jitted(consts, list(args))
 
-        closed._cache["compiled"] = fn
+        closed._cache[key] = fn
     return fn

@@ -81,18 +81,28 @@ def promote(*args):
 
 
 def broadcast_shapes(*shapes):
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise ValueError(f"Incompatible shapes for broadcasting: {', '.join(map(str, shapes))}") \
-            from None
+    """NumPy's broadcasting, comparing sizes with == only, so that a size that is not a
+    static int (the ragged length of a pile element under vmap) broadcasts with itself."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        sizes = {s[i] for s in shapes if len(s) >= -i and not _is_one(s[i])}
+        if len(sizes) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: "
+                             f"{', '.join(map(str, shapes))}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def _is_one(size):
+    return isinstance(size, (int, np.integer)) and size == 1
 
 
 def broadcast_to(x, shape):
     aval = get_aval(x)
-    shape = tuple(int(d) for d in shape)
-    if aval.shape == shape:
+    if aval.shape == tuple(shape):
         return x
+    shape = tuple(int(d) for d in shape)
     nd = len(shape) - aval.ndim
     if nd < 0:
         raise ValueError(f"cannot broadcast array of shape {aval.shape} to shape {shape}")

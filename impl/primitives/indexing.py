@@ -1114,3 +1114,9 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis):
     neg = [False] * len(shape)
     neg[axis] = True
     return dynamic_update_slice(operand, update, starts, allow_negative_indices=neg)
+
+
+# Structural operations the interpreters use without importing primitives (vmap's
+# element-by-element rule for ragged piles).
+core.ops.slice_in_dim = slice_in_dim
+core.ops.concatenate = concatenate

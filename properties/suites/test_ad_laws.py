@@ -1,21 +1,30 @@
-"""Items 3 and 4: jvp vs finite differences, linearize, adjointness, jacobians, hessians."""
+"""Items 3 and 4: jvp vs finite differences, linearize, adjointness, jacobians, hessians.
+
+``@law_test``: properties/plugin.py.
+"""
+from properties.plugin import law_test
 
 
-def test_jvp_matches_finite_differences(check_law):
-    check_law("jvp_matches_finite_differences")
+@law_test
+def test_jvp_matches_finite_differences(law_run, case):
+    law_run.check(case)
 
 
-def test_linearize_matches_jvp(check_law):
-    check_law("linearize_matches_jvp")
+@law_test
+def test_linearize_matches_jvp(law_run, case):
+    law_run.check(case)
 
 
-def test_vjp_adjoint_of_jvp(check_law):
-    check_law("vjp_adjoint_of_jvp")
+@law_test
+def test_vjp_adjoint_of_jvp(law_run, case):
+    law_run.check(case)
 
 
-def test_jacfwd_matches_jacrev(check_law):
-    check_law("jacfwd_matches_jacrev")
+@law_test
+def test_jacfwd_matches_jacrev(law_run, case):
+    law_run.check(case)
 
 
-def test_hessian_symmetric(check_law):
-    check_law("hessian_symmetric")
+@law_test
+def test_hessian_symmetric(law_run, case):
+    law_run.check(case)

@@ -1,29 +1,40 @@
-"""Item 7: custom_jvp, custom_vjp and custom_gradient rules are used, and true rules agree."""
+"""Item 7: custom_jvp, custom_vjp and custom_gradient rules are used, and true rules agree.
+
+``@law_test``: properties/plugin.py.
+"""
+from properties.plugin import law_test
 
 
-def test_custom_jvp_uses_rule(check_law):
-    check_law("custom_jvp_uses_rule")
+@law_test
+def test_custom_jvp_uses_rule(law_run, case):
+    law_run.check(case)
 
 
-def test_custom_jvp_true_rule(check_law):
-    check_law("custom_jvp_true_rule")
+@law_test
+def test_custom_jvp_true_rule(law_run, case):
+    law_run.check(case)
 
 
-def test_custom_vjp_uses_rule(check_law):
-    check_law("custom_vjp_uses_rule")
+@law_test
+def test_custom_vjp_uses_rule(law_run, case):
+    law_run.check(case)
 
 
-def test_custom_vjp_true_rule(check_law):
-    check_law("custom_vjp_true_rule")
+@law_test
+def test_custom_vjp_true_rule(law_run, case):
+    law_run.check(case)
 
 
-def test_custom_gradient_uses_rule(check_law):
-    check_law("custom_gradient_uses_rule")
+@law_test
+def test_custom_gradient_uses_rule(law_run, case):
+    law_run.check(case)
 
 
-def test_custom_gradient_true_rule(check_law):
-    check_law("custom_gradient_true_rule")
+@law_test
+def test_custom_gradient_true_rule(law_run, case):
+    law_run.check(case)
 
 
-def test_custom_rules_under_vmap(check_law):
-    check_law("custom_rules_under_vmap")
+@law_test
+def test_custom_rules_under_vmap(law_run, case):
+    law_run.check(case)

@@ -1,21 +1,30 @@
-"""Item 9: the backend agrees with JAX (skipped when the backend is JAX)."""
+"""Item 9: the backend agrees with JAX (skipped when the backend is JAX).
+
+``@law_test``: properties/plugin.py.
+"""
+from properties.plugin import law_test
 
 
-def test_differential_value(check_law):
-    check_law("differential_value")
+@law_test
+def test_differential_value(law_run, case):
+    law_run.check(case)
 
 
-def test_differential_jvp(check_law):
-    check_law("differential_jvp")
+@law_test
+def test_differential_jvp(law_run, case):
+    law_run.check(case)
 
 
-def test_differential_vjp(check_law):
-    check_law("differential_vjp")
+@law_test
+def test_differential_vjp(law_run, case):
+    law_run.check(case)
 
 
-def test_differential_grad(check_law):
-    check_law("differential_grad")
+@law_test
+def test_differential_grad(law_run, case):
+    law_run.check(case)
 
 
-def test_differential_vmap(check_law):
-    check_law("differential_vmap")
+@law_test
+def test_differential_vmap(law_run, case):
+    law_run.check(case)

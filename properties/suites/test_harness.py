@@ -1,23 +1,28 @@
-"""The harness itself: skips, filters, the example database, reports, bad input."""
+"""The harness itself: skips, filters, the example database, reports, the CLI, bad input."""
+import importlib.util
 import json
+import os
+import pathlib
 import subprocess
 import sys
 import types
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, is_hypothesis_test, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from properties import tolerances
+from properties import profiles, tolerances
 from properties.backends import Backend, LawSkipped, load_backend
 from properties.broken import broken
-from properties.laws import Law, discard, get
-from properties.report import build, render_markdown
+from properties.laws import LAWS, Law, discard, get
+from properties.report import build, law_row, render_markdown, terminal_table
 from properties.runner import RECORDS, run_law
 
-ROOT = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+SUITES = pathlib.Path(__file__).resolve().parent
+ROOT = str(SUITES.parents[1])
 FEW = settings(max_examples=5, deadline=None, database=None, derandomize=True,
                suppress_health_check=list(HealthCheck))
+NO_SHRINK = settings(FEW, phases=[Phase.explicit, Phase.generate])
 
 
 def test_missing_name_is_a_skip_not_a_pass():
@@ -73,17 +78,66 @@ def test_failures_replay_first_from_the_database(tmp_path):
     assert "def program(backend" in RECORDS[-1].counterexample
 
 
-def test_report_lists_failures_with_source():
+def test_report_lists_failures_with_source_and_who_caught_them():
     with pytest.raises(AssertionError):
-        run_law(get("jit_matches_eager"), broken("jax", "jit_perturb"), settings=FEW,
+        run_law(get("jit_matches_eager"), broken("jax", "jit_perturb"), settings=NO_SHRINK,
                 nodeid="x::test_jit_matches_eager")
-    rec = RECORDS[-1].as_dict()
-    data = build([rec], {"x::test_jit_matches_eager": ("failed", "boom")}, backend="jax+jit_perturb",
-                 profile="quick")
-    assert data["summary"]["failed"] == 1 and data["float64_enabled"]
+    jit_row = law_row("x::test_jit_matches_eager", RECORDS[-1].as_dict(), "failed", "boom")
+    with pytest.raises(AssertionError):
+        run_law(get("differential_value"), broken("jax", "numpy_perturbed"), settings=NO_SHRINK,
+                nodeid="y::test_differential_value")
+    diff_row = law_row("y::test_differential_value", RECORDS[-1].as_dict(), "failed")
+    data = build([jit_row, diff_row], {"z::test_negative": ("passed", "")},
+                 backend="jax+breaks", profile="quick")
+    assert data["summary"]["failed"] == 2 and data["float64_enabled"]
+    assert (jit_row["caught_by"], diff_row["caught_by"]) == ("law", "differential")
     md = render_markdown(data)
     assert "jit_matches_eager" in md and "def program(backend" in md
+    assert "Caught by a law" in md and "Caught by the differential oracle" in md
+    table = "\n".join(terminal_table(data["laws"]))
+    assert "FAILED" in table and "differential" in table
     json.dumps(data)
+
+
+def test_a_law_test_that_never_ran_is_still_a_row():
+    row = law_row("s/test_jit_laws.py::test_jit_matches_eager", None, "failed", "fixture error")
+    assert row["law"] == "jit_matches_eager" and row["item"] == 8 and row["examples"] == 0
+    assert row["reason"] == "fixture error"
+
+
+def test_every_law_has_one_hypothesis_test_in_the_suites():
+    tests = {}
+    for path in sorted(SUITES.glob("test_*_laws.py")):
+        module = importlib.import_module(f"properties.suites.{path.stem}")
+        for name, fn in vars(module).items():
+            marker = [m for m in getattr(fn, "pytestmark", []) if m.name == "law"]
+            if name.startswith("test_") and marker:
+                assert is_hypothesis_test(fn), f"{name}: @given must be on the test itself"
+                assert marker[0].args[0] not in tests, f"two tests of {marker[0].args[0]}"
+                tests[marker[0].args[0]] = name
+    assert set(tests) == {law.name for law in LAWS}
+
+
+def test_law_tests_take_the_selected_profile():
+    before = profiles.active_name()
+    try:
+        profiles.select("quick")
+        assert profiles.law_settings().max_examples == profiles.PROFILES["quick"]
+        assert profiles.law_settings().derandomize
+        profiles.select("thorough")
+        assert profiles.law_settings().max_examples == profiles.PROFILES["thorough"]
+    finally:
+        profiles.select(before)
+    assert settings.get_profile("properties-quick").max_examples == profiles.PROFILES["quick"]
+    with pytest.raises(ValueError):
+        profiles.select("fast")
+
+
+def test_a_hypothesis_seed_is_not_ignored_by_the_derandomized_quick_profile():
+    assert profiles.profile_settings("quick").derandomize
+    seeded = profiles.profile_settings("quick", seeded=True)
+    assert not seeded.derandomize and seeded.max_examples == profiles.PROFILES["quick"]
+    assert seeded.database is None  # quick still keeps nothing
 
 
 def test_bad_backend_and_tolerance_input():
@@ -99,12 +153,64 @@ def test_bad_backend_and_tolerance_input():
         broken("jax", "no_such_break")
 
 
-def test_cli_rejects_an_unknown_backend(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "properties", "--backend", "no_such_module_xyz",
-                          "-k", "jit_matches_eager", "--report-dir", str(tmp_path)],
-                         capture_output=True, text=True, cwd=ROOT)
+def _run(cmd, cwd, **env):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(cwd.parent / "modules")]),
+               XDG_CACHE_HOME=str(cwd.parent / "cache"), **env)
+    env.pop("PROPERTIES_REPORT_DIR", None)
+    return subprocess.run([sys.executable, *cmd], capture_output=True, text=True, cwd=cwd,
+                          env=env)
+
+
+@pytest.fixture
+def elsewhere(tmp_path):
+    """An empty working folder outside the project, and a folder of importable modules."""
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "modules").mkdir()
+    (tmp_path / "modules" / "nonumpy.py").write_text(
+        '"""JAX\'s transformations, and a numpy/lax with no functions at all."""\n'
+        "import types\nfrom jax import *  # noqa\n"
+        "numpy = types.SimpleNamespace()\nlax = types.SimpleNamespace()\n")
+    return tmp_path / "cwd"
+
+
+def test_cli_rejects_an_unknown_backend(elsewhere):
+    out = _run(["-m", "properties", "--backend", "no_such_module_xyz", "-k", "jit_matches_eager",
+                "--report-dir", str(elsewhere.parent / "reports")], elsewhere)
     assert out.returncode != 0
     assert "cannot import backend 'no_such_module_xyz'" in out.stdout + out.stderr
+
+
+def test_cli_says_that_workers_need_xdist(monkeypatch, capsys):
+    cli = importlib.import_module("properties.__main__")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "xdist" else real(name, *a))
+    with pytest.raises(SystemExit):
+        cli.parse(["-n", "2"])
+    assert "-n 2 needs pytest-xdist" in capsys.readouterr().err
+    assert cli.parse(["-n", "1"]).workers == "1"  # one process needs no xdist
+
+
+def test_cli_from_another_folder_reports_a_law_nothing_supports_as_skipped(elsewhere):
+    out = _run(["-m", "properties", "--backend", "nonumpy", "--profile", "quick",
+                "-k", "jit_matches_eager and not negative"], elsewhere)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "[law  1/1] jit_matches_eager" in out.stdout and "SKIPPED" in out.stdout
+    assert list(elsewhere.iterdir()) == []  # no reports, caches or databases left here
+    report = elsewhere.parent / "cache" / "impl-properties" / "reports" / "properties-nonumpy.json"
+    row, = json.loads(report.read_text())["laws"]
+    assert (row["law"], row["outcome"], row["passed"]) == ("jit_matches_eager", "skipped", 0)
+    assert row["unsupported"] >= 1 and "has no numpy." in row["reason"]
+
+
+def test_hypothesis_options_work_on_the_law_tests(elsewhere):
+    out = _run(["-m", "pytest", str(SUITES / "test_jit_laws.py"), "-p", "properties.plugin",
+                "-p", "no:cacheprovider", "--backend", "jax", "-k", "jit_matches_eager",
+                "--hypothesis-profile", "properties-quick", "--hypothesis-show-statistics",
+                "--hypothesis-seed", "1"], elsewhere)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "test_jit_matches_eager:" in out.stdout and "checked" in out.stdout
+    assert "profile=quick" in out.stdout
 
 
 def test_cases_with_ops_the_backend_lacks_make_the_law_skipped():

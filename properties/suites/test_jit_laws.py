@@ -1,13 +1,17 @@
-"""Item 8: jit does not change results."""
+"""Item 8: jit does not change results.  (``@law_test``: properties/plugin.py)"""
+from properties.plugin import law_test
 
 
-def test_jit_matches_eager(check_law):
-    check_law("jit_matches_eager")
+@law_test
+def test_jit_matches_eager(law_run, case):
+    law_run.check(case)
 
 
-def test_jit_grad_matches_grad(check_law):
-    check_law("jit_grad_matches_grad")
+@law_test
+def test_jit_grad_matches_grad(law_run, case):
+    law_run.check(case)
 
 
-def test_jit_vmap_matches_vmap(check_law):
-    check_law("jit_vmap_matches_vmap")
+@law_test
+def test_jit_vmap_matches_vmap(law_run, case):
+    law_run.check(case)

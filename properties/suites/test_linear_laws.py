@@ -1,21 +1,27 @@
-"""Items 5 and 6: linear_transpose and linear_call."""
+"""Items 5 and 6: linear_transpose and linear_call.  (``@law_test``: properties/plugin.py)"""
+from properties.plugin import law_test
 
 
-def test_linear_transpose_dot_product(check_law):
-    check_law("linear_transpose_dot_product")
+@law_test
+def test_linear_transpose_dot_product(law_run, case):
+    law_run.check(case)
 
 
-def test_linear_transpose_twice(check_law):
-    check_law("linear_transpose_twice")
+@law_test
+def test_linear_transpose_twice(law_run, case):
+    law_run.check(case)
 
 
-def test_linear_call_involution(check_law):
-    check_law("linear_call_involution")
+@law_test
+def test_linear_call_involution(law_run, case):
+    law_run.check(case)
 
 
-def test_linear_call_dot_product(check_law):
-    check_law("linear_call_dot_product")
+@law_test
+def test_linear_call_dot_product(law_run, case):
+    law_run.check(case)
 
 
-def test_linear_call_under_vmap(check_law):
-    check_law("linear_call_under_vmap")
+@law_test
+def test_linear_call_under_vmap(law_run, case):
+    law_run.check(case)

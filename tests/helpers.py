@@ -1,0 +1,82 @@
+"""Helpers shared by the test files: seeded inputs and pytree comparisons.
+
+Imported as ``from helpers import ...`` (pytest puts this folder on the path).
+"""
+from __future__ import annotations
+
+import zlib
+
+import jax
+import numpy as np
+
+from impl.core import float0
+
+
+def seeded_rng(*key):
+    """A RandomState seeded by ``key``: the same inputs for the same test case on every run."""
+    return np.random.RandomState(zlib.crc32(repr(key).encode()))
+
+
+def rs(*shape, seed=0, dtype=np.float64):
+    """Standard-normal values of ``shape``."""
+    return np.random.RandomState(seed).standard_normal(shape).astype(dtype)
+
+
+def make_args(op, dtype, lead=(), *key):
+    """Arguments of ``op`` (its ``makers``) in ``dtype``, with leading batch dims ``lead``."""
+    rng = seeded_rng(op.name, np.dtype(dtype).name, lead, *key)
+    return [m(rng, dtype, lead) for m in op.makers]
+
+
+def batched_args(op, dtype, in_axes, *key, size=3):
+    """Arguments of ``op`` with a batch of ``size`` at ``in_axes`` (None: unbatched)."""
+    rng = seeded_rng(op.name, np.dtype(dtype).name, "vmap", in_axes, *key)
+    out = []
+    for m, ax in zip(op.makers, in_axes):
+        if ax is None:
+            out.append(m(rng, dtype))
+        else:
+            out.append(np.moveaxis(m(rng, dtype, (size,)), 0, ax))
+    return out
+
+
+def partial_args(fn, args, argnums):
+    """``fn`` as a function of ``args[argnums]`` only, the others fixed."""
+    def g(*dyn):
+        full = list(args)
+        for i, d in zip(argnums, dyn):
+            full[i] = d
+        return fn(*full)
+    return g
+
+
+def assert_tree_close(got, want, dtype=None, *, tol, check_dtype=True, check_weak=False,
+                      exact_non_float=False):
+    """Same tree structure; per leaf the same shape and dtype, and close values.
+
+    ``tol`` is ``dict(rtol=, atol=)`` or a table ``{np.dtype: dict(rtol=, atol=)}``
+    looked up by the leaf's dtype (``dtype``'s entry, else float64's, when the
+    leaf's is missing).  ``check_weak`` compares JAX's weak types too;
+    ``exact_non_float`` compares integer and boolean leaves exactly.  float0
+    leaves (integer inputs' tangents) only need the same shape.
+    """
+    g_leaves, g_tree = jax.tree_util.tree_flatten(got)
+    w_leaves, w_tree = jax.tree_util.tree_flatten(want)
+    assert g_tree == w_tree, f"tree structure {g_tree} != {w_tree}"
+    for g, w in zip(g_leaves, w_leaves):
+        assert np.shape(g) == np.shape(w), f"shape {np.shape(g)} != {np.shape(w)}"
+        gd, wd = np.asarray(g).dtype, np.asarray(w).dtype
+        if check_dtype:
+            assert gd == wd, f"dtype {gd} != {wd}"
+        if check_weak and isinstance(w, jax.Array):
+            assert getattr(g, "weak_type", False) == w.weak_type, "weak_type differs"
+        if wd == float0:
+            continue
+        if exact_non_float and not np.issubdtype(wd, np.inexact):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+            continue
+        if "rtol" in tol:
+            leaf_tol = tol
+        else:
+            leaf_tol = tol.get(np.dtype(wd)) or tol[np.dtype(dtype or np.float64)]
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), **leaf_tol)
