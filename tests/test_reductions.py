@@ -26,6 +26,8 @@ from helpers import assert_tree_close, seeded_rng as _rng
 jax.config.update("jax_enable_x64", True)
 
 FLOATS = [np.float32, np.float64]
+# Second-order tests run the same rules in both dtypes: float32 only nightly.
+FLOATS_SECOND_ORDER = [pytest.param(np.float32, marks=pytest.mark.slow), np.float64]
 TOL = {np.dtype(np.float32): dict(rtol=5e-5, atol=5e-6),
        np.dtype(np.float64): dict(rtol=1e-11, atol=1e-12)}
 BATCH = 3
@@ -345,7 +347,7 @@ def test_vmap_mixed_batching(case, dtype):
     _assert_same(got, want, dtype)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS_SECOND_ORDER)
 @pytest.mark.parametrize("case", _diff_cases(), ids=repr)
 def test_vmap_of_grad(case, dtype):
     """Over axis 0 here; test_jit_vmap_grad maps over axis 1."""
@@ -374,7 +376,7 @@ SECOND_ORDER = [c for c in CASES if c.name in (
     "reduce_max_ties", "cummax_1", "sort_key_val", "linear_recurrence_1")]
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS_SECOND_ORDER)
 @pytest.mark.parametrize("case", SECOND_ORDER, ids=repr)
 def test_jvp_of_grad(case, dtype):
     """Second derivatives (forward over reverse), including at zeros of a product."""
