@@ -17,3 +17,6 @@ from impl.numpy._reductions import max, min, all, any  # noqa: F401,E402
 from impl.numpy._indexing import *  # noqa: F401,F403,E402
 from impl.numpy import _methods  # noqa: F401,E402  (array methods of tracers)
 from impl.numpy import linalg  # noqa: F401,E402  (after the star imports: the module)
+from impl.numpy._convolve import convolve, correlate  # noqa: F401,E402
+from impl.numpy._statistics import *  # noqa: F401,F403,E402
+from impl.numpy._arrays import *  # noqa: F401,F403,E402
