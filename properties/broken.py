@@ -152,6 +152,52 @@ def reverse_drops_term(base):
     return {"vjp": vjp, "grad": grad, "jacrev": jacrev, "hessian": hessian}
 
 
+def grad_scaled(base):
+    """grad and value_and_grad return 1.001 times the true gradient (the value is right)."""
+    def scaled(tree):
+        return tree_map(lambda t: t * 1.001, tree)
+
+    def grad(f, argnums=0, has_aux=False, **kw):
+        g = base.grad(f, argnums=argnums, has_aux=has_aux, **kw)
+
+        def broken(*a, **k):
+            out = g(*a, **k)
+            return (scaled(out[0]), out[1]) if has_aux else scaled(out)
+        return broken
+
+    def value_and_grad(f, argnums=0, has_aux=False, **kw):
+        vg = base.value_and_grad(f, argnums=argnums, has_aux=has_aux, **kw)
+        return lambda *a, **k: (lambda out: (out[0], scaled(out[1])))(vg(*a, **k))
+    return {"grad": grad, "value_and_grad": value_and_grad}
+
+
+def _block_transposed(np_, block, x):
+    """A Jacobian block J (out_shape + x.shape) replaced by J^T laid out in J's shape."""
+    n = int(np.size(x))
+    m = int(np.size(block)) // max(n, 1)
+    return np_.reshape(np_.transpose(np_.reshape(block, (m, n))), np.shape(block))
+
+
+def jacrev_transposed(base):
+    """jacrev returns the transposed Jacobian (J^T laid out in J's shape)."""
+    def jacrev(f, argnums=0, **kw):
+        j = base.jacrev(f, argnums=argnums, **kw)
+
+        def broken(*args):
+            out = j(*args)
+            if isinstance(argnums, (tuple, list)):
+                return tuple(_block_transposed(base.numpy, b, args[i])
+                             for b, i in zip(out, argnums))
+            return _block_transposed(base.numpy, out, args[argnums])
+        return broken
+    return {"jacrev": jacrev}
+
+
+def hessian_drops_term(base):
+    """hessian (only) drops the derivative with respect to the last input element."""
+    return {"hessian": reverse_drops_term(base)["hessian"]}
+
+
 def transpose_drops_term(base):
     """linear_transpose drops the last element of the last cotangent."""
     def linear_transpose(f, *primals, **kw):
@@ -242,7 +288,7 @@ def loop_vmap(base):
 BREAKS = {f.__name__: f for f in (
     vmap_slice0, jit_perturb, forward_drops_term, linearize_stale, vjp_jv,
     reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
-    loop_vmap)}
+    loop_vmap, grad_scaled, jacrev_transposed, hessian_drops_term)}
 
 
 def broken(base, *labels):

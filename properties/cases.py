@@ -113,10 +113,11 @@ class LinearCase:
 # strategies for the laws
 
 
-def programs(*, smooth=False, linear=False, dtype=None, max_ops=6):
-    """(program, args) cases from strategies.program_cases."""
+def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False):
+    """(program, args) cases from strategies.program_cases (``dense``: ending
+    in a constant non-symmetric matrix, so Jacobians are dense and non-square)."""
     return _real.program_cases(
-        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops).map(
+        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops, dense=dense).map(
         lambda pa: ProgramCase(pa[0], tuple(pa[1])))
 
 

@@ -330,6 +330,37 @@ class Contraction(Op):
         return Node(self.name, inputs, f"jnp.{self.name}({ctx.name(a)}, {b_text})", out)
 
 
+class Mix(Op):
+    """A constant non-symmetric matrix applied to the flattened value (to the
+    last axis when the value is large): every output depends on many inputs,
+    so Jacobians are dense, non-square and non-symmetric."""
+
+    name, linear, category = "mix", True, "linear algebra"
+    #: values up to this size are flattened and mixed whole
+    FLAT_LIMIT = 16
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        whole = t.size <= self.FLAT_LIMIT
+        k = t.size if whole else t.shape[-1]
+        lead = () if whole else t.shape[:-1]
+        widths = [m for m in range(1, 5) if m != k and fits(lead + (m,))] or [1]
+        m = ctx.pick(draw, widths)
+        flat = draw(st.lists(st.sampled_from(CONSTANTS), min_size=k * m, max_size=k * m))
+        matrix = np.array(flat).reshape(k, m)
+        if k >= 2 and m >= 2 and matrix[0, 1] == matrix[1, 0]:
+            matrix[0, 1] = -matrix[0, 1]  # never symmetric (constants are nonzero)
+        # a power-of-two scale keeps the literal exact and the result within [-4, 4]
+        raw = t.bound * float(np.max(np.sum(np.abs(matrix), axis=0)))
+        scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9) / 4.0)))
+        bound = raw * scale
+        text = f"jnp.asarray({matrix.tolist()!r}, jnp.{ctx.dtype})"
+        operand = f"jnp.reshape({ctx.name(a)}, (-1,))" if whole else ctx.name(a)
+        expr = f"jnp.matmul({operand}, {text}{'' if scale == 1.0 else f' * {scale!r}'})"
+        return Node(self.name, (a,), expr, t.with_(shape=lead + (m,), lo=-bound, hi=bound),
+                    (("matrix", tuple(map(tuple, matrix.tolist()))), ("scale", scale)))
+
+
 # -------------------------------------------------------------- shape changes
 
 
@@ -645,6 +676,7 @@ def _build_vocabulary():
         Reduction("max", grows=False, smooth=False),
         Contraction("dot", dot_shape, ranks=(1, 2)),
         Contraction("matmul", matmul_shape, ranks=(1, 2, 3, 4)),
+        Mix(),
         Reshape(),
         Transpose(),
         BroadcastTo(),
