@@ -261,6 +261,87 @@ def numpy_perturbed(base):
     return {"numpy": _Scaled(base.numpy, 1.01), "lax": _Scaled(base.lax, 1.01)}
 
 
+class _Patched:
+    """A numpy/lax namespace with some functions replaced."""
+
+    def __init__(self, namespace, replacements):
+        self._ns, self._replacements = namespace, dict(replacements)
+
+    def __getattr__(self, name):
+        if name in self._replacements:
+            return self._replacements[name]
+        return getattr(self._ns, name)
+
+
+def control_flow_wrong(base):
+    """Control flow means something else: scan ignores reverse, fori_loop and
+    while_loop run one step too few, cond swaps its branches, switch wraps the
+    index around instead of clamping it, map visits the elements backwards."""
+    lax = base.lax
+    np_ = base.numpy
+
+    def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **kw):
+        return lax.scan(f, init, xs, length=length, unroll=unroll, **kw)
+
+    def fori_loop(lower, upper, body, init, **kw):
+        return lax.fori_loop(lower, upper - 1 if upper > lower else upper, body, init, **kw)
+
+    def while_loop(cond_fun, body_fun, init):  # stops while one more step would still run
+        return lax.while_loop(lambda s: cond_fun(body_fun(s)), body_fun, init)
+
+    def cond(pred, true_fun, false_fun, *operands, **kw):
+        return lax.cond(pred, false_fun, true_fun, *operands, **kw)
+
+    def switch(index, branches, *operands, **kw):
+        return lax.switch(np_.mod(index, len(branches)), branches, *operands, **kw)
+
+    def map_(f, xs, **kw):  # results come back in reverse order
+        return lax.map(f, tree_map(lambda x: np_.flip(x, 0), xs), **kw)
+
+    return {"lax": _Patched(lax, {"scan": scan, "fori_loop": fori_loop, "while_loop": while_loop,
+                                  "cond": cond, "switch": switch, "map": map_})}
+
+
+def _damped(base, tree):
+    """tree with derivatives through its float leaves scaled by 0.99 (values unchanged)."""
+    lax, np_ = base.lax, base.numpy
+
+    def damp(x):
+        if not np_.issubdtype(np_.result_type(x), np_.floating):
+            return x
+        return x * 0.99 + lax.stop_gradient(x * 0.01)
+    return tree_map(damp, tree)
+
+
+def control_flow_derivative_damped(base):
+    """Derivatives through every control-flow body are 0.99 times the true ones
+    (each body sees its carry and operands through x*0.99 + stop_gradient(x*0.01))."""
+    lax = base.lax
+
+    def scan(f, init, xs=None, **kw):
+        return lax.scan(lambda c, x: f(_damped(base, c), x), init, xs, **kw)
+
+    def fori_loop(lower, upper, body, init, **kw):
+        return lax.fori_loop(lower, upper, lambda i, c: body(i, _damped(base, c)), init, **kw)
+
+    def while_loop(cond_fun, body_fun, init):
+        return lax.while_loop(cond_fun, lambda s: body_fun(_damped(base, s)), init)
+
+    def cond(pred, true_fun, false_fun, *operands, **kw):
+        return lax.cond(pred, lambda *o: true_fun(*_damped(base, o)),
+                        lambda *o: false_fun(*_damped(base, o)), *operands, **kw)
+
+    def switch(index, branches, *operands, **kw):
+        return lax.switch(index, [lambda *o, b=b: b(*_damped(base, o)) for b in branches],
+                          *operands, **kw)
+
+    def map_(f, xs, **kw):
+        return lax.map(lambda x: f(_damped(base, x)), xs, **kw)
+
+    return {"lax": _Patched(lax, {"scan": scan, "fori_loop": fori_loop, "while_loop": while_loop,
+                                  "cond": cond, "switch": switch, "map": map_})}
+
+
 def loop_vmap(base):
     """A *correct* vmap: loop over the batch and stack (slow, but it needs no
     batching rules, so it can batch what the base cannot, e.g. linear_call)."""
@@ -288,7 +369,8 @@ def loop_vmap(base):
 BREAKS = {f.__name__: f for f in (
     vmap_slice0, jit_perturb, forward_drops_term, linearize_stale, vjp_jv,
     reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
-    loop_vmap, grad_scaled, jacrev_transposed, hessian_drops_term)}
+    loop_vmap, grad_scaled, jacrev_transposed, hessian_drops_term, control_flow_wrong,
+    control_flow_derivative_damped)}
 
 
 def broken(base, *labels):

@@ -213,6 +213,11 @@ def pytree_vmaps(*, max_depth=3):
         PytreeVmapCase)
 
 
+def control_flows(*, kinds=_real.CONTROL_KINDS, smooth=False, dtype=None):
+    """strategies.control_flow_cases: bodies are drawn programs, carries pytrees."""
+    return _real.control_flow_cases(kinds=kinds, smooth=smooth, dtype=dtype)
+
+
 def linear_functions(*, wrong_transpose=False):
     """Linear functions with a transpose for linear_call (pytree kind included)."""
     return _real.linear_functions(wrong_transpose=wrong_transpose,

@@ -9,6 +9,7 @@ Layers, bottom up: ``types`` (abstract values), ``array_strategies``,
 """
 
 from .array_strategies import arrays, batched_arrays, dtypes, elements, shapes
+from .control import CONTROL_KINDS, REVERSE_KINDS, ControlFlowCase, control_flow_cases
 from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
 from .ops import CUSTOM_KINDS, LINEAR_OPS, OP_NAMES, SMOOTH_OPS
@@ -27,4 +28,6 @@ __all__ = [
     "NestedVmapCase", "VmapCase", "nested_vmap_cases", "vmap_cases",
     # linear functions for linear_call
     "LINEAR_KINDS", "LinearFunction", "linear_functions",
+    # control flow
+    "CONTROL_KINDS", "REVERSE_KINDS", "ControlFlowCase", "control_flow_cases",
 ]

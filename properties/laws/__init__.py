@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import strategies as _real_strategies
+
 from .. import cases
-from . import ad, custom, differential, jit, linear, vmap
+from . import ad, control, custom, differential, jit, linear, vmap
 from ._common import CaseFiltered, discard
 
 
@@ -71,6 +73,12 @@ LAWS = [
     _law(8, jit.jit_matches_eager, lambda: cases.programs()),
     _law(8, jit.jit_grad_matches_grad, lambda: cases.programs(smooth=True)),
     _law(8, jit.jit_vmap_matches_vmap, lambda: cases.vmaps()),
+    _law(10, control.control_flow_matches_python, lambda: cases.control_flows()),
+    _law(10, control.control_flow_jvp_matches_finite_differences,
+         lambda: cases.control_flows(smooth=True)),
+    _law(10, control.control_flow_vjp_matches_finite_differences,
+         lambda: cases.control_flows(kinds=_real_strategies.REVERSE_KINDS, smooth=True)),
+    _law(10, control.control_flow_vmap_matches_loop, lambda: cases.control_flows()),
     _law(9, differential.differential_value, lambda: cases.programs()),
     _law(9, differential.differential_jvp, lambda: cases.programs()),
     _law(9, differential.differential_vjp, lambda: cases.programs()),
