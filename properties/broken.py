@@ -342,6 +342,69 @@ def control_flow_derivative_damped(base):
                                   "cond": cond, "switch": switch, "map": map_})}
 
 
+def collectives_wrong(base):
+    """Collectives mean something else: psum averages, ppermute applies the
+    inverse permutation, axis_index counts from 1, all_gather stacks the
+    members in reverse order."""
+    lax, np_ = base.lax, base.numpy
+
+    def ppermute(x, axis_name, perm):
+        return lax.ppermute(x, axis_name, [(dst, src) for src, dst in perm])
+
+    def all_gather(x, axis_name, *, axis=0, tiled=False, **kw):
+        out = lax.all_gather(x, axis_name, axis=axis, tiled=tiled, **kw)
+        return out if tiled else np_.flip(out, axis)
+
+    return {"lax": _Patched(lax, {
+        "psum": lax.pmean, "ppermute": ppermute, "all_gather": all_gather,
+        "axis_index": lambda axis_name: lax.axis_index(axis_name) + 1})}
+
+
+_COLLECTIVE_NAMES = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
+                     "ppermute")
+
+
+def collectives_derivative_damped(base):
+    """Derivatives through every collective are 0.99 times the true ones (values unchanged)."""
+    lax = base.lax
+
+    def damped(name):
+        fn = getattr(lax, name)
+        return lambda x, *a, **k: fn(_damped(base, x), *a, **k)
+    return {"lax": _Patched(lax, {n: damped(n) for n in _COLLECTIVE_NAMES if hasattr(lax, n)})}
+
+
+def collectives_transpose_wrong(base):
+    """Reverse mode through collectives is wrong, forward mode right: the
+    transpose of ppermute permutes forward again (not by the inverse), the
+    transpose of psum forgets to sum the cotangents."""
+    lax = base.lax
+
+    def with_bwd(fn, bwd):
+        @base.custom_vjp
+        def f(x):
+            return fn(x)
+        f.defvjp(lambda x: (fn(x), None), lambda _, g: (bwd(g),))
+        return f
+
+    def ppermute(x, axis_name, perm):
+        return with_bwd(lambda v: lax.ppermute(v, axis_name, perm),
+                        lambda g: lax.ppermute(g, axis_name, perm))(x)
+
+    def psum(x, axis_name, **kw):
+        return with_bwd(lambda v: lax.psum(v, axis_name, **kw), lambda g: g)(x)
+    return {"lax": _Patched(lax, {"ppermute": ppermute, "psum": psum})}
+
+
+def extrema_by_gather(base):
+    """A *correct* pmax/pmin that JAX can differentiate under vmap: the max
+    (min) of all_gather over the axis (single axis names only)."""
+    lax, np_ = base.lax, base.numpy
+    return {"lax": _Patched(lax, {
+        "pmax": lambda x, axis_name: np_.max(lax.all_gather(x, axis_name), axis=0),
+        "pmin": lambda x, axis_name: np_.min(lax.all_gather(x, axis_name), axis=0)})}
+
+
 def loop_vmap(base):
     """A *correct* vmap: loop over the batch and stack (slow, but it needs no
     batching rules, so it can batch what the base cannot, e.g. linear_call)."""
@@ -370,7 +433,8 @@ BREAKS = {f.__name__: f for f in (
     vmap_slice0, jit_perturb, forward_drops_term, linearize_stale, vjp_jv,
     reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
     loop_vmap, grad_scaled, jacrev_transposed, hessian_drops_term, control_flow_wrong,
-    control_flow_derivative_damped)}
+    control_flow_derivative_damped, collectives_wrong, collectives_derivative_damped,
+    collectives_transpose_wrong, extrema_by_gather)}
 
 
 def broken(base, *labels):

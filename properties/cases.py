@@ -218,6 +218,16 @@ def control_flows(*, kinds=_real.CONTROL_KINDS, smooth=False, dtype=None):
     return _real.control_flow_cases(kinds=kinds, smooth=smooth, dtype=dtype)
 
 
+#: collectives and elementwise ops JAX can differentiate under vmap (all but pmax/pmin)
+NAMED_SMOOTH_OPS = tuple(o for o in _real.COLLECTIVES + _real.named.ELEMENTWISE
+                         if o not in ("pmax", "pmin"))
+
+
+def named_axes(**options):
+    """strategies.named_axis_cases: nested vmaps with drawn names and collectives."""
+    return _real.named_axis_cases(**options)
+
+
 def linear_functions(*, wrong_transpose=False):
     """Linear functions with a transpose for linear_call (pytree kind included)."""
     return _real.linear_functions(wrong_transpose=wrong_transpose,

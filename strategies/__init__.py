@@ -10,6 +10,7 @@ Layers, bottom up: ``types`` (abstract values), ``array_strategies``,
 
 from .array_strategies import arrays, batched_arrays, dtypes, elements, shapes
 from .control import CONTROL_KINDS, REVERSE_KINDS, ControlFlowCase, control_flow_cases
+from .named import COLLECTIVES, NamedAxisCase, named_axis_cases
 from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
 from .ops import CUSTOM_KINDS, LINEAR_OPS, OP_NAMES, SMOOTH_OPS
@@ -30,4 +31,6 @@ __all__ = [
     "LINEAR_KINDS", "LinearFunction", "linear_functions",
     # control flow
     "CONTROL_KINDS", "REVERSE_KINDS", "ControlFlowCase", "control_flow_cases",
+    # named axes and collectives
+    "COLLECTIVES", "NamedAxisCase", "named_axis_cases",
 ]

@@ -13,7 +13,7 @@ from typing import Callable
 import strategies as _real_strategies
 
 from .. import cases
-from . import ad, control, custom, differential, jit, linear, vmap
+from . import ad, control, custom, differential, jit, linear, named, vmap
 from ._common import CaseFiltered, discard
 
 
@@ -79,6 +79,13 @@ LAWS = [
     _law(10, control.control_flow_vjp_matches_finite_differences,
          lambda: cases.control_flows(kinds=_real_strategies.REVERSE_KINDS, smooth=True)),
     _law(10, control.control_flow_vmap_matches_loop, lambda: cases.control_flows()),
+    _law(11, named.named_collectives_match_reference, lambda: cases.named_axes()),
+    _law(11, named.named_collectives_jvp_matches_reference,
+         lambda: cases.named_axes(ops=cases.NAMED_SMOOTH_OPS)),
+    _law(11, named.named_collectives_vjp_matches_reference,
+         lambda: cases.named_axes(ops=cases.NAMED_SMOOTH_OPS)),
+    _law(11, named.named_extrema_derivatives_match_reference,
+         lambda: cases.named_axes(require=("pmax", "pmin"))),
     _law(9, differential.differential_value, lambda: cases.programs()),
     _law(9, differential.differential_jvp, lambda: cases.programs()),
     _law(9, differential.differential_vjp, lambda: cases.programs()),
