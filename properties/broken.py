@@ -405,6 +405,13 @@ def extrema_by_gather(base):
         "pmin": lambda x, axis_name: np_.min(lax.all_gather(x, axis_name), axis=0)})}
 
 
+def checkpoint_damped(base):
+    """checkpoint(f) computes f but its derivatives are 0.99 times f's."""
+    def checkpoint(fun, **kw):
+        return base.checkpoint(lambda *a: fun(*_damped(base, a)), **kw)
+    return {"checkpoint": checkpoint, "remat": checkpoint}
+
+
 def loop_vmap(base):
     """A *correct* vmap: loop over the batch and stack (slow, but it needs no
     batching rules, so it can batch what the base cannot, e.g. linear_call)."""
@@ -434,7 +441,7 @@ BREAKS = {f.__name__: f for f in (
     reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
     loop_vmap, grad_scaled, jacrev_transposed, hessian_drops_term, control_flow_wrong,
     control_flow_derivative_damped, collectives_wrong, collectives_derivative_damped,
-    collectives_transpose_wrong, extrema_by_gather)}
+    collectives_transpose_wrong, extrema_by_gather, checkpoint_damped)}
 
 
 def broken(base, *labels):

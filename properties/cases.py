@@ -228,6 +228,11 @@ def named_axes(**options):
     return _real.named_axis_cases(**options)
 
 
+def remats(**options):
+    """strategies.remat_cases: checkpoint with a drawn policy around a drawn body."""
+    return _real.remat_cases(**options)
+
+
 def linear_functions(*, wrong_transpose=False):
     """Linear functions with a transpose for linear_call (pytree kind included)."""
     return _real.linear_functions(wrong_transpose=wrong_transpose,

@@ -11,6 +11,7 @@ Layers, bottom up: ``types`` (abstract values), ``array_strategies``,
 from .array_strategies import arrays, batched_arrays, dtypes, elements, shapes
 from .control import CONTROL_KINDS, REVERSE_KINDS, ControlFlowCase, control_flow_cases
 from .named import COLLECTIVES, NamedAxisCase, named_axis_cases
+from .remat import POLICIES, RematCase, remat_cases
 from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
 from .ops import CUSTOM_KINDS, LINEAR_OPS, OP_NAMES, SMOOTH_OPS
@@ -33,4 +34,6 @@ __all__ = [
     "CONTROL_KINDS", "REVERSE_KINDS", "ControlFlowCase", "control_flow_cases",
     # named axes and collectives
     "COLLECTIVES", "NamedAxisCase", "named_axis_cases",
+    # remat
+    "POLICIES", "RematCase", "remat_cases",
 ]

@@ -13,7 +13,7 @@ from typing import Callable
 import strategies as _real_strategies
 
 from .. import cases
-from . import ad, control, custom, differential, jit, linear, named, vmap
+from . import ad, control, custom, differential, jit, linear, named, remat, vmap
 from ._common import CaseFiltered, discard
 
 
@@ -86,6 +86,7 @@ LAWS = [
          lambda: cases.named_axes(ops=cases.NAMED_SMOOTH_OPS)),
     _law(11, named.named_extrema_derivatives_match_reference,
          lambda: cases.named_axes(require=("pmax", "pmin"))),
+    _law(12, remat.remat_matches_no_remat, lambda: cases.remats()),
     _law(9, differential.differential_value, lambda: cases.programs()),
     _law(9, differential.differential_jvp, lambda: cases.programs()),
     _law(9, differential.differential_vjp, lambda: cases.programs()),
