@@ -412,6 +412,110 @@ def checkpoint_damped(base):
     return {"checkpoint": checkpoint, "remat": checkpoint}
 
 
+def _arg_axes(in_axes, args):
+    axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+    if len(axes) != len(args):
+        raise ValueError(f"in_axes {in_axes!r} does not match {len(args)} arguments")
+    return axes
+
+
+def chunked_vmap(base, reorder=False):
+    """A *correct* vmap(..., chunk_size=k) (JAX has none): vmap each chunk of k
+    examples and concatenate the results along out_axes."""
+    np_ = base.numpy
+
+    def vmap(f, in_axes=0, out_axes=0, chunk_size=None, **kw):
+        plain = base.vmap(f, in_axes=in_axes, out_axes=out_axes, **kw)
+        if chunk_size is None:
+            return plain
+
+        def g(*args):
+            axes = _arg_axes(in_axes, args)
+            n = {np_.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}.pop()
+            outs = []
+            for start in range(0, n, chunk_size):
+                idx = np.arange(start, min(n, start + chunk_size))
+                outs.append(plain(*[a if ax is None else np_.take(a, idx, axis=ax)
+                                    for a, ax in zip(args, axes)]))
+            if reorder:
+                outs = outs[::-1]
+            return tree_map(lambda *o: np_.concatenate(o, axis=out_axes), *outs)
+        return g
+    return {"vmap": vmap}
+
+
+def chunks_reordered(base):
+    """Chunked vmap concatenates its chunks in reverse order."""
+    return chunked_vmap(base._base if isinstance(base, Wrapped) else base, reorder=True)
+
+
+def reduce_axes_by_psum(base, reduce=None):
+    """A *correct* grad/value_and_grad(..., reduce_axes=names) (JAX has none):
+    the per-example gradient summed over the named axes with psum."""
+    reduce = reduce or base.lax.psum
+
+    def wrap(make, pick):
+        def transform(f, argnums=0, has_aux=False, reduce_axes=(), **kw):
+            inner = make(f, argnums=argnums, has_aux=has_aux, **kw)
+            if not reduce_axes:
+                return inner
+            return lambda *a, **k: pick(inner(*a, **k), lambda g: tree_map(
+                lambda t: reduce(t, tuple(reduce_axes)), g))
+        return transform
+    return {"grad": wrap(base.grad, lambda out, red: red(out)),
+            "value_and_grad": wrap(base.value_and_grad, lambda out, red: (out[0], red(out[1])))}
+
+
+def reduce_axes_mean(base):
+    """grad with reduce_axes averages the per-example gradients instead of summing them."""
+    root = base._base if isinstance(base, Wrapped) else base
+    return reduce_axes_by_psum(root, reduce=root.lax.pmean)
+
+
+@jax.tree_util.register_pytree_node_class
+class _LoopPile:
+    """A pile emulated as a list of arrays (a pytree, so jit takes it)."""
+
+    def __init__(self, arrays):
+        self.arrays = list(arrays)
+
+    def unpile(self):
+        return list(self.arrays)
+
+    def tree_flatten(self):
+        return self.arrays, None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children)
+
+
+PILE_AXIS = object()
+
+
+def piles_by_loop(base, shift=0):
+    """A *correct* ragged pile (JAX has none): pile() keeps the list, and vmap
+    over pile_axis loops over it (out_axes pile_axis gives a pile back)."""
+    np_ = base.numpy
+
+    def vmap(f, in_axes=0, out_axes=0, axis_size=None, **kw):
+        if in_axes is not PILE_AXIS:
+            return base.vmap(f, in_axes=in_axes, out_axes=out_axes, axis_size=axis_size, **kw)
+
+        def g(p):
+            xs = p.arrays[shift:] + p.arrays[:shift]
+            outs = [f(x) for x in xs]
+            return _LoopPile(outs) if out_axes is PILE_AXIS else np_.stack(outs, axis=out_axes)
+        return g
+    return {"vmap": vmap, "pile": lambda arrays, axis=0: _LoopPile(arrays), "pile_axis": PILE_AXIS}
+
+
+def piles_shifted(base):
+    """vmap over a pile gives element i the function of element i+1."""
+    root = base._base if isinstance(base, Wrapped) else base
+    return piles_by_loop(root, shift=1)
+
+
 def loop_vmap(base):
     """A *correct* vmap: loop over the batch and stack (slow, but it needs no
     batching rules, so it can batch what the base cannot, e.g. linear_call)."""
@@ -441,7 +545,8 @@ BREAKS = {f.__name__: f for f in (
     reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
     loop_vmap, grad_scaled, jacrev_transposed, hessian_drops_term, control_flow_wrong,
     control_flow_derivative_damped, collectives_wrong, collectives_derivative_damped,
-    collectives_transpose_wrong, extrema_by_gather, checkpoint_damped)}
+    collectives_transpose_wrong, extrema_by_gather, checkpoint_damped, chunked_vmap, chunks_reordered,
+    reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted)}
 
 
 def broken(base, *labels):

@@ -157,6 +157,47 @@ def _vmap_cases(draw, smooth, dtype, max_ops):
     return VmapCase(program, batched, in_axes, out_axes, size)
 
 
+@dataclass
+class ChunkedVmapCase(VmapCase):
+    """A vmap case and a chunk size (1 up to one past the batch size)."""
+    chunk_size: int = 1
+
+    def describe(self):
+        return super().describe() + f" chunk_size={self.chunk_size}"
+
+    def source(self):
+        return super().source() + f"chunk_size = {self.chunk_size}\n"
+
+
+@st.composite
+def _chunked_cases(draw, smooth, dtype, max_ops):
+    program, args = draw(_real.program_cases(smooth=smooth, dtype=dtype, max_ops=max_ops))
+    size = draw(st.integers(1, 5))
+    in_axes, batched = draw(_batched_axes(args, size))
+    nd = _out_ndim(program)
+    return ChunkedVmapCase(program, batched, in_axes, draw(st.integers(-(nd + 1), nd)), size,
+                           chunk_size=draw(st.integers(1, size + 1)))
+
+
+def chunked_vmaps(*, smooth=True, dtype=None, max_ops=5):
+    """vmap cases (batch sizes 1 to 5) with a chunk size from 1 to one past the batch size."""
+    return _chunked_cases(smooth, dtype, max_ops)
+
+
+@st.composite
+def _reduce_axes_cases(draw, dtype, max_ops):
+    program, args = draw(_real.program_cases(smooth=True, dtype=dtype, max_ops=max_ops,
+                                             num_inputs=draw(st.integers(2, 3))))
+    size = draw(st.integers(1, 3))
+    axes, batched = draw(_batched_axes(args[1:], size))
+    return VmapCase(program, (args[0],) + batched, (None,) + axes, 0, size)
+
+
+def reduce_axes_cases(*, dtype=None, max_ops=5):
+    """Smooth programs of 2 or 3 inputs: the first shared (in_axes None), the others batched."""
+    return _reduce_axes_cases(dtype, max_ops)
+
+
 def vmaps(*, smooth=False, dtype=None, max_ops=6):
     """Programs with batched arguments and a random in_axes / out_axes spec."""
     return _vmap_cases(smooth, dtype, max_ops)
@@ -226,6 +267,16 @@ NAMED_SMOOTH_OPS = tuple(o for o in _real.COLLECTIVES + _real.named.ELEMENTWISE
 def named_axes(**options):
     """strategies.named_axis_cases: nested vmaps with drawn names and collectives."""
     return _real.named_axis_cases(**options)
+
+
+def piles(**options):
+    """strategies.pile_cases: ragged lists (lengths 0 to 4) and a per-element function."""
+    return _real.pile_cases(**options)
+
+
+def prngs(**options):
+    """strategies.prng_cases: keys, splits, fold_in and draws around a float input."""
+    return _real.prng_cases(**options)
 
 
 def remats(**options):

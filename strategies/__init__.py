@@ -12,6 +12,8 @@ from .array_strategies import arrays, batched_arrays, dtypes, elements, shapes
 from .control import CONTROL_KINDS, REVERSE_KINDS, ControlFlowCase, control_flow_cases
 from .named import COLLECTIVES, NamedAxisCase, named_axis_cases
 from .remat import POLICIES, RematCase, remat_cases
+from .ragged import PileCase, pile_cases
+from .prng import PRNGCase, prng_cases
 from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
 from .ops import CUSTOM_KINDS, LINEAR_OPS, OP_NAMES, SMOOTH_OPS
@@ -36,4 +38,6 @@ __all__ = [
     "COLLECTIVES", "NamedAxisCase", "named_axis_cases",
     # remat
     "POLICIES", "RematCase", "remat_cases",
+    # ragged piles, PRNG programs
+    "PileCase", "pile_cases", "PRNGCase", "prng_cases",
 ]

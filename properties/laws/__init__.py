@@ -13,7 +13,7 @@ from typing import Callable
 import strategies as _real_strategies
 
 from .. import cases
-from . import ad, control, custom, differential, jit, linear, named, remat, vmap
+from . import ad, batching, control, custom, differential, jit, linear, named, remat, vmap
 from ._common import CaseFiltered, discard
 
 
@@ -87,6 +87,11 @@ LAWS = [
     _law(11, named.named_extrema_derivatives_match_reference,
          lambda: cases.named_axes(require=("pmax", "pmin"))),
     _law(12, remat.remat_matches_no_remat, lambda: cases.remats()),
+    _law(13, batching.chunked_vmap_matches_vmap, lambda: cases.chunked_vmaps()),
+    _law(13, batching.reduce_axes_matches_summed_grads, lambda: cases.reduce_axes_cases()),
+    _law(13, batching.pile_map_matches_loop, lambda: cases.piles()),
+    _law(13, batching.pile_grad_matches_loop, lambda: cases.piles()),
+    _law(13, batching.prng_vmap_matches_loop, lambda: cases.prngs()),
     _law(9, differential.differential_value, lambda: cases.programs()),
     _law(9, differential.differential_jvp, lambda: cases.programs()),
     _law(9, differential.differential_vjp, lambda: cases.programs()),

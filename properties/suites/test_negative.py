@@ -56,6 +56,11 @@ BACKEND_BREAKS = [
     ("named_extrema_derivatives_match_reference",
      ("extrema_by_gather", "collectives_derivative_damped")),
     ("remat_matches_no_remat", ("checkpoint_damped",)),
+    ("chunked_vmap_matches_vmap", ("chunked_vmap", "chunks_reordered")),
+    ("reduce_axes_matches_summed_grads", ("reduce_axes_by_psum", "reduce_axes_mean")),
+    ("pile_map_matches_loop", ("piles_by_loop", "piles_shifted")),
+    ("pile_grad_matches_loop", ("piles_by_loop", "piles_shifted")),
+    ("prng_vmap_matches_loop", ("vmap_slice0",)),
     ("differential_value", ("numpy_perturbed",)),
     ("differential_jvp", ("numpy_perturbed",)),
     ("differential_vjp", ("vjp_jv",)),
@@ -77,6 +82,10 @@ STRATEGIES = {
 # emulation of the feature: their negative tests break that emulation.
 POSITIVE_CONTROLS = [
     ("linear_call_under_vmap", ("loop_vmap",), None),
+    ("chunked_vmap_matches_vmap", ("chunked_vmap",), None),
+    ("reduce_axes_matches_summed_grads", ("reduce_axes_by_psum",), None),
+    ("pile_map_matches_loop", ("piles_by_loop",), None),
+    ("pile_grad_matches_loop", ("piles_by_loop",), None),
     ("named_extrema_derivatives_match_reference", ("extrema_by_gather",),
      STRATEGIES["named_extrema_derivatives_match_reference"]),
 ]
