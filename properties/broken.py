@@ -516,6 +516,36 @@ def piles_shifted(base):
     return piles_by_loop(root, shift=1)
 
 
+class _PerturbedPrimal:
+    def __init__(self, value):
+        self.value, self.perturbed = value, True
+
+
+def materialized_symbolic_zeros(base):
+    """symbolic_zeros=True is accepted but ignored: custom_jvp rules get
+    materialised zero tangents, custom_vjp fwd sees every primal perturbed."""
+    def custom_jvp(fun, **kw):
+        f = base.custom_jvp(fun, **kw)
+        plain_defjvp = f.defjvp
+
+        def defjvp(rule, symbolic_zeros=False):
+            return plain_defjvp(rule)
+        f.defjvp = defjvp
+        return f
+
+    def custom_vjp(fun, **kw):
+        f = base.custom_vjp(fun, **kw)
+        plain_defvjp = f.defvjp
+
+        def defvjp(fwd, bwd, symbolic_zeros=False, **kw2):
+            if symbolic_zeros:
+                return plain_defvjp(lambda *xs: fwd(*[_PerturbedPrimal(x) for x in xs]), bwd, **kw2)
+            return plain_defvjp(fwd, bwd, **kw2)
+        f.defvjp = defvjp
+        return f
+    return {"custom_jvp": custom_jvp, "custom_vjp": custom_vjp}
+
+
 def loop_vmap(base):
     """A *correct* vmap: loop over the batch and stack (slow, but it needs no
     batching rules, so it can batch what the base cannot, e.g. linear_call)."""
@@ -546,7 +576,7 @@ BREAKS = {f.__name__: f for f in (
     loop_vmap, grad_scaled, jacrev_transposed, hessian_drops_term, control_flow_wrong,
     control_flow_derivative_damped, collectives_wrong, collectives_derivative_damped,
     collectives_transpose_wrong, extrema_by_gather, checkpoint_damped, chunked_vmap, chunks_reordered,
-    reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted)}
+    reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted, materialized_symbolic_zeros)}
 
 
 def broken(base, *labels):

@@ -279,6 +279,11 @@ def prngs(**options):
     return _real.prng_cases(**options)
 
 
+def custom_wrappers(**options):
+    """strategies.custom_wrapper_cases: custom_jvp/custom_vjp around drawn programs."""
+    return _real.custom_wrapper_cases(**options)
+
+
 def remats(**options):
     """strategies.remat_cases: checkpoint with a drawn policy around a drawn body."""
     return _real.remat_cases(**options)

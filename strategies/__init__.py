@@ -14,6 +14,7 @@ from .named import COLLECTIVES, NamedAxisCase, named_axis_cases
 from .remat import POLICIES, RematCase, remat_cases
 from .ragged import PileCase, pile_cases
 from .prng import PRNGCase, prng_cases
+from .custom_rules import CUSTOM_WRAPPER_KINDS, RULES, CustomWrapperCase, custom_wrapper_cases
 from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
 from .ops import CUSTOM_KINDS, LINEAR_OPS, OP_NAMES, SMOOTH_OPS
@@ -40,4 +41,6 @@ __all__ = [
     "POLICIES", "RematCase", "remat_cases",
     # ragged piles, PRNG programs
     "PileCase", "pile_cases", "PRNGCase", "prng_cases",
+    # custom rules around drawn programs
+    "CUSTOM_WRAPPER_KINDS", "RULES", "CustomWrapperCase", "custom_wrapper_cases",
 ]

@@ -61,6 +61,8 @@ BACKEND_BREAKS = [
     ("pile_map_matches_loop", ("piles_by_loop", "piles_shifted")),
     ("pile_grad_matches_loop", ("piles_by_loop", "piles_shifted")),
     ("prng_vmap_matches_loop", ("vmap_slice0",)),
+    ("custom_wrapper_uses_rule", ("ignore_custom_rules",)),
+    ("custom_wrapper_symbolic_zeros", ("materialized_symbolic_zeros",)),
     ("differential_value", ("numpy_perturbed",)),
     ("differential_jvp", ("numpy_perturbed",)),
     ("differential_vjp", ("vjp_jv",)),
@@ -97,6 +99,9 @@ RULE_BREAKS = {
     "custom_jvp_true_rule": lambda: cases.custom_cases(rules=("wrong",), claims_true=True),
     "custom_vjp_true_rule": lambda: cases.custom_cases(rules=("wrong",), claims_true=True),
     "custom_gradient_true_rule": lambda: cases.custom_cases(rules=("wrong",), claims_true=True),
+    # a scaled rule (twice the derivative) claimed to be the derivative
+    "custom_wrapper_true_rule_matches_finite_differences":
+        lambda: cases.custom_wrappers(rules=("scaled",), claims_true=True),
     # a custom_vjp whose fwd returns a primal output that is not the function's
     "custom_vjp_uses_rule": lambda: cases.custom_cases(bad_fwd=True),
 }
