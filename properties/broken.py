@@ -546,6 +546,21 @@ def materialized_symbolic_zeros(base):
     return {"custom_jvp": custom_jvp, "custom_vjp": custom_vjp}
 
 
+def jit_drops_shardings(base):
+    """jit ignores in_shardings/out_shardings and with_sharding_constraint is
+    the identity: values stay right, results do not carry the requested sharding."""
+    def jit(f, in_shardings=None, out_shardings=None, **kw):
+        return base.jit(f, **kw)
+    return {"jit": jit, "lax": _Patched(base.lax, {"with_sharding_constraint": lambda x, s: x})}
+
+
+def spmd_axis_name_ignored(base):
+    """vmap accepts spmd_axis_name and ignores it."""
+    def vmap(f, in_axes=0, out_axes=0, spmd_axis_name=None, **kw):
+        return base.vmap(f, in_axes=in_axes, out_axes=out_axes, **kw)
+    return {"vmap": vmap}
+
+
 def loop_vmap(base):
     """A *correct* vmap: loop over the batch and stack (slow, but it needs no
     batching rules, so it can batch what the base cannot, e.g. linear_call)."""
@@ -576,7 +591,8 @@ BREAKS = {f.__name__: f for f in (
     loop_vmap, grad_scaled, jacrev_transposed, hessian_drops_term, control_flow_wrong,
     control_flow_derivative_damped, collectives_wrong, collectives_derivative_damped,
     collectives_transpose_wrong, extrema_by_gather, checkpoint_damped, chunked_vmap, chunks_reordered,
-    reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted, materialized_symbolic_zeros)}
+    reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted, materialized_symbolic_zeros,
+    jit_drops_shardings, spmd_axis_name_ignored)}
 
 
 def broken(base, *labels):

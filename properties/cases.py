@@ -284,6 +284,17 @@ def custom_wrappers(**options):
     return _real.custom_wrapper_cases(**options)
 
 
+def shardings(**options):
+    """strategies.sharding_cases: drawn meshes over 8 devices and PartitionSpecs."""
+    return _real.sharding_cases(**options)
+
+
+def shard_maps(**options):
+    """strategies.shard_map_cases (collectives JAX can differentiate: no pmax/pmin)."""
+    options.setdefault("ops", NAMED_SMOOTH_OPS)
+    return _real.shard_map_cases(**options)
+
+
 def remats(**options):
     """strategies.remat_cases: checkpoint with a drawn policy around a drawn body."""
     return _real.remat_cases(**options)

@@ -15,6 +15,7 @@ from .remat import POLICIES, RematCase, remat_cases
 from .ragged import PileCase, pile_cases
 from .prng import PRNGCase, prng_cases
 from .custom_rules import CUSTOM_WRAPPER_KINDS, RULES, CustomWrapperCase, custom_wrapper_cases
+from .sharding import MESHES, SHARDING_KINDS, ShardingCase, ShardMapCase, shard_map_cases, sharding_cases
 from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
 from .ops import CUSTOM_KINDS, LINEAR_OPS, OP_NAMES, SMOOTH_OPS
@@ -43,4 +44,6 @@ __all__ = [
     "PileCase", "pile_cases", "PRNGCase", "prng_cases",
     # custom rules around drawn programs
     "CUSTOM_WRAPPER_KINDS", "RULES", "CustomWrapperCase", "custom_wrapper_cases",
+    # sharding over 8 devices
+    "MESHES", "SHARDING_KINDS", "ShardingCase", "ShardMapCase", "shard_map_cases", "sharding_cases",
 ]

@@ -238,8 +238,11 @@ class NamedAxisCase:
         return f"NamedAxisCase({self.describe()}):\n{self.text()}"
 
 
-def _choices(shape, names, sizes, invariant, tuples):
-    """Steps that fit the current element shape (one option per kind)."""
+def _choices(shape, names, sizes, invariant, tuples, varying_only=False):
+    """Steps that fit the current element shape (one option per kind).
+
+    ``varying_only``: no collective (but axis_index) over a name the value is
+    invariant along -- shard_map's type system rejects those."""
     groups = [(n,) for n in names]
     if tuples and len(names) >= 2:
         groups += [tuple(p) for p in itertools.permutations(names, 2)]
@@ -251,6 +254,8 @@ def _choices(shape, names, sizes, invariant, tuples):
             n = math.prod(sizes[names.index(a)] for a in g)
             if op in ("pmax", "pmin") and set(g) & invariant:
                 continue  # ties across members: max is not differentiable there
+            if varying_only and op != "axis_index" and set(g) & invariant:
+                continue
             if op == "all_gather" and math.prod(shape) * n > MAX_ELEMENT_SIZE:
                 continue
             if op == "psum_scatter" and not any(d % n == 0 for d in shape):
@@ -262,8 +267,8 @@ def _choices(shape, names, sizes, invariant, tuples):
 
 
 @st.composite
-def _step(draw, shape, names, sizes, invariant, tuples, ops):
-    options = [o for o in _choices(shape, names, sizes, invariant, tuples) if o[0] in ops]
+def _step(draw, shape, names, sizes, invariant, tuples, ops, varying_only=False):
+    options = [o for o in _choices(shape, names, sizes, invariant, tuples, varying_only) if o[0] in ops]
     elementwise = [e for e in ELEMENTWISE if e in ops]
     pick = draw(st.integers(0, len(options) + len(elementwise) - 1)) if options or elementwise else None
     if pick is None:

@@ -13,7 +13,8 @@ from typing import Callable
 import strategies as _real_strategies
 
 from .. import cases
-from . import ad, batching, control, custom, differential, jit, linear, named, remat, vmap
+from . import (ad, batching, control, custom, differential, jit, linear, named, remat, sharding,
+               vmap)
 from ._common import CaseFiltered, discard
 
 
@@ -23,6 +24,12 @@ class Law:
     item: int          # the issue's numbering of the laws
     fn: Callable
     cases: Callable    # () -> hypothesis strategy of cases
+    devices: int = 1   # devices the law needs (8: run by properties.multidevice)
+
+    @property
+    def differential(self):
+        """Whether the law compares with JAX (an oracle) rather than checking a law alone."""
+        return self.fn.__module__.endswith(".differential")
 
     @property
     def doc(self):
@@ -32,8 +39,8 @@ class Law:
         return self.fn(backend, case)
 
 
-def _law(item, fn, strategy):
-    return Law(fn.__name__, item, fn, strategy)
+def _law(item, fn, strategy, devices=1):
+    return Law(fn.__name__, item, fn, strategy, devices)
 
 
 LAWS = [
@@ -97,6 +104,11 @@ LAWS = [
          lambda: cases.custom_wrappers(rules=("true", "symbolic_zeros"))),
     _law(7, custom.custom_wrapper_symbolic_zeros,
          lambda: cases.custom_wrappers(rules=("symbolic_zeros",))),
+    _law(14, sharding.sharded_jit_matches_unsharded,
+         lambda: cases.shardings(kinds=("jit", "constraint")), devices=8),
+    _law(14, sharding.spmd_axis_name_places_batch_axis, lambda: cases.shardings(kinds=("spmd",)),
+         devices=8),
+    _law(14, sharding.shard_map_matches_reference, lambda: cases.shard_maps(), devices=8),
     _law(9, differential.differential_value, lambda: cases.programs()),
     _law(9, differential.differential_jvp, lambda: cases.programs()),
     _law(9, differential.differential_vjp, lambda: cases.programs()),

@@ -107,6 +107,14 @@ RULE_BREAKS = {
 }
 
 
+# Laws over 8 devices: checked in a subprocess with 8 host devices (properties.multidevice).
+DEVICE_BREAKS = [
+    ("sharded_jit_matches_unsharded", ("jit_drops_shardings",)),
+    ("spmd_axis_name_places_batch_axis", ("spmd_axis_name_ignored",)),
+    ("shard_map_matches_reference", ("collectives_wrong",)),
+]
+
+
 def _control_passes(law, backend, case):
     """The law holds for ``case`` on the unbroken backend (AssertionError if not)."""
     try:
@@ -149,8 +157,20 @@ def test_law_holds_on_a_correct_emulation(law_name, breaks, strategy):
     assert found is None, f"{law_name} fails on the correct emulation {breaks}: {found}"
 
 
+def test_device_laws_catch_broken_backends():
+    """The 8-device laws catch their breaks (in a subprocess with 8 host
+    devices), and each found case passes on plain JAX."""
+    from properties.multidevice import run_in_subprocess
+    records = run_in_subprocess(negative_pairs=DEVICE_BREAKS)
+    assert len(records) == len(DEVICE_BREAKS)
+    for rec in records:
+        assert rec["caught"], f"law {rec['law']} did not catch the break {rec['breaks']}"
+        assert rec["law"] in rec["message"]
+        assert not rec["control"].startswith("failed"), rec
+
+
 def test_every_law_has_a_negative_test():
-    covered = {n for n, _ in BACKEND_BREAKS} | set(RULE_BREAKS)
+    covered = {n for n, _ in BACKEND_BREAKS} | set(RULE_BREAKS) | {n for n, _ in DEVICE_BREAKS}
     from properties.laws import LAWS
     assert {law.name for law in LAWS} <= covered
 
