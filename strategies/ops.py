@@ -809,7 +809,7 @@ class AtSet(Op):
         t = ctx.values[a]
         idx = draw(st.lists(st.integers(0, t.shape[0] - 1), min_size=1, max_size=3, unique=True))
         c = draw(st.sampled_from(CONSTANTS))
-        expr = f"{ctx.name(a)}.at[jnp.asarray({idx!r})].set({c!r})"
+        expr = f"jnp.asarray({ctx.name(a)}).at[jnp.asarray({idx!r})].set({c!r})"
         return Node(self.name, (a,), expr, t.with_(lo=min(t.lo, c), hi=max(t.hi, c)), (("indices", tuple(idx)),))
 
 
