@@ -204,3 +204,19 @@ def test_known_jax_bug(bug):
 def test_known_jax_bugs_are_the_ones_the_laws_filter():
     from properties.laws.named import KNOWN_JAX_BUGS as FILTERED
     assert set(FILTERED) == set(KNOWN_JAX_BUGS)
+
+
+def test_every_law_has_a_positive_test():
+    """Every law runs in some suite: by name through check_law, or (8-device laws)
+    in test_sharding_laws through properties.multidevice."""
+    import pathlib
+    import re
+
+    from properties.laws import LAWS
+    suites = pathlib.Path(__file__).parent
+    named = set()
+    for path in suites.glob("test_*_laws.py"):
+        named |= set(re.findall(r'check_law\("(\w+)"', path.read_text()))
+    missing = {law.name for law in LAWS if law.devices == 1} - named
+    assert not missing, f"laws no suite runs: {sorted(missing)}"
+    assert "run_in_subprocess" in (suites / "test_sharding_laws.py").read_text()
