@@ -119,9 +119,25 @@ def _arity(prim):
     code = getattr(rule, "__code__", None)
     if code is None:
         return 1
-    if code.co_flags & 0x04:  # *args
-        return 2
+    if code.co_flags & 0x04:  # *args: n-ary abstract eval; a unary lowering refuses two operands
+        return 1 if _lowering_is_unary(prim) else 2
     return code.co_argcount
+
+
+def _lowering_is_unary(prim):
+    """Whether ``prim``'s lowering takes exactly one operand (elementwise unops share
+    an n-ary abstract eval, so their arity shows only in the lowering)."""
+    import numpy as np
+
+    from properties.primitives import rule_tables
+    lower = rule_tables()["lowering"].get(prim)
+    try:
+        lower(np.float32(1.0), np.float32(2.0))
+    except TypeError as exc:
+        return "takes 1 positional argument" in str(exc)
+    except Exception:  # noqa: BLE001 - any other refusal says nothing about arity
+        return False
+    return False
 
 
 def generate():

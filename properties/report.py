@@ -61,7 +61,15 @@ def merge(records, outcomes):
         law = BY_NAME.get(row["law"])
         row["item"] = law.item if law else None
         row["doc"] = law.doc if law else ""
+        row["caught_by"] = caught_by(law)
     return sorted(rows.values(), key=lambda r: (r["item"] or 99, r["law"], r["backend"]))
+
+
+def caught_by(law):
+    """Who judges this law's cases: the law alone, or the differential oracle (JAX)."""
+    if law is None:
+        return "unknown"
+    return "differential oracle (JAX)" if law.differential else "law"
 
 
 def negative_rows(outcomes):
@@ -80,6 +88,8 @@ def build(records, outcomes, *, backend, profile, seconds=None):
         "total_seconds": seconds,
         "summary": {k: sum(1 for r in rows if r["outcome"] == k)
                     for k in ("passed", "failed", "skipped")},
+        "failures_caught_by": {k: sum(1 for r in rows if r["outcome"] == "failed" and r["caught_by"] == k)
+                               for k in ("law", "differential oracle (JAX)")},
         "laws": rows,
         "negative_tests": negative_rows(outcomes),
     }
@@ -119,9 +129,12 @@ def render_markdown(data):
         out += ["## Skipped", ""] + [f"- `{r['law']}`: {r['reason']}" for r in skipped] + [""]
     failed = [r for r in data["laws"] if r["outcome"] == "failed"]
     if failed:
-        out += ["## Failures", ""]
+        by = data.get("failures_caught_by", {})
+        out += ["## Failures", "", "Caught by the laws alone: " + str(by.get("law", 0)) +
+                "; by the differential comparison with JAX: " + str(by.get("differential oracle (JAX)", 0)) + ".", ""]
         for r in failed:
-            out += [f"### `{r['law']}` on `{r['backend']}`", "", "```", r["reason"].strip()[:4000],
+            out += [f"### `{r['law']}` on `{r['backend']}`", "", f"Caught by: {r['caught_by']}.", "",
+                    "```", r["reason"].strip()[:4000],
                     "```", ""]
             if r["counterexample"]:
                 out += ["Minimal counterexample:", "", "```python", r["counterexample"].rstrip(),

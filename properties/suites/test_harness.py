@@ -83,7 +83,19 @@ def test_report_lists_failures_with_source():
     assert data["summary"]["failed"] == 1 and data["float64_enabled"]
     md = render_markdown(data)
     assert "jit_matches_eager" in md and "def program(backend" in md
+    assert data["laws"][0]["caught_by"] == "law" and "Caught by: law." in md
+    assert data["failures_caught_by"] == {"law": 1, "differential oracle (JAX)": 0}
     json.dumps(data)
+
+
+def test_report_says_a_differential_failure_was_the_oracle():
+    rec = {"law": "differential_value", "backend": "b", "nodeid": "x::test_differential_value",
+           "examples": 1, "filtered": 0, "filtered_reasons": {}, "unsupported": 0,
+           "unsupported_reasons": {}, "passed": 0, "failed": 1, "outcome": "failed",
+           "reason": "law differential_value: differs", "counterexample": "", "seconds": 0.1}
+    data = build([rec], {"x::test_differential_value": ("failed", "")}, backend="b", profile="quick")
+    assert data["failures_caught_by"]["differential oracle (JAX)"] == 1
+    assert "Caught by: differential oracle (JAX)." in render_markdown(data)
 
 
 def test_bad_backend_and_tolerance_input():
