@@ -15,9 +15,18 @@ from impl.custom_derivatives import (custom_jvp, custom_vjp, custom_gradient,  #
                                       closure_convert, linear_call, custom_vmap)
 from impl import custom_derivatives, custom_batching  # noqa: F401,E402
 from impl import nn, scipy  # noqa: F401,E402
+from impl import ad_checkpoint  # noqa: F401,E402
+from impl.ad_checkpoint import checkpoint, remat, checkpoint_policies  # noqa: F401,E402
+from impl import sharding  # noqa: F401,E402
+from impl.shard_map import shard_map  # noqa: F401,E402
+from jax import make_mesh, set_mesh, NamedSharding, P, device_count  # noqa: F401,E402
 
 Array = __import__("jax").Array
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
            "linear_transpose", "vmap", "jit", "make_jaxpr", "eval_shape", "numpy", "lax",
-           "tree_util", "Array"]
+           "tree_util", "Array", "sharding", "shard_map", "make_mesh", "set_mesh"]
+
+# Ragged batches (beyond JAX, from the batching seed): impl.pile([...]) and
+# vmap(f, in_axes=pile_axis, out_axes=pile_axis).
+from impl.interpreters.batching import pile, Pile, pile_axis  # noqa: F401,E402

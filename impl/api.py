@@ -16,7 +16,9 @@ from impl.core import ShapedArray, Tracer, float0, get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
+from impl.primitives import collectives, mapping
 from impl.primitives.call import jit_p
+from impl.primitives.sharding import broadcast_prefix, check_sharding_leaf
 
 tree_flatten = tree_util.tree_flatten
 tree_unflatten = tree_util.tree_unflatten
@@ -162,9 +164,15 @@ def _zero_cotangent(t):
     return jax.numpy.asarray(z) if isinstance(z, np.ndarray) else z
 
 
-def vjp(fun: Callable, *primals, has_aux: bool = False):
-    """Evaluate `fun` and return a function mapping output cotangents to input ones."""
+def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
+    """Evaluate `fun` and return a function mapping output cotangents to input ones.
+
+    `reduce_axes` names vmap axes over which the cotangent of an input that is not
+    mapped along them (broadcast to every element) is summed, as in the custom
+    derivatives seed: the total rather than the per-element cotangent."""
+    reduce_axes = _reduce_axes_tuple(reduce_axes)
     in_tree, store, out_flat, lin, out, aux = _linearize_tree(fun, primals, has_aux, "vjp")
+    flat_p = tree_util.tree_leaves(primals)
     n = store["num_out"]
     out_tree = store["out_tree"]
     out_avals = [get_aval(o) for o in out_flat[:n]]
@@ -180,10 +188,17 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                 raise ValueError(f"vjp: cotangent leaf {i} has shape {ca.shape}, but the "
                                  f"primal output has shape {a.shape}")
         cts = flat_ct + [Zero(ad.tangent_aval(get_aval(x))) for x in out_flat[n:]]
-        cts_in = lin.transpose(cts)
+        cts_in = [collectives.sum_cotangent(p, c, reduce_axes)
+                  for p, c in zip(flat_p, lin.transpose(cts))]
         return tree_unflatten(in_tree, [_zero_cotangent(c) for c in cts_in])
 
     return (out, f_vjp, aux) if has_aux else (out, f_vjp)
+
+
+def _reduce_axes_tuple(reduce_axes):
+    if isinstance(reduce_axes, (tuple, list)):
+        return tuple(reduce_axes)
+    return (reduce_axes,)
 
 
 # ------------------------------------------------------------------------ grad
@@ -221,7 +236,8 @@ def _check_grad_inputs(dyn, name, allow_int):
 
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
-    """A function returning `fun`'s value and its gradient with respect to `argnums`."""
+    """A function returning `fun`'s value and its gradient with respect to `argnums`
+    (summed over the vmap axes named in `reduce_axes` where an input is broadcast)."""
     name = f"value_and_grad({_fun_name(fun)})"
 
     @functools.wraps(fun)
@@ -231,9 +247,9 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
         _check_grad_inputs(dyn, "grad", allow_int)
         f_partial = _partial_over(fun, args, nums, kwargs)
         if has_aux:
-            out, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True)
+            out, f_vjp, aux = vjp(f_partial, *dyn, has_aux=True, reduce_axes=reduce_axes)
         else:
-            out, f_vjp = vjp(f_partial, *dyn)
+            out, f_vjp = vjp(f_partial, *dyn, reduce_axes=reduce_axes)
         leaves = tree_util.tree_leaves(out)
         if len(leaves) != 1 or not isinstance(out, (Tracer, jax.Array, np.ndarray, np.generic,
                                                      float, int)) or get_aval(out).shape != ():
@@ -258,7 +274,8 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
 
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
          allow_int: bool = False, reduce_axes=()):
-    """The gradient of scalar-valued `fun` with respect to the arguments `argnums`."""
+    """The gradient of scalar-valued `fun` with respect to the arguments `argnums`; with
+    `reduce_axes`, summed over those vmap axes for inputs not mapped along them."""
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @functools.wraps(fun)
@@ -378,7 +395,10 @@ def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool =
 # ------------------------------------------------------------ linear_transpose
 
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
-    """The transpose of the linear function `fun` at inputs shaped like `primals`."""
+    """The transpose of the linear function `fun` at inputs shaped like `primals`
+    (cotangents summed over the vmap axes in `reduce_axes` along which a primal is not
+    mapped)."""
+    reduce_axes = _reduce_axes_tuple(reduce_axes)
     flat_p, in_tree = tree_flatten(primals)
     in_avals = [get_aval(x).strip_weak_type() for x in flat_p]
     for a in in_avals:
@@ -402,6 +422,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
                                 f"{a.dtype.name}, got {ca.shape} and {ca.dtype.name}")
         args = [ad.UndefinedPrimal(a) for a in in_avals]
         cts = ad.backward_pass(closed.jaxpr, closed.consts, args, flat_ct)
+        cts = [collectives.sum_cotangent(p, c, reduce_axes) for p, c in zip(flat_p, cts)]
         return tree_unflatten(in_tree, [_zero_cotangent(c) for c in cts])
 
     return transposed_fun
@@ -415,11 +436,11 @@ def _flatten_axes(what, tree, axes):
     out = []
 
     def add(ax, sub):
-        n = len(tree_util.tree_leaves(sub))
+        n = len(tree_util.tree_leaves(sub, is_leaf=batching.is_vmappable))
         out.extend([ax] * n)
 
     try:
-        tree_util.tree_map(add, axes, proxy, is_leaf=lambda x: x is None)
+        tree_util.tree_map(add, axes, proxy, is_leaf=batching.is_spec)
     except (ValueError, TypeError) as e:
         raise ValueError(f"vmap {what} specification must be a tree prefix of the "
                          f"corresponding value, got specification {axes!r} for value tree "
@@ -428,18 +449,32 @@ def _flatten_axes(what, tree, axes):
         raise ValueError(f"vmap {what} specification {axes!r} does not match the value "
                          f"tree {tree}")
     for ax in out:
-        if ax is not None and not isinstance(ax, (int, np.integer)):
+        if not batching.is_spec(ax):
             raise TypeError(f"vmap {what} must be int, None, or (nested) container with "
                             f"those types as leaves, but got {ax!r}")
     return out
 
 
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
-         spmd_axis_name=None):
-    """Vectorise `fun` over an axis of its inputs (see jax.vmap)."""
+         spmd_axis_name=None, sum_match: bool = False, *, chunk_size=None):
+    """Vectorise `fun` over an axis of its inputs (see jax.vmap). `spmd_axis_name` (a
+    mesh axis name or a tuple of them) shards the batch axis over those mesh axes
+    wherever the function asks for a sharding (constraints, jit shardings, shard_map).
+
+    Beyond JAX: inputs may be ragged `Pile`s (`in_axes=pile_axis`) or types registered
+    with `batching.register_vmappable`; `chunk_size=k` computes the same result k
+    elements at a time, so peak memory is bounded by a chunk."""
+    if spmd_axis_name is not None and type(spmd_axis_name) is not tuple:
+        spmd_axis_name = (spmd_axis_name,)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     name = _fun_name(fun)
+    if chunk_size is not None:
+        chunk_size = mapping.check_chunk_size(chunk_size)
+        if axis_name is not None:
+            raise ValueError("vmap: chunk_size cannot be combined with axis_name: a "
+                             "collective over the chunked axis would need every chunk at "
+                             "once")
 
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
@@ -448,72 +483,86 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
                              f"corresponding to the positional arguments passed to the "
                              f"function, but got len(in_axes)={len(in_axes)}, "
                              f"len(args)={len(args)}")
-        flat_args, in_tree = tree_flatten((args, kwargs))
+        flat_args, in_tree = tree_flatten((args, kwargs), is_leaf=batching.is_vmappable)
         axes_spec = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
                      {k: 0 for k in kwargs})
-        dims = _flatten_axes("in_axes", in_tree, axes_spec)
-        size = _batch_size(name, flat_args, dims, in_tree, axis_size)
-        norm = []
-        for x, d in zip(flat_args, dims):
-            _check_leaf(x, "vmap arguments")
-            if d is not None:
-                nd = get_aval(x).ndim
-                if not -nd <= d < nd:
-                    raise ValueError(
-                        f"vmap was requested to map its argument along axis {d}, which "
-                        f"implies that its rank should be at least {d + 1 if d >= 0 else -d},"
-                        f" but is only {nd} (its shape is {get_aval(x).shape})")
-                d = d % nd
-            norm.append(d)
+        specs = _flatten_axes("in_axes", in_tree, axes_spec)
+        for x in flat_args:
+            if not batching.is_vmappable(x):
+                _check_leaf(x, "vmap arguments")
+        size = _batch_size(name, flat_args, specs, axis_size)
+        store = {}
 
         def flat_fun(*leaves):
             a, k = tree_unflatten(in_tree, leaves)
             out = fun(*a, **k)
-            out_leaves, store["out_tree"] = tree_flatten(out)
+            out_leaves, store["out_tree"] = tree_flatten(out, is_leaf=batching.is_vmappable)
             for o in out_leaves:
-                _check_leaf(o, f"The outputs of the vmapped function {name}")
-            store["out_ranks"] = [get_aval(o).ndim for o in out_leaves]
+                if not batching.is_vmappable(o):
+                    _check_leaf(o, f"The outputs of the vmapped function {name}")
+            store["out_ranks"] = [None if batching.is_vmappable(o) else get_aval(o).ndim
+                                  for o in out_leaves]
             return out_leaves
 
-        store = {}
-
-        def out_dims_fn(n):
-            dims_out = _flatten_axes("out_axes", store["out_tree"], out_axes)
+        def out_specs_fn(n):
+            specs_out = _flatten_axes("out_axes", store["out_tree"], out_axes)
             res = []
-            for d, r in zip(dims_out, store["out_ranks"]):
-                if d is not None:
+            for d, r in zip(specs_out, store["out_ranks"]):
+                if isinstance(d, (int, np.integer)) and r is not None:
                     if not -(r + 1) <= d <= r:
                         raise ValueError(f"vmap out_axes={d} is out of bounds for an output "
                                          f"of rank {r} (rank {r + 1} once batched)")
-                    d = d % (r + 1)
+                    d = int(d) % (r + 1)
                 res.append(d)
             return res
 
-        try:
-            outs = batching.vmap_flat(flat_fun, flat_args, norm, size, axis_name, out_dims_fn)
-        except ValueError as e:
-            if "out_axes is None" in str(e):
-                raise ValueError(f"vmap of {name}: an output is mapped over the batch axis "
-                                 "but its out_axes entry is None; return only unmapped "
-                                 "values there or give an integer out_axes.") from None
-            raise
+        if chunk_size is not None and chunk_size < size:
+            if any(batching.is_vmappable(x) for x in flat_args):
+                raise NotImplementedError("vmap: chunk_size is not supported for piles or "
+                                          "registered vmappable types")
+            if spmd_axis_name is not None:
+                raise NotImplementedError("vmap: chunk_size cannot be combined with "
+                                          "spmd_axis_name (a chunk is not a mesh shard)")
+            dims = [d if d is None else int(d) % get_aval(x).ndim
+                    for x, d in zip(flat_args, specs)]
+            outs = mapping.vmap_chunked(flat_fun, flat_args, dims, size, out_specs_fn,
+                                        chunk_size, name, sum_match)
+        else:
+            outs = batching.vmap_flat(flat_fun, flat_args, specs, size, axis_name,
+                                      out_specs_fn, name, sum_match,
+                                      spmd_axis_name=spmd_axis_name)
         return tree_unflatten(store["out_tree"], outs)
 
     return vmapped
 
 
-def _batch_size(name, flat_args, dims, in_tree, axis_size):
+def _mapped_size(x, spec):
+    """The size of the axis `spec` maps of `x`, or None when `x` does not say."""
+    if type(x) is batching.Pile:
+        return x.size
+    if spec is batching.pile_axis:
+        raise batching.not_a_pile_error(x)
+    if not isinstance(spec, (int, np.integer)):
+        return None
+    shape = get_aval(x).shape if not batching.is_vmappable(x) else getattr(x, "shape", None)
+    if shape is None:
+        return None
+    if not -len(shape) <= spec < len(shape):
+        raise ValueError(f"vmap was requested to map its argument along axis {spec}, which "
+                         f"implies that its rank should be at least "
+                         f"{spec + 1 if spec >= 0 else -spec}, but is only {len(shape)} (its "
+                         f"shape is {shape})")
+    return int(shape[spec])
+
+
+def _batch_size(name, flat_args, specs, axis_size):
     sizes = []
-    for i, (x, d) in enumerate(zip(flat_args, dims)):
+    for i, (x, d) in enumerate(zip(flat_args, specs)):
         if d is None:
             continue
-        shape = get_aval(x).shape
-        if not -len(shape) <= d < len(shape):
-            raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
-                             f"implies that its rank should be at least "
-                             f"{d + 1 if d >= 0 else -d}, but is only {len(shape)} (its "
-                             f"shape is {shape})")
-        sizes.append((i, d, shape[d], shape))
+        s = _mapped_size(x, d)
+        if s is not None:
+            sizes.append((i, d, s, getattr(x, "shape", None)))
     distinct = {s for _, _, s, _ in sizes}
     if axis_size is not None:
         distinct.add(int(axis_size))
@@ -596,14 +645,23 @@ class _StagedFunction:
 class _JittedFunction(_StagedFunction):
     """A function staged to the IR and compiled by XLA as one program."""
 
-    def __init__(self, fun, static_argnums, static_argnames):
+    def __init__(self, fun, static_argnums, static_argnames, inline=False, in_shardings=None,
+                 out_shardings=None, **jax_jit_options):
         # update_wrapper first: it copies fun.__dict__, which may hold a `fun` attribute
         # (custom_jvp/custom_vjp objects, or functions wrapping them) that must not
         # replace the function being jitted.
         functools.update_wrapper(self, fun)
         super().__init__(fun, static_argnums, static_argnames)
+        # Options about the compiled executable (donation, devices, compiler flags,
+        # shardings) are jax.jit's own: impl hands them over unchanged.
+        shardings = {k: v for k, v in (("in_shardings", in_shardings),
+                                       ("out_shardings", out_shardings)) if v is not None}
         self._compiled = jax.jit(self._lower_and_run, static_argnums=static_argnums,
-                                 static_argnames=static_argnames)
+                                 static_argnames=static_argnames, inline=inline,
+                                 **shardings, **jax_jit_options)
+        self.in_shardings = in_shardings
+        self.out_shardings = out_shardings
+        self.inline = inline
         self._programs = {}   # staged programs for calls inside transformations
 
     def __call__(self, *args, **kwargs):
@@ -623,7 +681,8 @@ class _JittedFunction(_StagedFunction):
         nargs = len(args)
         statics = tuple(args[i % nargs] for i in self.static_argnums if -nargs <= i < nargs)
         statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
-        key = (in_tree, tuple(get_aval(x) for x in flat), statics)
+        # Collectives in the program depend on the sizes of the axes they name.
+        key = (in_tree, tuple(get_aval(x) for x in flat), statics, batching.axis_env_key())
         try:
             hash(key)
         except TypeError:
@@ -632,6 +691,8 @@ class _JittedFunction(_StagedFunction):
         return key, flat
 
     def _bind(self, args, kwargs):
+        if self.inline and self.in_shardings is None and self.out_shardings is None:
+            return self.fun(*args, **kwargs)   # trace into the enclosing transformation
         key, flat = self._cache_key(args, kwargs)
         hit = self._programs.get(key)
         if hit is None:
@@ -642,8 +703,35 @@ class _JittedFunction(_StagedFunction):
             if not any(isinstance(c, Tracer) for c in consts):
                 self._programs[key] = hit
         program, consts, out_tree = hit
-        outs = jit_p.bind(*consts, *flat, jaxpr=program, name=self.name)
+        outs = jit_p.bind(*consts, *flat, jaxpr=program, name=self.name,
+                          in_shardings=(None,) * len(consts) + self._flat_in_shardings(
+                              args, kwargs, len(flat)),
+                          out_shardings=self._flat_out_shardings(out_tree))
         return tree_unflatten(out_tree, outs)
+
+    def _flat_in_shardings(self, args, kwargs, num_flat):
+        """One sharding (or None) per dynamic argument leaf, from the in_shardings prefix
+        of the positional arguments (as jax.jit reads it)."""
+        if self.in_shardings is None:
+            return (None,) * num_flat
+        dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
+        if dyn_kwargs:
+            raise ValueError(f"jit of {self.name} does not support keyword arguments when "
+                             f"in_shardings is specified (got {sorted(dyn_kwargs)}); pass "
+                             "them positionally")
+        prefix = self.in_shardings
+        prefix = tuple(prefix) if isinstance(prefix, list) else prefix
+        flat = broadcast_prefix(prefix, tree_util.tree_structure(dyn_args),
+                                "jit in_shardings (a prefix of the positional arguments)")
+        return tuple(check_sharding_leaf(s, "jit in_shardings", allow_none=True)
+                     for s in flat)
+
+    def _flat_out_shardings(self, out_tree):
+        if self.out_shardings is None:
+            return (None,) * out_tree.num_leaves
+        flat = broadcast_prefix(self.out_shardings, out_tree, "jit out_shardings")
+        return tuple(check_sharding_leaf(s, "jit out_shardings", allow_none=True)
+                     for s in flat)
 
     def lower(self, *args, **kwargs):
         return self._compiled.lower(*args, **kwargs)
@@ -654,62 +742,110 @@ class _JittedFunction(_StagedFunction):
         return functools.partial(self, obj)
 
 
-def _normalize_static(fun, static_argnums, static_argnames):
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
-    if isinstance(static_argnames, str):
-        static_argnames = (static_argnames,)
-    static_argnums = tuple(static_argnums or ())
-    static_argnames = tuple(static_argnames or ())
+def _positional_names(fun):
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
-        params = None
-    if params is not None:
-        positional = [p.name for p in params
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        names = set(static_argnames)
-        nums = set(static_argnums)
-        for i in static_argnums:
-            if 0 <= i < len(positional):
-                names.add(positional[i])
-        for n in static_argnames:
-            if n in positional:
-                nums.add(positional.index(n))
-        static_argnums, static_argnames = tuple(sorted(nums)), tuple(sorted(names))
-    return static_argnums, static_argnames
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+def _argnums_and_names(fun, argnums, argnames):
+    """Both spellings of a set of arguments (as jax.jit resolves static/donated ones):
+    positions named in `argnames` and names of the positions in `argnums`."""
+    if isinstance(argnums, int):
+        argnums = (argnums,)
+    if isinstance(argnames, str):
+        argnames = (argnames,)
+    argnums = tuple(argnums or ())
+    argnames = tuple(argnames or ())
+    positional = _positional_names(fun)
+    if positional is None:
+        return argnums, argnames
+    names, nums = set(argnames), set(argnums)
+    for i in argnums:
+        if 0 <= i < len(positional):
+            names.add(positional[i])
+    for n in argnames:
+        if n in positional:
+            nums.add(positional.index(n))
+    return tuple(sorted(nums)), tuple(sorted(names))
+
+
+def jit(fun: Callable | None = None, /, *, static_argnums=None, static_argnames=None,
         donate_argnums=None, donate_argnames=None, keep_unused=False, device=None,
-        backend=None, inline=False, **unused):
-    """Stage `fun` to impl's IR and compile the whole program with XLA (via jax.jit)."""
+        backend=None, inline=False, compiler_options=None, in_shardings=None,
+        out_shardings=None):
+    """Stage `fun` to impl's IR and compile the whole program with XLA (via jax.jit).
+
+    Donation, `keep_unused`, `device`, `backend` and `compiler_options` are options of
+    the compiled executable and behave as in jax.jit; `inline=True` traces `fun` into
+    an enclosing transformation instead of calling it as one staged program.
+    `in_shardings`/`out_shardings` (jax.sharding objects, pytree prefixes of the
+    positional arguments and of the result, None for unspecified) go to XLA's SPMD
+    partitioner, also when the call is differentiated or vmapped."""
+    options = dict(in_shardings=in_shardings, out_shardings=out_shardings,
+                   static_argnums=static_argnums, static_argnames=static_argnames,
+                   donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                   keep_unused=keep_unused, device=device, backend=backend, inline=inline,
+                   compiler_options=compiler_options)
     if fun is None:
-        return lambda f: jit(f, static_argnums=static_argnums,
-                             static_argnames=static_argnames)
+        return lambda f: jit(f, **options)
     if not callable(fun):
         raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-    nums, names = _normalize_static(fun, static_argnums, static_argnames)
-    return _JittedFunction(fun, nums, names)
+    nums, names = _argnums_and_names(fun, static_argnums, static_argnames)
+    donate_nums, _ = _argnums_and_names(fun, donate_argnums, donate_argnames)
+    executable_options = dict(keep_unused=keep_unused, compiler_options=compiler_options)
+    if donate_nums:
+        executable_options["donate_argnums"] = donate_nums
+    if device is not None:
+        executable_options["device"] = device
+    if backend is not None:
+        executable_options["backend"] = backend
+    return _JittedFunction(fun, nums, names, inline=inline, in_shardings=in_shardings,
+                           out_shardings=out_shardings, **executable_options)
 
 
 # ------------------------------------------------------------------ make_jaxpr
 
-def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False, **unused):
-    """A function returning the IR program of `fun` for the given arguments."""
+def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bool = False):
+    """A function returning the IR program of `fun` for the given arguments.
+
+    `axis_env`, a sequence of (axis name, size) pairs, binds those names while staging,
+    so collectives over them appear in the program as equations."""
+    frames = _axis_env_frames(axis_env)
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
         staged = _StagedFunction(fun, tuple(static_argnums), ())
-        closed, _, out_tree = staged.trace(args, kwargs)
+        with batching.extend_axis_env(frames):
+            closed, _, out_tree = staged.trace(args, kwargs)
         if return_shape:
             shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
             return closed, tree_unflatten(out_tree, shapes)
         return closed
 
     return make
+
+
+def _axis_env_frames(axis_env):
+    if axis_env is None:
+        return []
+    frames = []
+    for entry in axis_env:
+        try:
+            name, size = entry
+            size = int(size)
+        except (TypeError, ValueError):
+            raise TypeError(f"make_jaxpr: axis_env must be a sequence of (axis name, size) "
+                            f"pairs, got the entry {entry!r}") from None
+        if size < 1:
+            raise ValueError(f"make_jaxpr: axis_env gives the axis {name!r} size {size}; "
+                             "sizes must be positive")
+        frames.append((name, size))
+    return frames
 
 
 def eval_shape(fun, *args, **kwargs):

@@ -233,6 +233,10 @@ def _var_name(i):
 
 
 def _pp_param(value, indent):
+    if isinstance(value, tuple) and value and all(
+            isinstance(v, (ClosedJaxpr, Jaxpr)) for v in value):   # cond's branches
+        inner = ("\n" + " " * (indent + 2)).join(_pp_param(v, indent + 2) for v in value)
+        return f"(\n{' ' * (indent + 2)}{inner}\n{' ' * indent})"
     if isinstance(value, ClosedJaxpr):
         return _indent(pp_jaxpr(value.jaxpr), indent)
     if isinstance(value, Jaxpr):
@@ -273,19 +277,33 @@ def pp_jaxpr(jaxpr: Jaxpr, name=None):
 # ------------------------------------------------------------------------ primitives
 
 class Primitive:
-    """An operation of the IR. Its rules live in the tables of each transformation."""
+    """An operation of the IR. Its rules live in the tables of each transformation.
 
-    __slots__ = ("name", "multiple_results")
+    `collective`: the primitive refers to named vmap axes (psum, axis_index, ...), so
+    vmap must show it to its batching rule even when no operand is batched."""
 
-    def __init__(self, name: str, multiple_results: bool = False):
+    __slots__ = ("name", "multiple_results", "collective")
+
+    def __init__(self, name: str, multiple_results: bool = False, *, collective: bool = False):
         self.name = name
         self.multiple_results = multiple_results
+        self.collective = collective
 
     def __repr__(self):
         return self.name
 
     def bind(self, *args, **params):
         return _state.trace.process_primitive(self, args, params)
+
+
+class RuleMaker:
+    """A rule that can only be built once its primitive exists (a linear primitive's
+    jvp re-binds the primitive on tangents); `impl.primitives._define` builds it."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[Primitive], Callable]):
+        self.make = make
 
 
 # Rule tables owned by core: evaluation on concrete arrays and abstract evaluation.
@@ -543,6 +561,16 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
         for v, x in zip(eqn.outvars, outs):
             env[v.id] = x
     return [read(v) for v in jaxpr.outvars]
+
+
+def bools_per(flags, n):
+    """`flags` (one bool for all, or a sequence of n bools) as a tuple of n bools."""
+    if isinstance(flags, (bool, np.bool_)):
+        return (bool(flags),) * n
+    flags = tuple(bool(f) for f in flags)
+    if len(flags) != n:
+        raise ValueError(f"expected {n} flags, got {len(flags)}")
+    return flags
 
 
 def jaxpr_as_fun(closed: ClosedJaxpr):

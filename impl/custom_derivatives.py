@@ -33,7 +33,7 @@ from impl.core import Tracer, float0, get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
-from impl.primitives import call as _call
+from impl.primitives._define import define
 from impl.primitives.elementwise import convert_element_type, stop_gradient_p
 
 tree_flatten = tree_util.tree_flatten
@@ -217,30 +217,24 @@ def _eval_program(closed, args):
     return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
-def _def_program_call(prim):
+def _program_call_rules(prim_name):
     """Evaluation, abstract evaluation and lowering of a primitive whose `call` parameter
     is the staged primal program it applies to all of its arguments."""
     def impl(*args, call, name, **_):
         return _eval_program(call, args)
 
     def abstract_eval(*avals, call, name, **_):
-        _check_program_args(f"{prim.name} of {name}", avals, call.in_avals)
+        _check_program_args(f"{prim_name} of {name}", avals, call.in_avals)
         return call.out_avals
 
     def lower(*args, call, **_):
         return lowering.eval_jaxpr_lowered(call.jaxpr, call.consts, args)
 
-    core.impl_rules[prim] = impl
-    core.abstract_eval_rules[prim] = abstract_eval
-    lowering.lowering_rules[prim] = lower
+    return dict(multiple_results=True, impl=impl, abstract_eval=abstract_eval, lowering=lower)
 
 
 # ============================================================================ custom_jvp
 
-custom_jvp_call_p = core.Primitive("custom_jvp_call", multiple_results=True)
-
-
-_def_program_call(custom_jvp_call_p)
 
 
 def _closed_over_error(kind, name, exc):
@@ -260,7 +254,6 @@ def _custom_jvp_call_jvp(primals, tangents, *, call, jvp, num_consts, name):
     return outs, out_ts
 
 
-ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
 
 
 def _custom_jvp_call_transpose(cts, *args, call, jvp, num_consts, name):
@@ -268,13 +261,12 @@ def _custom_jvp_call_transpose(cts, *args, call, jvp, num_consts, name):
     return ad.backward_pass(call.jaxpr, call.consts, args, cts)
 
 
-ad.transpose_rules[custom_jvp_call_p] = _custom_jvp_call_transpose
 
 
 def _custom_jvp_call_batch(axis_data, vals, dims, *, call, jvp, num_consts, name):
     size, aname = axis_data.size, axis_data.name
     vals, dims = _move0(vals, dims)
-    bcall, out_dims = _call.batch_jaxpr(call, axis_data, [get_aval(v) for v in vals], dims)
+    bcall, out_dims = batching.batch_jaxpr(call, axis_data, [get_aval(v) for v in vals], dims)
     const_dims, arg_dims = dims[:num_consts], dims[num_consts:]
     box = {"out_dims": list(out_dims), "frozen": False}
 
@@ -311,7 +303,9 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call, jvp, num_consts, name
     return outs, box["out_dims"]
 
 
-batching.batching_rules[custom_jvp_call_p] = _custom_jvp_call_batch
+custom_jvp_call_p = define("custom_jvp_call", **_program_call_rules("custom_jvp_call"),
+                           jvp=_custom_jvp_call_jvp, transpose=_custom_jvp_call_transpose,
+                           batching=_custom_jvp_call_batch)
 
 
 class _ArgLayout:
@@ -553,11 +547,6 @@ def _describe(x):
 
 # ============================================================================ custom_vjp
 
-custom_vjp_call_p = core.Primitive("custom_vjp_call", multiple_results=True)
-custom_lin_p = core.Primitive("custom_lin", multiple_results=True)
-
-
-_def_program_call(custom_vjp_call_p)
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts, name):
@@ -580,14 +569,13 @@ def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts, name)
     return outs, out_ts
 
 
-ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
 
 
 def _custom_vjp_call_batch(axis_data, vals, dims, *, call, fwd, bwd, num_consts, name):
     size, aname = axis_data.size, axis_data.name
     vals, dims = _move0(vals, dims)
     avals = [get_aval(v) for v in vals]
-    bcall, out_dims = _call.batch_jaxpr(call, axis_data, avals, dims)
+    bcall, out_dims = batching.batch_jaxpr(call, axis_data, avals, dims)
     const_dims, arg_dims = dims[:num_consts], dims[num_consts:]
     arg_avals = avals[num_consts:]
     n_out = len(call.out_avals)
@@ -638,7 +626,8 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call, fwd, bwd, num_consts,
     return outs, out_dims
 
 
-batching.batching_rules[custom_vjp_call_p] = _custom_vjp_call_batch
+custom_vjp_call_p = define("custom_vjp_call", **_program_call_rules("custom_vjp_call"),
+                           jvp=_custom_vjp_call_jvp, batching=_custom_vjp_call_batch)
 
 
 # custom_lin: linear in its tangent operands; params carry bwd.
@@ -735,12 +724,10 @@ def _custom_lin_transpose(cts, *args, num_res, num_consts, bwd, res_avals, ct_av
                                for c, x in zip(float_cts, lin)]
 
 
-core.impl_rules[custom_lin_p] = _custom_lin_impl
-core.abstract_eval_rules[custom_lin_p] = _custom_lin_abstract_eval
-lowering.lowering_rules[custom_lin_p] = _custom_lin_lowering
-ad.jvp_rules[custom_lin_p] = _custom_lin_jvp
-ad.transpose_rules[custom_lin_p] = _custom_lin_transpose
-batching.batching_rules[custom_lin_p] = _custom_lin_batch
+custom_lin_p = define("custom_lin", multiple_results=True, impl=_custom_lin_impl,
+                      abstract_eval=_custom_lin_abstract_eval, lowering=_custom_lin_lowering,
+                      jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
+                      batching=_custom_lin_batch)
 
 
 def _nondiff_tracer_error(name, i):
@@ -995,8 +982,6 @@ def closure_convert(fun, *example_args):
 
 # =========================================================================== linear_call
 
-linear_call_p = core.Primitive("linear_call", multiple_results=True)
-
 
 def _split4(args, nfc, ntc, nres):
     a, b, c = nfc, nfc + ntc, nfc + ntc + nres
@@ -1064,7 +1049,7 @@ def _linear_call_batch(axis_data, vals, dims, *, callee, transpose, num_callee_c
     split = lambda xs: _split4(xs, num_callee_consts, num_transpose_consts, num_res)  # noqa
     fc_d, tc_d, res_d, lin_d = split(dims)
     fc_a, tc_a, res_a, lin_a = split(avals)
-    bcallee, out_dims = _call.batch_jaxpr(callee, axis_data, fc_a + res_a + lin_a,
+    bcallee, out_dims = batching.batch_jaxpr(callee, axis_data, fc_a + res_a + lin_a,
                                           fc_d + res_d + lin_d)
     btrans = _batch_forced(transpose, axis_data, tc_a + res_a + list(bcallee.out_avals),
                            tc_d + res_d + list(out_dims), lin_d)
@@ -1074,12 +1059,10 @@ def _linear_call_batch(axis_data, vals, dims, *, callee, transpose, num_callee_c
     return outs, out_dims
 
 
-core.impl_rules[linear_call_p] = _linear_call_impl
-core.abstract_eval_rules[linear_call_p] = _linear_call_abstract_eval
-lowering.lowering_rules[linear_call_p] = _linear_call_lowering
-ad.jvp_rules[linear_call_p] = _linear_call_jvp
-ad.transpose_rules[linear_call_p] = _linear_call_transpose
-batching.batching_rules[linear_call_p] = _linear_call_batch
+linear_call_p = define("linear_call", multiple_results=True, impl=_linear_call_impl,
+                       abstract_eval=_linear_call_abstract_eval,
+                       lowering=_linear_call_lowering, jvp=_linear_call_jvp,
+                       transpose=_linear_call_transpose, batching=_linear_call_batch)
 
 
 def linear_call(fun, fun_transpose, residual_args, linear_args):
@@ -1134,8 +1117,6 @@ def linear_call(fun, fun_transpose, residual_args, linear_args):
 
 # ========================================================================== custom_vmap
 
-custom_vmap_call_p = core.Primitive("custom_vmap_call", multiple_results=True)
-_def_program_call(custom_vmap_call_p)
 
 
 def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, name):
@@ -1143,7 +1124,7 @@ def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, na
     vals, dims = _move0(vals, dims)
     if any(d is not None for d in dims[:num_consts]):
         # A closed-over value is batched: the rule cannot see it, so batch the program.
-        bcall, out_dims = _call.batch_jaxpr(call, axis_data, [get_aval(v) for v in vals], dims)
+        bcall, out_dims = batching.batch_jaxpr(call, axis_data, [get_aval(v) for v in vals], dims)
         return _eval_program(bcall, vals), out_dims
     args = vals[num_consts:]
     in_batched = [d is not None for d in dims[num_consts:]]
@@ -1248,9 +1229,9 @@ def _custom_vmap_call_transpose(cts, *args, call, rule, num_consts, name):
     return ad.backward_pass(call.jaxpr, call.consts, args, cts)
 
 
-batching.batching_rules[custom_vmap_call_p] = _custom_vmap_call_batch
-ad.jvp_rules[custom_vmap_call_p] = _custom_vmap_call_jvp
-ad.transpose_rules[custom_vmap_call_p] = _custom_vmap_call_transpose
+custom_vmap_call_p = define("custom_vmap_call", **_program_call_rules("custom_vmap_call"),
+                            jvp=_custom_vmap_call_jvp, transpose=_custom_vmap_call_transpose,
+                            batching=_custom_vmap_call_batch)
 
 
 def _accepts_axis_name(fn):

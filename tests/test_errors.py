@@ -9,8 +9,7 @@ import pytest
 import impl
 import impl.numpy as inp
 from impl import core
-from impl.interpreters import lowering
-from impl.primitives._rules import def_lowering
+from impl.primitives._define import define
 
 jax.config.update("jax_enable_x64", True)
 
@@ -199,9 +198,8 @@ def test_tracer_escaping_jvp_used_under_grad():
 # --------------------------------------------------------------- missing rules
 
 def _impl_only_primitive(name):
-    p = core.Primitive(name)
-    def_lowering(p, lambda x: x * 2, lambda x: x)
-    return p
+    return define(name, abstract_eval=lambda x: x, lowering=lambda x: x * 2, jvp=None,
+                  batching=None)
 
 
 @pytest.mark.parametrize("transform,word", [
@@ -226,9 +224,8 @@ def test_missing_rule_names_primitive_and_transformation(transform, word):
 
 
 def test_missing_lowering_rule_under_jit():
-    p = core.Primitive("no_lowering")
-    core.impl_rules[p] = lambda x: np.asarray(x) * 2
-    core.abstract_eval_rules[p] = lambda x: x
+    p = define("no_lowering", abstract_eval=lambda x: x, lowering=None,
+               impl=lambda x: np.asarray(x) * 2, jvp=None, batching=None)
     with pytest.raises(NotImplementedError) as e:
         impl.jit(p.bind)(rs(3))
     assert isinstance(e.value, core.MissingRuleError)
@@ -236,8 +233,8 @@ def test_missing_lowering_rule_under_jit():
 
 
 def test_missing_abstract_eval_rule():
-    p = core.Primitive("no_abstract_eval")
-    lowering.register(p, lambda x: x)
+    p = define("no_abstract_eval", abstract_eval=None, lowering=lambda x: x, jvp=None,
+               batching=None)
     with pytest.raises(NotImplementedError) as e:
         impl.make_jaxpr(p.bind)(rs(3))
     _has_all(str(e.value), "no_abstract_eval")

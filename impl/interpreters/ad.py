@@ -47,15 +47,13 @@ def instantiate_zeros(t):
     return zeros_like_aval(t.aval) if type(t) is Zero else t
 
 
-add_any_p = core.Primitive("add_any")   # adds tangents; other rules in primitives.elementwise
-
-
 def add_tangents(a, b):
+    """Sum of two tangents (`add_any`, defined with the elementwise primitives)."""
     if type(a) is Zero:
         return b
     if type(b) is Zero:
         return a
-    return add_any_p.bind(a, b)
+    return core.ops.add_any(a, b)
 
 
 # -------------------------------------------------------------------------- jvp
@@ -134,6 +132,34 @@ def unzip_outputs(trace, outs):
             primals.append(o)
             tangents.append(Zero(tangent_aval(get_aval(o))))
     return primals, tangents
+
+
+def jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros, instantiate=False):
+    """A program computing (primal outs, nonzero tangent outs) from (primals, nonzero
+    tangents), and which tangent outputs are nonzero. `instantiate` (a bool, or one per
+    output) makes those tangent outputs nonzero even when they are known zeros, so that
+    loops can give a carry's tangent the same type in and out. Cached on `closed`."""
+    inst = core.bools_per(instantiate, len(closed.out_avals))
+    key = ("jvp", tuple(nonzeros), inst)
+    hit = closed._cache.get(key)
+    if hit is not None:
+        return hit
+    n = len(nonzeros)
+    t_avals = [tangent_aval(a) for a, nz in zip(closed.in_avals, nonzeros) if nz]
+    box = {}
+
+    def fun(*args):
+        primals, ts = args[:n], iter(args[n:])
+        tangents = [next(ts) if nz else Zero(tangent_aval(a))
+                    for a, nz in zip(closed.in_avals, nonzeros)]
+        outs, out_ts = jvp_flat(core.jaxpr_as_fun(closed), primals, tangents)
+        out_ts = [instantiate_zeros(t) if i else t for t, i in zip(out_ts, inst)]
+        box["out_nonzero"] = [type(t) is not Zero for t in out_ts]
+        return list(outs) + [t for t in out_ts if type(t) is not Zero]
+
+    new = pe.make_closed_jaxpr(fun, list(closed.in_avals) + t_avals)
+    closed._cache[key] = result = (new, box["out_nonzero"])
+    return result
 
 
 # -------------------------------------------------------------------- linearize
@@ -261,42 +287,51 @@ def backward_pass(jaxpr, consts, args, cts_out):
             for v in jaxpr.invars]
 
 
-# ------------------------------------------------------------------- registrars
+# ------------------------------------------------------------- rule makers
+# Each builds a jvp (or transpose) rule once the primitive exists; pass them to
+# `impl.primitives._define.define(jvp=..., transpose=...)`.
 
-def defjvp(prim, *jvp_fns, use_output=False):
-    """JVP from one function per argument: fn(tangent, *primals, **params).
+def jvp_by_parts(*jvp_fns, use_output=False):
+    """JVP from one function per argument, fn(tangent, *primals, **params) (None: the
+    output does not depend on that argument). With `use_output=True` each is
+    fn(tangent, out, *primals, **params)."""
+    def make(prim):
+        def rule(primals, tangents, **params):
+            out = prim.bind(*primals, **params)
+            acc = Zero(tangent_aval(get_aval(out)))
+            for fn, t in zip(jvp_fns, tangents):
+                if fn is None or type(t) is Zero:
+                    continue
+                acc = add_tangents(acc, fn(t, out, *primals, **params) if use_output
+                                   else fn(t, *primals, **params))
+            return out, acc
+        return rule
+    return core.RuleMaker(make)
 
-    With `use_output=True` each is fn(tangent, out, *primals, **params)."""
-    def rule(primals, tangents, **params):
-        out = prim.bind(*primals, **params)
-        acc = Zero(tangent_aval(get_aval(out)))
-        for fn, t in zip(jvp_fns, tangents):
-            if fn is None or type(t) is Zero:
-                continue
-            acc = add_tangents(acc, fn(t, out, *primals, **params) if use_output
-                               else fn(t, *primals, **params))
-        return out, acc
-    jvp_rules[prim] = rule
 
-
-def defjvp_zero(prim):
-    """The output does not vary with the inputs (comparisons, rounding, integer ops)."""
+def _make_zero_jvp(prim):
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
         if prim.multiple_results:
             return out, [Zero(tangent_aval(get_aval(o))) for o in out]
         return out, Zero(tangent_aval(get_aval(out)))
-    jvp_rules[prim] = rule
+    return rule
 
 
-def deflinear(prim, transpose_rule):
-    """A primitive linear in all its array arguments: its jvp applies it to tangents."""
+# The output does not vary with the inputs (comparisons, rounding, integer ops).
+zero_jvp = core.RuleMaker(_make_zero_jvp)
+
+
+def _make_linear_jvp(prim):
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
         out_t = prim.bind(*[_linear_zero(t, out, prim) for t in tangents], **params)
         return out, out_t
-    jvp_rules[prim] = rule
-    transpose_rules[prim] = transpose_rule
+    return rule
+
+
+# A primitive linear in all its array arguments: its jvp applies it to the tangents.
+linear_jvp = core.RuleMaker(_make_linear_jvp)
 
 
 def _linear_zero(t, out, prim):
@@ -312,22 +347,22 @@ def _linear_zero(t, out, prim):
     return instantiate_zeros(t)
 
 
-def deflinear_in(prim, linear_argnums, transpose_rule):
-    """Linear in the arguments `linear_argnums`, with the others fixed (e.g. pad value)."""
+def linear_in_jvp(linear_argnums):
+    """Linear in the arguments `linear_argnums`, the others fixed (a pad value, indices)."""
+    def make(prim):
+        def rule(primals, tangents, **params):
+            out = prim.bind(*primals, **params)
+            if all(type(tangents[i]) is Zero for i in linear_argnums):
+                return out, Zero(tangent_aval(get_aval(out)))
+            args = [instantiate_zeros(t) if i in linear_argnums else p
+                    for i, (p, t) in enumerate(zip(primals, tangents))]
+            return out, prim.bind(*args, **params)
+        return rule
+    return core.RuleMaker(make)
+
+
+def _make_bilinear_jvp(prim):
     def rule(primals, tangents, **params):
-        out = prim.bind(*primals, **params)
-        if all(type(tangents[i]) is Zero for i in linear_argnums):
-            return out, Zero(tangent_aval(get_aval(out)))
-        args = [instantiate_zeros(t) if i in linear_argnums else p
-                for i, (p, t) in enumerate(zip(primals, tangents))]
-        return out, prim.bind(*args, **params)
-    jvp_rules[prim] = rule
-    transpose_rules[prim] = transpose_rule
-
-
-def defbilinear(prim, lhs_transpose, rhs_transpose):
-    """prim(x, y) is linear in x and in y separately (mul, dot_general)."""
-    def jvp(primals, tangents, **params):
         x, y = primals
         tx, ty = tangents
         out = prim.bind(x, y, **params)
@@ -337,23 +372,61 @@ def defbilinear(prim, lhs_transpose, rhs_transpose):
         if type(ty) is not Zero:
             acc = add_tangents(acc, prim.bind(x, ty, **params))
         return out, acc
-
-    def transpose(ct, x, y, **params):
-        if type(ct) is Zero:
-            return [None, None]
-        if is_undefined_primal(x) and is_undefined_primal(y):
-            raise TypeError(f"'{prim.name}' is bilinear, not linear: both of its operands "
-                            "depend on the linear inputs of the function being transposed")
-        if is_undefined_primal(x):
-            return [lhs_transpose(ct, x, y, **params), None]
-        return [None, rhs_transpose(ct, x, y, **params)]
-
-    jvp_rules[prim] = jvp
-    transpose_rules[prim] = transpose
+    return rule
 
 
-def _add_any_transpose(ct, x, y):
-    return [ct if is_undefined_primal(x) else None, ct if is_undefined_primal(y) else None]
+# prim(x, y) is linear in x and in y separately (mul, dot_general).
+bilinear_jvp = core.RuleMaker(_make_bilinear_jvp)
 
 
-deflinear(add_any_p, _add_any_transpose)
+def bilinear_transpose(lhs_transpose, rhs_transpose):
+    """Transpose of a bilinear primitive with respect to whichever operand is linear."""
+    def make(prim):
+        def rule(ct, x, y, **params):
+            if type(ct) is Zero:
+                return [None, None]
+            if is_undefined_primal(x) and is_undefined_primal(y):
+                raise TypeError(f"'{prim.name}' is bilinear, not linear: both of its operands "
+                                "depend on the linear inputs of the function being transposed")
+            if is_undefined_primal(x):
+                return [lhs_transpose(ct, x, y, **params), None]
+            return [None, rhs_transpose(ct, x, y, **params)]
+        return rule
+    return core.RuleMaker(make)
+
+
+# ------------------------------------------------------------- transposed programs
+
+def transpose_jaxpr(closed: core.ClosedJaxpr, linear, ct_nonzero, instantiate=False):
+    """The transpose of `closed` with respect to its inputs marked `linear`: a program from
+    (the non-linear inputs, the nonzero output cotangents) to the nonzero cotangents of
+    the linear inputs, and which of those are nonzero. With `instantiate` every linear
+    input gets a cotangent (zeros where none flows), as branches of one cond need the
+    same outputs. Cached on `closed`.
+
+    Primitives holding programs transpose to a call of this program, so a transposed call
+    stays one staged call (with its own annotations, e.g. shardings)."""
+    key = ("transpose", tuple(linear), tuple(ct_nonzero), instantiate)
+    hit = closed._cache.get(key)
+    if hit is not None:
+        return hit
+    in_avals, out_avals = closed.in_avals, closed.out_avals
+    res_avals = [a for a, lin in zip(in_avals, linear) if not lin]
+    ct_avals = [tangent_aval(a) for a, nz in zip(out_avals, ct_nonzero) if nz]
+    box = {}
+
+    def fun(*args):
+        res, cts = iter(args[:len(res_avals)]), iter(args[len(res_avals):])
+        primals = [UndefinedPrimal(a) if lin else next(res) for a, lin in zip(in_avals, linear)]
+        cts_out = [next(cts) if nz else Zero(tangent_aval(a))
+                   for a, nz in zip(out_avals, ct_nonzero)]
+        cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts_out)
+        linear_cts = [ct for ct, lin in zip(cts_in, linear) if lin]
+        if instantiate:
+            linear_cts = [instantiate_zeros(ct) for ct in linear_cts]
+        box["nonzero"] = [type(ct) is not Zero for ct in linear_cts]
+        return [ct for ct in linear_cts if type(ct) is not Zero]
+
+    new = pe.make_closed_jaxpr(fun, res_avals + ct_avals)
+    closed._cache[key] = result = (new, box["nonzero"])
+    return result

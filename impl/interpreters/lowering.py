@@ -1,8 +1,9 @@
 """Lowering: run a program of the IR as `jax.lax` calls inside one `jax.jit`.
 
 Every primitive has a lowering rule `(*args, **params) -> out` that calls `jax.lax`.
-The same rules evaluate primitives eagerly (see `register`), so eager results are
-`jax.Array`s on JAX's default device, and a staged program compiles as a whole.
+The same rules evaluate primitives eagerly (see `impl.primitives._define`), so eager
+results are `jax.Array`s on JAX's default device, and a staged program compiles as a
+whole.
 """
 from __future__ import annotations
 
@@ -12,13 +13,6 @@ from impl import core
 from impl.core import Literal
 
 lowering_rules: dict = {}
-
-
-def register(prim, rule, *, eager=True):
-    """Register `rule` for lowering and, unless told otherwise, for eager evaluation."""
-    lowering_rules[prim] = rule
-    if eager:
-        core.impl_rules[prim] = rule
 
 
 def eval_jaxpr_lowered(jaxpr, consts, args):
@@ -41,20 +35,27 @@ def eval_jaxpr_lowered(jaxpr, consts, args):
     return [v.val if type(v) is Literal else env[v.id] for v in jaxpr.outvars]
 
 
-def compile_closed_jaxpr(closed):
-    """A `jax.jit`-compiled callable for `closed` (cached on the program)."""
-    fn = closed._cache.get("compiled")
+def compile_closed_jaxpr(closed, in_shardings=None, out_shardings=None):
+    """A `jax.jit`-compiled callable for `closed` (cached on the program), optionally
+    with one sharding (or None) per argument and per result, as jax.jit takes them."""
+    key = ("compiled", in_shardings, out_shardings)
+    fn = closed._cache.get(key)
     if fn is None:
         jaxpr = closed.jaxpr
 
         def run(consts, args):
             return eval_jaxpr_lowered(jaxpr, consts, args)
 
-        jitted = jax.jit(run)
+        shardings = {}
+        if in_shardings is not None:
+            shardings["in_shardings"] = (None, list(in_shardings))
+        if out_shardings is not None:
+            shardings["out_shardings"] = list(out_shardings)
+        jitted = jax.jit(run, **shardings)
         consts = closed.consts
 
         def fn(*args):
             return jitted(consts, list(args))
 
-        closed._cache["compiled"] = fn
+        closed._cache[key] = fn
     return fn

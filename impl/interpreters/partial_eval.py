@@ -73,17 +73,30 @@ class JaxprTrace(core.Trace):
             self.consts.append(x)
         return var
 
+    def instantiate(self, x):
+        """`x` as one of this trace's tracers (a known value becomes a constant)."""
+        return x if self.is_own(x) else JaxprTracer(self, self.get_var(x))
+
+    def bind_known(self, prim, args, params):
+        """Run `prim` on known values: on the parent trace. Partial-evaluation rules
+        bind the known half of a split primitive through this method."""
+        with core.set_current_trace(self.parent):
+            return prim.bind(*args, **params)
+
     def process_primitive(self, prim, args, params):
         if self.forward_known:
             if not any(isinstance(x, JaxprTracer) and x._trace is self for x in args):
-                with core.set_current_trace(self.parent):
-                    return prim.bind(*args, **params)
+                return self.bind_known(prim, args, params)
             rule = partial_eval_rules.get(prim)
             if rule is not None:
                 return rule(self, args, **params)
         for x in args:
             if isinstance(x, Tracer) and not isinstance(x, JaxprTracer):
                 self.check_alive(x)
+        return self.stage(prim, args, params)
+
+    def stage(self, prim, args, params):
+        """Record `prim` applied to `args` (own tracers or constants) as an equation."""
         invars = [self.get_var(x) for x in args]
         out_avals = core.abstract_eval(prim, [v.aval for v in invars], params)
         return self.add_eqn(prim, invars, out_avals, params)
@@ -100,9 +113,18 @@ class JaxprTrace(core.Trace):
     def to_closed_jaxpr(self, outs, dce=True) -> ClosedJaxpr:
         outvars = [self.get_var(x) for x in outs]
         jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
-        if dce:
-            jaxpr = dce_jaxpr(jaxpr)
-        return ClosedJaxpr(jaxpr, self.consts)
+        if not dce:
+            return ClosedJaxpr(jaxpr, self.consts)
+        jaxpr = dce_jaxpr(jaxpr)
+        # Constants only dropped equations used are dropped too (fewer residuals).
+        used = {v.id for e in jaxpr.eqns for v in e.invars if type(v) is Var}
+        used.update(v.id for v in jaxpr.outvars if type(v) is Var)
+        keep = [v.id in used for v in self.constvars]
+        if all(keep):
+            return ClosedJaxpr(jaxpr, self.consts)
+        constvars = [v for v, k in zip(self.constvars, keep) if k]
+        consts = [c for c, k in zip(self.consts, keep) if k]
+        return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns), consts)
 
 
 def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
@@ -142,12 +164,83 @@ def convert_constvars_to_invars(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]
     return ClosedJaxpr(open_jaxpr, []), list(closed.consts)
 
 
-def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns):
+class RecomputingTrace(JaxprTrace):
+    """A partial-evaluation trace that remembers how each known value was computed.
+
+    When staged work needs a known value, `saveable(prim, *in_avals, **params)` decides
+    between keeping it (it becomes a residual) and computing it again inside the staged
+    program from its own inputs: this is how checkpoint policies choose residuals."""
+
+    __slots__ = ("saveable", "recipes", "replayed")
+
+    def __init__(self, parent, saveable):
+        super().__init__(parent, forward_known=True)
+        self.saveable = saveable
+        self.recipes = {}    # id(known value) -> (prim, args, params, outs, index)
+        self.replayed = {}   # id(known value) -> Var of its recomputation
+
+    def bind_known(self, prim, args, params):
+        outs = super().bind_known(prim, args, params)
+        flat = outs if prim.multiple_results else [outs]
+        arg_ids = {id(a) for a in args}
+        for i, o in enumerate(flat):
+            if id(o) not in arg_ids and not _is_literal_scalar(o):
+                self.recipes[id(o)] = (prim, args, params, flat, i)
+        return outs
+
+    def get_var(self, x):
+        if self.is_own(x):
+            return x.var
+        var = self.replayed.get(id(x))
+        if var is not None:
+            return var
+        recipe = self.recipes.get(id(x))
+        if recipe is None:
+            return super().get_var(x)
+        prim, args, params, outs, i = recipe
+        if self.saveable(prim, *[get_aval(a) for a in args], **params):
+            return super().get_var(x)
+        invars = [self.get_var(a) for a in args]
+        outvars = [Var(get_aval(o)) for o in outs]
+        self.eqns.append(JaxprEqn(prim, invars, outvars, params))
+        for o, v in zip(outs, outvars):
+            self.replayed[id(o)] = v
+        return outvars[i]
+
+
+def split_evaluate(closed: ClosedJaxpr, known_args, unknown_avals, in_unknowns, *,
+                   instantiate=False, saveable=None):
+    """Run the known half of `closed` on the current trace and stage the rest.
+
+    Returns (known outputs (None where unknown), out_unknowns, staged, residuals):
+    `staged` maps residuals followed by the unknown inputs to the unknown outputs.
+    `instantiate` (a bool or one per output) makes outputs unknown even when known;
+    `saveable` (a checkpoint policy) recomputes the known values it does not save.
+    """
+    inst = core.bools_per(instantiate, len(closed.out_avals))
+    parent = core.current_trace()
+    inner = (JaxprTrace(parent, forward_known=True) if saveable is None
+             else RecomputingTrace(parent, saveable))
+    with core.new_trace(inner):
+        unknown_args = [inner.new_arg(a) for a in unknown_avals]
+        it_k, it_u = iter(known_args), iter(unknown_args)
+        args = [next(it_u) if u else next(it_k) for u in in_unknowns]
+        outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        outs = [inner.instantiate(o) if i else o for o, i in zip(outs, inst)]
+        out_unknowns = [inner.is_own(o) for o in outs]
+        staged = inner.to_closed_jaxpr([o for o, u in zip(outs, out_unknowns) if u])
+    staged_open, residuals = convert_constvars_to_invars(staged)
+    known_outs = [None if u else o for o, u in zip(outs, out_unknowns)]
+    return known_outs, out_unknowns, staged_open, residuals
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns, instantiate=False, saveable=None):
     """Split a program into a known part and an unknown part.
 
     Returns (known, unknown, out_unknowns, num_res): `known` maps the known inputs to
     the known outputs followed by residuals; `unknown` maps residuals followed by the
-    unknown inputs to the unknown outputs.
+    unknown inputs to the unknown outputs. `instantiate` and `saveable` are as in
+    `split_evaluate`.
     """
     avals = closed.in_avals
     known_avals = [a for a, u in zip(avals, in_unknowns) if not u]
@@ -155,18 +248,29 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns):
     box = {}
 
     def known_fun(*known_args):
-        inner = JaxprTrace(core.current_trace(), forward_known=True)
-        with core.new_trace(inner):
-            unknown_args = [inner.new_arg(a) for a in unknown_avals]
-            it_k, it_u = iter(known_args), iter(unknown_args)
-            args = [next(it_u) if u else next(it_k) for u in in_unknowns]
-            outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
-            out_unknowns = [inner.is_own(o) for o in outs]
-            unknown_outs = [o for o, u in zip(outs, out_unknowns) if u]
-            staged = inner.to_closed_jaxpr(unknown_outs)
-        staged_open, residuals = convert_constvars_to_invars(staged)
-        box.update(out_unknowns=out_unknowns, unknown=staged_open, num_res=len(residuals))
+        outs, out_unknowns, staged, residuals = split_evaluate(
+            closed, known_args, unknown_avals, in_unknowns, instantiate=instantiate,
+            saveable=saveable)
+        box.update(out_unknowns=out_unknowns, unknown=staged, num_res=len(residuals))
         return [o for o, u in zip(outs, out_unknowns) if not u] + residuals
 
     known = make_closed_jaxpr(known_fun, known_avals)
     return known, box["unknown"], box["out_unknowns"], box["num_res"]
+
+
+def reorder_jaxpr(closed: ClosedJaxpr, in_order=None, out_order=None) -> ClosedJaxpr:
+    """The same program with its inputs (outputs) listed in the order of the indices
+    `in_order` (`out_order`); loops need their carries in a fixed place."""
+    j = closed.jaxpr
+    invars = j.invars if in_order is None else [j.invars[i] for i in in_order]
+    outvars = j.outvars if out_order is None else [j.outvars[i] for i in out_order]
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, outvars, j.eqns), closed.consts)
+
+
+def add_unused_inputs(closed: ClosedJaxpr, avals, at=None) -> ClosedJaxpr:
+    """The same program taking extra inputs of types `avals` that it ignores, inserted
+    at position `at` (appended by default)."""
+    j = closed.jaxpr
+    at = len(j.invars) if at is None else at
+    invars = j.invars[:at] + [Var(a) for a in avals] + j.invars[at:]
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns), closed.consts)

@@ -8,6 +8,7 @@ from impl.primitives.shape import (  # noqa: F401
 )
 from impl.primitives.linalg import dot_general  # noqa: F401
 from impl.primitives.collectives import psum, pmean, pmax, pmin, axis_index, axis_size  # noqa: F401,E402
+from impl.primitives.sharding import with_sharding_constraint  # noqa: F401,E402
 from impl.primitives.indexing import (  # noqa: F401,E402
     concatenate, pad, slice, slice_in_dim, index_in_dim, dynamic_slice, dynamic_update_slice,
     dynamic_slice_in_dim, dynamic_index_in_dim, dynamic_update_slice_in_dim, gather,
@@ -62,3 +63,11 @@ def square(x):
 def stop_gradient(x):
     """Stops derivatives flowing through every leaf of the pytree `x`."""
     return _tree_util.tree_map(_ew.stop_gradient_p.bind, x)
+
+# Structured control flow (primitives holding sub-programs; see impl/primitives/control_flow.py).
+from impl.lax._control_flow import (  # noqa: F401,E402
+    cond, switch, while_loop, fori_loop, scan, map, associative_scan,
+)
+from impl.primitives.collectives import (  # noqa: F401,E402
+    all_gather, all_to_all, ppermute, psum_scatter, pbroadcast, pshuffle, pswapaxes,
+)

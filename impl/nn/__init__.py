@@ -11,6 +11,7 @@ from impl.primitives import elementwise as ew
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
 from impl.numpy._util import asarray, canonicalize_axes
+from impl.scipy import special
 from impl.scipy.special import logsumexp  # noqa: F401
 
 __all__ = ["relu", "relu6", "gelu", "sigmoid", "softplus", "silu", "swish", "log_sigmoid",
@@ -85,27 +86,14 @@ def tanh(x):
     return uf.tanh(x)
 
 
-def _shifted(x, axis, where):
-    from impl.numpy._reductions import max as _max
-    if where is not None:
-        raise NotImplementedError("softmax: the `where` argument is not supported")
-    x = _float(x)
-    axes = canonicalize_axes(axis, get_aval(x).ndim)
-    m = ew.stop_gradient_p.bind(_max(x, axis=axes, keepdims=True))
-    m = uf.where(uf.isfinite(m), m, ew.zeros_like(m))
-    return uf.subtract(x, m), axes
+def softmax(x, axis=-1, where=None):
+    """exp(x) / sum(exp(x)) along `axis`, with the maximum subtracted for stability;
+    entries outside the `where` mask get 0."""
+    return special._softmax(x, axis, where)
 
 
-def softmax(x, axis=-1, where=None, initial=None):
-    """exp(x) / sum(exp(x)) along `axis`, with the maximum subtracted for stability."""
-    shifted, axes = _shifted(x, axis, where)
-    e = uf.exp(shifted)
-    return uf.true_divide(e, c.sum(e, axis=axes, keepdims=True))
-
-
-def log_softmax(x, axis=-1, where=None, initial=None):
-    shifted, axes = _shifted(x, axis, where)
-    return uf.subtract(shifted, uf.log(c.sum(uf.exp(shifted), axis=axes, keepdims=True)))
+def log_softmax(x, axis=-1, where=None):
+    return special._log_softmax(x, axis, where)
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):

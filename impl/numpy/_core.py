@@ -11,8 +11,9 @@ from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import linalg as _lg
+from impl.numpy import _ufuncs as uf
 from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonicalize_axis,
-                              promote, result_dtype)
+                              check_no_out, mask_where, promote, result_dtype)
 
 
 def _arr(x):
@@ -26,49 +27,82 @@ def _keepdims(out, x_shape, axes):
     return sh.reshape(out, shape)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
+    check_no_out("sum", out)
     x = _arr(a)
     aval = get_aval(x)
     if dtype is not None:
         x = ew.convert_element_type(x, dtype)
-    elif aval.dtype == np.bool_ or (aval.dtype.kind in "iu" and aval.dtype.itemsize < 4):
-        x = ew.convert_element_type(x, core.canonical_dtype(np.int64))
+    elif promote_integers and (aval.dtype == np.bool_ or aval.dtype.kind in "iu"):
+        from impl.numpy._reductions import promoted_integer
+        x = ew.convert_element_type(x, promoted_integer(aval.dtype))
+    elif aval.dtype == np.bool_:
+        x = ew.convert_element_type(x, core.canonical_dtype(np.int32))
     axes = canonicalize_axes(axis, aval.ndim)
-    res = sh.reduce_sum(x, axes)
+    res = sh.reduce_sum(mask_where(x, where, 0), axes)
     if initial is not None:
         res = ew.add(res, initial)
     return _keepdims(res, aval.shape, axes) if keepdims else res
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
-    x = _arr(a)
+def _count(aval, axes, where, keepdims, dtype):
+    """How many elements each output of a reduction over `axes` averages."""
+    if where is None:
+        return np.asarray(int(np.prod([aval.shape[i] for i in axes], dtype=np.int64)), dtype)
+    ones = ew.full_like(sh.broadcast_in_dim(np.zeros((), dtype), aval.shape, ()), 1)
+    return sum(mask_where(ones, where, 0), axes, keepdims=keepdims)
+
+
+def _inexact(x, dtype):
     aval = get_aval(x)
-    axes = canonicalize_axes(axis, aval.ndim)
-    n = int(np.prod([aval.shape[i] for i in axes], dtype=np.int64))
+    if dtype is not None:
+        return ew.convert_element_type(x, dtype)
     if not core.is_float_dtype(aval.dtype):
-        from impl.numpy._ufuncs import inexact_dtype
-        x = ew.convert_element_type(x, core.canonical_dtype(dtype) if dtype is not None
-                                    else inexact_dtype(aval.dtype))
-    elif dtype is not None:
-        x = ew.convert_element_type(x, dtype)
-    return ew.div(sum(x, axes, keepdims=keepdims), n)
+        return ew.convert_element_type(x, uf.inexact_dtype(aval.dtype))
+    return x
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    x = _arr(a)
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    check_no_out("mean", out)
+    x = _inexact(_arr(a), dtype)
     aval = get_aval(x)
-    if not core.is_float_dtype(aval.dtype):   # integers: computed in floating point
-        from impl.numpy._ufuncs import inexact_dtype
-        x = ew.convert_element_type(x, inexact_dtype(aval.dtype))
     axes = canonicalize_axes(axis, aval.ndim)
-    n = int(np.prod([aval.shape[i] for i in axes], dtype=np.int64))
-    centered = ew.sub(x, mean(x, axes, dtype=dtype, keepdims=True))
+    n = _count(aval, axes, where, keepdims, aval.dtype)
+    return uf.true_divide(sum(x, axes, keepdims=keepdims, where=where), n)
+
+
+def _correction(ddof, correction):
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        mean=None, correction=None):
+    check_no_out("var", out)
+    ddof = _correction(ddof, correction)
+    x = _inexact(_arr(a), None)
+    aval = get_aval(x)
+    axes = canonicalize_axes(axis, aval.ndim)
+    centre = _mean(x, axes, dtype=dtype, keepdims=True, where=where) if mean is None else mean
+    centered = uf.subtract(x, centre)
     sq = ew.mul(centered, centered)
-    return ew.div(sum(sq, axes, keepdims=keepdims), n - ddof)
+    n = _count(aval, axes, where, keepdims, aval.dtype)
+    out_ = uf.true_divide(sum(sq, axes, keepdims=keepdims, where=where), uf.subtract(n, ddof))
+    return out_ if dtype is None else ew.convert_element_type(out_, dtype)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    return ew.sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims))
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        mean=None, correction=None):
+    check_no_out("std", out)
+    return ew.sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
+                       correction=correction))
+
+
+_mean = mean
 
 
 # --------------------------------------------------------------------- shapes

@@ -11,7 +11,8 @@ from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import reductions as red
-from impl.numpy._util import asarray, canonicalize_axes, canonicalize_axis
+from impl.numpy._util import (asarray, canonicalize_axes, canonicalize_axis, check_no_out,
+                              mask_where)
 
 __all__ = ["max", "amax", "min", "amin", "prod", "argmax", "argmin", "cumsum", "cumprod",
            "sort", "argsort", "all", "any"]
@@ -25,21 +26,32 @@ def _keepdims(out, shape, axes):
     return sh.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
-def _no_where(name, where):
-    if where is not None:
-        raise NotImplementedError(f"{name}: the where= argument is not supported")
-
-
 # ----------------------------------------------------------------- max / min
 
-def _extremum(name, reduce_fn, combine_prim, a, axis, keepdims, initial, where):
-    _no_where(name, where)
+def _lowest(dtype, largest):
+    """The identity of max (largest=False) or min (largest=True) for `dtype`."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return largest
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.max if largest else info.min
+    return np.inf if largest else -np.inf
+
+
+def _extremum(name, reduce_fn, combine_prim, a, axis, out, keepdims, initial, where):
+    check_no_out(name, out)
     x = _arr(a)
     aval = get_aval(x)
     axes = canonicalize_axes(axis, aval.ndim)
     if initial is None and builtins.any(aval.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no "
                          "identity (pass initial=)")
+    if where is not None:
+        if initial is None:
+            raise ValueError(f"reduction operation {name} does not have an identity, so to "
+                             "use a where mask one has to specify 'initial'")
+        x = mask_where(x, where, _lowest(aval.dtype, name == "min"))
     res = reduce_fn(x, axes)
     if initial is not None:
         res = combine_prim.bind(res, np.asarray(initial, aval.dtype))
@@ -48,12 +60,12 @@ def _extremum(name, reduce_fn, combine_prim, a, axis, keepdims, initial, where):
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """The largest element along `axis` (all axes if None)."""
-    return _extremum("max", red.reduce_max, ew.max_p, a, axis, keepdims, initial, where)
+    return _extremum("max", red.reduce_max, ew.max_p, a, axis, out, keepdims, initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """The smallest element along `axis` (all axes if None)."""
-    return _extremum("min", red.reduce_min, ew.min_p, a, axis, keepdims, initial, where)
+    return _extremum("min", red.reduce_min, ew.min_p, a, axis, out, keepdims, initial, where)
 
 
 amax = max
@@ -62,7 +74,7 @@ amin = min
 
 # ---------------------------------------------------------------------- prod
 
-def _promoted_integer(dtype):
+def promoted_integer(dtype):
     """Sums and products of small integers and bools accumulate in the default int."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_ or dtype.kind == "i":
@@ -75,15 +87,15 @@ def _promoted_integer(dtype):
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
          promote_integers=True):
     """The product of the elements along `axis` (all axes if None)."""
-    _no_where("prod", where)
+    check_no_out("prod", out)
     x = _arr(a)
     aval = get_aval(x)
     if dtype is not None:
         x = ew.convert_element_type(x, dtype)
     elif promote_integers:
-        x = ew.convert_element_type(x, _promoted_integer(aval.dtype))
+        x = ew.convert_element_type(x, promoted_integer(aval.dtype))
     axes = canonicalize_axes(axis, aval.ndim)
-    res = red.reduce_prod(x, axes)
+    res = red.reduce_prod(mask_where(x, where, 1), axes)
     if initial is not None:
         res = ew.mul(res, np.asarray(initial, get_aval(res).dtype))
     return _keepdims(res, aval.shape, axes) if keepdims else res
@@ -107,15 +119,17 @@ def _arg_extremum(fn, a, axis, keepdims):
     return _keepdims(res, aval.shape, (ax,)) if keepdims else res
 
 
-def argmax(a, axis=None, out=None, keepdims=False):
+def argmax(a, axis=None, out=None, keepdims=None):
     """The index of the (first) largest element along `axis` (of the flattened array
     if None)."""
+    check_no_out("argmax", out)
     return _arg_extremum(red.argmax, a, axis, keepdims)
 
 
-def argmin(a, axis=None, out=None, keepdims=False):
+def argmin(a, axis=None, out=None, keepdims=None):
     """The index of the (first) smallest element along `axis` (of the flattened array
     if None)."""
+    check_no_out("argmin", out)
     return _arg_extremum(red.argmin, a, axis, keepdims)
 
 
@@ -137,11 +151,13 @@ def _cumulative(fn, a, axis, dtype):
 
 def cumsum(a, axis=None, dtype=None, out=None):
     """Running sums along `axis` (of the flattened array if None)."""
+    check_no_out("cumsum", out)
     return _cumulative(red.cumsum, a, axis, dtype)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
     """Running products along `axis` (of the flattened array if None)."""
+    check_no_out("cumprod", out)
     return _cumulative(red.cumprod, a, axis, dtype)
 
 
@@ -192,20 +208,20 @@ def _as_bool(x):
     return ew.ne_p.bind(x, np.zeros((), aval.dtype))
 
 
-def _logical(reduce_fn, name, a, axis, keepdims, where):
-    _no_where(name, where)
+def _logical(reduce_fn, name, a, axis, out, keepdims, where):
+    check_no_out(name, out)
     x = _as_bool(_arr(a))
     aval = get_aval(x)
     axes = canonicalize_axes(axis, aval.ndim)
-    res = reduce_fn(x, axes)
+    res = reduce_fn(mask_where(x, where, name == "all"), axes)
     return _keepdims(res, aval.shape, axes) if keepdims else res
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
     """Whether every element along `axis` is true (the minimum of the booleans)."""
-    return _logical(red.reduce_min, "all", a, axis, keepdims, where)
+    return _logical(red.reduce_min, "all", a, axis, out, keepdims, where)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
     """Whether some element along `axis` is true (the maximum of the booleans)."""
-    return _logical(red.reduce_max, "any", a, axis, keepdims, where)
+    return _logical(red.reduce_max, "any", a, axis, out, keepdims, where)

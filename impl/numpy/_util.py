@@ -8,6 +8,7 @@ import jax.numpy as jax_jnp
 from impl import core
 from impl.core import Tracer, get_aval
 from impl.primitives import elementwise as ew
+from impl.primitives import indexing as ix
 from impl.primitives import shape as sh
 
 
@@ -21,8 +22,12 @@ def asarray(x, dtype=None):
         return x if dtype is None else ew.convert_element_type(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer)
                                             for e in jax.tree_util.tree_leaves(x)):
-        from impl.numpy._indexing import stack
-        return stack([asarray(e, dtype) for e in x])
+        # A (nested) sequence holding tracers: stack its elements along a new axis.
+        elems = [asarray(e, dtype) for e in x]
+        common, _ = result_dtype(*elems)
+        elems = [e if get_aval(e).dtype == common else ew.convert_element_type(e, common)
+                 for e in elems]
+        return ix.concatenate([sh.expand_dims(e, (0,)) for e in elems], 0)
     if dtype is not None:
         dtype = core.canonical_dtype(dtype)
     return jax_jnp.asarray(x, dtype=dtype)
@@ -76,18 +81,28 @@ def promote(*args):
 
 
 def broadcast_shapes(*shapes):
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise ValueError(f"Incompatible shapes for broadcasting: {', '.join(map(str, shapes))}") \
-            from None
+    """NumPy's broadcasting, comparing sizes with == only, so that a size that is not a
+    static int (the ragged length of a pile element under vmap) broadcasts with itself."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        sizes = {s[i] for s in shapes if len(s) >= -i and not _is_one(s[i])}
+        if len(sizes) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: "
+                             f"{', '.join(map(str, shapes))}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def _is_one(size):
+    return isinstance(size, (int, np.integer)) and size == 1
 
 
 def broadcast_to(x, shape):
     aval = get_aval(x)
-    shape = tuple(int(d) for d in shape)
-    if aval.shape == shape:
+    if aval.shape == tuple(shape):
         return x
+    shape = tuple(int(d) for d in shape)
     nd = len(shape) - aval.ndim
     if nd < 0:
         raise ValueError(f"cannot broadcast array of shape {aval.shape} to shape {shape}")
@@ -127,3 +142,23 @@ def canonicalize_axes(axis, ndim):
     if len(set(axes)) != len(axes):
         raise ValueError(f"repeated axis in {axis}")
     return axes
+
+
+def check_no_out(name, out):
+    """jax.numpy has no `out=` (arrays are immutable); refuse it as JAX does."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+
+
+def mask_where(x, where, fill):
+    """`x` where the boolean mask `where` (broadcast to x's shape) holds, else `fill`:
+    how a reduction's `where=` leaves the masked-out elements to its identity."""
+    if where is None:
+        return x
+    aval = get_aval(x)
+    mask = asarray(where) if not isinstance(where, Tracer) else where
+    if get_aval(mask).dtype != np.bool_:
+        mask = ew.ne_p.bind(mask, np.zeros((), get_aval(mask).dtype))
+    mask = broadcast_to(mask, aval.shape)
+    fill = ew.full_like(x, fill)
+    return ew.select_n(mask, fill, x)

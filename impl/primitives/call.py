@@ -2,24 +2,26 @@
 
 A jitted function called inside another transformation binds `jit_p` with its program
 as a parameter. The rules transform the program itself (jvp, batching, partial
-evaluation), so the result stays one staged call that XLA compiles as a whole.
+evaluation, transposition), so the result stays one staged call that XLA compiles as a
+whole. The call carries one sharding per input and per output (None: unspecified),
+which every rule keeps: tangents share their primal's sharding, a batched value's
+sharding gains its batch axis, a transpose swaps input and output shardings.
 """
 from __future__ import annotations
 
-from impl import core
-from impl.core import ClosedJaxpr, get_aval
+from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
-
-jit_p = core.Primitive("jit", multiple_results=True)
-
-
-def _jit_impl(*args, jaxpr, name):
-    return lowering.compile_closed_jaxpr(jaxpr)(*args)
+from impl.primitives._define import define
+from impl.primitives.sharding import batch_sharding
 
 
-def _jit_abstract_eval(*avals, jaxpr, name):
+def _jit_impl(*args, jaxpr, name, in_shardings, out_shardings):
+    return lowering.compile_closed_jaxpr(jaxpr, in_shardings, out_shardings)(*args)
+
+
+def _jit_abstract_eval(*avals, jaxpr, name, in_shardings, out_shardings):
     expected = jaxpr.in_avals
     if len(avals) != len(expected) or any(
             a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected)):
@@ -29,45 +31,29 @@ def _jit_abstract_eval(*avals, jaxpr, name):
     return jaxpr.out_avals
 
 
-def _jit_lowering(*args, jaxpr, name):
+def _has_shardings(in_shardings, out_shardings):
+    return any(s is not None for s in in_shardings + out_shardings)
+
+
+def _jit_lowering(*args, jaxpr, name, in_shardings, out_shardings):
+    if _has_shardings(in_shardings, out_shardings):
+        # A nested jax.jit carries the shardings into the enclosing computation.
+        return _jit_impl(*args, jaxpr=jaxpr, name=name, in_shardings=in_shardings,
+                         out_shardings=out_shardings)
     return lowering.eval_jaxpr_lowered(jaxpr.jaxpr, jaxpr.consts, args)
 
 
-core.impl_rules[jit_p] = _jit_impl
-core.abstract_eval_rules[jit_p] = _jit_abstract_eval
-lowering.lowering_rules[jit_p] = _jit_lowering
+def _nonzero(values, nonzeros):
+    return tuple(v for v, nz in zip(values, nonzeros) if nz)
 
 
-# ------------------------------------------------------------------------ jvp
-
-def jvp_jaxpr(closed: ClosedJaxpr, nonzeros):
-    """A program computing (primal outs, nonzero tangent outs), and which are nonzero."""
-    key = ("jvp", tuple(nonzeros))
-    hit = closed._cache.get(key)
-    if hit is not None:
-        return hit
-    n = len(nonzeros)
-    t_avals = [ad.tangent_aval(a) for a, nz in zip(closed.in_avals, nonzeros) if nz]
-    box = {}
-
-    def fun(*args):
-        primals, ts = args[:n], iter(args[n:])
-        tangents = [next(ts) if nz else Zero(ad.tangent_aval(a))
-                    for a, nz in zip(closed.in_avals, nonzeros)]
-        outs, out_ts = ad.jvp_flat(core.jaxpr_as_fun(closed), primals, tangents)
-        box["out_nonzero"] = [type(t) is not Zero for t in out_ts]
-        return list(outs) + [t for t in out_ts if type(t) is not Zero]
-
-    new = pe.make_closed_jaxpr(fun, list(closed.in_avals) + t_avals)
-    closed._cache[key] = result = (new, box["out_nonzero"])
-    return result
-
-
-def _jit_jvp(primals, tangents, *, jaxpr, name):
+def _jit_jvp(primals, tangents, *, jaxpr, name, in_shardings, out_shardings):
     nonzeros = [type(t) is not Zero for t in tangents]
-    new, out_nonzero = jvp_jaxpr(jaxpr, nonzeros)
+    new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzeros)
     outs = jit_p.bind(*primals, *[t for t in tangents if type(t) is not Zero],
-                      jaxpr=new, name=f"jvp({name})")
+                      jaxpr=new, name=f"jvp({name})",
+                      in_shardings=in_shardings + _nonzero(in_shardings, nonzeros),
+                      out_shardings=out_shardings + _nonzero(out_shardings, out_nonzero))
     n = len(jaxpr.out_avals)
     primal_outs, t_iter = outs[:n], iter(outs[n:])
     out_ts = [next(t_iter) if nz else Zero(ad.tangent_aval(a))
@@ -75,48 +61,33 @@ def _jit_jvp(primals, tangents, *, jaxpr, name):
     return primal_outs, out_ts
 
 
-ad.jvp_rules[jit_p] = _jit_jvp
+def _jit_transpose(cts, *args, jaxpr, name, in_shardings, out_shardings):
+    linear = [ad.is_undefined_primal(x) for x in args]
+    ct_nonzero = [type(ct) is not Zero for ct in cts]
+    new, in_nonzero = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
+    linear_shardings = _nonzero(in_shardings, linear)
+    outs = iter(jit_p.bind(
+        *[x for x, lin in zip(args, linear) if not lin],
+        *[ct for ct in cts if type(ct) is not Zero], jaxpr=new, name=f"transpose({name})",
+        in_shardings=(_nonzero(in_shardings, [not lin for lin in linear])
+                      + _nonzero(out_shardings, ct_nonzero)),
+        out_shardings=_nonzero(linear_shardings, in_nonzero)))
+    nonzero = iter(in_nonzero)
+    return [(next(outs) if next(nonzero) else None) if lin else None for lin in linear]
 
 
-def _jit_transpose(cts, *args, jaxpr, name):
-    return ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, args, cts)
+def _jit_batch(axis_data, vals, dims, *, jaxpr, name, in_shardings, out_shardings):
+    new, out_dims = batching.batch_jaxpr(jaxpr, axis_data, [get_aval(v) for v in vals], dims)
+    spmd = axis_data.spmd_name
+    return jit_p.bind(
+        *vals, jaxpr=new, name=f"vmap({name})",
+        in_shardings=tuple(s if d is None else batch_sharding(s, d, spmd, what="jit")
+                           for s, d in zip(in_shardings, dims)),
+        out_shardings=tuple(s if d is None else batch_sharding(s, d, spmd, what="jit")
+                            for s, d in zip(out_shardings, out_dims))), out_dims
 
 
-ad.transpose_rules[jit_p] = _jit_transpose
-
-
-# ------------------------------------------------------------------- batching
-
-def batch_jaxpr(closed: ClosedJaxpr, axis_data, in_avals, in_dims):
-    """A program over batched inputs; its batched outputs carry the batch axis first."""
-    key = ("batch", axis_data.size, axis_data.name, tuple(in_avals), tuple(in_dims))
-    hit = closed._cache.get(key)
-    if hit is not None:
-        return hit
-    box = {}
-
-    def fun(*args):
-        res = batching.batch_with_dims(core.jaxpr_as_fun(closed), args, in_dims,
-                                       axis_data.size, axis_data.name)
-        box["out_dims"] = [None if d is None else 0 for _, d in res]
-        return [x if d is None else batching.moveaxis(x, d, 0) for x, d in res]
-
-    new = pe.make_closed_jaxpr(fun, in_avals)
-    closed._cache[key] = result = (new, box["out_dims"])
-    return result
-
-
-def _jit_batch(axis_data, vals, dims, *, jaxpr, name):
-    new, out_dims = batch_jaxpr(jaxpr, axis_data, [get_aval(v) for v in vals], dims)
-    return jit_p.bind(*vals, jaxpr=new, name=f"vmap({name})"), out_dims
-
-
-batching.batching_rules[jit_p] = _jit_batch
-
-
-# ------------------------------------------------------------ partial evaluation
-
-def _jit_partial_eval(trace, args, *, jaxpr, name):
+def _jit_partial_eval(trace, args, *, jaxpr, name, in_shardings, out_shardings):
     unknowns = [trace.is_own(x) for x in args]
     key = ("pe", tuple(unknowns))
     hit = jaxpr._cache.get(key)
@@ -124,16 +95,27 @@ def _jit_partial_eval(trace, args, *, jaxpr, name):
         hit = jaxpr._cache[key] = pe.partial_eval_jaxpr(jaxpr, unknowns)
     known, unknown, out_unknowns, num_res = hit
     known_args = [x for x, u in zip(args, unknowns) if not u]
-    with core.set_current_trace(trace.parent):
-        known_outs = jit_p.bind(*known_args, jaxpr=known, name=f"known({name})")
+    knowns = [not u for u in unknowns]
+    out_knowns = [not u for u in out_unknowns]
+    known_outs = trace.bind_known(
+        jit_p, known_args,
+        dict(jaxpr=known, name=f"known({name})",
+             in_shardings=_nonzero(in_shardings, knowns),
+             out_shardings=_nonzero(out_shardings, out_knowns) + (None,) * num_res))
     n_known = len(known_outs) - num_res
     residuals = known_outs[n_known:]
     unknown_args = [x for x, u in zip(args, unknowns) if u]
     invars = [trace.get_var(x) for x in list(residuals) + unknown_args]
     staged = trace.add_eqn(jit_p, invars, unknown.out_avals,
-                           dict(jaxpr=unknown, name=f"unknown({name})"))
+                           dict(jaxpr=unknown, name=f"unknown({name})",
+                                in_shardings=(None,) * num_res + _nonzero(in_shardings,
+                                                                          unknowns),
+                                out_shardings=_nonzero(out_shardings, out_unknowns)))
     k_iter, u_iter = iter(known_outs[:n_known]), iter(staged)
     return [next(u_iter) if u else next(k_iter) for u in out_unknowns]
 
 
-pe.partial_eval_rules[jit_p] = _jit_partial_eval
+jit_p = define("jit", multiple_results=True, abstract_eval=_jit_abstract_eval,
+               lowering=_jit_lowering, impl=_jit_impl, jvp=_jit_jvp,
+               transpose=_jit_transpose, batching=_jit_batch,
+               partial_eval=_jit_partial_eval)

@@ -1,116 +1,680 @@
-"""Collectives over named vmap axes: psum, pmean, pmax, pmin, axis_index.
+"""Collectives over named axes: psum, pmean, pmax, pmin, axis_index, all_gather,
+psum_scatter, all_to_all, ppermute, pbroadcast (and pshuffle, pswapaxes, axis_size), plus
+the cotangent reduction behind `grad(..., reduce_axes=...)`.
 
-`vmap(f, axis_name="i")` names its batch axis; inside `f`, `psum(x, "i")` sums `x` over
-that axis. A BatchTrace handles a collective whose axis name is its own and passes any
-other (keeping its own batch axis) to its parent, so collectives over nested vmaps find
-their axis by name.
+`vmap(f, axis_name='i')` names its batch axis; inside `f` each example sees one "device"
+of that axis, and `psum(x, 'i')` sums `x` over all of them. A collective names one axis
+or a tuple of axes; over a tuple the devices are numbered row-major in the tuple's order
+(`axis_index(('i', 'j')) == axis_index('i') * axis_size('j') + axis_index('j')`).
+
+Under vmap each BatchTrace acts on the collectives naming its own axis: it does its
+part with ordinary array operations on the batch axis and binds the collective again
+over the remaining names, which the enclosing traces (outer vmaps, staging, or JAX's own
+`shard_map`/`vmap` through the lowering) handle. A collective that names no axis of its
+trace is bound again unchanged, its batch axis moved out of the way.
+
+Each collective is a `collective=True` primitive lowered to the `jax.lax` collective of
+the same name, which is what runs when impl's program is lowered inside a JAX
+`shard_map`. The abstract evaluation checks that every name is bound (NameError
+otherwise, naming the axis and the function called).
 """
 from __future__ import annotations
 
+import math
+
+import jax
 import numpy as np
-from jax import lax as jax_lax
 
 from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
+from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import elementwise as ew
+from impl.primitives import indexing as ix
+from impl.primitives import reductions as red
 from impl.primitives import shape as sh
+from impl.primitives._define import define
 
 
-def _unbound(name):
-    def impl(*args, axis_name, **params):
-        raise NameError(f"unbound axis name: {axis_name!r}. {name} must be called inside a "
-                        f"vmap with axis_name={axis_name!r}")
-    return impl
+# --------------------------------------------------------------------- helpers
+
+def _axes(axis_name, api_name, axis_index_groups=None):
+    """`axis_name` as a tuple of names, each checked to be bound."""
+    if axis_index_groups is not None:
+        raise NotImplementedError(f"{api_name}: axis_index_groups is not supported by impl "
+                                  "(JAX does not support it under vmap either)")
+    axes = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{api_name}: axis names must be distinct, got {axis_name!r}")
+    for name in axes:
+        batching.axis_size(name, api_name)
+    return axes
 
 
-def _collective(name, reduce_batched, scale_unbatched):
-    p = core.Primitive(name)
-    core.impl_rules[p] = _unbound(name)
-    core.abstract_eval_rules[p] = lambda x, *, axis_name: x
+def _canonical_axis(axis, ndim):
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
 
-    def rule(axis_data, vals, dims, *, axis_name):
+
+def _size(axes, api_name):
+    return math.prod(batching.axis_size(n, api_name) for n in axes)
+
+
+def _split(axes, own):
+    """The names before and after `own` in `axes`."""
+    k = axes.index(own)
+    return axes[:k], axes[k + 1:]
+
+
+def _rearrange(x, src, dst, sizes):
+    """Regroup the axes of `x`. `src` lists, for each axis of `x`, the labels whose
+    row-major product it is; `dst` does the same for the result, using every label once.
+    `sizes` maps labels to sizes."""
+    flat_src = [label for group in src for label in group]
+    flat_dst = [label for group in dst for label in group]
+    x = sh.reshape(x, tuple(sizes[label] for label in flat_src))
+    x = sh.transpose(x, tuple(flat_src.index(label) for label in flat_dst))
+    return sh.reshape(x, tuple(math.prod(sizes[label] for label in group) for group in dst))
+
+
+def _labels(shape):
+    """One label per axis of an array of `shape`, and their sizes."""
+    groups = [(f"e{i}",) for i in range(len(shape))]
+    return groups, {f"e{i}": int(d) for i, d in enumerate(shape)}
+
+
+def _outward(prim, x, d, params, positional=()):
+    """Bind `prim` again for the enclosing traces (the axes it names are theirs). Our
+    batch axis goes first; the `positional` parameters (axis numbers) move past it."""
+    if d is None:
+        return prim.bind(x, **params), None
+    if not positional:
+        return prim.bind(x, **params), d
+    shifted = {k: v + 1 if k in positional else v for k, v in params.items()}
+    return prim.bind(batching.moveaxis(x, d, 0), **shifted), 0
+
+
+def _same_type(api_name):
+    def rule(x, *, axes, **params):
+        for name in axes:
+            batching.axis_size(name, api_name)
+        return x
+    return rule
+
+
+# ------------------------------------------------------------ psum / pmax / pmin
+
+def _allreduce_batch(prim, reduce_mapped, reduce_unmapped):
+    """Reduce over our own axis (mapped: along the batch axis; unmapped: every element
+    holds the same value), then over the remaining names."""
+    def rule(axis_data, vals, dims, *, axes):
         (x,), (d,) = vals, dims
-        if axis_name != axis_data.name:
-            # Not our axis: reduce over it further out, keeping our batch axis in place.
-            return p.bind(x, axis_name=axis_name), d
-        if d is None:
-            return scale_unbatched(x, axis_data.size), None
-        return reduce_batched(x, d), None
-
-    rule.sees_unbatched = True
-    batching.batching_rules[p] = rule
-    return p
+        if axis_data.name not in axes:
+            return _outward(prim, x, d, dict(axes=axes))
+        y = reduce_unmapped(x, axis_data.size) if d is None else reduce_mapped(x, (d,))
+        rest = tuple(a for a in axes if a != axis_data.name)
+        return (prim.bind(y, axes=rest) if rest else y), None
+    return rule
 
 
-psum_p = _collective("psum", lambda x, d: sh.reduce_sum(x, (d,)),
-                     lambda x, n: ew.mul(x, n))
+psum_p = define(
+    "psum", collective=True, abstract_eval=_same_type("psum"),
+    lowering=lambda x, *, axes: jax.lax.psum(x, axes),
+    jvp=ad.linear_jvp,
+    transpose=lambda ct, x, *, axes: [None if type(ct) is Zero else psum_p.bind(ct, axes=axes)],
+    batching=core.RuleMaker(lambda p: _allreduce_batch(p, sh.reduce_sum, ew.mul)))
 
 
-def _reduce(name):
-    def reduce(x, d):
-        from impl.primitives import reductions
-        return getattr(reductions, name)(x, (d,))
-    return reduce
+def _make_pchooser_jvp(prim):
+    """The derivative of a max/min over the axes: the tangent of the chosen element,
+    shared equally between ties (as JAX differentiates `max` along an array axis)."""
+    def rule(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axes=axes)
+        if type(t) is Zero:
+            return out, Zero(ad.tangent_aval(get_aval(out)))
+        hit = ew.convert_element_type(ew.eq(x, out), get_aval(t).dtype)
+        picked = psum_p.bind(ew.mul(t, hit), axes=axes)
+        return out, ew.div(picked, psum_p.bind(hit, axes=axes))
+    return rule
 
 
-pmax_p = _collective("pmax", _reduce("reduce_max"), lambda x, n: x)
-pmin_p = _collective("pmin", _reduce("reduce_min"), lambda x, n: x)
-
-ad.deflinear(psum_p, lambda ct, x, *, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
+_pchooser_jvp = core.RuleMaker(_make_pchooser_jvp)
 
 
-def psum(x, axis_name):
-    """Sum `x` over the vmap axis called `axis_name` (each leaf of a pytree)."""
-    import jax
-    return jax.tree_util.tree_map(lambda v: psum_p.bind(v, axis_name=axis_name), x)
+pmax_p = define(
+    "pmax", collective=True, abstract_eval=_same_type("pmax"),
+    lowering=lambda x, *, axes: jax.lax.pmax(x, axes),
+    jvp=_pchooser_jvp,
+    batching=core.RuleMaker(lambda p: _allreduce_batch(p, red.reduce_max, lambda x, n: x)))
+
+pmin_p = define(
+    "pmin", collective=True, abstract_eval=_same_type("pmin"),
+    lowering=lambda x, *, axes: jax.lax.pmin(x, axes),
+    jvp=_pchooser_jvp,
+    batching=core.RuleMaker(lambda p: _allreduce_batch(p, red.reduce_min, lambda x, n: x)))
 
 
-def pmean(x, axis_name):
-    import jax
-    return jax.tree_util.tree_map(
-        lambda v: ew.div(psum_p.bind(v, axis_name=axis_name), axis_size(axis_name)), x)
-
-
-def pmax(x, axis_name):
-    import jax
-    return jax.tree_util.tree_map(lambda v: pmax_p.bind(v, axis_name=axis_name), x)
-
-
-def pmin(x, axis_name):
-    import jax
-    return jax.tree_util.tree_map(lambda v: pmin_p.bind(v, axis_name=axis_name), x)
-
-
-def axis_size(axis_name):
-    """The size of the enclosing vmap axis called `axis_name`."""
-    return batching.find_axis(axis_name).axis_data.size
-
-
-axis_index_p = core.Primitive("axis_index")
-core.impl_rules[axis_index_p] = _unbound("axis_index")
-core.abstract_eval_rules[axis_index_p] = lambda *, axis_name: ShapedArray((), np.int32)
-ad.defjvp_zero(axis_index_p)
-
+# ----------------------------------------------------------------- axis_index
 
 def _axis_index_batch(axis_data, vals, dims, *, axis_name):
     if axis_name != axis_data.name:
         return axis_index_p.bind(axis_name=axis_name), None
-    return core.ops.iota(np.int32, axis_data.size), 0
+    return batching.make_iota(axis_data.size), 0
 
 
-_axis_index_batch.sees_unbatched = True
-batching.batching_rules[axis_index_p] = _axis_index_batch
+def _axis_index_aval(*, axis_name):
+    batching.axis_size(axis_name, "axis_index")
+    return ShapedArray((), np.int32)
+
+
+axis_index_p = define(
+    "axis_index", collective=True, abstract_eval=_axis_index_aval,
+    lowering=lambda *, axis_name: jax.lax.axis_index(axis_name),
+    jvp=ad.zero_jvp, batching=_axis_index_batch)
+
+
+# ----------------------------------------------------------------- all_gather
+
+def _all_gather_aval(x, *, axes, axis, tiled):
+    n = _size(axes, "all_gather")
+    shape = list(x.shape)
+    if tiled:
+        shape[axis] *= n
+    else:
+        shape.insert(axis, n)
+    return x.update(shape=tuple(shape))
+
+
+def _all_gather_batch(axis_data, vals, dims, *, axes, axis, tiled):
+    (x,), (d,) = vals, dims
+    own, n = axis_data.name, axis_data.size
+    if own not in axes:
+        return _outward(all_gather_p, x, d, dict(axes=axes, axis=axis, tiled=tiled), ("axis",))
+    # Every element gets the whole batch: our batch axis, moved to `axis`, unmapped.
+    g = batching.moveaxis(batching.bdim_at_front(x, d, n), 0, axis)
+    before, after = _split(axes, own)
+    if before or after:
+        # The other devices' copies arrive first along `axis` (rest-major); interleave
+        # them so the devices appear in the tuple's row-major order.
+        g = all_gather_p.bind(g, axes=before + after, axis=axis, tiled=False)
+        groups, sizes = _labels(get_aval(g).shape)
+        sizes.update(B=_size(before, "all_gather"), A=_size(after, "all_gather"), n=n)
+        src = groups[:axis] + [("B", "A"), ("n",)] + groups[axis + 2:]
+        g = _rearrange(g, src, groups[:axis] + [("B", "n", "A")] + groups[axis + 2:], sizes)
+    if tiled:
+        shape = get_aval(g).shape
+        g = sh.reshape(g, shape[:axis] + (shape[axis] * shape[axis + 1],) + shape[axis + 2:])
+    return g, None
+
+
+all_gather_p = define(
+    "all_gather", collective=True, abstract_eval=_all_gather_aval,
+    lowering=lambda x, *, axes, axis, tiled: jax.lax.all_gather(x, axes, axis=axis,
+                                                                tiled=tiled),
+    jvp=ad.linear_jvp,
+    transpose=lambda ct, x, *, axes, axis, tiled: [
+        None if type(ct) is Zero else
+        psum_scatter_p.bind(ct, axes=axes, scatter_dimension=axis, tiled=tiled)],
+    batching=_all_gather_batch)
+
+
+# --------------------------------------------------------------- psum_scatter
+
+def _psum_scatter_aval(x, *, axes, scatter_dimension, tiled):
+    n = _size(axes, "psum_scatter")
+    shape = list(x.shape)
+    size = shape[scatter_dimension]
+    if tiled:
+        if size % n:
+            raise ValueError(f"tiled reduce_scatter operand scatter dimension size {size} "
+                             f"must be divisible by shard_count {n}")
+        shape[scatter_dimension] = size // n
+    else:
+        if size != n:
+            raise ValueError(f"reduce_scatter operand scatter dimension size {size} must "
+                             f"match shard count {n}")
+        del shape[scatter_dimension]
+    return x.update(shape=tuple(shape))
+
+
+def _psum_scatter_batch(axis_data, vals, dims, *, axes, scatter_dimension, tiled):
+    (x,), (d,) = vals, dims
+    own, n, sd = axis_data.name, axis_data.size, scatter_dimension
+    if own not in axes:
+        return _outward(psum_scatter_p, x, d, dict(axes=axes, scatter_dimension=sd,
+                                                   tiled=tiled), ("scatter_dimension",))
+    # Sum over our axis, then element k keeps block k of the scatter dimension, which
+    # splits as (devices before us, us, devices after us, block size).
+    y = ew.mul(x, n) if d is None else sh.reduce_sum(x, (d,))
+    before, after = _split(axes, own)
+    shape = get_aval(y).shape
+    groups, sizes = _labels(shape)
+    sizes.update(B=_size(before, "psum_scatter"), A=_size(after, "psum_scatter"), n=n)
+    sizes["c"] = shape[sd] // (sizes["B"] * n * sizes["A"])
+    src = groups[:sd] + [("B", "n", "A", "c")] + groups[sd + 1:]
+    y = _rearrange(y, src, [("n",)] + groups[:sd] + [("B", "A", "c")] + groups[sd + 1:], sizes)
+    if before or after:
+        y = psum_scatter_p.bind(y, axes=before + after, scatter_dimension=sd + 1, tiled=tiled)
+    elif not tiled:
+        y = sh.squeeze(y, (sd + 1,))
+    return y, 0
+
+
+psum_scatter_p = define(
+    "psum_scatter", collective=True, abstract_eval=_psum_scatter_aval,
+    lowering=lambda x, *, axes, scatter_dimension, tiled: jax.lax.psum_scatter(
+        x, axes, scatter_dimension=scatter_dimension, tiled=tiled),
+    jvp=ad.linear_jvp,
+    transpose=lambda ct, x, *, axes, scatter_dimension, tiled: [
+        None if type(ct) is Zero else
+        all_gather_p.bind(ct, axes=axes, axis=scatter_dimension, tiled=tiled)],
+    batching=_psum_scatter_batch)
+
+
+# ----------------------------------------------------------------- all_to_all
+# The primitive is the tiled form (rank preserved): `split_axis` is cut into one block
+# per device, block k goes to device k, and the blocks received are concatenated along
+# `concat_axis` in device order. The untiled API adds and removes the axes around it.
+
+def _all_to_all_aval(x, *, axes, split_axis, concat_axis):
+    n = _size(axes, "all_to_all")
+    shape = list(x.shape)
+    if shape[split_axis] % n:
+        raise ValueError(f"The size of all_to_all split_axis ({shape[split_axis]}) has to be "
+                         f"divisible by the size of the named axis {axes} ({n})")
+    shape[split_axis] //= n
+    shape[concat_axis] *= n
+    return ShapedArray(shape, x.dtype)   # not weakly typed, as in JAX
+
+
+def _all_to_all_batch(axis_data, vals, dims, *, axes, split_axis, concat_axis):
+    (x,), (d,) = vals, dims
+    own, n = axis_data.name, axis_data.size
+    sa, ca = split_axis + 1, concat_axis + 1   # positions once the batch axis is first
+    if own not in axes:
+        return _outward(all_to_all_p, x, d, dict(axes=axes, split_axis=split_axis,
+                                                 concat_axis=concat_axis),
+                        ("split_axis", "concat_axis"))
+    before, after = _split(axes, own)
+    xs = batching.bdim_at_front(x, d, n)
+    shape = get_aval(xs).shape
+    groups, sizes = _labels(shape)        # e0: the element the data comes from
+    sizes.update(n=n, B=_size(before, "all_to_all"), A=_size(after, "all_to_all"))
+    sizes["m"] = shape[sa] // (sizes["B"] * n * sizes["A"])
+    # Our part: block k of our chunk of the split axis goes to element k; the element
+    # it came from (e0) joins the concat axis, in front of its data.
+    src, dst = list(groups), list(groups)
+    src[sa], dst[0] = ("B", "n", "A", "m"), ("n",)
+    if sa == ca:
+        dst[sa] = ("B", "A", "e0", "m")
+    else:
+        dst[sa], dst[ca] = ("B", "A", "m"), ("e0",) + groups[ca]
+    y = _rearrange(xs, src, dst, sizes)
+    if before or after:
+        # The other devices' part; their blocks arrive rest-major along the concat axis:
+        # interleave so the sources appear in the tuple's row-major order.
+        y = all_to_all_p.bind(y, axes=before + after, split_axis=sa, concat_axis=ca)
+        groups2, sizes2 = _labels(get_aval(y).shape)
+        sizes2.update(B=sizes["B"], A=sizes["A"], n=n)
+        sizes2["c"] = get_aval(y).shape[ca] // (sizes["B"] * sizes["A"] * n)
+        src2 = groups2[:ca] + [("B", "A", "n", "c")] + groups2[ca + 1:]
+        dst2 = groups2[:ca] + [("B", "n", "A", "c")] + groups2[ca + 1:]
+        y = _rearrange(y, src2, dst2, sizes2)
+    return y, 0
+
+
+all_to_all_p = define(
+    "all_to_all", collective=True, abstract_eval=_all_to_all_aval,
+    lowering=lambda x, *, axes, split_axis, concat_axis: jax.lax.all_to_all(
+        x, axes, split_axis, concat_axis, tiled=True),
+    jvp=ad.linear_jvp,
+    transpose=lambda ct, x, *, axes, split_axis, concat_axis: [
+        None if type(ct) is Zero else
+        all_to_all_p.bind(ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis)],
+    batching=_all_to_all_batch)
+
+
+# ------------------------------------------------------------------- ppermute
+
+def _ppermute_aval(x, *, axes, perm):
+    n = _size(axes, "ppermute")
+    srcs, dsts = [s for s, _ in perm], [t for _, t in perm]
+    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
+        raise ValueError(f"ppermute sources and destinations must be unique, got {perm}.")
+    if any(not 0 <= i < n for i in srcs + dsts):
+        raise ValueError(f"ppermute: indices in perm {perm} must lie in [0, {n}) for the "
+                         f"axis {axes} of size {n}")
+    return x
+
+
+def _source_table(perm, n):
+    """For each destination device, the device it receives from (n: none, so zeros)."""
+    table = np.full(n, n, np.int32)
+    for s, t in perm:
+        table[t] = s
+    return table
+
+
+def _take_rows(x, rows):
+    """x[rows] along axis 0; rows equal to len(x) give zeros."""
+    shape = get_aval(x).shape
+    dnums = ix.GatherDimensionNumbers(offset_dims=tuple(range(1, len(shape))),
+                                      collapsed_slice_dims=(0,), start_index_map=(0,))
+    idx = rows[:, None] if isinstance(rows, np.ndarray) else sh.reshape(rows, (len(rows), 1))
+    return ix.gather(x, idx, dnums, (1,) + shape[1:], mode="fill", fill_value=0)
+
+
+def _ppermute_batch(axis_data, vals, dims, *, axes, perm):
+    (x,), (d,) = vals, dims
+    own, n = axis_data.name, axis_data.size
+    if own not in axes:
+        return _outward(ppermute_p, x, d, dict(axes=axes, perm=perm))
+    xs = batching.bdim_at_front(x, d, n)
+    before, after = _split(axes, own)
+    if not before and not after:
+        return _take_rows(xs, _source_table(perm, n)), 0
+    # Over several names a device may receive from any other: gather everything over
+    # the other names (ordered row-major), then each element picks its source.
+    rest = before + after
+    b, a = _size(before, "ppermute"), _size(after, "ppermute")
+    g = all_gather_p.bind(xs, axes=rest, axis=0, tiled=False)
+    groups, sizes = _labels(get_aval(g).shape[2:])
+    sizes.update(B=b, A=a, n=n)
+    g = _rearrange(g, [("B", "A"), ("n",)] + groups, [("B", "n", "A")] + groups, sizes)
+    r = _linear_index(rest)   # our position among the other names: (b, a) row-major
+    base = ew.add(ew.mul(ew.div(r, np.int32(a)), np.int32(n * a)),
+                  ew.rem_p.bind(r, np.int32(a)))
+    me = ew.add(sh.broadcast_in_dim(base, (n,), ()), np.arange(n, dtype=np.int32) * np.int32(a))
+    table = _source_table(perm, b * n * a)
+    return _take_rows(g, _take_rows(table, me)), 0
+
+
+ppermute_p = define(
+    "ppermute", collective=True, abstract_eval=_ppermute_aval,
+    lowering=lambda x, *, axes, perm: jax.lax.ppermute(x, axes, perm),
+    jvp=ad.linear_jvp,
+    transpose=lambda ct, x, *, axes, perm: [
+        None if type(ct) is Zero else
+        ppermute_p.bind(ct, axes=axes, perm=tuple((t, s) for s, t in perm))],
+    batching=_ppermute_batch)
+
+
+# ----------------------------------------------------------------- pbroadcast
+
+def _pbroadcast_aval(x, *, axes, source):
+    n = _size(axes, "pbroadcast")
+    if not 0 <= source < n:
+        raise ValueError(f"pbroadcast: source {source} is out of range for the axis {axes} "
+                         f"of size {n}")
+    return x
+
+
+def _pbroadcast_batch(axis_data, vals, dims, *, axes, source):
+    (x,), (d,) = vals, dims
+    own, n = axis_data.name, axis_data.size
+    if own not in axes:
+        return _outward(pbroadcast_p, x, d, dict(axes=axes, source=source))
+    before, after = _split(axes, own)
+    a = _size(after, "pbroadcast")
+    mine = (source // a) % n                          # source = (b, mine, a) row-major
+    rest_source = source // (n * a) * a + source % a
+    y = x if d is None else ix.index_in_dim(x, mine, d, keepdims=False)
+    if before or after:
+        y = pbroadcast_p.bind(y, axes=before + after, source=rest_source)
+    return y, None
+
+
+def _pbroadcast_lower(x, *, axes, source):
+    # JAX lowers its pbroadcast on GPU only; this is its documented equivalent.
+    me = jax.lax.axis_index(axes)
+    return jax.lax.psum(jax.numpy.where(me == source, x, jax.numpy.zeros_like(x)), axes)
+
+
+def _pbroadcast_transpose(ct, x, *, axes, source):
+    if type(ct) is Zero:
+        return [None]
+    total = psum_p.bind(ct, axes=axes)
+    return [ew.select_n(ew.eq(_linear_index(axes), np.int32(source)),
+                        ew.zeros_like(total), total)]
+
+
+pbroadcast_p = define(
+    "pbroadcast", collective=True, abstract_eval=_pbroadcast_aval, lowering=_pbroadcast_lower,
+    jvp=ad.linear_jvp, transpose=_pbroadcast_transpose, batching=_pbroadcast_batch)
+
+
+# ------------------------------------------------ reduce_axes: cotangent sums
+
+def _psum_unmapped_aval(primal, ct, *, axes):
+    for name in axes:
+        batching.axis_size(name, "reduce_axes")
+    return ct
+
+
+def _psum_unmapped_batch(axis_data, vals, dims, *, axes):
+    (p, ct), (pd, cd) = vals, dims
+    if axis_data.name in axes:
+        rest = tuple(a for a in axes if a != axis_data.name)
+        if pd is None:   # the primal was broadcast over our axis: sum its cotangent
+            ct = ew.mul(ct, axis_data.size) if cd is None else sh.reduce_sum(ct, (cd,))
+            cd = None
+        if not rest:
+            return ct, cd
+        axes = rest
+    return psum_unmapped_p.bind(p, ct, axes=axes), cd
+
+
+def _psum_unmapped_lower(primal, ct, *, axes):
+    raise NotImplementedError(
+        f"reduce_axes={axes}: summing cotangents over axes that JAX itself binds "
+        "(jax.vmap, shard_map) is not supported; use impl.vmap for those axes")
+
+
+def _psum_unmapped_jvp(primals, tangents, *, axes):
+    (p, ct), (_, t) = primals, tangents
+    out = psum_unmapped_p.bind(p, ct, axes=axes)
+    if type(t) is Zero:
+        return out, Zero(ad.tangent_aval(get_aval(out)))
+    return out, psum_unmapped_p.bind(p, t, axes=axes)
+
+
+def _psum_unmapped_transpose(ct, primal, x, *, axes):
+    if is_undefined_primal(primal):
+        raise TypeError("reduce_axes: the cotangent sum is linear in the cotangent only")
+    return [None, None if type(ct) is Zero else psum_unmapped_p.bind(primal, ct, axes=axes)]
+
+
+# psum_unmapped(primal, ct): `ct` summed over each named axis along which `primal` is
+# not mapped (was broadcast in the forward pass), unchanged along the others.
+psum_unmapped_p = define(
+    "psum_unmapped", collective=True, abstract_eval=_psum_unmapped_aval,
+    lowering=_psum_unmapped_lower, jvp=_psum_unmapped_jvp,
+    transpose=_psum_unmapped_transpose, batching=_psum_unmapped_batch)
+
+
+def sum_cotangent(primal, ct, reduce_axes):
+    """The cotangent `ct` of `primal`, summed over the axes of `reduce_axes` along which
+    `primal` is broadcast (what grad(..., reduce_axes=...) returns)."""
+    if type(ct) is Zero or not reduce_axes:
+        return ct
+    return psum_unmapped_p.bind(primal, ct, axes=_axes(reduce_axes, "reduce_axes"))
+
+
+# ------------------------------------------------------------------- the API
+
+def _leafwise(fn, x):
+    return jax.tree_util.tree_map(fn, x)
+
+
+def _int_if_bool(v):
+    return ew.convert_element_type(v, np.int32) if get_aval(v).dtype == np.bool_ else v
+
+
+def _is_traced(v):
+    return isinstance(v, (core.Tracer, jax.core.Tracer))
+
+
+def _psum_leaf(v, axes, api_name):
+    if not axes:
+        return v
+    if not _is_traced(v):
+        # A constant is the same in every element: its sum is known now, as in JAX
+        # (so `psum(1, 'i')` is the axis size, a Python int, even under jit).
+        n = _size(axes, api_name)
+        if isinstance(v, (bool, int, float, complex)):
+            return int(v) * n if isinstance(v, bool) else v * n
+        v = jax.numpy.asarray(v)
+        return _int_if_bool(v) * np.asarray(n, _int_if_bool(v).dtype)
+    return psum_p.bind(_int_if_bool(v), axes=axes)
+
+
+def psum(x, axis_name, *, axis_index_groups=None):
+    """Sum `x` over the named axis (or tuple of axes), for each leaf of a pytree."""
+    axes = _axes(axis_name, "psum", axis_index_groups)
+    return _leafwise(lambda v: _psum_leaf(v, axes, "psum"), x)
+
+
+def pmean(x, axis_name, *, axis_index_groups=None):
+    """The mean of `x` over the named axis (or tuple of axes)."""
+    axes = _axes(axis_name, "pmean", axis_index_groups)
+    n = _size(axes, "pmean")
+
+    def one(v):
+        total = _psum_leaf(v, axes, "pmean")
+        if isinstance(total, (int, float, complex)):
+            return total / n
+        aval = get_aval(total)
+        if not core.is_float_dtype(aval.dtype):   # JAX's true division of integers
+            wide = np.float64 if aval.dtype.itemsize >= 8 else np.float32
+            total = ew.convert_element_type(total, core.canonical_dtype(wide),
+                                            weak_type=aval.weak_type)
+        return ew.div(total, n)
+    return _leafwise(one, x)
+
+
+def pmax(x, axis_name, *, axis_index_groups=None):
+    """The maximum of `x` over the named axis (or tuple of axes)."""
+    axes = _axes(axis_name, "pmax", axis_index_groups)
+    return _leafwise(lambda v: pmax_p.bind(v, axes=axes) if axes else v, x)
+
+
+def pmin(x, axis_name, *, axis_index_groups=None):
+    """The minimum of `x` over the named axis (or tuple of axes)."""
+    axes = _axes(axis_name, "pmin", axis_index_groups)
+    return _leafwise(lambda v: pmin_p.bind(v, axes=axes) if axes else v, x)
+
+
+def axis_size(axis_name):
+    """The size of the named axis (the product of the sizes, for a tuple)."""
+    return _size(_axes(axis_name, "axis_size"), "axis_size")
+
+
+def _linear_index(axes):
+    index = None
+    for name in axes:
+        i = axis_index_p.bind(axis_name=name)
+        index = i if index is None else ew.add(
+            ew.mul(index, np.int32(batching.axis_size(name, "axis_index"))), i)
+    return np.int32(0) if index is None else index
 
 
 def axis_index(axis_name):
-    """The position of the current example along the vmap axis called `axis_name`."""
-    return axis_index_p.bind(axis_name=axis_name)
+    """The position of this element along the named axis; over a tuple of axes, the
+    row-major (linearised) position."""
+    return _linear_index(_axes(axis_name, "axis_index"))
 
 
-def _iota(dtype, size):
-    return jax_lax.iota(dtype, size)
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
+    """Every device's `x`, stacked along a new axis `axis` (concatenated along the
+    existing `axis` when `tiled`), in device order."""
+    if to != "varying":
+        raise NotImplementedError(f"all_gather: to={to!r} is not supported by impl "
+                                  "(only 'varying')")
+    axes = _axes(axis_name, "all_gather", axis_index_groups)
+
+    def one(v):
+        if not axes:
+            return v
+        ndim = get_aval(v).ndim
+        a = _canonical_axis(axis, ndim if tiled else ndim + 1)
+        return all_gather_p.bind(v, axes=axes, axis=a, tiled=bool(tiled))
+    return _leafwise(one, x)
 
 
-if not hasattr(core.ops, "iota"):
-    core.ops.iota = _iota
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+    """The psum of `x`, of which device k keeps block k along `scatter_dimension`."""
+    axes = _axes(axis_name, "psum_scatter", axis_index_groups)
+
+    def one(v):
+        if not axes:
+            return v
+        sd = _canonical_axis(scatter_dimension, get_aval(v).ndim)
+        return psum_scatter_p.bind(v, axes=axes, scatter_dimension=sd, tiled=bool(tiled))
+    return _leafwise(one, x)
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
+               tiled=False):
+    """Block k of `split_axis` goes to device k; the blocks received are concatenated
+    along `concat_axis` (untiled: `split_axis` has one entry per device, which becomes
+    a new axis at `concat_axis`)."""
+    axes = _axes(axis_name, "all_to_all", axis_index_groups)
+    n = _size(axes, "all_to_all")
+
+    def one(v):
+        shape = get_aval(v).shape
+        sa = _canonical_axis(split_axis, len(shape))
+        if tiled:
+            ca = _canonical_axis(concat_axis, len(shape))
+            if shape[sa] % n:
+                raise ValueError(f"The size of all_to_all split_axis ({shape[sa]}) has to be "
+                                 f"divisible by the size of the named axis {axis_name} ({n})")
+            return all_to_all_p.bind(v, axes=axes, split_axis=sa, concat_axis=ca)
+        ca = _canonical_axis(concat_axis, len(shape))
+        if shape[sa] != n:
+            raise ValueError("all_to_all requires the size of the mapped axis axis_name to "
+                             f"equal x.shape[split_axis], but they are {n} and {shape[sa]} "
+                             "respectively.")
+        if sa == ca:
+            return all_to_all_p.bind(v, axes=axes, split_axis=sa, concat_axis=ca)
+        if sa < ca:
+            ca += 1   # concat_axis counts positions after split_axis is removed
+        else:
+            sa += 1
+        v = sh.expand_dims(v, (ca,))
+        out = all_to_all_p.bind(v, axes=axes, split_axis=sa, concat_axis=ca)
+        return sh.squeeze(out, (sa,))
+    return _leafwise(one, x)
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """all_to_all with split_axis = concat_axis = axis."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+def ppermute(x, axis_name, perm):
+    """Device dst receives `x` from device src for each pair (src, dst) of `perm`;
+    devices that receive nothing get zeros."""
+    axes = _axes(axis_name, "ppermute")
+    try:
+        perm = tuple((int(s), int(t)) for s, t in perm)
+    except (TypeError, ValueError):
+        raise TypeError(f"ppermute: perm must be a sequence of (source, destination) pairs "
+                        f"of ints, got {perm!r}") from None
+    return _leafwise(lambda v: ppermute_p.bind(v, axes=axes, perm=perm), x)
+
+
+def pshuffle(x, axis_name, perm):
+    """ppermute where device i receives from device perm[i]."""
+    if set(perm) != set(range(len(perm))):
+        raise ValueError(f"`perm` does not represent a permutation: {perm}")
+    return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+
+
+def pbroadcast(x, axis_name, source):
+    """Every device gets device `source`'s `x`."""
+    axes = _axes(axis_name, "pbroadcast")
+    return _leafwise(lambda v: pbroadcast_p.bind(v, axes=axes, source=int(source)), x)

@@ -16,8 +16,9 @@ from jax import lax
 from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
-from impl.interpreters.ad import Zero, defjvp, defjvp_zero, is_undefined_primal
-from impl.primitives._rules import cast_to, def_lowering, standard_primitive
+from impl.interpreters.ad import Zero, is_undefined_primal
+from impl.primitives._define import cast_to, define
+from impl.primitives.shape import broadcast_in_dim, reduce_sum
 
 
 # ------------------------------------------------------------------ type rules
@@ -96,50 +97,60 @@ def unbroadcast(ct, aval):
     return ct
 
 
-def _standard_unop(name, lax_fn, accepted=_float):
-    p = standard_primitive(name)
-    def_lowering(p, _lower_nary(lax_fn, name), _naryop_aval(name, accepted))
-    batching.defvectorized(p)
-    return p
+def _unop(name, lax_fn, jvp, accepted=_float, transpose=None, out_dtype=None):
+    return define(name, abstract_eval=_naryop_aval(name, accepted, out_dtype),
+                  lowering=_lower_nary(lax_fn, name, weak_ok=out_dtype is None), jvp=jvp,
+                  transpose=transpose, batching=batching.vectorized)
 
 
-def _standard_binop(name, lax_fn, accepted=None, out_dtype=None):
-    p = standard_primitive(name)
-    def_lowering(p, _lower_nary(lax_fn, name, weak_ok=out_dtype is None),
-                 _naryop_aval(name, accepted, out_dtype))
-    batching.defbroadcasting(p)
-    return p
+def _binop(name, lax_fn, jvp, accepted=None, out_dtype=None, transpose=None):
+    return define(name, abstract_eval=_naryop_aval(name, accepted, out_dtype),
+                  lowering=_lower_nary(lax_fn, name, weak_ok=out_dtype is None),
+                  jvp=jvp, transpose=transpose, batching=batching.broadcasting)
+
+
+by_parts = ad.jvp_by_parts
 
 
 # ------------------------------------------------------------- unary primitives
 
-neg_p = _standard_unop("neg", lax.neg, _not_bool)
-sin_p = _standard_unop("sin", lax.sin)
-cos_p = _standard_unop("cos", lax.cos)
-tan_p = _standard_unop("tan", lax.tan)
-asin_p = _standard_unop("asin", lax.asin)
-acos_p = _standard_unop("acos", lax.acos)
-atan_p = _standard_unop("atan", lax.atan)
-sinh_p = _standard_unop("sinh", lax.sinh)
-cosh_p = _standard_unop("cosh", lax.cosh)
-tanh_p = _standard_unop("tanh", lax.tanh)
-exp_p = _standard_unop("exp", lax.exp)
-log_p = _standard_unop("log", lax.log)
-log1p_p = _standard_unop("log1p", lax.log1p)
-expm1_p = _standard_unop("expm1", lax.expm1)
-sqrt_p = _standard_unop("sqrt", lax.sqrt)
-rsqrt_p = _standard_unop("rsqrt", lax.rsqrt)
-logistic_p = _standard_unop("logistic", lax.logistic)
-erf_p = _standard_unop("erf", lax.erf)
-abs_p = _standard_unop("abs", lax.abs, _not_bool)
-sign_p = _standard_unop("sign", lax.sign, _not_bool)
-floor_p = _standard_unop("floor", lax.floor)
-ceil_p = _standard_unop("ceil", lax.ceil)
-round_p = _standard_unop("round", lambda x, rounding_method=0: lax.round(x, rounding_method))
-is_finite_p = standard_primitive("is_finite")
-def_lowering(is_finite_p, lax.is_finite, _naryop_aval("is_finite", _float, np.bool_))
-batching.defvectorized(is_finite_p)
-not_p = _standard_unop("not", lax.bitwise_not, lambda d: d.kind in "biu")
+neg_p = _unop("neg", lax.neg, ad.linear_jvp, _not_bool, transpose=lambda ct, x: [neg(ct)])
+sin_p = _unop("sin", lax.sin, by_parts(lambda t, x: mul(t, cos(x))))
+cos_p = _unop("cos", lax.cos, by_parts(lambda t, x: neg(mul(t, sin(x)))))
+tan_p = _unop("tan", lax.tan,
+              by_parts(lambda t, ans, x: mul(t, add(1, mul(ans, ans))), use_output=True))
+asin_p = _unop("asin", lax.asin, by_parts(lambda t, x: mul(t, rsqrt(sub(1, mul(x, x))))))
+acos_p = _unop("acos", lax.acos,
+               by_parts(lambda t, x: neg(mul(t, rsqrt(sub(1, mul(x, x)))))))
+atan_p = _unop("atan", lax.atan, by_parts(lambda t, x: div(t, add(1, mul(x, x)))))
+sinh_p = _unop("sinh", lax.sinh, by_parts(lambda t, x: mul(t, cosh(x))))
+cosh_p = _unop("cosh", lax.cosh, by_parts(lambda t, x: mul(t, sinh(x))))
+tanh_p = _unop("tanh", lax.tanh,
+               by_parts(lambda t, ans, x: mul(t, sub(1, mul(ans, ans))), use_output=True))
+exp_p = _unop("exp", lax.exp, by_parts(lambda t, ans, x: mul(t, ans), use_output=True))
+log_p = _unop("log", lax.log, by_parts(lambda t, x: div(t, x)))
+log1p_p = _unop("log1p", lax.log1p, by_parts(lambda t, x: div(t, add(1, x))))
+expm1_p = _unop("expm1", lax.expm1,
+                by_parts(lambda t, ans, x: mul(t, add(ans, 1)), use_output=True))
+sqrt_p = _unop("sqrt", lax.sqrt,
+               by_parts(lambda t, ans, x: div(t, mul(2, ans)), use_output=True))
+rsqrt_p = _unop("rsqrt", lax.rsqrt,
+                by_parts(lambda t, ans, x: mul(t, mul(-0.5, div(ans, x))), use_output=True))
+logistic_p = _unop("logistic", lax.logistic,
+                   by_parts(lambda t, ans, x: mul(t, mul(ans, sub(1, ans))), use_output=True))
+erf_p = _unop("erf", lax.erf, by_parts(
+    lambda t, x: mul(t, mul(2 / math.sqrt(math.pi), exp(neg(mul(x, x)))))))
+# t where x >= 0, else -t: the derivative at 0 is 1, as in JAX (sign(0) would give 0).
+abs_p = _unop("abs", lax.abs,
+              by_parts(lambda t, x: select_n(ge_p.bind(x, zeros_like(x)), neg(t), t)),
+              _not_bool)
+sign_p = _unop("sign", lax.sign, ad.zero_jvp, _not_bool)
+floor_p = _unop("floor", lax.floor, ad.zero_jvp)
+ceil_p = _unop("ceil", lax.ceil, ad.zero_jvp)
+round_p = _unop("round", lambda x, rounding_method=0: lax.round(x, rounding_method),
+                ad.zero_jvp)
+is_finite_p = _unop("is_finite", lax.is_finite, ad.zero_jvp, out_dtype=np.bool_)
+not_p = _unop("not", lax.bitwise_not, ad.zero_jvp, lambda d: d.kind in "biu")
 
 
 def neg(x): return neg_p.bind(x)
@@ -154,65 +165,7 @@ def cosh(x): return cosh_p.bind(x)
 def sinh(x): return sinh_p.bind(x)
 
 
-ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
-defjvp(sin_p, lambda t, x: mul(t, cos(x)))
-defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-defjvp(tan_p, lambda t, ans, x: mul(t, add(1, mul(ans, ans))), use_output=True)
-defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(1, mul(x, x)))))
-defjvp(acos_p, lambda t, x: neg(mul(t, rsqrt(sub(1, mul(x, x))))))
-defjvp(atan_p, lambda t, x: div(t, add(1, mul(x, x))))
-defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
-defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
-defjvp(tanh_p, lambda t, ans, x: mul(t, sub(1, mul(ans, ans))), use_output=True)
-defjvp(exp_p, lambda t, ans, x: mul(t, ans), use_output=True)
-defjvp(log_p, lambda t, x: div(t, x))
-defjvp(log1p_p, lambda t, x: div(t, add(1, x)))
-defjvp(expm1_p, lambda t, ans, x: mul(t, add(ans, 1)), use_output=True)
-defjvp(sqrt_p, lambda t, ans, x: div(t, mul(2, ans)), use_output=True)
-defjvp(rsqrt_p, lambda t, ans, x: mul(t, mul(-0.5, div(ans, x))), use_output=True)
-defjvp(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(1, ans))), use_output=True)
-defjvp(erf_p, lambda t, x: mul(t, mul(2 / math.sqrt(math.pi), exp(neg(mul(x, x))))))
-# t where x >= 0, else -t: the derivative at 0 is 1, as in JAX (sign(0) would give 0).
-defjvp(abs_p, lambda t, x: select_n(ge_p.bind(x, zeros_like(x)), neg(t), t))
-for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p):
-    defjvp_zero(_p)
-
-
 # ------------------------------------------------------------ binary primitives
-
-add_p = _standard_binop("add", lax.add)
-sub_p = _standard_binop("sub", lax.sub)
-mul_p = _standard_binop("mul", lax.mul)
-div_p = _standard_binop("div", lax.div)
-rem_p = _standard_binop("rem", lax.rem)
-pow_p = _standard_binop("pow", lax.pow)
-max_p = _standard_binop("max", lax.max)
-min_p = _standard_binop("min", lax.min)
-atan2_p = _standard_binop("atan2", lax.atan2)
-and_p = _standard_binop("and", lax.bitwise_and)
-or_p = _standard_binop("or", lax.bitwise_or)
-xor_p = _standard_binop("xor", lax.bitwise_xor)
-eq_p = _standard_binop("eq", lax.eq, out_dtype=np.bool_)
-ne_p = _standard_binop("ne", lax.ne, out_dtype=np.bool_)
-lt_p = _standard_binop("lt", lax.lt, out_dtype=np.bool_)
-le_p = _standard_binop("le", lax.le, out_dtype=np.bool_)
-gt_p = _standard_binop("gt", lax.gt, out_dtype=np.bool_)
-ge_p = _standard_binop("ge", lax.ge, out_dtype=np.bool_)
-
-ad.add_any_p.name = "add_any"
-def_lowering(ad.add_any_p, _lower_nary(lax.add, "add_any"), _naryop_aval("add_any"))
-batching.defbroadcasting(ad.add_any_p)
-
-
-def add(x, y): return add_p.bind(x, y)
-def sub(x, y): return sub_p.bind(x, y)
-def mul(x, y): return mul_p.bind(x, y)
-def div(x, y): return div_p.bind(x, y)
-def eq(x, y): return eq_p.bind(x, y)
-def gt(x, y): return gt_p.bind(x, y)
-def lt(x, y): return lt_p.bind(x, y)
-def logical_and(x, y): return and_p.bind(x, y)
-
 
 def _add_transpose(ct, x, y):
     return [unbroadcast(ct, x.aval) if is_undefined_primal(x) else None,
@@ -222,13 +175,6 @@ def _add_transpose(ct, x, y):
 def _sub_transpose(ct, x, y):
     return [unbroadcast(ct, x.aval) if is_undefined_primal(x) else None,
             unbroadcast(neg(ct), y.aval) if is_undefined_primal(y) else None]
-
-
-ad.deflinear(add_p, _add_transpose)
-ad.deflinear(sub_p, _sub_transpose)
-ad.defbilinear(mul_p,
-               lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
-               lambda ct, x, y: unbroadcast(mul(x, ct), y.aval))
 
 
 def _div_jvp(primals, tangents):
@@ -249,16 +195,9 @@ def _div_transpose(ct, x, y):
     return [unbroadcast(div(ct, y), x.aval), None]
 
 
-ad.jvp_rules[div_p] = _div_jvp
-ad.transpose_rules[div_p] = _div_transpose
-
-
 def _rem_jvp_y(t, x, y):
     q = div(x, y)
     return neg(mul(t, mul(sign(q), floor_p.bind(abs_p.bind(q)))))
-
-
-defjvp(rem_p, lambda t, x, y: t, _rem_jvp_y)
 
 
 def _pow_jvp_x(t, ans, x, y):
@@ -270,47 +209,69 @@ def _pow_jvp_y(t, ans, x, y):
     return mul(t, mul(ans, safe_log))
 
 
-defjvp(pow_p, _pow_jvp_x, _pow_jvp_y, use_output=True)
-
-
-def _minmax_jvp(prim, pick):
-    # Where the operands tie the derivative is split evenly between them, as in JAX.
-    def rule(primals, tangents):
-        x, y = primals
-        out = prim.bind(x, y)
-        acc = Zero(ad.tangent_aval(get_aval(out)))
-        for t, me, other in ((tangents[0], x, y), (tangents[1], y, x)):
-            if type(t) is Zero:
-                continue
-            weight = select_n(pick(me, other), select_n(eq(me, other), zeros_like(out),
-                                                        full_like(out, 0.5)),
-                              full_like(out, 1.0))
-            acc = ad.add_tangents(acc, mul(t, weight))
-        return out, acc
-    ad.jvp_rules[prim] = rule
-
-
-_minmax_jvp(max_p, gt)
-_minmax_jvp(min_p, lt)
+def _minmax_jvp(pick):
+    """Where the operands tie the derivative is split evenly between them, as in JAX."""
+    def make(prim):
+        def rule(primals, tangents):
+            x, y = primals
+            out = prim.bind(x, y)
+            acc = Zero(ad.tangent_aval(get_aval(out)))
+            for t, me, other in ((tangents[0], x, y), (tangents[1], y, x)):
+                if type(t) is Zero:
+                    continue
+                weight = select_n(pick(me, other),
+                                  select_n(eq(me, other), zeros_like(out), full_like(out, 0.5)),
+                                  full_like(out, 1.0))
+                acc = ad.add_tangents(acc, mul(t, weight))
+            return out, acc
+        return rule
+    return core.RuleMaker(make)
 
 
 def _atan2_denominator(x, y):
     return add(mul(x, x), mul(y, y))
 
 
-defjvp(atan2_p, lambda t, x, y: mul(t, div(y, _atan2_denominator(x, y))),
-       lambda t, x, y: neg(mul(t, div(x, _atan2_denominator(x, y)))))
-for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, and_p, or_p, xor_p):
-    defjvp_zero(_p)
+add_p = _binop("add", lax.add, ad.linear_jvp, transpose=_add_transpose)
+sub_p = _binop("sub", lax.sub, ad.linear_jvp, transpose=_sub_transpose)
+mul_p = _binop("mul", lax.mul, ad.bilinear_jvp, transpose=ad.bilinear_transpose(
+    lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
+    lambda ct, x, y: unbroadcast(mul(x, ct), y.aval)))
+div_p = _binop("div", lax.div, _div_jvp, transpose=_div_transpose)
+rem_p = _binop("rem", lax.rem, by_parts(lambda t, x, y: t, _rem_jvp_y))
+pow_p = _binop("pow", lax.pow, by_parts(_pow_jvp_x, _pow_jvp_y, use_output=True))
+max_p = _binop("max", lax.max, _minmax_jvp(lambda a, b: gt(a, b)))
+min_p = _binop("min", lax.min, _minmax_jvp(lambda a, b: lt(a, b)))
+atan2_p = _binop("atan2", lax.atan2, by_parts(
+    lambda t, x, y: mul(t, div(y, _atan2_denominator(x, y))),
+    lambda t, x, y: neg(mul(t, div(x, _atan2_denominator(x, y))))))
+and_p = _binop("and", lax.bitwise_and, ad.zero_jvp)
+or_p = _binop("or", lax.bitwise_or, ad.zero_jvp)
+xor_p = _binop("xor", lax.bitwise_xor, ad.zero_jvp)
+eq_p = _binop("eq", lax.eq, ad.zero_jvp, out_dtype=np.bool_)
+ne_p = _binop("ne", lax.ne, ad.zero_jvp, out_dtype=np.bool_)
+lt_p = _binop("lt", lax.lt, ad.zero_jvp, out_dtype=np.bool_)
+le_p = _binop("le", lax.le, ad.zero_jvp, out_dtype=np.bool_)
+gt_p = _binop("gt", lax.gt, ad.zero_jvp, out_dtype=np.bool_)
+ge_p = _binop("ge", lax.ge, ad.zero_jvp, out_dtype=np.bool_)
+# Sums tangents and cotangents (the interpreters reach it as core.ops.add_any).
+add_any_p = _binop("add_any", lax.add, ad.linear_jvp, transpose=_add_transpose)
+
+
+def add(x, y): return add_p.bind(x, y)
+def sub(x, y): return sub_p.bind(x, y)
+def mul(x, y): return mul_p.bind(x, y)
+def div(x, y): return div_p.bind(x, y)
+def eq(x, y): return eq_p.bind(x, y)
+def gt(x, y): return gt_p.bind(x, y)
+def lt(x, y): return lt_p.bind(x, y)
+def logical_and(x, y): return and_p.bind(x, y)
+
+
+core.ops.add_any = add_any_p.bind
 
 
 # ---------------------------------------------------------------- integer_pow
-
-integer_pow_p = standard_primitive("integer_pow")
-def_lowering(integer_pow_p, lambda x, *, y: lax.integer_pow(x, y),
-             lambda x, *, y: _naryop_aval("integer_pow", _not_bool)(x))
-batching.defvectorized(integer_pow_p)
-
 
 def _integer_pow_jvp(t, x, *, y):
     if y == 0:
@@ -319,13 +280,13 @@ def _integer_pow_jvp(t, x, *, y):
     return mul(t, mul(y, base))
 
 
-defjvp(integer_pow_p, _integer_pow_jvp)
+integer_pow_p = define(
+    "integer_pow", abstract_eval=lambda x, *, y: _naryop_aval("integer_pow", _not_bool)(x),
+    lowering=lambda x, *, y: lax.integer_pow(x, y), jvp=by_parts(_integer_pow_jvp),
+    batching=batching.vectorized)
 
 
 # ---------------------------------------------------------------- select_n
-
-select_n_p = standard_primitive("select_n")
-
 
 def _select_n_aval(pred, *cases):
     if pred.dtype not in (np.dtype(np.bool_), np.dtype(np.int32)):
@@ -343,9 +304,6 @@ def _select_n_lower(pred, *cases):
     return lax.select_n(pred, *cases)
 
 
-def_lowering(select_n_p, _select_n_lower, _select_n_aval)
-
-
 def select_n(pred, *cases):
     return select_n_p.bind(pred, *cases)
 
@@ -358,9 +316,6 @@ def _select_n_batch(axis_data, vals, dims):
     if pdim is not None or get_aval(pred).shape:
         pred = batching.to_batched_shape(pred, pdim, axis_data.size, frame)
     return select_n(pred, *cases), 0
-
-
-batching.batching_rules[select_n_p] = _select_n_batch
 
 
 def _select_n_jvp(primals, tangents):
@@ -389,14 +344,12 @@ def _select_n_transpose(ct, pred, *cases):
     return outs
 
 
-ad.jvp_rules[select_n_p] = _select_n_jvp
-ad.transpose_rules[select_n_p] = _select_n_transpose
+select_n_p = define("select_n", abstract_eval=_select_n_aval, lowering=_select_n_lower,
+                    jvp=_select_n_jvp, transpose=_select_n_transpose,
+                    batching=_select_n_batch)
 
 
 # ------------------------------------------------------------------- clamp
-
-clamp_p = standard_primitive("clamp")
-
 
 def _clamp_lower(lo, x, hi):
     dtype = get_aval(x).dtype
@@ -410,9 +363,6 @@ def _clamp_aval(lo, x, hi):
     return x
 
 
-def_lowering(clamp_p, _clamp_lower, _clamp_aval)
-
-
 def _clamp_batch(axis_data, vals, dims):
     lo, x, hi = vals
     dlo, dx, dhi = dims
@@ -422,9 +372,6 @@ def _clamp_batch(axis_data, vals, dims):
               else batching.to_batched_shape(b, d, axis_data.size, frame)
               for b, d in ((lo, dlo), (hi, dhi))]
     return clamp_p.bind(bounds[0], x, bounds[1]), 0
-
-
-batching.batching_rules[clamp_p] = _clamp_batch
 
 
 def _clamp_jvp(primals, tangents):
@@ -446,16 +393,14 @@ def _clamp_jvp(primals, tangents):
 def _bcast_like(t, like):
     if get_aval(t).shape == get_aval(like).shape:
         return t
-    return core.ops.broadcast_in_dim(t, get_aval(like).shape, ())
+    return broadcast_in_dim(t, get_aval(like).shape, ())
 
 
-ad.jvp_rules[clamp_p] = _clamp_jvp
+clamp_p = define("clamp", abstract_eval=_clamp_aval, lowering=_clamp_lower, jvp=_clamp_jvp,
+                 batching=_clamp_batch)
 
 
 # -------------------------------------------------------- convert_element_type
-
-convert_element_type_p = standard_primitive("convert_element_type")
-
 
 def _convert_lower(x, *, new_dtype, weak_type=False):
     out = lax.convert_element_type(x, new_dtype)
@@ -464,10 +409,6 @@ def _convert_lower(x, *, new_dtype, weak_type=False):
 
 def _convert_aval(x, *, new_dtype, weak_type=False):
     return ShapedArray(x.shape, new_dtype, weak_type)
-
-
-def_lowering(convert_element_type_p, _convert_lower, _convert_aval)
-batching.defvectorized(convert_element_type_p)
 
 
 def convert_element_type(x, dtype, weak_type=False):
@@ -493,29 +434,25 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
                                         weak_type=x.aval.weak_type)]
 
 
-ad.jvp_rules[convert_element_type_p] = _convert_jvp
-ad.transpose_rules[convert_element_type_p] = _convert_transpose
+convert_element_type_p = define(
+    "convert_element_type", abstract_eval=_convert_aval, lowering=_convert_lower,
+    jvp=_convert_jvp, transpose=_convert_transpose, batching=batching.vectorized)
 
 
 # ------------------------------------------------------------- stop_gradient
 
-stop_gradient_p = standard_primitive("stop_gradient")
-def_lowering(stop_gradient_p, lax.stop_gradient, lambda x: x)
-batching.defvectorized(stop_gradient_p)
-defjvp_zero(stop_gradient_p)
+stop_gradient_p = define("stop_gradient", abstract_eval=lambda x: x,
+                         lowering=lax.stop_gradient, jvp=ad.zero_jvp,
+                         batching=batching.vectorized)
 
 
 # ------------------------------------------------------------------ helpers
 
 def zeros_like(x):
     aval = get_aval(x)
-    return core.ops.broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+    return broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
 
 
 def full_like(x, value):
     aval = get_aval(x)
-    return core.ops.broadcast_in_dim(np.array(value, aval.dtype), aval.shape, ())
-
-
-def reduce_sum(x, axes):
-    return core.ops.reduce_sum(x, axes)
+    return broadcast_in_dim(np.array(value, aval.dtype), aval.shape, ())

@@ -20,7 +20,7 @@ from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
-from impl.primitives._rules import cast_to, def_lowering, standard_primitive
+from impl.primitives._define import cast_to, define
 
 GatherDimensionNumbers = lax.GatherDimensionNumbers
 ScatterDimensionNumbers = lax.ScatterDimensionNumbers
@@ -69,9 +69,6 @@ def _common_int_dtype(vals):
 
 
 # ----------------------------------------------------------------- concatenate
-
-concatenate_p = standard_primitive("concatenate")
-
 
 def _concatenate_aval(*operands, dimension):
     if not operands:
@@ -128,15 +125,12 @@ def _concatenate_batch(axis_data, vals, dims, *, dimension):
     return concatenate_p.bind(*vals, dimension=dimension + 1), 0
 
 
-def_lowering(concatenate_p, _concatenate_lower, _concatenate_aval)
-ad.deflinear(concatenate_p, _concatenate_transpose)
-batching.batching_rules[concatenate_p] = _concatenate_batch
+concatenate_p = define(
+    "concatenate", abstract_eval=_concatenate_aval, lowering=_concatenate_lower,
+    jvp=ad.linear_jvp, transpose=_concatenate_transpose, batching=_concatenate_batch)
 
 
 # ------------------------------------------------------------------------ pad
-
-pad_p = standard_primitive("pad")
-
 
 def _pad_aval(operand, padding_value, *, padding_config):
     if padding_value.shape != ():
@@ -207,15 +201,11 @@ def _pad_batch(axis_data, vals, dims, *, padding_config):
     return ew.select_n(mask, pv, padded), 0
 
 
-def_lowering(pad_p, _pad_lower, _pad_aval)
-ad.deflinear(pad_p, _pad_transpose)
-batching.batching_rules[pad_p] = _pad_batch
+pad_p = define("pad", abstract_eval=_pad_aval, lowering=_pad_lower, jvp=ad.linear_jvp,
+               transpose=_pad_transpose, batching=_pad_batch)
 
 
 # ---------------------------------------------------------------------- slice
-
-slice_p = standard_primitive("slice")
-
 
 def _slice_aval(operand, *, start_indices, limit_indices, strides):
     n = operand.ndim
@@ -274,16 +264,14 @@ def _slice_batch(axis_data, vals, dims, *, start_indices, limit_indices, strides
     return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=st), d
 
 
-def_lowering(slice_p, lambda x, *, start_indices, limit_indices, strides:
-             lax.slice(x, start_indices, limit_indices, strides), _slice_aval)
-ad.deflinear(slice_p, _slice_transpose)
-batching.batching_rules[slice_p] = _slice_batch
+slice_p = define(
+    "slice", abstract_eval=_slice_aval,
+    lowering=lambda x, *, start_indices, limit_indices, strides:
+        lax.slice(x, start_indices, limit_indices, strides),
+    jvp=ad.linear_jvp, transpose=_slice_transpose, batching=_slice_batch)
 
 
 # ------------------------------------------------------------------------ rev
-
-rev_p = standard_primitive("rev")
-
 
 def _rev_aval(operand, *, dimensions):
     if len(set(dimensions)) != len(dimensions) or any(not 0 <= d < operand.ndim
@@ -306,16 +294,15 @@ def _rev_batch(axis_data, vals, dims, *, dimensions):
     return rev_p.bind(x, dimensions=tuple(a + (a >= d) for a in dimensions)), d
 
 
-def_lowering(rev_p, lambda x, *, dimensions: lax.rev(x, dimensions), _rev_aval)
-ad.deflinear(rev_p, lambda ct, x, *, dimensions:
-             [None if type(ct) is Zero else rev_p.bind(ct, dimensions=dimensions)])
-batching.batching_rules[rev_p] = _rev_batch
+rev_p = define(
+    "rev", abstract_eval=_rev_aval, lowering=lambda x, *, dimensions: lax.rev(x, dimensions),
+    jvp=ad.linear_jvp,
+    transpose=lambda ct, x, *, dimensions:
+        [None if type(ct) is Zero else rev_p.bind(ct, dimensions=dimensions)],
+    batching=_rev_batch)
 
 
 # -------------------------------------------------------------- dynamic_slice
-
-dynamic_slice_p = standard_primitive("dynamic_slice")
-
 
 def _dynamic_slice_aval(operand, *indices, slice_sizes):
     if len(indices) != operand.ndim or len(slice_sizes) != operand.ndim:
@@ -392,15 +379,13 @@ def _dynamic_slice_batch(axis_data, vals, dims, *, slice_sizes):
     return out, 0
 
 
-def_lowering(dynamic_slice_p, _dynamic_slice_lower, _dynamic_slice_aval)
-ad.deflinear_in(dynamic_slice_p, (0,), _dynamic_slice_transpose)
-batching.batching_rules[dynamic_slice_p] = _dynamic_slice_batch
+dynamic_slice_p = define(
+    "dynamic_slice", abstract_eval=_dynamic_slice_aval, lowering=_dynamic_slice_lower,
+    jvp=ad.linear_in_jvp((0,)), transpose=_dynamic_slice_transpose,
+    batching=_dynamic_slice_batch)
 
 
 # -------------------------------------------------------- dynamic_update_slice
-
-dynamic_update_slice_p = standard_primitive("dynamic_update_slice")
-
 
 def _dynamic_update_slice_aval(operand, update, *indices):
     if len(indices) != operand.ndim or update.ndim != operand.ndim:
@@ -456,15 +441,13 @@ def _dynamic_update_slice_batch(axis_data, vals, dims):
     return out, 0
 
 
-def_lowering(dynamic_update_slice_p, _dynamic_update_slice_lower, _dynamic_update_slice_aval)
-ad.deflinear_in(dynamic_update_slice_p, (0, 1), _dynamic_update_slice_transpose)
-batching.batching_rules[dynamic_update_slice_p] = _dynamic_update_slice_batch
+dynamic_update_slice_p = define(
+    "dynamic_update_slice", abstract_eval=_dynamic_update_slice_aval,
+    lowering=_dynamic_update_slice_lower, jvp=ad.linear_in_jvp((0, 1)),
+    transpose=_dynamic_update_slice_transpose, batching=_dynamic_update_slice_batch)
 
 
 # --------------------------------------------------------------------- gather
-
-gather_p = standard_primitive("gather")
-
 
 def _sorted_unique_in(prim, what, dims, n, shape):
     if tuple(sorted(set(dims))) != tuple(dims) or any(not 0 <= d < n for d in dims):
@@ -681,17 +664,11 @@ def _gather_batch(axis_data, vals, dims, *, dimension_numbers, slice_sizes,
     return gather_p.bind(x, idx, dimension_numbers=new, slice_sizes=sizes, **params), 0
 
 
-def_lowering(gather_p, _gather_lower, _gather_aval)
-ad.jvp_rules[gather_p] = _gather_jvp
-ad.transpose_rules[gather_p] = _gather_transpose
-batching.batching_rules[gather_p] = _gather_batch
+gather_p = define("gather", abstract_eval=_gather_aval, lowering=_gather_lower,
+                  jvp=_gather_jvp, transpose=_gather_transpose, batching=_gather_batch)
 
 
 # ------------------------------------------------------- scatter_add / scatter
-
-scatter_add_p = standard_primitive("scatter_add")
-scatter_p = standard_primitive("scatter")
-
 
 def _scatter_aval_rule(name):
     def rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
@@ -805,7 +782,7 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers,
     return [ct_op, None, ct_up]
 
 
-def _scatter_batch_rule(prim):
+def _make_scatter_batch(prim):
     def rule(axis_data, vals, dims, *, dimension_numbers, **params):
         x, idx, upd = vals
         xd, idd, ud = dims
@@ -833,10 +810,12 @@ def _scatter_batch_rule(prim):
     return rule
 
 
-def_lowering(scatter_add_p, _scatter_lower_with(lax.scatter_add),
-             _scatter_aval_rule("scatter_add"))
-ad.deflinear_in(scatter_add_p, (0, 2), _scatter_add_transpose)
-batching.batching_rules[scatter_add_p] = _scatter_batch_rule(scatter_add_p)
+_scatter_batch = core.RuleMaker(_make_scatter_batch)
+
+scatter_add_p = define(
+    "scatter_add", abstract_eval=_scatter_aval_rule("scatter_add"),
+    lowering=_scatter_lower_with(lax.scatter_add), jvp=ad.linear_in_jvp((0, 2)),
+    transpose=_scatter_add_transpose, batching=_scatter_batch)
 
 
 def _scatter_winners(indices, operand_shape, updates_shape, dimension_numbers,
@@ -908,10 +887,9 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
     return [ct_op, None, ct_up]
 
 
-def_lowering(scatter_p, _scatter_lower_with(lax.scatter), _scatter_aval_rule("scatter"))
-ad.jvp_rules[scatter_p] = _scatter_jvp
-ad.transpose_rules[scatter_p] = _scatter_transpose
-batching.batching_rules[scatter_p] = _scatter_batch_rule(scatter_p)
+scatter_p = define("scatter", abstract_eval=_scatter_aval_rule("scatter"),
+                   lowering=_scatter_lower_with(lax.scatter), jvp=_scatter_jvp,
+                   transpose=_scatter_transpose, batching=_scatter_batch)
 
 
 # ---------------------------------------------------------- lax-level wrappers
@@ -1039,21 +1017,7 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis):
     return dynamic_update_slice(operand, update, starts, allow_negative_indices=neg)
 
 
-# ------------------------------------------------------------- eager checks
-
-def _validating_impl(prim):
-    """Eager evaluation runs the abstract evaluation first, so bad shapes or indices get
-    the same clear TypeError eagerly as under a transformation (not a jax.lax error)."""
-    lower = core.impl_rules[prim]
-    check = core.abstract_eval_rules[prim]
-
-    def run(*args, **params):
-        check(*[get_aval(a) for a in args], **params)
-        return lower(*args, **params)
-    return run
-
-
-for _p in (concatenate_p, pad_p, slice_p, rev_p, dynamic_slice_p, dynamic_update_slice_p,
-           gather_p, scatter_add_p, scatter_p):
-    core.impl_rules[_p] = _validating_impl(_p)
-del _p
+# Structural operations the interpreters use without importing primitives (vmap's
+# element-by-element rule for ragged piles).
+core.ops.slice_in_dim = slice_in_dim
+core.ops.concatenate = concatenate

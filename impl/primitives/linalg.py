@@ -6,19 +6,13 @@ from jax import lax
 
 from impl.core import get_aval
 from impl.interpreters import ad, batching
-from impl.primitives._rules import def_lowering, standard_primitive
+from impl.primitives._define import SHAPE_FROM_LOWERING, define
 from impl.primitives.shape import transpose
-
-dot_general_p = standard_primitive("dot_general")
-
 
 def _lower_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
                        preferred_element_type=None):
     return lax.dot_general(lhs, rhs, dimension_numbers, precision=precision,
                            preferred_element_type=preferred_element_type)
-
-
-def_lowering(dot_general_p, _lower_dot_general)
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
@@ -69,9 +63,6 @@ def _transpose_rhs(ct, x, y, *, dimension_numbers, precision=None,
                           preferred_element_type=preferred_element_type, ct_rhs_first=True)
 
 
-ad.defbilinear(dot_general_p, _transpose_lhs, _transpose_rhs)
-
-
 def _dot_general_batch(axis_data, vals, dims, *, dimension_numbers, precision=None,
                        preferred_element_type=None):
     lhs, rhs = vals
@@ -97,4 +88,7 @@ def _dot_general_batch(axis_data, vals, dims, *, dimension_numbers, precision=No
     return out, out_dim
 
 
-batching.batching_rules[dot_general_p] = _dot_general_batch
+dot_general_p = define(
+    "dot_general", abstract_eval=SHAPE_FROM_LOWERING, lowering=_lower_dot_general,
+    jvp=ad.bilinear_jvp, transpose=ad.bilinear_transpose(_transpose_lhs, _transpose_rhs),
+    batching=_dot_general_batch)

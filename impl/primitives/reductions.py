@@ -22,9 +22,9 @@ from jax import lax
 from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
-from impl.interpreters.ad import Zero, defjvp_zero, is_undefined_primal
+from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import elementwise as ew
-from impl.primitives._rules import def_lowering, standard_primitive
+from impl.primitives._define import define
 from impl.primitives.shape import broadcast_in_dim, reduce_sum, reshape, transpose
 
 
@@ -84,34 +84,8 @@ def _any_dtype(name, dtype):
         raise TypeError(f"{name} does not accept dtype float0")
 
 
-def _define(prim, lower, aval_rule):
-    """Lowering and abstract eval; eager calls are type-checked too, so bad input gets
-    the same clear TypeError with or without a transformation."""
-    def_lowering(prim, lower, aval_rule)
-
-    def checked(*args, **params):
-        aval_rule(*[get_aval(a) for a in args], **params)
-        return lower(*args, **params)
-
-    core.impl_rules[prim] = checked
-
-
 def _kept_axes(ndim, axes):
     return tuple(i for i in range(ndim) if i not in axes)
-
-
-reduce_max_p = standard_primitive("reduce_max")
-reduce_min_p = standard_primitive("reduce_min")
-reduce_prod_p = standard_primitive("reduce_prod")
-
-_define(reduce_max_p, lambda x, *, axes: lax.reduce_max(x, axes),
-             _reduce_aval("reduce_max", _any_dtype))
-_define(reduce_min_p, lambda x, *, axes: lax.reduce_min(x, axes),
-             _reduce_aval("reduce_min", _any_dtype))
-_define(reduce_prod_p, lambda x, *, axes: lax.reduce_prod(x, axes),
-             _reduce_aval("reduce_prod", _check_numeric))
-for _p in (reduce_max_p, reduce_min_p, reduce_prod_p):
-    batching.defreducer(_p)
 
 
 def _canonical_axes(axes, ndim):
@@ -135,7 +109,7 @@ def reduce_prod(operand, axes):
     return reduce_prod_p.bind(operand, axes=axes) if axes else operand
 
 
-def _chooser_jvp(prim):
+def _make_chooser_jvp(prim):
     # The tangent flows from the location of the extremum; ties share it equally
     # (mean of the tangents at the tied locations), as in JAX.
     def rule(primals, tangents, *, axes):
@@ -147,11 +121,10 @@ def _chooser_jvp(prim):
         at_ans = ew.eq(x, broadcast_in_dim(ans, shape, _kept_axes(len(shape), axes)))
         mask = ew.convert_element_type(at_ans, get_aval(t).dtype)
         return ans, ew.div(reduce_sum(ew.mul(t, mask), axes), reduce_sum(mask, axes))
-    ad.jvp_rules[prim] = rule
+    return rule
 
 
-_chooser_jvp(reduce_max_p)
-_chooser_jvp(reduce_min_p)
+_chooser_jvp = core.RuleMaker(_make_chooser_jvp)
 
 
 def _move_axes_last(x, axes):
@@ -179,7 +152,16 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     return ans, reduce_sum(ew.mul(_move_axes_last(t, axes), others), (last,))
 
 
-ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp
+reduce_max_p = define("reduce_max", abstract_eval=_reduce_aval("reduce_max", _any_dtype),
+                      lowering=lambda x, *, axes: lax.reduce_max(x, axes),
+                      jvp=_chooser_jvp, batching=batching.reducer)
+reduce_min_p = define("reduce_min", abstract_eval=_reduce_aval("reduce_min", _any_dtype),
+                      lowering=lambda x, *, axes: lax.reduce_min(x, axes),
+                      jvp=_chooser_jvp, batching=batching.reducer)
+reduce_prod_p = define("reduce_prod",
+                       abstract_eval=_reduce_aval("reduce_prod", _check_numeric),
+                       lowering=lambda x, *, axes: lax.reduce_prod(x, axes),
+                       jvp=_reduce_prod_jvp, batching=batching.reducer)
 
 
 # ------------------------------------------------------------- argmax / argmin
@@ -197,15 +179,12 @@ def _argminmax_aval(name):
     return rule
 
 
-argmax_p = standard_primitive("argmax")
-argmin_p = standard_primitive("argmin")
-_define(argmax_p, lambda x, *, axes, index_dtype: lax.argmax(x, axes[0], index_dtype),
-             _argminmax_aval("argmax"))
-_define(argmin_p, lambda x, *, axes, index_dtype: lax.argmin(x, axes[0], index_dtype),
-             _argminmax_aval("argmin"))
-for _p in (argmax_p, argmin_p):
-    defjvp_zero(_p)
-    batching.defreducer(_p)
+argmax_p = define("argmax", abstract_eval=_argminmax_aval("argmax"),
+                  lowering=lambda x, *, axes, index_dtype: lax.argmax(x, axes[0], index_dtype),
+                  jvp=ad.zero_jvp, batching=batching.reducer)
+argmin_p = define("argmin", abstract_eval=_argminmax_aval("argmin"),
+                  lowering=lambda x, *, axes, index_dtype: lax.argmin(x, axes[0], index_dtype),
+                  jvp=ad.zero_jvp, batching=batching.reducer)
 
 
 def argmax(operand, axis, index_dtype):
@@ -219,9 +198,6 @@ def argmin(operand, axis, index_dtype):
 
 
 # --------------------------------------------------------------------- shift
-
-shift_p = standard_primitive("shift")
-
 
 def _shift_aval(x, *, axis, reverse, fill):
     _check_axis("shift", axis, x.shape)
@@ -260,16 +236,11 @@ def _shift_batch(axis_data, vals, dims, *, axis, reverse, fill):
     return shift_p.bind(x, axis=_shift_axis(axis, d), reverse=reverse, fill=fill), d
 
 
-_define(shift_p, _shift_lower, _shift_aval)
-ad.jvp_rules[shift_p] = _shift_jvp
-ad.transpose_rules[shift_p] = _shift_transpose
-batching.batching_rules[shift_p] = _shift_batch
+shift_p = define("shift", abstract_eval=_shift_aval, lowering=_shift_lower, jvp=_shift_jvp,
+                 transpose=_shift_transpose, batching=_shift_batch)
 
 
 # --------------------------------------------------------- linear_recurrence
-
-linear_recurrence_p = standard_primitive("linear_recurrence")
-
 
 def _linrec_aval(a, b, *, axis, reverse):
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -325,10 +296,9 @@ def _linrec_batch(axis_data, vals, dims, *, axis, reverse):
     return linear_recurrence_p.bind(a, b, axis=axis + 1, reverse=reverse), 0
 
 
-_define(linear_recurrence_p, _linrec_lower, _linrec_aval)
-ad.jvp_rules[linear_recurrence_p] = _linrec_jvp
-ad.transpose_rules[linear_recurrence_p] = _linrec_transpose
-batching.batching_rules[linear_recurrence_p] = _linrec_batch
+linear_recurrence_p = define(
+    "linear_recurrence", abstract_eval=_linrec_aval, lowering=_linrec_lower, jvp=_linrec_jvp,
+    transpose=_linrec_transpose, batching=_linrec_batch)
 
 
 # ------------------------------------------------------- cumulative reductions
@@ -341,43 +311,24 @@ def _cumulative_aval(name):
     return rule
 
 
-def _cumulative_batch(prim):
+def _make_cumulative_batch(prim):
     def rule(axis_data, vals, dims, *, axis, reverse):
         (x,), (d,) = vals, dims
         return prim.bind(x, axis=_shift_axis(axis, d), reverse=reverse), d
-    batching.batching_rules[prim] = rule
+    return rule
 
 
-def _cumulative(name, lax_fn):
-    p = standard_primitive(name)
-    _define(p, lambda x, *, axis, reverse: lax_fn(x, axis=axis, reverse=reverse),
-                 _cumulative_aval(name))
-    _cumulative_batch(p)
-    return p
+_cumulative_batch = core.RuleMaker(_make_cumulative_batch)
 
 
-cumsum_p = _cumulative("cumsum", lax.cumsum)
-cumprod_p = _cumulative("cumprod", lax.cumprod)
-cummax_p = _cumulative("cummax", lax.cummax)
-cummin_p = _cumulative("cummin", lax.cummin)
+def _cumulative(name, lax_fn, jvp, transpose=None):
+    return define(name, abstract_eval=_cumulative_aval(name),
+                  lowering=lambda x, *, axis, reverse: lax_fn(x, axis=axis, reverse=reverse),
+                  jvp=jvp, transpose=transpose, batching=_cumulative_batch)
 
 
-def _cumulative_fn(prim):
-    def fn(operand, axis=0, reverse=False):
-        axis = _normalize_axis(axis, get_aval(operand).ndim)
-        return prim.bind(operand, axis=axis, reverse=bool(reverse))
-    fn.__name__ = prim.name
-    fn.__doc__ = f"lax.{prim.name}: the running {prim.name[3:]} along `axis`."
-    return fn
-
-
-cumsum = _cumulative_fn(cumsum_p)
-cumprod = _cumulative_fn(cumprod_p)
-cummax = _cumulative_fn(cummax_p)
-cummin = _cumulative_fn(cummin_p)
-
-ad.deflinear(cumsum_p, lambda ct, x, *, axis, reverse:
-             [None if type(ct) is Zero else cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
+def _cumsum_transpose(ct, x, *, axis, reverse):
+    return [None if type(ct) is Zero else cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
 
 
 def _cumprod_jvp(primals, tangents, *, axis, reverse):
@@ -391,10 +342,7 @@ def _cumprod_jvp(primals, tangents, *, axis, reverse):
     return out, linear_recurrence_p.bind(x, ew.mul(t, exclusive), axis=axis, reverse=reverse)
 
 
-ad.jvp_rules[cumprod_p] = _cumprod_jvp
-
-
-def _cumchooser_jvp(prim):
+def _make_cumchooser_jvp(prim):
     # The running extremum out[i] takes its tangent from the positions j <= i where
     # x[j] == out[i]; ties share it equally (the mean), like reduce_max. Those positions
     # lie in the current run of equal outputs, so the sums restart whenever out changes:
@@ -412,18 +360,33 @@ def _cumchooser_jvp(prim):
         total = linear_recurrence_p.bind(same_run, ew.mul(t, hit), axis=axis,
                                          reverse=reverse)
         return out, ew.div(total, count)
-    ad.jvp_rules[prim] = rule
+    return rule
 
 
-_cumchooser_jvp(cummax_p)
-_cumchooser_jvp(cummin_p)
+_cumchooser_jvp = core.RuleMaker(_make_cumchooser_jvp)
+
+cumsum_p = _cumulative("cumsum", lax.cumsum, ad.linear_jvp, _cumsum_transpose)
+cumprod_p = _cumulative("cumprod", lax.cumprod, _cumprod_jvp)
+cummax_p = _cumulative("cummax", lax.cummax, _cumchooser_jvp)
+cummin_p = _cumulative("cummin", lax.cummin, _cumchooser_jvp)
+
+
+def _cumulative_fn(prim):
+    def fn(operand, axis=0, reverse=False):
+        axis = _normalize_axis(axis, get_aval(operand).ndim)
+        return prim.bind(operand, axis=axis, reverse=bool(reverse))
+    fn.__name__ = prim.name
+    fn.__doc__ = f"lax.{prim.name}: the running {prim.name[3:]} along `axis`."
+    return fn
+
+
+cumsum = _cumulative_fn(cumsum_p)
+cumprod = _cumulative_fn(cumprod_p)
+cummax = _cumulative_fn(cummax_p)
+cummin = _cumulative_fn(cummin_p)
 
 
 # ------------------------------------------- take_along_axis / scatter_add_along_axis
-
-take_along_axis_p = standard_primitive("take_along_axis")
-scatter_add_along_axis_p = standard_primitive("scatter_add_along_axis")
-
 
 def _check_indices(name, idx, shape, axis):
     if not np.issubdtype(idx.dtype, np.integer):
@@ -500,18 +463,15 @@ def _scatter_batch(axis_data, vals, dims, *, axis, shape):
                                          shape=(axis_data.size,) + shape), 0
 
 
-_define(take_along_axis_p, _take_lower, _take_aval)
-_define(scatter_add_along_axis_p, _scatter_lower, _scatter_aval)
-ad.deflinear_in(take_along_axis_p, (0,), _take_transpose)
-ad.deflinear_in(scatter_add_along_axis_p, (0,), _scatter_transpose)
-batching.batching_rules[take_along_axis_p] = _take_batch
-batching.batching_rules[scatter_add_along_axis_p] = _scatter_batch
+take_along_axis_p = define(
+    "take_along_axis", abstract_eval=_take_aval, lowering=_take_lower,
+    jvp=ad.linear_in_jvp((0,)), transpose=_take_transpose, batching=_take_batch)
+scatter_add_along_axis_p = define(
+    "scatter_add_along_axis", abstract_eval=_scatter_aval, lowering=_scatter_lower,
+    jvp=ad.linear_in_jvp((0,)), transpose=_scatter_transpose, batching=_scatter_batch)
 
 
 # ---------------------------------------------------------------------- iota
-
-iota_p = standard_primitive("iota")
-
 
 def _iota_aval(*, dtype, shape, dimension):
     if not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
@@ -522,14 +482,10 @@ def _iota_aval(*, dtype, shape, dimension):
     return ShapedArray(shape, dtype)
 
 
-def _iota_batch(axis_data, vals, dims, *, dtype, shape, dimension):
-    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension), None
-
-
-_define(iota_p, lambda *, dtype, shape, dimension:
-             lax.broadcasted_iota(dtype, shape, dimension), _iota_aval)
-defjvp_zero(iota_p)
-batching.batching_rules[iota_p] = _iota_batch
+iota_p = define("iota", abstract_eval=_iota_aval,
+                lowering=lambda *, dtype, shape, dimension:
+                    lax.broadcasted_iota(dtype, shape, dimension),
+                jvp=ad.zero_jvp, batching=None)  # no operands: vmap never batches it
 
 
 def broadcasted_iota(dtype, shape, dimension):
@@ -545,9 +501,6 @@ def iota(dtype, size):
 
 
 # ---------------------------------------------------------------------- sort
-
-sort_p = standard_primitive("sort", multiple_results=True)
-
 
 def _sort_aval(*operands, dimension, is_stable, num_keys):
     if not operands:
@@ -590,9 +543,8 @@ def _sort_batch(axis_data, vals, dims, *, dimension, is_stable, num_keys):
     return outs, [0] * len(outs)
 
 
-_define(sort_p, _sort_lower, _sort_aval)
-ad.jvp_rules[sort_p] = _sort_jvp
-batching.batching_rules[sort_p] = _sort_batch
+sort_p = define("sort", multiple_results=True, abstract_eval=_sort_aval,
+                lowering=_sort_lower, jvp=_sort_jvp, batching=_sort_batch)
 
 
 def sort(operand, dimension=-1, is_stable=True, num_keys=1):
@@ -610,31 +562,3 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
 def sort_key_val(keys, values, dimension=-1, is_stable=True):
     """Sort `keys` along `dimension` and permute `values` the same way."""
     return sort((keys, values), dimension, is_stable, num_keys=1)
-
-
-# ------------------------------------------- type-check per example under vmap
-
-def _checked_batching(prim):
-    # The rules above shift axes past the batch axis; checking the per-example types
-    # first makes an error name the axis and shape the user wrote, not the shifted ones.
-    rule = batching.batching_rules[prim]
-    aval_rule = core.abstract_eval_rules[prim]
-
-    def checked(axis_data, vals, dims, **params):
-        avals = []
-        for x, d in zip(vals, dims):
-            a = get_aval(x)
-            if d is not None:
-                a = ShapedArray(a.shape[:d] + a.shape[d + 1:], a.dtype, a.weak_type)
-            avals.append(a)
-        aval_rule(*avals, **params)
-        return rule(axis_data, vals, dims, **params)
-
-    batching.batching_rules[prim] = checked
-
-
-for _p in (reduce_max_p, reduce_min_p, reduce_prod_p, argmax_p, argmin_p, shift_p,
-           linear_recurrence_p, cumsum_p, cumprod_p, cummax_p, cummin_p, take_along_axis_p,
-           scatter_add_along_axis_p, iota_p, sort_p):
-    _checked_batching(_p)
-del _p

@@ -9,13 +9,10 @@ from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero
-from impl.primitives._rules import def_lowering, standard_primitive
+from impl.primitives._define import define
 
 
 # ----------------------------------------------------------- broadcast_in_dim
-
-broadcast_in_dim_p = standard_primitive("broadcast_in_dim")
-
 
 def _broadcast_in_dim_aval(x, *, shape, broadcast_dimensions):
     if len(broadcast_dimensions) != x.ndim:
@@ -56,16 +53,15 @@ def _broadcast_in_dim_batch(axis_data, vals, dims, *, shape, broadcast_dimension
     return broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_dims), 0
 
 
-def_lowering(broadcast_in_dim_p, lambda x, *, shape, broadcast_dimensions:
-             lax.broadcast_in_dim(x, shape, broadcast_dimensions), _broadcast_in_dim_aval)
-ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
-batching.batching_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
+broadcast_in_dim_p = define(
+    "broadcast_in_dim", abstract_eval=_broadcast_in_dim_aval,
+    lowering=lambda x, *, shape, broadcast_dimensions:
+        lax.broadcast_in_dim(x, shape, broadcast_dimensions),
+    jvp=ad.linear_jvp, transpose=_broadcast_in_dim_transpose,
+    batching=_broadcast_in_dim_batch)
 
 
 # -------------------------------------------------------------------- reshape
-
-reshape_p = standard_primitive("reshape")
-
 
 def _reshape_aval(x, *, new_sizes):
     if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
@@ -87,15 +83,14 @@ def _reshape_batch(axis_data, vals, dims, *, new_sizes):
     return reshape_p.bind(x, new_sizes=(axis_data.size,) + tuple(new_sizes)), 0
 
 
-def_lowering(reshape_p, lambda x, *, new_sizes: lax.reshape(x, new_sizes), _reshape_aval)
-ad.deflinear(reshape_p, lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
-batching.batching_rules[reshape_p] = _reshape_batch
+reshape_p = define(
+    "reshape", abstract_eval=_reshape_aval,
+    lowering=lambda x, *, new_sizes: lax.reshape(x, new_sizes),
+    jvp=ad.linear_jvp, transpose=lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)],
+    batching=_reshape_batch)
 
 
 # ------------------------------------------------------------------ transpose
-
-transpose_p = standard_primitive("transpose")
-
 
 def _transpose_aval(x, *, permutation):
     if sorted(permutation) != list(range(x.ndim)):
@@ -117,17 +112,15 @@ def _transpose_batch(axis_data, vals, dims, *, permutation):
     return transpose_p.bind(x, permutation=perm), 0
 
 
-def_lowering(transpose_p, lambda x, *, permutation: lax.transpose(x, permutation),
-             _transpose_aval)
-ad.deflinear(transpose_p, lambda ct, x, *, permutation:
-             [transpose(ct, tuple(np.argsort(permutation)))])
-batching.batching_rules[transpose_p] = _transpose_batch
+transpose_p = define(
+    "transpose", abstract_eval=_transpose_aval,
+    lowering=lambda x, *, permutation: lax.transpose(x, permutation),
+    jvp=ad.linear_jvp,
+    transpose=lambda ct, x, *, permutation: [transpose(ct, tuple(np.argsort(permutation)))],
+    batching=_transpose_batch)
 
 
 # ------------------------------------------------------ squeeze / expand_dims
-
-squeeze_p = standard_primitive("squeeze")
-
 
 def _squeeze_aval(x, *, dimensions):
     for d in dimensions:
@@ -151,11 +144,11 @@ def _squeeze_batch(axis_data, vals, dims, *, dimensions):
     return squeeze_p.bind(x, dimensions=tuple(a + 1 for a in dimensions)), 0
 
 
-def_lowering(squeeze_p, lambda x, *, dimensions: lax.squeeze(x, dimensions), _squeeze_aval)
-ad.deflinear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
-batching.batching_rules[squeeze_p] = _squeeze_batch
-
-expand_dims_p = standard_primitive("expand_dims")
+squeeze_p = define(
+    "squeeze", abstract_eval=_squeeze_aval,
+    lowering=lambda x, *, dimensions: lax.squeeze(x, dimensions),
+    jvp=ad.linear_jvp, transpose=lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)],
+    batching=_squeeze_batch)
 
 
 def _expand_dims_aval(x, *, dimensions):
@@ -179,16 +172,14 @@ def _expand_dims_batch(axis_data, vals, dims, *, dimensions):
     return expand_dims_p.bind(x, dimensions=tuple(a + 1 for a in dimensions)), 0
 
 
-def_lowering(expand_dims_p, lambda x, *, dimensions: lax.expand_dims(x, dimensions),
-             _expand_dims_aval)
-ad.deflinear(expand_dims_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
-batching.batching_rules[expand_dims_p] = _expand_dims_batch
+expand_dims_p = define(
+    "expand_dims", abstract_eval=_expand_dims_aval,
+    lowering=lambda x, *, dimensions: lax.expand_dims(x, dimensions),
+    jvp=ad.linear_jvp, transpose=lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)],
+    batching=_expand_dims_batch)
 
 
 # ------------------------------------------------------------------ reduce_sum
-
-reduce_sum_p = standard_primitive("reduce_sum")
-
 
 def _reduce_aval(x, *, axes):
     for a in axes:
@@ -213,9 +204,10 @@ def _reduce_sum_transpose(ct, x, *, axes):
     return [broadcast_in_dim(ct, shape, kept)]
 
 
-def_lowering(reduce_sum_p, lambda x, *, axes: lax.reduce_sum(x, axes), _reduce_aval)
-ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
-batching.defreducer(reduce_sum_p)
+reduce_sum_p = define(
+    "reduce_sum", abstract_eval=_reduce_aval,
+    lowering=lambda x, *, axes: lax.reduce_sum(x, axes),
+    jvp=ad.linear_jvp, transpose=_reduce_sum_transpose, batching=batching.reducer)
 
 
 # --------------------------------------------------- ops for the interpreters

@@ -8,6 +8,7 @@ from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
+from impl.numpy._reductions import max as _max
 from impl.numpy._util import asarray, broadcast_shapes, broadcast_to, canonicalize_axes
 
 __all__ = ["logsumexp", "expit", "logit", "erf", "erfc", "xlogy", "softmax", "log_softmax"]
@@ -20,7 +21,6 @@ def _float(x):
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
     """log(sum(b * exp(a))) computed stably: the maximum is subtracted first (under
     stop_gradient, so it does not change the derivative)."""
-    from impl.numpy._reductions import max as _max
     if where is not None:
         raise NotImplementedError("logsumexp: the `where` argument is not supported")
     a = _float(a)
@@ -72,11 +72,33 @@ def xlogy(x, y):
     return uf.where(uf.equal(x, 0), ew.zeros_like(x), uf.multiply(x, uf.log(safe)))
 
 
-def softmax(x, axis=None):
-    from impl.nn import softmax as _softmax
-    return _softmax(x, axis=axis)
+def _shifted(x, axis, where):
+    """x minus its maximum along `axis` (over the `where` mask), the maximum held
+    constant under differentiation; masked-out entries become -inf."""
+    x = _float(x)
+    axes = canonicalize_axes(axis, get_aval(x).ndim)
+    if where is not None:
+        x = uf.where(where, x, -np.inf)
+    m = ew.stop_gradient_p.bind(_max(x, axis=axes, keepdims=True))
+    m = uf.where(uf.isfinite(m), m, ew.zeros_like(m))
+    return uf.subtract(x, m), axes
 
 
-def log_softmax(x, axis=None):
-    from impl.nn import log_softmax as _log_softmax
-    return _log_softmax(x, axis=axis)
+def _softmax(x, axis, where):
+    shifted, axes = _shifted(x, axis, where)
+    e = uf.exp(shifted)
+    return uf.true_divide(e, c.sum(e, axis=axes, keepdims=True))
+
+
+def _log_softmax(x, axis, where):
+    shifted, axes = _shifted(x, axis, where)
+    return uf.subtract(shifted, uf.log(c.sum(uf.exp(shifted), axis=axes, keepdims=True)))
+
+
+def softmax(x, /, *, axis=None):
+    """exp(x) / sum(exp(x)) along `axis` (all axes when None)."""
+    return _softmax(x, axis, None)
+
+
+def log_softmax(x, /, *, axis=None):
+    return _log_softmax(x, axis, None)

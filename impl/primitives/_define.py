@@ -1,0 +1,137 @@
+"""`define`: the one way a primitive and all of its rules come into being.
+
+A primitive module writes each primitive as one block: the rule functions, then a single
+`define(...)` call that creates the `Primitive` and fills every transformation's table
+(core's evaluation and abstract evaluation, lowering, ad's jvp and transpose, batching,
+partial evaluation). Nothing is registered anywhere else, so reading one block tells a
+newcomer everything impl knows about the primitive.
+
+Rules that need their own primitive to be built (a linear primitive's jvp applies the
+primitive to the tangents; a vectorized batching rule re-binds it) are given as
+`RuleMaker`s such as `ad.linear_jvp` or `batching.vectorized`; `define` builds them once
+the primitive exists.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import numpy as np
+
+from impl import core
+from impl.core import RuleMaker, ShapedArray, get_aval
+from impl.interpreters import ad
+from impl.interpreters import batching as _batching
+from impl.interpreters import lowering as _lowering
+from impl.interpreters import partial_eval as pe
+
+# Every primitive impl defines, by name: the harness draws programs from it.
+registry: dict[str, core.Primitive] = {}
+
+
+def _hashable(params):
+    try:
+        key = tuple(sorted(params.items()))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+def _shape_from_lowering(prim, lower_fn):
+    """Abstract evaluation by asking JAX for the shape of the lowering (cached)."""
+    cache = {}
+
+    def rule(*avals, **params):
+        pkey = _hashable(params)
+        key = None if pkey is None else (tuple(avals), pkey)
+        hit = cache.get(key) if key is not None else None
+        if hit is not None:
+            return hit
+        out = jax.eval_shape(lambda *xs: lower_fn(*xs, **params),
+                             *[a.to_shape_dtype() for a in avals])
+        if prim.multiple_results:
+            res = [ShapedArray(o.shape, o.dtype, getattr(o, "weak_type", False)) for o in out]
+        else:
+            res = ShapedArray(out.shape, out.dtype, getattr(out, "weak_type", False))
+        if key is not None:
+            cache[key] = res
+        return res
+    return rule
+
+
+class _ShapeFromLowering:
+    """Marker for `abstract_eval=`: derive the output types from the lowering."""
+
+    def __repr__(self):
+        return "SHAPE_FROM_LOWERING"
+
+
+SHAPE_FROM_LOWERING = _ShapeFromLowering()
+
+
+def _checked_eager(abstract_eval, run):
+    """Eager evaluation type-checks first, so bad input gets impl's clear TypeError with
+    or without a transformation (never an error from deep inside jax.lax)."""
+    def impl(*args, **params):
+        abstract_eval(*[get_aval(a) for a in args], **params)
+        return run(*args, **params)
+    return impl
+
+
+def _build(rule, prim):
+    return rule.make(prim) if isinstance(rule, RuleMaker) else rule
+
+
+def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
+           transpose=None, partial_eval=None, impl=None, multiple_results=False,
+           collective=False) -> core.Primitive:
+    """Create the primitive `name` and register every one of its rules.
+
+    abstract_eval: `(*avals, **params) -> aval` (a list when multiple_results),
+        SHAPE_FROM_LOWERING, or None (the primitive cannot be staged).
+    lowering: `(*args, **params) -> out` calling jax.lax; it also evaluates eagerly,
+        after the abstract evaluation has checked the arguments, unless `impl` is given.
+    jvp: `(primals, tangents, **params) -> (out, tangent_out)`, a RuleMaker from
+        `impl.interpreters.ad`, or None (the primitive cannot be differentiated).
+    batching: `(axis_data, vals, dims, **params) -> (out, out_dims)`, a RuleMaker from
+        `impl.interpreters.batching`, or None (the primitive cannot be vmapped).
+    transpose: `(cts, *args, **params) -> cotangent per arg`, for primitives linear in
+        some arguments.
+    partial_eval: `(trace, args, **params) -> outs` for call-like primitives that must
+        be split, not staged whole, when some inputs are known.
+    impl: eager evaluation when it differs from the lowering (a call primitive compiles
+        its program; a collective outside vmap raises).
+    collective: the primitive names vmap axes (`axis_name=`); its batching rule also
+        runs when no operand is batched, to find out whether its axis is the one mapped.
+    """
+    if name in registry:
+        raise ValueError(f"primitive {name!r} is already defined")
+    prim = core.Primitive(name, multiple_results, collective=collective)
+    if abstract_eval is SHAPE_FROM_LOWERING:
+        abstract_eval = _shape_from_lowering(prim, lowering)
+    if abstract_eval is not None:
+        core.abstract_eval_rules[prim] = abstract_eval
+    if lowering is not None:
+        _lowering.lowering_rules[prim] = lowering
+    if impl is not None:
+        core.impl_rules[prim] = impl
+    elif lowering is not None:
+        core.impl_rules[prim] = (lowering if abstract_eval is None
+                                 else _checked_eager(abstract_eval, lowering))
+    for table, rule in ((ad.jvp_rules, jvp), (ad.transpose_rules, transpose),
+                        (_batching.batching_rules, batching),
+                        (pe.partial_eval_rules, partial_eval)):
+        if rule is not None:
+            table[prim] = _build(rule, prim)
+    registry[name] = prim
+    return prim
+
+
+def cast_to(x, dtype):
+    """Cast a jax value to `dtype` inside a lowering rule, if it differs."""
+    if isinstance(x, (int, float, complex, bool)):
+        return np.asarray(x, dtype)
+    if np.dtype(x.dtype) != dtype:
+        return jax.lax.convert_element_type(x, dtype)
+    return x

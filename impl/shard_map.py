@@ -1,0 +1,408 @@
+"""shard_map: a per-device program over a mesh, lowered to JAX's shard_map.
+
+`shard_map(f, mesh=, in_specs=, out_specs=)` stages `f` for one device's block of each
+argument (the array split along the mesh axes its PartitionSpec names) into a
+`shard_map` primitive that holds the block program. Lowering calls `jax.shard_map` over
+a function evaluating the block program with the lowering rules, so XLA's SPMD
+partitioner runs it and collectives over mesh axes become XLA collectives: impl never
+schedules devices itself. The rules transform the block program (jvp, vmap, partial
+evaluation, transposition), keeping the result one shard_map.
+
+Differentiation follows JAX's shard_map convention without replication checks: the
+transpose of psum is psum, so the cotangent of an output replicated over mesh axes (not
+named in its out_spec) is divided among them, and the cotangent of an input replicated
+over mesh axes is summed over them. The programs impl derives with residuals (the linear
+part of a linearized shard_map, transposes) are lowered with check_vma=False, since
+their residuals vary over every axis; the user's program keeps the check it asked for.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import numpy as np
+from jax import tree_util
+from jax.sharding import AbstractMesh, Mesh, PartitionSpec
+
+from impl import core
+from impl.api import flatten_fun, _check_leaf, _fun_name
+from impl.core import Tracer, get_aval
+from impl.interpreters import ad, batching, lowering
+from impl.interpreters import partial_eval as pe
+from impl.interpreters.ad import Zero
+from impl.primitives import collectives
+from impl.primitives import elementwise as ew
+from impl.primitives import shape as sh
+from impl.primitives._define import define
+from impl.primitives.sharding import (broadcast_prefix, check_spmd_unused, insert_spec_entry,
+                                      spec_entry, spec_names)
+
+P = PartitionSpec
+
+
+# ------------------------------------------------------------- mesh axes in scope
+
+def _mesh_axes(mesh, axis_names):
+    """Bind the manual mesh axes while the block program is staged or transformed, so
+    collectives and axis_size inside it find them."""
+    return batching.extend_axis_env([(n, mesh.shape[n]) for n in mesh.axis_names
+                                     if n in axis_names])
+
+
+# ------------------------------------------------------------------ block shapes
+
+def _axes_size(mesh, names):
+    return math.prod(mesh.shape[n] for n in names)
+
+
+def _block_aval(mesh, spec, aval):
+    """One device's block of a value of type `aval` split as `spec` (divisibility and
+    rank are checked by the caller)."""
+    shape = list(aval.shape)
+    for i, entry in enumerate(spec):
+        shape[i] //= _axes_size(mesh, spec_names(entry))
+    return aval.update(shape=tuple(shape))
+
+
+def _global_aval(mesh, spec, aval):
+    shape = list(aval.shape)
+    for i, entry in enumerate(spec):
+        shape[i] *= _axes_size(mesh, spec_names(entry))
+    return aval.update(shape=tuple(shape))
+
+
+def _unmentioned(mesh, axis_names, spec):
+    """The manual mesh axes (in mesh order) that `spec` does not name."""
+    named = {n for entry in spec for n in spec_names(entry)}
+    return tuple(n for n in mesh.axis_names if n in axis_names and n not in named)
+
+
+def _all_manual(mesh, axis_names):
+    return tuple(n for n in mesh.axis_names if n in axis_names)
+
+
+def _nonzero(values, mask):
+    return tuple(v for v, m in zip(values, mask) if m)
+
+
+# --------------------------------------------------------------- the primitive
+
+def _shard_map_aval(*avals, jaxpr, mesh, in_specs, out_specs, axis_names, check_vma):
+    blocks = [_block_aval(mesh, s, a) for s, a in zip(in_specs, avals)]
+    expected = jaxpr.in_avals
+    if len(blocks) != len(expected) or any(
+            b.shape != e.shape or b.dtype != e.dtype for b, e in zip(blocks, expected)):
+        raise TypeError(f"shard_map: argument blocks {[b.str_short() for b in blocks]} do "
+                        f"not match the block program's {[e.str_short() for e in expected]}")
+    return [_global_aval(mesh, s, a) for s, a in zip(out_specs, jaxpr.out_avals)]
+
+
+def _shard_map_lowering(*args, jaxpr, mesh, in_specs, out_specs, axis_names, check_vma):
+    def block(*xs):
+        return tuple(lowering.eval_jaxpr_lowered(jaxpr.jaxpr, jaxpr.consts, xs))
+    mapped = jax.shard_map(block, mesh=mesh, in_specs=tuple(in_specs),
+                           out_specs=tuple(out_specs), axis_names=set(axis_names),
+                           check_vma=check_vma)
+    return list(mapped(*args))
+
+
+def _shard_map_impl(*args, jaxpr, **params):
+    key = ("shard_map",) + tuple(sorted(params.items()))
+    fn = jaxpr._cache.get(key)
+    if fn is None:
+        fn = jaxpr._cache[key] = jax.jit(functools.partial(_shard_map_lowering, jaxpr=jaxpr,
+                                                           **params))
+    return fn(*args)
+
+
+def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, axis_names,
+                   check_vma):
+    nonzeros = [type(t) is not Zero for t in tangents]
+    with _mesh_axes(mesh, axis_names):
+        new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzeros)
+    outs = shard_map_p.bind(
+        *primals, *[t for t in tangents if type(t) is not Zero], jaxpr=new, mesh=mesh,
+        in_specs=in_specs + _nonzero(in_specs, nonzeros),
+        out_specs=out_specs + _nonzero(out_specs, out_nonzero), axis_names=axis_names,
+        check_vma=check_vma)
+    n = len(out_specs)
+    t_iter = iter(outs[n:])
+    return outs[:n], [next(t_iter) if nz else Zero(ad.tangent_aval(get_aval(o)))
+                      for nz, o in zip(out_nonzero, outs[:n])]
+
+
+def _split_block_program(jaxpr, unknowns, mesh, axis_names):
+    """Partial evaluation of the block program. Each residual leaves the known program
+    with a new leading axis of one block per device (spec: every manual axis), so any
+    residual, replicated or not, reaches the unknown program's device unchanged."""
+    key = ("shard_map_pe", tuple(unknowns))
+    hit = jaxpr._cache.get(key)
+    if hit is not None:
+        return hit
+    with _mesh_axes(mesh, axis_names):
+        known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
+        n_out = len(known.out_avals) - num_res
+
+        def known_with_blocks(*xs):
+            outs = core.eval_jaxpr(known.jaxpr, known.consts, *xs)
+            return outs[:n_out] + [sh.expand_dims(r, (0,)) for r in outs[n_out:]]
+
+        def unknown_from_blocks(*xs):
+            res = [sh.squeeze(r, (0,)) for r in xs[:num_res]]
+            return core.eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
+
+        res_avals = [a.update(shape=(1,) + a.shape) for a in unknown.in_avals[:num_res]]
+        known = pe.make_closed_jaxpr(known_with_blocks, known.in_avals)
+        unknown = pe.make_closed_jaxpr(unknown_from_blocks,
+                                       res_avals + unknown.in_avals[num_res:])
+    jaxpr._cache[key] = result = (known, unknown, out_unknowns, num_res)
+    return result
+
+
+def _shard_map_partial_eval(trace, args, *, jaxpr, mesh, in_specs, out_specs, axis_names,
+                            check_vma):
+    unknowns = [trace.is_own(x) for x in args]
+    known, unknown, out_unknowns, num_res = _split_block_program(jaxpr, unknowns, mesh,
+                                                                 axis_names)
+    res_specs = (P(spec_entry(_all_manual(mesh, axis_names))),) * num_res
+    knowns, out_knowns = [not u for u in unknowns], [not u for u in out_unknowns]
+    with core.set_current_trace(trace.parent):
+        known_outs = shard_map_p.bind(
+            *_nonzero(args, knowns), jaxpr=known, mesh=mesh,
+            in_specs=_nonzero(in_specs, knowns),
+            out_specs=_nonzero(out_specs, out_knowns) + res_specs, axis_names=axis_names,
+            check_vma=check_vma)
+    n_known = len(known_outs) - num_res
+    invars = [trace.get_var(x) for x in list(known_outs[n_known:])
+              + list(_nonzero(args, unknowns))]
+    params = dict(jaxpr=unknown, mesh=mesh, in_specs=res_specs + _nonzero(in_specs, unknowns),
+                  out_specs=_nonzero(out_specs, out_unknowns), axis_names=axis_names,
+                  check_vma=False)
+    out_avals = _shard_map_aval(*[v.aval for v in invars], **params)
+    staged = trace.add_eqn(shard_map_p, invars, out_avals, params)
+    k_iter, u_iter = iter(known_outs[:n_known]), iter(staged)
+    return [next(u_iter) if u else next(k_iter) for u in out_unknowns]
+
+
+def _transpose_block_program(jaxpr, linear, ct_nonzero, mesh, in_specs, out_specs,
+                             axis_names):
+    """The transposed block program, with the replication convention of the module
+    docstring: output cotangents divided over the mesh axes their spec leaves out, input
+    cotangents summed over the axes theirs leaves out."""
+    key = ("shard_map_transpose", tuple(linear), tuple(ct_nonzero))
+    hit = jaxpr._cache.get(key)
+    if hit is not None:
+        return hit
+    with _mesh_axes(mesh, axis_names):
+        transposed, in_nonzero = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
+        num_res = sum(not lin for lin in linear)
+        ct_specs = _nonzero(out_specs, ct_nonzero)
+        lin_specs = _nonzero(_nonzero(in_specs, linear), in_nonzero)
+
+        def fun(*xs):
+            cts = [_divide(ct, _axes_size(mesh, _unmentioned(mesh, axis_names, s)))
+                   for ct, s in zip(xs[num_res:], ct_specs)]
+            outs = core.eval_jaxpr(transposed.jaxpr, transposed.consts, *xs[:num_res], *cts)
+            return [_psum_over(ct, _unmentioned(mesh, axis_names, s))
+                    for ct, s in zip(outs, lin_specs)]
+
+        new = pe.make_closed_jaxpr(fun, transposed.in_avals)
+    jaxpr._cache[key] = result = (new, in_nonzero)
+    return result
+
+
+def _divide(x, n):
+    return x if n == 1 else ew.div(x, np.asarray(n, get_aval(x).dtype))
+
+
+def _psum_over(x, names):
+    return collectives.psum(x, names) if names else x
+
+
+def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, axis_names,
+                         check_vma):
+    linear = [ad.is_undefined_primal(x) for x in args]
+    ct_nonzero = [type(ct) is not Zero for ct in cts]
+    new, in_nonzero = _transpose_block_program(jaxpr, linear, ct_nonzero, mesh, in_specs,
+                                               out_specs, axis_names)
+    outs = iter(shard_map_p.bind(
+        *[x for x, lin in zip(args, linear) if not lin],
+        *[ct for ct in cts if type(ct) is not Zero], jaxpr=new, mesh=mesh,
+        in_specs=_nonzero(in_specs, [not lin for lin in linear])
+        + _nonzero(out_specs, ct_nonzero),
+        out_specs=_nonzero(_nonzero(in_specs, linear), in_nonzero), axis_names=axis_names,
+        check_vma=False))
+    nonzero = iter(in_nonzero)
+    return [(next(outs) if next(nonzero) else None) if lin else None for lin in linear]
+
+
+def _shard_map_batch(axis_data, vals, dims, *, jaxpr, mesh, in_specs, out_specs,
+                     axis_names, check_vma):
+    spmd = axis_data.spmd_name
+    inner, entry = axis_data, None
+    if spmd is not None:
+        # The batch axis is itself split over the mesh axes spmd_axis_name: each device
+        # maps over its part of the batch.
+        for spec in in_specs:
+            check_spmd_unused(spmd, spec, "shard_map in_specs")
+        for spec in out_specs:
+            check_spmd_unused(spmd, spec, "shard_map out_specs")
+        n = _axes_size(mesh, spmd)
+        if axis_data.size % n:
+            raise ValueError(f"vmap of shard_map with spmd_axis_name={spmd}: the batch size "
+                             f"{axis_data.size} is not divisible by the size {n} of those "
+                             "mesh axes")
+        inner = batching.AxisData(axis_data.name, axis_data.size // n, spmd)
+        entry = spec_entry(spmd)
+    new_in = tuple(s if d is None else insert_spec_entry(s, d, entry)
+                   for s, d in zip(in_specs, dims))
+    blocks = [_block_aval(mesh, s, get_aval(v)) for s, v in zip(new_in, vals)]
+    with _mesh_axes(mesh, axis_names):
+        new, out_dims = batching.batch_jaxpr(jaxpr, inner, blocks, dims)
+    new_out = tuple(s if d is None else insert_spec_entry(s, d, entry)
+                    for s, d in zip(out_specs, out_dims))
+    outs = shard_map_p.bind(*vals, jaxpr=new, mesh=mesh, in_specs=new_in, out_specs=new_out,
+                            axis_names=axis_names, check_vma=check_vma)
+    return outs, out_dims
+
+
+shard_map_p = define(
+    "shard_map", multiple_results=True, abstract_eval=_shard_map_aval,
+    lowering=_shard_map_lowering, impl=_shard_map_impl, jvp=_shard_map_jvp,
+    transpose=_shard_map_transpose, batching=_shard_map_batch,
+    partial_eval=_shard_map_partial_eval)
+
+
+# ------------------------------------------------------------------------ the API
+
+class _InferSpecs:
+    """The default of in_specs, as JAX's `Infer`: specs from the arguments' shardings."""
+
+    def __repr__(self):
+        return "Infer"
+
+
+_INFER = _InferSpecs()
+
+
+def _resolve_mesh(mesh):
+    if mesh is None:
+        mesh = jax.sharding.get_abstract_mesh()
+        if mesh.empty:
+            raise ValueError("shard_map: mesh=None needs a mesh in context, but the context "
+                             "mesh is empty. Pass mesh= or use `jax.set_mesh(mesh)` to "
+                             "enter into a mesh context")
+    if not isinstance(mesh, (Mesh, AbstractMesh)):
+        raise TypeError(f"shard_map requires a `jax.sharding.Mesh` (or AbstractMesh) as "
+                        f"mesh, got {mesh!r} of type {type(mesh).__name__}")
+    return mesh
+
+
+def _manual_axes(mesh, axis_names):
+    names = frozenset(axis_names)
+    unknown = names - set(mesh.axis_names)
+    if unknown:
+        raise ValueError(f"shard_map axis_names {sorted(unknown)} are not axes of the mesh "
+                         f"(axes {mesh.axis_names})")
+    return names or frozenset(mesh.axis_names)
+
+
+def _check_spec(spec, aval, where, what, mesh, manual, fname, divisible=True):
+    """The errors JAX's shard_map gives for a bad in_specs/out_specs entry."""
+    if not isinstance(spec, PartitionSpec):
+        raise TypeError(f"shard_map {what} argument must be a pytree of "
+                        f"`jax.sharding.PartitionSpec` instances, but:\n  {where} is "
+                        f"{spec!r} of type {type(spec).__name__}\nCheck the {what} values "
+                        "passed to shard_map.")
+    for entry in spec:
+        for name in spec_names(entry):
+            if name not in manual:
+                raise ValueError(f"shard_map {what} argument must refer to an axis marked as "
+                                 f"manual ({set(manual)}), but:\n  {what} refers to "
+                                 f"{name!r}\nCheck the {what} values passed to shard_map.")
+    if len(spec) > aval.ndim:
+        raise ValueError(f"shard_map applied to the function {fname!r} was given an {what} "
+                         f"entry which is too long to be compatible with the corresponding "
+                         f"value: {what} is {spec} which has length {len(spec)}, but "
+                         f"{where} has shape {aval.str_short()}, which has rank {aval.ndim} "
+                         f"(and {aval.ndim} < {len(spec)})")
+    if divisible:
+        for i, entry in enumerate(spec):
+            n = _axes_size(mesh, spec_names(entry))
+            if aval.shape[i] % n:
+                raise ValueError(
+                    f"shard_map applied to the function {fname!r} was given argument arrays "
+                    f"with axis sizes that are not evenly divisible by the corresponding "
+                    f"mesh axis sizes: {where} of shape {aval.str_short()} corresponds to "
+                    f"{what} of value {spec}, which maps array axis {i} (of size "
+                    f"{aval.shape[i]}) to mesh axes {spec_names(entry)} (of total size {n}), "
+                    f"but {n} does not evenly divide {aval.shape[i]}. The mesh has shape "
+                    f"{tuple(mesh.shape.values())} with axis names {mesh.axis_names}.")
+
+
+def shard_map(f=None, /, *, out_specs, in_specs=_INFER, mesh=None, axis_names=frozenset(),
+              check_vma=True):
+    """Map `f` over blocks of its arguments on a mesh of devices (see jax.shard_map).
+
+    Each argument is split along the mesh axes its PartitionSpec in `in_specs` names;
+    `f` runs on one block per device, collectives over those mesh axes communicate
+    between devices, and the blocks of the outputs are joined as `out_specs` says.
+    `axis_names` makes `f` manual over a subset of the mesh axes (the rest stay with
+    the partitioner); `check_vma` is JAX's replication check of the outputs."""
+    if f is None:
+        return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                                   axis_names=axis_names, check_vma=check_vma)
+    if not callable(f):
+        raise TypeError(f"shard_map requires a callable, got {type(f).__name__}")
+    if in_specs is None or in_specs is _INFER or type(in_specs).__name__ == "InferFromArgs":
+        raise NotImplementedError(
+            "impl.shard_map needs in_specs: inferring them from the arguments' shardings "
+            "(in_specs=None or Infer, for meshes with Explicit axes) is not supported")
+    fname = _fun_name(f)
+    programs = {}
+
+    @functools.wraps(f)
+    def mapped(*args, **kwargs):
+        if kwargs:
+            raise TypeError(f"shard_map of {fname} takes positional arguments only, got "
+                            f"keyword arguments {sorted(kwargs)}")
+        m = _resolve_mesh(mesh)
+        manual = _manual_axes(m, axis_names)
+        flat, in_tree = tree_util.tree_flatten(args)
+        for x in flat:
+            _check_leaf(x, "shard_map arguments")
+        avals = [get_aval(x) for x in flat]
+        specs = tuple(broadcast_prefix(in_specs, in_tree, "shard_map in_specs"))
+        for i, (s, a) in enumerate(zip(specs, avals)):
+            _check_spec(s, a, f"args leaf {i}", "in_specs", m, manual, fname)
+        key = (in_tree, tuple(avals), m, manual)
+        hit = programs.get(key)
+        if hit is None:
+            hit = _stage_blocks(f, fname, in_tree, avals, specs, out_specs, m, manual)
+            if not any(isinstance(c, Tracer) for c in hit[1]):
+                programs[key] = hit
+        program, consts, out_tree, flat_out_specs = hit
+        outs = shard_map_p.bind(*consts, *flat, jaxpr=program, mesh=m,
+                                in_specs=(P(),) * len(consts) + specs,
+                                out_specs=flat_out_specs, axis_names=manual,
+                                check_vma=bool(check_vma))
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    return mapped
+
+
+def _stage_blocks(fun, name, in_tree, avals, specs, out_specs, m, manual):
+    """Stage `fun` on one device's blocks: (block program with its constants as leading
+    inputs, constants, output tree, one out_spec per output leaf)."""
+    flat_fun, store = flatten_fun(fun, in_tree, name=f"shard_map of {name}")
+    blocks = [_block_aval(m, s, a) for s, a in zip(specs, avals)]
+    with _mesh_axes(m, manual):
+        closed = pe.make_closed_jaxpr(flat_fun, blocks)
+    out_tree = store["out_tree"]
+    flat_out = tuple(broadcast_prefix(out_specs, out_tree, "shard_map out_specs"))
+    for i, (s, a) in enumerate(zip(flat_out, closed.out_avals)):
+        _check_spec(s, a, f"output leaf {i} of {name}", "out_specs", m, manual, name,
+                    divisible=False)
+    program, consts = pe.convert_constvars_to_invars(closed)
+    return program, consts, out_tree, flat_out

@@ -1,0 +1,7 @@
+"""Sharding objects, as in jax.sharding: impl takes JAX's own (a Mesh of devices, a
+NamedSharding over it, a PartitionSpec naming mesh axes per array axis) and hands them
+to XLA's SPMD partitioner when it lowers through jax.jit."""
+from jax.sharding import (  # noqa: F401
+    AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec, Sharding,
+    SingleDeviceSharding, get_abstract_mesh, get_mesh, set_mesh, use_abstract_mesh,
+)

@@ -1,0 +1,649 @@
+"""lax.cond, switch, while_loop, fori_loop, scan, map and associative_scan against JAX:
+value, jvp, grad, vmap (batched and unbatched operands, batched predicates and
+indices) and jit, nested in each other, plus the IR they stage and the errors JAX
+raises for bad input.
+
+Each program is written once against a backend namespace `B` (B.api is `impl` or
+`jax`, B.np its numpy, B.lax its lax) and run on both; JAX is the reference.
+"""
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import impl
+import impl.numpy as inp
+from impl.primitives import control_flow as cf
+from _compare import F32, IMPL, JAX, assert_trees_close, check, stack, x32
+
+# ------------------------------------------------------------------------- cond
+
+def cond_scalar(B):
+    def f(x, y):
+        return B.lax.cond(B.np.sum(x) > 0, lambda a, b: B.np.sin(a) * b,
+                          lambda a, b: a - B.np.cos(b), x, y)
+    return f
+
+
+def cond_pytree(B):
+    c = np.arange(3, dtype=F32)           # closed over by both branches
+
+    def f(x, y):
+        ops = {"a": x, "b": (y, 2 * y)}
+        return B.lax.cond(y > 0.5, lambda o: {"s": o["a"] * o["b"][0] + c, "t": o["b"][1]},
+                          lambda o: {"s": B.np.tanh(o["a"]) - c, "t": 3. * o["b"][0]}, ops)
+    return f
+
+
+def cond_const_branch(B):
+    # One branch ignores the operand: its tangent is a symbolic zero there.
+    def f(x):
+        return B.lax.cond(x[0] < 0, lambda a: B.np.zeros_like(a), lambda a: a ** 2, x)
+    return f
+
+
+def cond_int_operand(B):
+    def f(x, n):
+        return B.lax.cond(n % 2 == 0, lambda a, k: (a * k, k + 1), lambda a, k: (a / k, k),
+                          x, n)
+    return f
+
+
+@pytest.mark.parametrize("prog,args", [
+    (cond_scalar, (x32(3), F32(1.5))),
+    (cond_scalar, (-x32(3) - 2, F32(1.5))),
+    (cond_pytree, (x32(3), F32(0.7))),
+    (cond_const_branch, (x32(4, seed=3),)),
+    (cond_int_operand, (x32(2), np.int32(3))),
+], ids=["true", "false", "pytree", "zero_branch", "int_operand"])
+def test_cond(prog, args):
+    check(prog, *args, eager="grad")
+
+
+def test_cond_float64():
+    check(cond_scalar, np.array([0.3, -0.1], np.float64), np.float64(1.1), rtol=1e-12,
+          atol=1e-12, vmap=False)
+
+
+def switch3(B):
+    def f(i, x):
+        return B.lax.switch(i, [lambda a: B.np.sin(a), lambda a: a * a,
+                                lambda a: B.np.exp(-a)], x)
+    return f
+
+
+@pytest.mark.parametrize("index", [-2, 1, 7])
+def test_switch_clamps(index):
+    check(switch3, np.int32(index), x32(3), vmap=False)
+
+
+def test_switch_batched_index():
+    # The batched index [-1, 0, 1] and [4, 5, 6] (out of range) under vmap.
+    for base in (-1, 4):
+        check(switch3, np.int32(base), x32(3), jvp=False, grad=False, eager=False)
+
+
+def test_switch_operand_keyword_and_single_branch():
+    for B in (IMPL, JAX):
+        assert float(B.lax.switch(1, [lambda x: x + 1., lambda x: x * 3.], operand=2.)) == 6.
+        assert float(B.lax.switch(5, [lambda x: x - 1.], 2.)) == 1.
+        assert float(B.lax.cond(True, lambda x: x + 1., lambda x: x, operand=1.)) == 2.
+
+
+def test_cond_old_five_argument_form():
+    out = impl.lax.cond(False, 2., lambda x: x + 1., 5., lambda x: x * 10.)
+    assert float(out) == float(jax.lax.cond(False, 2., lambda x: x + 1., 5.,
+                                            lambda x: x * 10.))
+
+
+def test_cond_weak_types_join():
+    # A weak (Python float) output joined with a strong float32 one is strong, as in JAX.
+    dtype = jax.numpy.asarray(1.0).dtype      # float64 with x64, else float32
+    for B in (IMPL, JAX):
+        out = B.lax.cond(True, lambda: 1.0, lambda: np.array(2., dtype))
+        assert out.dtype == dtype and not out.weak_type
+        weak = B.lax.cond(True, lambda: 1.0, lambda: 2.0)
+        assert weak.weak_type
+
+
+def test_cond_stages_both_branches_into_the_ir():
+    jaxpr = impl.make_jaxpr(cond_scalar(IMPL))(x32(3), F32(1.))
+    (eqn,) = [e for e in jaxpr.eqns if e.primitive is cf.cond_p]
+    assert len(eqn.params["branches"]) == 2
+    text = str(jaxpr)
+    assert "cond[" in text and "sin" in text and "cos" in text
+
+
+def test_cond_batched_predicate_selects():
+    # Both branches run; the IR has no cond, only a select (as JAX does).
+    f = impl.vmap(cond_scalar(IMPL))
+    jaxpr = impl.make_jaxpr(f)(x32(4, 3), x32(4))
+    assert not any(e.primitive is cf.cond_p for e in jaxpr.eqns)
+    assert any(e.primitive.name == "select_n" for e in jaxpr.eqns)
+
+
+# ------------------------------------------------------------------ while_loop
+
+def while_grow(B):
+    def f(x, c):
+        return B.lax.while_loop(lambda v: B.np.sum(v) < 10., lambda v: v * 1.5 + c, x)
+    return f
+
+
+def while_counter(B):
+    def f(n, x):
+        def body(carry):
+            i, v = carry
+            return i + 1, B.np.sin(v) * 1.1 + 0.1 * i
+        return B.lax.while_loop(lambda c: c[0] < n, body, (0, x))
+    return f
+
+
+@pytest.mark.parametrize("prog,args", [
+    (while_grow, (np.abs(x32(3)) + 0.5, F32(0.25))),
+    (while_counter, (np.int32(4), x32(2))),
+])
+def test_while_loop(prog, args):
+    # Batched operands make the condition batched: the loop runs until every element
+    # is done (different trip counts per element).
+    check(prog, *args, grad=False)
+
+
+def test_while_linearize():
+    f_i, f_j = while_grow(IMPL), while_grow(JAX)
+    args = (np.abs(x32(3)) + 0.5, F32(0.25))
+    yi, lin_i = impl.linearize(f_i, *args)
+    yj, lin_j = jax.linearize(f_j, *args)
+    assert_trees_close(yi, yj)
+    t = (x32(3, seed=5), F32(0.5))
+    assert_trees_close(lin_i(*t), lin_j(*t))
+
+
+def test_while_reverse_mode_raises_as_jax():
+    args = (np.abs(x32(3)) + 0.5, F32(0.25))
+    loss = lambda B: lambda x, c: B.np.sum(while_grow(B)(x, c))  # noqa: E731
+    with pytest.raises(ValueError) as ei:
+        impl.grad(loss(IMPL))(*args)
+    with pytest.raises(ValueError) as ej:
+        jax.grad(loss(JAX))(*args)
+    assert str(ei.value) == str(ej.value)
+
+
+def test_while_batched_predicate_masks_finished_elements():
+    # Elements that finish early keep their value while the others go on.
+    n = np.array([0, 2, 5], np.int32)
+    out = impl.vmap(while_counter(IMPL), in_axes=(0, None))(n, x32(2))
+    want = jax.vmap(while_counter(JAX), in_axes=(0, None))(n, x32(2))
+    assert_trees_close(out, want)
+    assert list(np.asarray(out[0])) == [0, 2, 5]
+
+
+# -------------------------------------------------------------------- fori_loop
+
+def fori_static(B):
+    def f(x, w):
+        return B.lax.fori_loop(0, 5, lambda i, v: B.np.tanh(v * w + i), x)
+    return f
+
+
+def test_fori_loop_static_is_a_reverse_differentiable_scan():
+    check(fori_static, x32(3), F32(0.8))
+    jaxpr = impl.make_jaxpr(fori_static(IMPL))(x32(3), F32(0.8))
+    assert [e.primitive for e in jaxpr.eqns] == [cf.scan_p]
+
+
+def fori_dynamic(B):
+    def f(n, x):
+        return B.lax.fori_loop(1, n, lambda i, v: v * 0.9 + B.np.cos(v) / i, x)
+    return f
+
+
+def test_fori_loop_dynamic_bounds_is_a_while_loop():
+    args = (np.int32(4), x32(3))
+    fi, fj = fori_dynamic(IMPL), fori_dynamic(JAX)
+    jitted = impl.jit(fi)
+    assert_trees_close(jitted(*args), fj(*args))
+    jaxpr = impl.make_jaxpr(fi)(*args)
+    assert any(e.primitive is cf.while_p for e in jaxpr.eqns)
+    t = (np.zeros((), jax.dtypes.float0), x32(3, seed=1))
+    assert_trees_close(impl.jvp(impl.jit(fi), args, t), jax.jvp(jax.jit(fj), args, t))
+    assert_trees_close(impl.vmap(impl.jit(fi), (0, None))(np.array([1, 3, 6], np.int32),
+                                                          args[1]),
+                       jax.vmap(fj, (0, None))(np.array([1, 3, 6], np.int32), args[1]))
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+        impl.grad(lambda x: inp.sum(impl.jit(fi)(np.int32(4), x)))(args[1])
+
+
+def test_fori_loop_unroll_needs_static_bounds():
+    def f(B, n):
+        return B.lax.fori_loop(0, n, lambda i, v: v + 1., 0., unroll=2)
+    with pytest.raises(ValueError) as ej:
+        jax.jit(lambda n: f(JAX, n))(3)
+    with pytest.raises(ValueError) as ei:
+        impl.jit(lambda n: f(IMPL, n))(3)
+    assert str(ei.value) == str(ej.value)
+
+
+# ------------------------------------------------------------------------- scan
+
+def scan_rnn(B, reverse=False, unroll=1):
+    w = x32(3, 3, seed=7) * 0.5          # a closed-over constant
+
+    def f(h0, xs, u):
+        def cell(h, x):
+            h = B.np.tanh(h @ w + x * u)
+            return h, B.np.sum(h * h)
+        return B.lax.scan(cell, h0, xs, reverse=reverse, unroll=unroll)
+    return f
+
+
+def scan_pytree(B):
+    def f(init, xs):
+        def body(c, x):
+            a, (b, n) = c["a"], c["bn"]
+            a = a * x["p"] + B.np.sin(b)
+            b = b + x["q"][0] * a
+            return {"a": a, "bn": (b, n + 1)}, (a * b, {"n": n, "q": x["q"][1]})
+        return B.lax.scan(body, init, xs)
+    return lambda a, b, p, q: f({"a": a, "bn": (b, np.int32(0))}, {"p": p, "q": (q, 2. * q)})
+
+
+def scan_length_only(B):
+    def f(x):
+        return B.lax.scan(lambda c, _: (c * 0.9 + 1., c), x, None, length=4)
+    return f
+
+
+def scan_weak_init(B):
+    # A Python-scalar initial carry takes the float32 type the loop gives it.
+    def f(xs):
+        return B.lax.scan(lambda c, x: (c + x, c * 2), 0, xs)
+    return f
+
+
+@pytest.mark.parametrize("prog,args", [
+    (scan_rnn, (x32(3), x32(5, 3, seed=1), F32(0.7))),
+    (lambda B: scan_rnn(B, reverse=True), (x32(3), x32(5, 3, seed=1), F32(0.7))),
+    (lambda B: scan_rnn(B, unroll=2), (x32(3), x32(5, 3, seed=1), F32(0.7))),
+    (scan_pytree, (x32(2), x32(2, seed=2), x32(4, 2, seed=3), x32(4, seed=4))),
+    (scan_length_only, (x32(2),)),
+    (scan_weak_init, (x32(4),)),
+], ids=["rnn", "reverse", "unroll2", "pytree", "length_only", "weak_init"])
+def test_scan(prog, args, request):
+    unrolled = "unroll2" in request.node.name      # batching passes unroll through as is
+    check(prog, *args, vmap=not unrolled, eager="grad",
+          vmap_axes=[(None, 1, None)] if len(args) == 3 else ())
+
+
+def test_scan_float64():
+    xs = np.random.RandomState(0).normal(size=(6, 3))
+    check(scan_rnn, np.ones(3), xs, np.float64(0.3), rtol=1e-12, atol=1e-12, vmap=False)
+
+
+def test_scan_unroll_true_and_zero_length():
+    for B in (IMPL, JAX):
+        c, ys = B.lax.scan(lambda c, x: (c + x, c), 0., np.ones((3,), F32), unroll=True)
+        assert float(c) == 3.
+        c, ys = B.lax.scan(lambda c, x: (c + x, c), F32(1.), np.ones((0,), F32))
+        assert float(c) == 1. and ys.shape == (0,)
+
+
+def _count(jaxpr, prim):
+    return sum(e.primitive is prim for e in jaxpr.eqns)
+
+
+def test_scan_is_not_unrolled_and_linearize_of_a_scan_is_a_scan():
+    f = lambda h, xs, u: inp.sum(scan_rnn(IMPL)(h, xs, u)[1])  # noqa: E731
+    args = (x32(3), x32(50, 3, seed=1), F32(0.7))
+    staged = impl.make_jaxpr(f)(*args)
+    assert _count(staged, cf.scan_p) == 1
+    grad_ir = impl.make_jaxpr(impl.grad(f, argnums=(0, 1, 2)))(*args)
+    # One forward scan saving residuals per iteration, one backward (reverse) scan.
+    scans = [e for e in grad_ir.eqns if e.primitive is cf.scan_p]
+    assert [e.params["reverse"] for e in scans] == [False, True]
+    assert len(grad_ir.eqns) < 20          # independent of the 50 steps
+    # The forward scan stacks its residuals: outputs with a leading axis of 50 beyond
+    # the scan's own ys.
+    fwd = scans[0]
+    assert sum(v.aval.shape[:1] == (50,) for v in fwd.outvars) > 1
+    # linearize: the linear program is itself one scan.
+    _, lin = impl.linearize(f, *args)
+    lin_ir = impl.make_jaxpr(lin)(*args)
+    assert _count(lin_ir, cf.scan_p) == 1
+
+
+def test_scan_lowers_to_one_xla_while_loop():
+    f = impl.jit(lambda h, xs, u: scan_rnn(IMPL)(h, xs, u))
+    text = f.lower(x32(3), x32(40, 3, seed=1), F32(0.7)).as_text()
+    assert text.count("stablehlo.while") == 1
+    assert text.count("stablehlo.tanh") == 1
+
+
+def test_scan_residual_of_a_const_is_not_stacked():
+    # d(x * w)/dx needs w in every step: it is passed once, not stacked per step.
+    def f(x, w):
+        return impl.lax.scan(lambda c, _: (c * w, None), x, None, length=100)[0]
+    ir = impl.make_jaxpr(impl.grad(f))(F32(1.), F32(0.99))
+    fwd = [e for e in ir.eqns if e.primitive is cf.scan_p]
+    assert all(v.aval.shape != (100,) for v in fwd[0].outvars)
+    assert_trees_close(impl.grad(f, argnums=(0, 1))(F32(1.), F32(0.99)),
+                       jax.grad(lambda x, w: jax.lax.scan(lambda c, _: (c * w, None), x, None,
+                                                          length=100)[0],
+                                argnums=(0, 1))(F32(1.), F32(0.99)))
+
+
+def test_scan_loop_invariant_residuals_are_hoisted():
+    # W.T and cos(W[0]) are computed in the body from the const W alone: the gradient
+    # computes them once before the loops instead of saving a copy per step.
+    def prog(B):
+        def f(w, h0, xs):
+            cell = lambda h, x: (B.np.tanh(h @ w.T + x * B.np.cos(w[0])), None)  # noqa
+            return B.lax.scan(cell, h0, xs)[0]
+        return f
+    args = (x32(3, 3) * 0.4, x32(2, 3), x32(50, 2, 3, seed=1))
+    loss = lambda B: lambda *a: B.np.sum(prog(B)(*a))  # noqa: E731
+    ir = impl.make_jaxpr(impl.grad(loss(IMPL)))(*args)
+    fwd = [e for e in ir.eqns if e.primitive is cf.scan_p][0]
+    per_step = [v.aval.shape[1:] for v in fwd.outvars if v.aval.shape[:1] == (50,)]
+    assert per_step == [(2, 3)] * len(per_step)       # nothing of W's shapes per step
+    check(prog, *args, vmap=False, eager="grad")
+
+
+# -------------------------------------------------------------- lax.map & friends
+
+def map_plain(B):
+    return lambda xs: B.lax.map(lambda x: B.np.sin(x) * B.np.sum(x), xs)
+
+
+def map_batched(batch_size):
+    def prog(B):
+        return lambda xs, s: B.lax.map(lambda x: {"y": B.np.cos(x["a"]) * s, "z": x["b"]},
+                                       {"a": xs, "b": xs * 2}, batch_size=batch_size)
+    return prog
+
+
+def test_map():
+    check(map_plain, x32(5, 3))
+
+
+@pytest.mark.parametrize("batch_size", [0, 2, 5, 7])
+def test_map_batch_size(batch_size):
+    check(map_batched(batch_size), x32(5, 3), F32(1.3), vmap=batch_size == 2, eager=False)
+
+
+def assoc_cumsum(B, reverse=False, axis=0):
+    return lambda x: B.lax.associative_scan(B.np.add, x, reverse=reverse, axis=axis)
+
+
+def assoc_linear_recurrence(B):
+    # h_t = a_t h_{t-1} + b_t as an associative combination of (a, b) pairs.
+    def combine(p, q):
+        return p[0] * q[0], q[0] * p[1] + q[1]
+    return lambda a, b: B.lax.associative_scan(combine, (a, b))
+
+
+@pytest.mark.parametrize("prog,args", [
+    (assoc_cumsum, (x32(7, 2),)),
+    (lambda B: assoc_cumsum(B, reverse=True), (x32(8, 2),)),
+    (lambda B: assoc_cumsum(B, axis=1), (x32(2, 5),)),
+    (assoc_linear_recurrence, (x32(6, seed=1), x32(6, seed=2))),
+], ids=["cumsum_odd", "reverse_even", "axis1", "pairs"])
+def test_associative_scan(prog, args):
+    check(prog, *args, eager=False)   # eagerly it is plain lax operations
+
+
+# ---------------------------------------------------------------- compositions
+
+def scan_with_cond(B):
+    def f(xs, t):
+        def body(c, x):
+            c = B.lax.cond(x > t, lambda v: v * x, lambda v: B.np.sin(v) + x, c)
+            return c, c * 2.
+        return B.lax.scan(body, F32(1.), xs)
+    return f
+
+
+def cond_with_scan(B):
+    def f(p, xs):
+        def run(v):
+            return B.lax.scan(lambda c, x: (c * B.np.cos(x) + x, c), v[0], v)
+        return B.lax.cond(p > 0, run, lambda v: (B.np.sum(v), v * v), xs)
+    return f
+
+
+def scan_in_scan(B):
+    def f(xs, w):
+        def outer(c, row):
+            inner_c, ys = B.lax.scan(lambda a, x: (B.np.tanh(a * w + x), a), c, row)
+            return inner_c, ys
+        return B.lax.scan(outer, F32(0.1), xs)
+    return f
+
+
+def scan_with_while(B):
+    def f(xs):
+        def body(c, x):
+            c = B.lax.while_loop(lambda v: v < 4., lambda v: v * 2. + x * x, c)
+            return c * 0.1, c
+        return B.lax.scan(body, F32(0.5), xs)
+    return f
+
+
+def switch_in_fori(B):
+    def f(x):
+        return B.lax.fori_loop(0, 6, lambda i, v: B.lax.switch(
+            i % 3, [lambda a: a * 1.1, B.np.sin, lambda a: a - 0.2], v), x)
+    return f
+
+
+@pytest.mark.parametrize("prog,args,grad", [
+    (scan_with_cond, (x32(6), F32(0.1)), True),
+    (cond_with_scan, (F32(1.), x32(4)), True),
+    (cond_with_scan, (F32(-1.), x32(4)), True),
+    (scan_in_scan, (x32(3, 4), F32(0.9)), True),
+    (scan_with_while, (x32(5),), False),
+    (switch_in_fori, (x32(3),), True),
+], ids=["scan_cond", "cond_scan_t", "cond_scan_f", "scan_scan", "scan_while",
+        "fori_switch"])
+def test_nested(prog, args, grad):
+    check(prog, *args, grad=grad)
+
+
+def test_composed_transformations():
+    f = lambda B: lambda xs, t: B.np.sum(scan_with_cond(B)(xs, t)[1])  # noqa: E731
+    xs, t = x32(5), F32(0.0)
+    batch = stack(xs)
+    cases = [
+        (lambda m, g: m.jit(m.grad(g)), (xs, t)),
+        (lambda m, g: m.vmap(m.grad(g), (0, None)), (batch, t)),
+        (lambda m, g: m.grad(lambda a, b: m.numpy.sum(m.vmap(g, (0, None))(a, b))), (batch, t)),
+        (lambda m, g: m.jacfwd(m.grad(g)), (xs, t)),
+        (lambda m, g: m.jit(m.vmap(m.jit(g), (0, None))), (batch, t)),
+    ]
+    for make, args in cases:
+        assert_trees_close(impl.jit(make(impl, f(IMPL)))(*args),
+                           jax.jit(make(jax, f(JAX)))(*args), 1e-4, 1e-4)
+
+
+def test_vmap_collective_inside_scan_body():
+    # psum over the vmap axis from inside a scan body whose operands are unbatched.
+    def f(B, x):
+        def body(c, _):
+            return c + B.lax.psum(1., "i"), None
+        return B.lax.scan(body, x, None, length=3)[0]
+    xs = np.arange(4, dtype=F32)
+    out = impl.vmap(lambda x: f(IMPL, F32(0.)) + x, axis_name="i")(xs)
+    want = jax.vmap(lambda x: f(JAX, F32(0.)) + x, axis_name="i")(xs)
+    assert_trees_close(out, want)
+
+
+# ------------------------------------------------------------------------ errors
+
+def _errors(fn):
+    """The exception impl raises and the one JAX raises for fn(B)."""
+    got = []
+    for B in (IMPL, JAX):
+        with pytest.raises(Exception) as e:
+            fn(B)
+        got.append(e.value)
+    return got
+
+
+def _same_error(fn, exact=True):
+    ei, ej = _errors(fn)
+    assert type(ei).__name__ == type(ej).__name__ or isinstance(ei, type(ej)), (ei, ej)
+    if exact:
+        assert str(ei) == str(ej)
+    return ei, ej
+
+
+def _branch_f32(x):
+    return x * 2.
+
+
+def _branch_i32(x):
+    return np.int32(1)
+
+
+def _branch_tuple(x):
+    return (x, x)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda B: B.lax.cond(True, _branch_f32, _branch_i32, F32(1.)),
+    lambda B: B.lax.cond(True, _branch_f32, _branch_tuple, F32(1.)),
+    lambda B: B.lax.switch(0, [_branch_f32, _branch_f32, _branch_i32], F32(1.)),
+    lambda B: B.lax.cond(np.ones(2, bool), _branch_f32, _branch_f32, F32(1.)),
+    lambda B: B.lax.cond(None, _branch_f32, _branch_f32, F32(1.)),
+    lambda B: B.lax.cond(np.complex64(1), _branch_f32, _branch_f32, F32(1.)),
+    lambda B: B.lax.cond(True, 1., _branch_f32, F32(1.)),
+    lambda B: B.lax.cond(True, _branch_f32, _branch_f32, 1., operand=2.),
+    lambda B: B.lax.switch(F32(1.), [_branch_f32, _branch_f32], F32(1.)),
+    lambda B: B.lax.switch(np.zeros(2, np.int32), [_branch_f32, _branch_f32], F32(1.)),
+    lambda B: B.lax.switch(0, [], F32(1.)),
+    lambda B: B.lax.switch(0, [_branch_f32, 3], F32(1.)),
+], ids=["cond_types", "cond_trees", "switch_types", "pred_shape", "pred_none",
+        "pred_complex", "not_callable", "operand_and_operands", "index_float",
+        "index_shape", "no_branches", "branch_not_callable"])
+def test_cond_errors_match_jax(fn):
+    _same_error(fn)
+
+
+def _carry_to_int(c, x):
+    return c.astype(np.int32), x
+
+
+def _carry_to_pair(c, x):
+    return (c, c), x
+
+
+def _not_a_pair(c, x):
+    return c
+
+
+def _cond_vector(v):
+    return v > 0
+
+
+def _cond_float(v):
+    return v[0] * 1.
+
+
+@pytest.mark.parametrize("fn", [
+    lambda B: B.lax.scan(_carry_to_int, F32(0.), x32(3)),
+    lambda B: B.lax.scan(_not_a_pair, F32(0.), x32(3)),
+    lambda B: B.lax.scan(lambda c, x: (c, x), F32(0.), (x32(3), x32(4))),
+    lambda B: B.lax.scan(lambda c, x: (c, x), F32(0.), x32(3), length=5),
+    lambda B: B.lax.scan(lambda c, x: (c, x), F32(0.), None),
+    lambda B: B.lax.scan(lambda c, x: (c, x), F32(0.), x32(3), unroll=-1),
+    lambda B: B.lax.scan(3, F32(0.), x32(3)),
+    lambda B: B.lax.while_loop(lambda c: c < 3, lambda c: c + 1., np.int32(0)),
+    lambda B: B.lax.while_loop(_cond_vector, lambda v: v, x32(2)),
+    lambda B: B.lax.while_loop(_cond_float, lambda v: v, x32(2)),
+    lambda B: B.lax.while_loop(lambda v: (v[0] > 0, v[0] > 1), lambda v: v, x32(2)),
+    lambda B: B.lax.fori_loop(np.int32(0), np.int16(3), lambda i, v: v, F32(0.)),
+    lambda B: B.lax.fori_loop(0, 3, None, F32(0.)),
+], ids=["carry_dtype", "body_not_pair", "xs_lengths", "length_mismatch",
+        "no_length", "unroll_negative", "f_not_callable", "while_carry_dtype",
+        "cond_vector", "cond_float", "cond_tree", "fori_bound_types", "fori_body"])
+def test_loop_errors_match_jax(fn):
+    _same_error(fn)
+
+
+def test_scan_over_a_scalar_error():
+    # JAX: ValueError for a Python scalar; IndexError (with no message) for a 0-d array.
+    ei, _ = _same_error(lambda B: B.lax.scan(lambda c, x: (c, x), F32(0.), 1.))
+    ei, _ = _same_error(lambda B: B.lax.scan(lambda c, x: (c, x), F32(0.), F32(1.)),
+                        exact=False)
+    assert "no leading axis to scan over" in str(ei)
+
+
+def test_scan_carry_structure_error():
+    # JAX describes the carry leaf by its abstract-value class; impl says "pytree leaf".
+    ei, ej = _same_error(lambda B: B.lax.scan(_carry_to_pair, F32(0.), x32(3)), exact=False)
+    for e in (ei, ej):
+        assert str(e).startswith("scan body function carry input and carry output must have "
+                                 "the same pytree structure, but they differ:\n\nThe input "
+                                 "carry c is a ")
+        assert "but the corresponding component of the carry output is a <class 'tuple'>, so " \
+               "their Python types differ." in str(e)
+
+
+def test_scan_error_names_the_carry_component():
+    def body(carry, x):
+        return {"h": carry["h"].astype(np.float16), "n": carry["n"]}, x
+    ei, _ = _same_error(lambda B: B.lax.scan(body, {"h": x32(2), "n": np.int32(0)}, x32(3)))
+    assert "carry['h']" in str(ei) and "float32[2]" in str(ei) and "float16[2]" in str(ei)
+
+
+def test_primitive_rejects_mismatched_bodies():
+    # A hand-built scan whose body does not match its operands fails with a TypeError
+    # naming the types, not deep inside jax.lax.
+    jaxpr = impl.make_jaxpr(lambda c, x: (c + x, c))(F32(0.), F32(0.))
+    with pytest.raises(TypeError, match="scan: operands"):
+        cf.scan_p.bind(np.int32(0), x32(3), jaxpr=jaxpr, length=3, reverse=False, unroll=1,
+                       num_consts=0, num_carry=1)
+    with pytest.raises(TypeError, match="leading axis of length 4"):
+        cf.scan_p.bind(F32(0.), x32(3), jaxpr=jaxpr, length=4, reverse=False, unroll=1,
+                       num_consts=0, num_carry=1)
+
+
+# ------------------------------------------------------- broken rules are caught
+
+def test_check_catches_a_scan_lowering_that_ignores_reverse(monkeypatch):
+    from impl.interpreters import lowering
+    rule = lowering.lowering_rules[cf.scan_p]
+    monkeypatch.setitem(lowering.lowering_rules, cf.scan_p,
+                        lambda *a, **p: rule(*a, **{**p, "reverse": False}))
+    with pytest.raises(AssertionError):
+        check(lambda B: scan_rnn(B, reverse=True), x32(3), x32(5, 3, seed=1), F32(0.7),
+              jvp=False, grad=False, vmap=False, eager=False)
+
+
+def test_check_catches_a_scan_transpose_that_runs_forwards(monkeypatch):
+    from impl.interpreters import ad
+    rule = ad.transpose_rules[cf.scan_p]
+    monkeypatch.setitem(ad.transpose_rules, cf.scan_p,
+                        lambda cts, *a, **p: rule(cts, *a, **{**p, "reverse": True}))
+    with pytest.raises(AssertionError):
+        check(scan_rnn, x32(3), x32(5, 3, seed=1), F32(0.7), jvp=False, vmap=False,
+              eager=False)
+
+
+def test_check_catches_a_cond_batching_rule_that_ignores_the_batched_index(monkeypatch):
+    from impl.interpreters import batching
+    rule = batching.batching_rules[cf.cond_p]
+
+    def broken(axis_data, vals, dims, **params):
+        # Pretends the index is unbatched by using its first element only.
+        if dims[0] is not None:
+            vals = [batching.moveaxis(vals[0], dims[0], 0)[0]] + list(vals[1:])
+            dims = [None] + list(dims[1:])
+        return rule(axis_data, vals, dims, **params)
+    monkeypatch.setitem(batching.batching_rules, cf.cond_p, broken)
+    with pytest.raises(AssertionError):
+        # Batch elements that take different branches.
+        x = x32(3)
+        check(cond_scalar, x, F32(1.5), jvp=False, grad=False, eager=False,
+              batched=(np.stack([x, -x - 3, x + 3]), np.array([1.5, 0.5, 2.], F32)))
