@@ -82,6 +82,22 @@ def recording_binds(backend, names):
         cls.bind = original
 
 
+def draw_examples(strategy, n, rnd):
+    """Up to ``n`` examples of ``strategy`` drawn outside a test, from the
+    ``random.Random`` ``rnd`` (a filtered strategy rejects some draws)."""
+    from hypothesis.control import BuildContext
+    from hypothesis.errors import StopTest
+    from hypothesis.internal.conjecture.data import ConjectureData
+    out = []
+    for _ in range(20 * n):
+        data = ConjectureData(random=rnd)
+        with contextlib.suppress(StopTest), BuildContext(data, wrapped_test=None):
+            out.append(data.draw(strategy))
+        if len(out) == n:
+            break
+    return out
+
+
 def drawn_primitives(backend, per_strategy=3, seed=0) -> set[str]:
     """Primitives of ``backend`` that the strategies draw: a few programs per
     vocabulary op (each op on its own), plus named-axis, control-flow, remat
@@ -89,18 +105,10 @@ def drawn_primitives(backend, per_strategy=3, seed=0) -> set[str]:
     (a missing feature) contribute nothing."""
     import random
 
-    from hypothesis.control import BuildContext
-    from hypothesis.internal.conjecture.data import ConjectureData
-
     rnd = random.Random(seed)
 
     def draws(strategy, n):
-        out = []
-        for _ in range(n):
-            data = ConjectureData(random=rnd)
-            with BuildContext(data, wrapped_test=None):
-                out.append(data.draw(strategy))
-        return out
+        return draw_examples(strategy, n, rnd)
 
     names: set[str] = set()
     with recording_binds(backend, names):
@@ -119,9 +127,11 @@ def _trace_all(backend, draws, per_strategy, names):
                 names |= primitives_of_jaxpr(backend.make_jaxpr(backend.jit(p.build(backend)))(*args))
             except Exception:  # noqa: BLE001
                 pass
-    builders = [(lambda c: c.program(backend), named.named_axis_cases(), 8 * per_strategy),
-                (lambda c: c.build(backend), control.control_flow_cases(), 4 * per_strategy),
-                (lambda c: c.build(backend), remat.remat_cases(), per_strategy),
+    builders = [*[(lambda c: c.program(backend), named.named_axis_cases(ops=(op,) + named.ELEMENTWISE, require=(op,)), per_strategy)
+                  for op in named.COLLECTIVES],
+                *[(lambda c: c.build(backend), control.control_flow_cases(kinds=(kind,)), per_strategy)
+                  for kind in control.CONTROL_KINDS],
+                (lambda c: c.build(backend), remat.remat_cases(), 4 * per_strategy),
                 (lambda c: c.make(backend)[0], custom_rules.custom_wrapper_cases(), per_strategy)]
     for build, strategy, n in builders:
         for case in draws(strategy, n):

@@ -523,6 +523,15 @@ EXEMPT_PRIMITIVES = {
     "custom_vmap_call": "custom_vmap's batching rule is user code; JAX cannot differentiate a "
                         "custom_vmap function without a custom jvp, so no law that must pass on JAX "
                         "draws it (tests/test_custom_derivatives.py covers it against JAX)",
+    "chunk_map": "bound by vmap(..., chunk_size=k): properties.cases.chunked_vmaps draws the chunk size "
+                 "(a vmap parameter, not a program op) for chunked_vmap_matches_vmap",
+    "shard_map": "drawn by strategies.sharding, whose meshes need 8 devices: traced in the subprocess of "
+                 "properties.multidevice, not in this process",
+    "sharding_constraint": "drawn by strategies.sharding (8 devices, properties.multidevice)",
+    "psum_unmapped": "internal to reduce_axes (sums a cotangent over the named axes); drawn through "
+                     "properties.cases.reduce_axes_cases for reduce_axes_matches_summed_grads",
+    "pbroadcast": "not drawn yet: JAX 0.10.2's pbroadcast jvp under vmap is broken (strict xfail in "
+                  "tests/test_collectives.py), so no reference-checked law draws it; impl's own tests cover it",
 }
 
 
