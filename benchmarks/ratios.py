@@ -26,6 +26,8 @@ TARGETS = [
     ("PerExampleGrads.time_compiled", {}, 1.05),
     ("Dispatch.time_cached_jit_dispatch", {}, 1.5),
     ("Tracing.time_make_jaxpr_vmap_grad_mlp", {}, 1.0),
+    ("ConvLayerForward.time_compiled", {}, 1.05),
+    ("ConvLayerGrad.time_compiled", {}, 1.05),
 ]
 
 

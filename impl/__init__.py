@@ -4,7 +4,7 @@ A JAX program runs on impl after `import impl as jax; import impl.numpy as jnp;
 from impl import lax`.
 """
 from jax import ShapeDtypeStruct, block_until_ready, device_put, devices  # noqa: F401
-from jax import config, random  # noqa: F401  (random: eager key handling via JAX)
+from jax import config  # noqa: F401
 
 from impl import primitives as _primitives  # noqa: F401  (registers all rules)
 from impl.core import UnexpectedTracerError, ConcretizationTypeError  # noqa: F401
@@ -12,8 +12,10 @@ from impl.api import (jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
                       hessian, linear_transpose, vmap, jit, make_jaxpr, eval_shape)
 from impl import numpy, lax  # noqa: F401,E402
 from impl import tree_util, tree  # noqa: F401,E402
+from impl import random  # noqa: F401,E402
 from impl.custom_derivatives import (custom_jvp, custom_vjp, custom_gradient,  # noqa: F401,E402
-                                      closure_convert, linear_call, custom_vmap)
+                                      closure_convert, linear_call)
+from impl.custom_batching import custom_vmap  # noqa: F401,E402
 from impl import custom_derivatives, custom_batching  # noqa: F401,E402
 from impl import nn, scipy  # noqa: F401,E402
 from impl import ad_checkpoint  # noqa: F401,E402

@@ -352,9 +352,26 @@ class Trace:
     def process_primitive(self, prim, args, params):
         raise NotImplementedError
 
+    def stands_in_for(self, tracer) -> bool:
+        """Whether this trace replaces `tracer` by a current value before binding on.
+
+        A custom rule is a Python closure over the values its function saw when it was
+        called; when a transformation runs the rule later (for example after the jit
+        trace that staged the call has finished) a substituting trace replaces those
+        values. Traces nested inside it may then meet them as placeholders."""
+        return False
+
     def check_alive(self, tracer):
-        if not tracer._trace.alive:
-            raise escaped_tracer_error(tracer)
+        """Refuse a tracer of a finished transformation, unless an enclosing trace
+        stands in for it."""
+        if tracer._trace.alive:
+            return
+        trace = self
+        while trace is not None:
+            if trace.stands_in_for(tracer):
+                return
+            trace = trace.parent
+        raise escaped_tracer_error(tracer)
 
 
 def escaped_tracer_error(tracer):

@@ -152,6 +152,52 @@ def reverse_drops_term(base):
     return {"vjp": vjp, "grad": grad, "jacrev": jacrev, "hessian": hessian}
 
 
+def grad_scaled(base):
+    """grad and value_and_grad return 1.001 times the true gradient (the value is right)."""
+    def scaled(tree):
+        return tree_map(lambda t: t * 1.001, tree)
+
+    def grad(f, argnums=0, has_aux=False, **kw):
+        g = base.grad(f, argnums=argnums, has_aux=has_aux, **kw)
+
+        def broken(*a, **k):
+            out = g(*a, **k)
+            return (scaled(out[0]), out[1]) if has_aux else scaled(out)
+        return broken
+
+    def value_and_grad(f, argnums=0, has_aux=False, **kw):
+        vg = base.value_and_grad(f, argnums=argnums, has_aux=has_aux, **kw)
+        return lambda *a, **k: (lambda out: (out[0], scaled(out[1])))(vg(*a, **k))
+    return {"grad": grad, "value_and_grad": value_and_grad}
+
+
+def _block_transposed(np_, block, x):
+    """A Jacobian block J (out_shape + x.shape) replaced by J^T laid out in J's shape."""
+    n = int(np.size(x))
+    m = int(np.size(block)) // max(n, 1)
+    return np_.reshape(np_.transpose(np_.reshape(block, (m, n))), np.shape(block))
+
+
+def jacrev_transposed(base):
+    """jacrev returns the transposed Jacobian (J^T laid out in J's shape)."""
+    def jacrev(f, argnums=0, **kw):
+        j = base.jacrev(f, argnums=argnums, **kw)
+
+        def broken(*args):
+            out = j(*args)
+            if isinstance(argnums, (tuple, list)):
+                return tuple(_block_transposed(base.numpy, b, args[i])
+                             for b, i in zip(out, argnums))
+            return _block_transposed(base.numpy, out, args[argnums])
+        return broken
+    return {"jacrev": jacrev}
+
+
+def hessian_drops_term(base):
+    """hessian (only) drops the derivative with respect to the last input element."""
+    return {"hessian": reverse_drops_term(base)["hessian"]}
+
+
 def transpose_drops_term(base):
     """linear_transpose drops the last element of the last cotangent."""
     def linear_transpose(f, *primals, **kw):
@@ -215,6 +261,306 @@ def numpy_perturbed(base):
     return {"numpy": _Scaled(base.numpy, 1.01), "lax": _Scaled(base.lax, 1.01)}
 
 
+class _Patched:
+    """A numpy/lax namespace with some functions replaced."""
+
+    def __init__(self, namespace, replacements):
+        self._ns, self._replacements = namespace, dict(replacements)
+
+    def __getattr__(self, name):
+        if name in self._replacements:
+            return self._replacements[name]
+        return getattr(self._ns, name)
+
+
+def control_flow_wrong(base):
+    """Control flow means something else: scan ignores reverse, fori_loop and
+    while_loop run one step too few, cond swaps its branches, switch wraps the
+    index around instead of clamping it, map visits the elements backwards."""
+    lax = base.lax
+    np_ = base.numpy
+
+    def scan(f, init, xs=None, length=None, reverse=False, unroll=1, **kw):
+        return lax.scan(f, init, xs, length=length, unroll=unroll, **kw)
+
+    def fori_loop(lower, upper, body, init, **kw):
+        return lax.fori_loop(lower, upper - 1 if upper > lower else upper, body, init, **kw)
+
+    def while_loop(cond_fun, body_fun, init):  # stops while one more step would still run
+        return lax.while_loop(lambda s: cond_fun(body_fun(s)), body_fun, init)
+
+    def cond(pred, true_fun, false_fun, *operands, **kw):
+        return lax.cond(pred, false_fun, true_fun, *operands, **kw)
+
+    def switch(index, branches, *operands, **kw):
+        return lax.switch(np_.mod(index, len(branches)), branches, *operands, **kw)
+
+    def map_(f, xs, **kw):  # results come back in reverse order
+        return lax.map(f, tree_map(lambda x: np_.flip(x, 0), xs), **kw)
+
+    return {"lax": _Patched(lax, {"scan": scan, "fori_loop": fori_loop, "while_loop": while_loop,
+                                  "cond": cond, "switch": switch, "map": map_})}
+
+
+def _damped(base, tree):
+    """tree with derivatives through its float leaves scaled by 0.99 (values unchanged)."""
+    lax, np_ = base.lax, base.numpy
+
+    def damp(x):
+        if not np_.issubdtype(np_.result_type(x), np_.floating):
+            return x
+        return x * 0.99 + lax.stop_gradient(x * 0.01)
+    return tree_map(damp, tree)
+
+
+def control_flow_derivative_damped(base):
+    """Derivatives through every control-flow body are 0.99 times the true ones
+    (each body sees its carry and operands through x*0.99 + stop_gradient(x*0.01))."""
+    lax = base.lax
+
+    def scan(f, init, xs=None, **kw):
+        return lax.scan(lambda c, x: f(_damped(base, c), x), init, xs, **kw)
+
+    def fori_loop(lower, upper, body, init, **kw):
+        return lax.fori_loop(lower, upper, lambda i, c: body(i, _damped(base, c)), init, **kw)
+
+    def while_loop(cond_fun, body_fun, init):
+        return lax.while_loop(cond_fun, lambda s: body_fun(_damped(base, s)), init)
+
+    def cond(pred, true_fun, false_fun, *operands, **kw):
+        return lax.cond(pred, lambda *o: true_fun(*_damped(base, o)),
+                        lambda *o: false_fun(*_damped(base, o)), *operands, **kw)
+
+    def switch(index, branches, *operands, **kw):
+        return lax.switch(index, [lambda *o, b=b: b(*_damped(base, o)) for b in branches],
+                          *operands, **kw)
+
+    def map_(f, xs, **kw):
+        return lax.map(lambda x: f(_damped(base, x)), xs, **kw)
+
+    return {"lax": _Patched(lax, {"scan": scan, "fori_loop": fori_loop, "while_loop": while_loop,
+                                  "cond": cond, "switch": switch, "map": map_})}
+
+
+def collectives_wrong(base):
+    """Collectives mean something else: psum averages, ppermute applies the
+    inverse permutation, axis_index counts from 1, all_gather stacks the
+    members in reverse order."""
+    lax, np_ = base.lax, base.numpy
+
+    def ppermute(x, axis_name, perm):
+        return lax.ppermute(x, axis_name, [(dst, src) for src, dst in perm])
+
+    def all_gather(x, axis_name, *, axis=0, tiled=False, **kw):
+        out = lax.all_gather(x, axis_name, axis=axis, tiled=tiled, **kw)
+        return out if tiled else np_.flip(out, axis)
+
+    return {"lax": _Patched(lax, {
+        "psum": lax.pmean, "ppermute": ppermute, "all_gather": all_gather,
+        "axis_index": lambda axis_name: lax.axis_index(axis_name) + 1})}
+
+
+_COLLECTIVE_NAMES = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
+                     "ppermute")
+
+
+def collectives_derivative_damped(base):
+    """Derivatives through every collective are 0.99 times the true ones (values unchanged)."""
+    lax = base.lax
+
+    def damped(name):
+        fn = getattr(lax, name)
+        return lambda x, *a, **k: fn(_damped(base, x), *a, **k)
+    return {"lax": _Patched(lax, {n: damped(n) for n in _COLLECTIVE_NAMES if hasattr(lax, n)})}
+
+
+def collectives_transpose_wrong(base):
+    """Reverse mode through collectives is wrong, forward mode right: the
+    transpose of ppermute permutes forward again (not by the inverse), the
+    transpose of psum forgets to sum the cotangents."""
+    lax = base.lax
+
+    def with_bwd(fn, bwd):
+        @base.custom_vjp
+        def f(x):
+            return fn(x)
+        f.defvjp(lambda x: (fn(x), None), lambda _, g: (bwd(g),))
+        return f
+
+    def ppermute(x, axis_name, perm):
+        return with_bwd(lambda v: lax.ppermute(v, axis_name, perm),
+                        lambda g: lax.ppermute(g, axis_name, perm))(x)
+
+    def psum(x, axis_name, **kw):
+        return with_bwd(lambda v: lax.psum(v, axis_name, **kw), lambda g: g)(x)
+    return {"lax": _Patched(lax, {"ppermute": ppermute, "psum": psum})}
+
+
+def extrema_by_gather(base):
+    """A *correct* pmax/pmin that JAX can differentiate under vmap: the max
+    (min) of all_gather over the axis (single axis names only)."""
+    lax, np_ = base.lax, base.numpy
+    return {"lax": _Patched(lax, {
+        "pmax": lambda x, axis_name: np_.max(lax.all_gather(x, axis_name), axis=0),
+        "pmin": lambda x, axis_name: np_.min(lax.all_gather(x, axis_name), axis=0)})}
+
+
+def checkpoint_damped(base):
+    """checkpoint(f) computes f but its derivatives are 0.99 times f's."""
+    def checkpoint(fun, **kw):
+        return base.checkpoint(lambda *a: fun(*_damped(base, a)), **kw)
+    return {"checkpoint": checkpoint, "remat": checkpoint}
+
+
+def _arg_axes(in_axes, args):
+    axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+    if len(axes) != len(args):
+        raise ValueError(f"in_axes {in_axes!r} does not match {len(args)} arguments")
+    return axes
+
+
+def chunked_vmap(base, reorder=False):
+    """A *correct* vmap(..., chunk_size=k) (JAX has none): vmap each chunk of k
+    examples and concatenate the results along out_axes."""
+    np_ = base.numpy
+
+    def vmap(f, in_axes=0, out_axes=0, chunk_size=None, **kw):
+        plain = base.vmap(f, in_axes=in_axes, out_axes=out_axes, **kw)
+        if chunk_size is None:
+            return plain
+
+        def g(*args):
+            axes = _arg_axes(in_axes, args)
+            n = {np_.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}.pop()
+            outs = []
+            for start in range(0, n, chunk_size):
+                idx = np.arange(start, min(n, start + chunk_size))
+                outs.append(plain(*[a if ax is None else np_.take(a, idx, axis=ax)
+                                    for a, ax in zip(args, axes)]))
+            if reorder:
+                outs = outs[::-1]
+            return tree_map(lambda *o: np_.concatenate(o, axis=out_axes), *outs)
+        return g
+    return {"vmap": vmap}
+
+
+def chunks_reordered(base):
+    """Chunked vmap concatenates its chunks in reverse order."""
+    return chunked_vmap(base._base if isinstance(base, Wrapped) else base, reorder=True)
+
+
+def reduce_axes_by_psum(base, reduce=None):
+    """A *correct* grad/value_and_grad(..., reduce_axes=names) (JAX has none):
+    the per-example gradient summed over the named axes with psum."""
+    reduce = reduce or base.lax.psum
+
+    def wrap(make, pick):
+        def transform(f, argnums=0, has_aux=False, reduce_axes=(), **kw):
+            inner = make(f, argnums=argnums, has_aux=has_aux, **kw)
+            if not reduce_axes:
+                return inner
+            return lambda *a, **k: pick(inner(*a, **k), lambda g: tree_map(
+                lambda t: reduce(t, tuple(reduce_axes)), g))
+        return transform
+    return {"grad": wrap(base.grad, lambda out, red: red(out)),
+            "value_and_grad": wrap(base.value_and_grad, lambda out, red: (out[0], red(out[1])))}
+
+
+def reduce_axes_mean(base):
+    """grad with reduce_axes averages the per-example gradients instead of summing them."""
+    root = base._base if isinstance(base, Wrapped) else base
+    return reduce_axes_by_psum(root, reduce=root.lax.pmean)
+
+
+@jax.tree_util.register_pytree_node_class
+class _LoopPile:
+    """A pile emulated as a list of arrays (a pytree, so jit takes it)."""
+
+    def __init__(self, arrays):
+        self.arrays = list(arrays)
+
+    def unpile(self):
+        return list(self.arrays)
+
+    def tree_flatten(self):
+        return self.arrays, None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children)
+
+
+PILE_AXIS = object()
+
+
+def piles_by_loop(base, shift=0):
+    """A *correct* ragged pile (JAX has none): pile() keeps the list, and vmap
+    over pile_axis loops over it (out_axes pile_axis gives a pile back)."""
+    np_ = base.numpy
+
+    def vmap(f, in_axes=0, out_axes=0, axis_size=None, **kw):
+        if in_axes is not PILE_AXIS:
+            return base.vmap(f, in_axes=in_axes, out_axes=out_axes, axis_size=axis_size, **kw)
+
+        def g(p):
+            xs = p.arrays[shift:] + p.arrays[:shift]
+            outs = [f(x) for x in xs]
+            return _LoopPile(outs) if out_axes is PILE_AXIS else np_.stack(outs, axis=out_axes)
+        return g
+    return {"vmap": vmap, "pile": lambda arrays, axis=0: _LoopPile(arrays), "pile_axis": PILE_AXIS}
+
+
+def piles_shifted(base):
+    """vmap over a pile gives element i the function of element i+1."""
+    root = base._base if isinstance(base, Wrapped) else base
+    return piles_by_loop(root, shift=1)
+
+
+class _PerturbedPrimal:
+    def __init__(self, value):
+        self.value, self.perturbed = value, True
+
+
+def materialized_symbolic_zeros(base):
+    """symbolic_zeros=True is accepted but ignored: custom_jvp rules get
+    materialised zero tangents, custom_vjp fwd sees every primal perturbed."""
+    def custom_jvp(fun, **kw):
+        f = base.custom_jvp(fun, **kw)
+        plain_defjvp = f.defjvp
+
+        def defjvp(rule, symbolic_zeros=False):
+            return plain_defjvp(rule)
+        f.defjvp = defjvp
+        return f
+
+    def custom_vjp(fun, **kw):
+        f = base.custom_vjp(fun, **kw)
+        plain_defvjp = f.defvjp
+
+        def defvjp(fwd, bwd, symbolic_zeros=False, **kw2):
+            if symbolic_zeros:
+                return plain_defvjp(lambda *xs: fwd(*[_PerturbedPrimal(x) for x in xs]), bwd, **kw2)
+            return plain_defvjp(fwd, bwd, **kw2)
+        f.defvjp = defvjp
+        return f
+    return {"custom_jvp": custom_jvp, "custom_vjp": custom_vjp}
+
+
+def jit_drops_shardings(base):
+    """jit ignores in_shardings/out_shardings and with_sharding_constraint is
+    the identity: values stay right, results do not carry the requested sharding."""
+    def jit(f, in_shardings=None, out_shardings=None, **kw):
+        return base.jit(f, **kw)
+    return {"jit": jit, "lax": _Patched(base.lax, {"with_sharding_constraint": lambda x, s: x})}
+
+
+def spmd_axis_name_ignored(base):
+    """vmap accepts spmd_axis_name and ignores it."""
+    def vmap(f, in_axes=0, out_axes=0, spmd_axis_name=None, **kw):
+        return base.vmap(f, in_axes=in_axes, out_axes=out_axes, **kw)
+    return {"vmap": vmap}
+
+
 def loop_vmap(base):
     """A *correct* vmap: loop over the batch and stack (slow, but it needs no
     batching rules, so it can batch what the base cannot, e.g. linear_call)."""
@@ -242,7 +588,11 @@ def loop_vmap(base):
 BREAKS = {f.__name__: f for f in (
     vmap_slice0, jit_perturb, forward_drops_term, linearize_stale, vjp_jv,
     reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
-    loop_vmap)}
+    loop_vmap, grad_scaled, jacrev_transposed, hessian_drops_term, control_flow_wrong,
+    control_flow_derivative_damped, collectives_wrong, collectives_derivative_damped,
+    collectives_transpose_wrong, extrema_by_gather, checkpoint_damped, chunked_vmap, chunks_reordered,
+    reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted, materialized_symbolic_zeros,
+    jit_drops_shardings, spmd_axis_name_ignored)}
 
 
 def broken(base, *labels):

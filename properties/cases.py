@@ -5,6 +5,7 @@ Each case is a small object with ``describe()`` (one line for messages) and
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import jax
@@ -113,10 +114,66 @@ class LinearCase:
 # strategies for the laws
 
 
-def programs(*, smooth=False, linear=False, dtype=None, max_ops=6):
-    """(program, args) cases from strategies.program_cases."""
-    return _real.program_cases(
-        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops).map(
+# ---------------------------------------------------------------------------
+# focus: mutation testing restricts the strategies to what reaches one primitive
+
+
+class Irrelevant(Exception):
+    """The focus of a mutation run excludes every case of this strategy."""
+
+
+_FOCUS: dict | None = None
+
+
+@contextlib.contextmanager
+def focus(*, ops=None, named=None, control=None, families=()):
+    """Restrict every case strategy made meanwhile to the cases that exercise
+    one primitive (``properties.mutation``). ``ops``: the vocabulary ops of
+    program-based strategies (None: those strategies are out of focus);
+    ``named``: named-axis ops; ``control``: control-flow kinds; ``families``:
+    other strategy families kept whole ("custom", "remat", "prng", "piles").
+    A strategy with nothing left in focus raises :class:`Irrelevant`."""
+    global _FOCUS
+    previous = _FOCUS
+    _FOCUS = {"ops": None if ops is None else tuple(ops), "named": None if named is None else tuple(named),
+              "control": None if control is None else tuple(control), "families": tuple(families)}
+    try:
+        yield
+    finally:
+        _FOCUS = previous
+
+
+def _whole(family):
+    if _FOCUS is not None and family not in _FOCUS["families"]:
+        raise Irrelevant(family)
+
+
+def _program_options(smooth=False, linear=False, **options):
+    """program_cases options with the focus applied (ops restricted)."""
+    options.update(smooth=smooth, linear=linear)
+    if _FOCUS is None:
+        return options
+    if _FOCUS["ops"] is None:
+        raise Irrelevant("programs")
+    vocabulary = _real.ops.VOCABULARY
+    allowed = [o for o in _FOCUS["ops"] if o in vocabulary and o not in _real.CUSTOM_KINDS
+               and (not smooth or vocabulary[o].smooth) and (not linear or vocabulary[o].linear)]
+    allowed = [o for o in allowed if o in options.get("ops", allowed)]
+    if not allowed:
+        raise Irrelevant(f"programs (smooth={smooth}, linear={linear})")
+    options["ops"] = tuple(allowed)
+    return options
+
+
+def _program_cases(**options):
+    return _real.program_cases(**_program_options(**options))
+
+
+def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False):
+    """(program, args) cases from strategies.program_cases (``dense``: ending
+    in a constant non-symmetric matrix, so Jacobians are dense and non-square)."""
+    return _program_cases(
+        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops, dense=dense).map(
         lambda pa: ProgramCase(pa[0], tuple(pa[1])))
 
 
@@ -147,8 +204,8 @@ def _batched_axes(draw, args, size):
 
 
 @st.composite
-def _vmap_cases(draw, smooth, dtype, max_ops):
-    program, args = draw(_real.program_cases(smooth=smooth, dtype=dtype, max_ops=max_ops))
+def _vmap_cases(draw, program_cases):
+    program, args = draw(program_cases)
     size = draw(st.integers(1, 3))
     in_axes, batched = draw(_batched_axes(args, size))
     nd = _out_ndim(program)
@@ -156,14 +213,55 @@ def _vmap_cases(draw, smooth, dtype, max_ops):
     return VmapCase(program, batched, in_axes, out_axes, size)
 
 
-def vmaps(*, smooth=False, dtype=None, max_ops=6):
-    """Programs with batched arguments and a random in_axes / out_axes spec."""
-    return _vmap_cases(smooth, dtype, max_ops)
+@dataclass
+class ChunkedVmapCase(VmapCase):
+    """A vmap case and a chunk size (1 up to one past the batch size)."""
+    chunk_size: int = 1
+
+    def describe(self):
+        return super().describe() + f" chunk_size={self.chunk_size}"
+
+    def source(self):
+        return super().source() + f"chunk_size = {self.chunk_size}\n"
 
 
 @st.composite
-def _nested_cases(draw, dtype, max_ops):
-    program, args = draw(_real.program_cases(dtype=dtype, max_ops=max_ops))
+def _chunked_cases(draw, program_cases):
+    program, args = draw(program_cases)
+    size = draw(st.integers(1, 5))
+    in_axes, batched = draw(_batched_axes(args, size))
+    nd = _out_ndim(program)
+    return ChunkedVmapCase(program, batched, in_axes, draw(st.integers(-(nd + 1), nd)), size,
+                           chunk_size=draw(st.integers(1, size + 1)))
+
+
+def chunked_vmaps(*, smooth=True, dtype=None, max_ops=5):
+    """vmap cases (batch sizes 1 to 5) with a chunk size from 1 to one past the batch size."""
+    return _chunked_cases(_program_cases(smooth=smooth, dtype=dtype, max_ops=max_ops))
+
+
+@st.composite
+def _reduce_axes_cases(draw, program_cases):
+    program, args = draw(program_cases)
+    size = draw(st.integers(1, 3))
+    axes, batched = draw(_batched_axes(args[1:], size))
+    return VmapCase(program, (args[0],) + batched, (None,) + axes, 0, size)
+
+
+def reduce_axes_cases(*, dtype=None, max_ops=5):
+    """Smooth programs of 2 or 3 inputs: the first shared (in_axes None), the others batched."""
+    return _reduce_axes_cases(st.integers(2, 3).flatmap(lambda n: _program_cases(
+        smooth=True, dtype=dtype, max_ops=max_ops, num_inputs=n)))
+
+
+def vmaps(*, smooth=False, dtype=None, max_ops=6):
+    """Programs with batched arguments and a random in_axes / out_axes spec."""
+    return _vmap_cases(_program_cases(smooth=smooth, dtype=dtype, max_ops=max_ops))
+
+
+@st.composite
+def _nested_cases(draw, program_cases):
+    program, args = draw(program_cases)
     outer_size, inner_size = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     inner_axes, mid = draw(_batched_axes(args, inner_size))
     outer_axes, full = draw(_batched_axes(mid, outer_size))
@@ -176,7 +274,7 @@ def _nested_cases(draw, dtype, max_ops):
 
 def nested_vmaps(*, dtype=None, max_ops=5):
     """Programs under two vmaps: axes are given per level as (outer, inner)."""
-    return _nested_cases(dtype, max_ops)
+    return _nested_cases(_program_cases(dtype=dtype, max_ops=max_ops))
 
 
 @dataclass
@@ -207,13 +305,81 @@ class PytreeVmapCase:
 
 def pytree_vmaps(*, max_depth=3):
     """1 to ``max_depth`` nested vmaps over pytree arguments."""
+    options = _program_options(max_ops=4)
     return st.integers(1, max_depth).flatmap(
-        lambda d: _real.nested_vmap_cases(depth=d, pytree_args=True, max_ops=4)).map(
+        lambda d: _real.nested_vmap_cases(depth=d, pytree_args=True, **options)).map(
         PytreeVmapCase)
+
+
+def control_flows(*, kinds=_real.CONTROL_KINDS, smooth=False, dtype=None):
+    """strategies.control_flow_cases: bodies are drawn programs, carries pytrees."""
+    if _FOCUS is not None:
+        kinds = tuple(k for k in kinds if k in (_FOCUS["control"] or ()))
+        if not kinds:
+            raise Irrelevant("control flow")
+    return _real.control_flow_cases(kinds=kinds, smooth=smooth, dtype=dtype)
+
+
+#: collectives and elementwise ops JAX can differentiate under vmap (all but pmax/pmin)
+NAMED_SMOOTH_OPS = tuple(o for o in _real.COLLECTIVES + _real.named.ELEMENTWISE
+                         if o not in ("pmax", "pmin"))
+
+
+def named_axes(**options):
+    """strategies.named_axis_cases: nested vmaps with drawn names and collectives."""
+    if _FOCUS is not None:
+        ops = options.get("ops", _real.COLLECTIVES + _real.named.ELEMENTWISE)
+        focused = tuple(o for o in ops if o in (_FOCUS["named"] or ()))
+        if not focused:
+            raise Irrelevant("named axes")
+        require = tuple(o for o in options.get("require", focused) if o in focused)
+        if not require:
+            raise Irrelevant("named axes")
+        keep = set(focused) | (set(_real.named.ELEMENTWISE) & set(ops))
+        options = dict(options, ops=tuple(o for o in ops if o in keep), require=require)
+    return _real.named_axis_cases(**options)
+
+
+def piles(**options):
+    """strategies.pile_cases: ragged lists (lengths 0 to 4) and a per-element function."""
+    _whole("piles")
+    return _real.pile_cases(**options)
+
+
+def prngs(**options):
+    """strategies.prng_cases: keys, splits, fold_in and draws around a float input."""
+    _whole("prng")
+    return _real.prng_cases(**options)
+
+
+def custom_wrappers(**options):
+    """strategies.custom_wrapper_cases: custom_jvp/custom_vjp around drawn programs."""
+    _whole("custom")
+    return _real.custom_wrapper_cases(**options)
+
+
+def shardings(**options):
+    """strategies.sharding_cases: drawn meshes over 8 devices and PartitionSpecs."""
+    _whole("sharding")
+    return _real.sharding_cases(**options)
+
+
+def shard_maps(**options):
+    """strategies.shard_map_cases (collectives JAX can differentiate: no pmax/pmin)."""
+    _whole("sharding")
+    options.setdefault("ops", NAMED_SMOOTH_OPS)
+    return _real.shard_map_cases(**options)
+
+
+def remats(**options):
+    """strategies.remat_cases: checkpoint with a drawn policy around a drawn body."""
+    _whole("remat")
+    return _real.remat_cases(**options)
 
 
 def linear_functions(*, wrong_transpose=False):
     """Linear functions with a transpose for linear_call (pytree kind included)."""
+    _whole("custom")
     return _real.linear_functions(wrong_transpose=wrong_transpose,
                                   kinds=_real.LINEAR_KINDS).map(LinearCase)
 
@@ -316,9 +482,14 @@ class CustomCase:
                 + (f"batch = {array_source(self.batch)}\n" if self.batch is not None else ""))
 
 
+def custom_cases(*, rules=("true", "wrong"), claims_true=None, bad_fwd=False, dtype=None):
+    """Cases F(w, x) = h(w*x) + w with a true or wrong rule for h' (see CustomCase)."""
+    _whole("custom")
+    return _custom_cases(rules, claims_true, bad_fwd, dtype)
+
+
 @st.composite
-def custom_cases(draw, *, rules=("true", "wrong"), claims_true=None, bad_fwd=False,
-                 dtype=None):
+def _custom_cases(draw, rules, claims_true, bad_fwd, dtype):
     dt = np.dtype(dtype) if dtype is not None else np.dtype(
         draw(st.sampled_from(["float32", "float64"])))
     n = draw(st.integers(1, 4))

@@ -238,7 +238,7 @@ def check_custom_vjp(f, *args, backend="jax", max_examples=20):
         y = check_conditioning(f, case.args)
         if callable(fwd_rule):
             assert_close(law, case, "fwd primal output vs f",
-                         evaluate(fwd_rule, *case.args)[0], y)
+                         evaluate(fwd_rule, *_fwd_args(backend, f, case.args))[0], y)
         y_out, pullback = backend.vjp(f, *case.args)
         assert_close(law, case, "vjp primal output vs f", evaluate(lambda: y_out), y)
         g = directions(leaves(y), salt=47)
@@ -251,6 +251,15 @@ def check_custom_vjp(f, *args, backend="jax", max_examples=20):
 
     return _run([_law("custom_vjp_rule", vjp_law)], backend, PointCase(args), _points(args),
                 max_examples)
+
+
+def _fwd_args(backend, f, args):
+    """fwd's arguments: a rule defined with symbolic_zeros=True takes CustomVJPPrimal
+    leaves (value, perturbed)."""
+    if not getattr(f, "symbolic_zeros", False):
+        return args
+    primal = backend.custom_derivatives.CustomVJPPrimal
+    return tuple(primal(a, True) for a in args)
 
 
 class _UserLinear:

@@ -26,9 +26,7 @@ CAUGHT_BY = {"law": "a law of the transformations",
 def caught_by(law_name):
     """``differential`` for the laws in properties/laws/differential.py, else ``law``."""
     law = BY_NAME.get(law_name)
-    if law is not None and law.fn.__module__.rsplit(".", 1)[-1] == "differential":
-        return "differential"
-    return "law"
+    return "differential" if law is not None and law.differential else "law"
 
 
 def law_row(nodeid, record, outcome, message=""):

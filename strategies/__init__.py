@@ -9,6 +9,13 @@ Layers, bottom up: ``types`` (abstract values), ``array_strategies``,
 """
 
 from .array_strategies import arrays, batched_arrays, dtypes, elements, shapes
+from .control import CONTROL_KINDS, REVERSE_KINDS, ControlFlowCase, control_flow_cases
+from .named import COLLECTIVES, NamedAxisCase, named_axis_cases
+from .remat import POLICIES, RematCase, remat_cases
+from .ragged import PileCase, pile_cases
+from .prng import PRNGCase, prng_cases
+from .custom_rules import CUSTOM_WRAPPER_KINDS, RULES, CustomWrapperCase, custom_wrapper_cases
+from .sharding import MESHES, SHARDING_KINDS, ShardingCase, ShardMapCase, shard_map_cases, sharding_cases
 from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
 from .ops import CUSTOM_KINDS, LINEAR_OPS, OP_NAMES, SMOOTH_OPS
@@ -27,4 +34,16 @@ __all__ = [
     "NestedVmapCase", "VmapCase", "nested_vmap_cases", "vmap_cases",
     # linear functions for linear_call
     "LINEAR_KINDS", "LinearFunction", "linear_functions",
+    # control flow
+    "CONTROL_KINDS", "REVERSE_KINDS", "ControlFlowCase", "control_flow_cases",
+    # named axes and collectives
+    "COLLECTIVES", "NamedAxisCase", "named_axis_cases",
+    # remat
+    "POLICIES", "RematCase", "remat_cases",
+    # ragged piles, PRNG programs
+    "PileCase", "pile_cases", "PRNGCase", "prng_cases",
+    # custom rules around drawn programs
+    "CUSTOM_WRAPPER_KINDS", "RULES", "CustomWrapperCase", "custom_wrapper_cases",
+    # sharding over 8 devices
+    "MESHES", "SHARDING_KINDS", "ShardingCase", "ShardMapCase", "shard_map_cases", "sharding_cases",
 ]

@@ -330,6 +330,37 @@ class Contraction(Op):
         return Node(self.name, inputs, f"jnp.{self.name}({ctx.name(a)}, {b_text})", out)
 
 
+class Mix(Op):
+    """A constant non-symmetric matrix applied to the flattened value (to the
+    last axis when the value is large): every output depends on many inputs,
+    so Jacobians are dense, non-square and non-symmetric."""
+
+    name, linear, category = "mix", True, "linear algebra"
+    #: values up to this size are flattened and mixed whole
+    FLAT_LIMIT = 16
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        whole = t.size <= self.FLAT_LIMIT
+        k = t.size if whole else t.shape[-1]
+        lead = () if whole else t.shape[:-1]
+        widths = [m for m in range(1, 5) if m != k and fits(lead + (m,))] or [1]
+        m = ctx.pick(draw, widths)
+        flat = draw(st.lists(st.sampled_from(CONSTANTS), min_size=k * m, max_size=k * m))
+        matrix = np.array(flat).reshape(k, m)
+        if k >= 2 and m >= 2 and matrix[0, 1] == matrix[1, 0]:
+            matrix[0, 1] = -matrix[0, 1]  # never symmetric (constants are nonzero)
+        # a power-of-two scale keeps the literal exact and the result within [-4, 4]
+        raw = t.bound * float(np.max(np.sum(np.abs(matrix), axis=0)))
+        scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9) / 4.0)))
+        bound = raw * scale
+        text = f"jnp.asarray({matrix.tolist()!r}, jnp.{ctx.dtype})"
+        operand = f"jnp.reshape({ctx.name(a)}, (-1,))" if whole else ctx.name(a)
+        expr = f"jnp.matmul({operand}, {text}{'' if scale == 1.0 else f' * {scale!r}'})"
+        return Node(self.name, (a,), expr, t.with_(shape=lead + (m,), lo=-bound, hi=bound),
+                    (("matrix", tuple(map(tuple, matrix.tolist()))), ("scale", scale)))
+
+
 # -------------------------------------------------------------- shape changes
 
 
@@ -611,6 +642,225 @@ class LinearCall(Op):
         return Node(self.name, (a,), expr, t.with_(shape=shape, lo=-bound, hi=bound), needs=needs, wrong=wrong)
 
 
+# ------------------------------------------------------- more of the lax surface
+
+
+class BoundedUnary(Unary):
+    """A unary function with a bounded domain |x| <= limit: the operand is first
+    scaled by a power of two (exact) that brings it inside."""
+
+    def __init__(self, name, func, limit, fn):
+        super().__init__(name, func, None)
+        self.limit, self.fn = limit, fn
+
+    def accepts(self, t, ctx):
+        return True
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        k = max(0, math.ceil(math.log2(max(t.bound, 1e-9) / self.limit)))
+        scale = 2.0 ** -k
+        inner = ctx.name(a) if k == 0 else f"{scale!r} * {ctx.name(a)}"
+        ends = [self.fn(t.lo * scale), self.fn(t.hi * scale)]
+        return Node(self.name, (a,), f"{self.template}({inner})", t.with_(lo=min(ends), hi=max(ends)))
+
+
+class Pow(Op):
+    """``jnp.power(a, b)`` with a positive base (a >= 0.5) and |b| <= 2."""
+
+    name, category = "pow", "elementwise binary"
+
+    def accepts(self, t, ctx):
+        return t.lo >= 0.5 and t.hi <= 4.0 and any(self._ok(t, u) for u in ctx.values)
+
+    @staticmethod
+    def _ok(t, u):
+        shape = broadcast_shapes(t.shape, u.shape)
+        return shape is not None and fits(shape) and u.bound <= 2.0
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        b = ctx.pick(draw, [b for b in ctx.recent() if self._ok(t, ctx.values[b])])
+        u = ctx.values[b]
+        corners = [t.lo ** u.lo, t.lo ** u.hi, t.hi ** u.lo, t.hi ** u.hi]
+        out = ValueType(broadcast_shapes(t.shape, u.shape), t.dtype, min(corners), max(corners), t.deps | u.deps)
+        return Node(self.name, (a, b), f"jnp.power({ctx.name(a)}, {ctx.name(b)})", out)
+
+
+class Cumulative(Op):
+    """``lax.cumsum/cumprod/cummax/cummin`` along a drawn axis, forwards or reversed."""
+
+    category = "reduction"
+
+    def __init__(self, name, *, smooth=True, linear=False, product=False):
+        self.name, self.smooth, self.linear, self.product = name, smooth, linear, product
+
+    def _bounds(self, t, n):
+        if self.product:
+            top = max(1.0, t.bound) ** n
+            return -top, top
+        if self.name == "cumsum":
+            return n * min(t.lo, 0.0), n * max(t.hi, 0.0)
+        return t.lo, t.hi
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1 and fits((), *self._bounds(t, min(t.shape)))
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        axes = [i for i in range(t.rank) if fits((), *self._bounds(t, t.shape[i]))]
+        axis = ctx.pick(draw, axes)
+        reverse = draw(_BOOL)
+        lo, hi = self._bounds(t, t.shape[axis])
+        rev = ", reverse=True" if reverse else ""
+        expr = f"lax.{self.name}({ctx.name(a)}, axis={axis}{rev})"
+        return Node(self.name, (a,), expr, t.with_(lo=lo, hi=hi), (("axis", axis), ("reverse", reverse)))
+
+
+class AlongAxis(Op):
+    """An op along one drawn axis: sort, flip, take of the argmax/argmin, prod, min."""
+
+    category = "reduction"
+
+    def __init__(self, name, template, *, smooth=False, linear=False, axis_after="kept", product=False):
+        self.name, self.template = name, template
+        self.smooth, self.linear, self.product = smooth, linear, product
+        self.axis_after = axis_after  # the drawn axis afterwards: "kept", "one" (size 1) or "gone"
+
+    def accepts(self, t, ctx):
+        if t.rank < 1:
+            return False
+        return not self.product or max(1.0, t.bound) ** min(t.shape) <= 100.0
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        axes = [i for i in range(t.rank) if not self.product or max(1.0, t.bound) ** t.shape[i] <= 100.0]
+        axis = ctx.pick(draw, axes)
+        middle = {"kept": t.shape[axis:axis + 1], "one": (1,), "gone": ()}[self.axis_after]
+        shape = t.shape[:axis] + middle + t.shape[axis + 1:]
+        lo, hi = t.lo, t.hi
+        if self.product:
+            top = max(1.0, t.bound) ** t.shape[axis]
+            lo, hi = -top, top
+        expr = self.template.format(x=ctx.name(a), axis=axis)
+        return Node(self.name, (a,), expr, t.with_(shape=shape, lo=lo, hi=hi), (("axis", axis),))
+
+
+class ExpandDims(Op):
+    name, linear, category = "expand_dims", True, "shape"
+
+    def accepts(self, t, ctx):
+        return t.rank < MAX_RANK
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        axis = draw(st.integers(-(t.rank + 1), t.rank))
+        k = axis % (t.rank + 1)
+        shape = t.shape[:k] + (1,) + t.shape[k:]
+        return Node(self.name, (a,), f"jnp.expand_dims({ctx.name(a)}, {axis})", t.with_(shape=shape))
+
+
+class AddIota(Op):
+    """``x + 0.25 * broadcasted_iota`` along a drawn axis: an index-dependent offset."""
+
+    name, category = "iota", "elementwise binary"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1 and t.bound + 0.25 * max(t.shape) <= 100.0
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        axis = draw(upto(t.rank - 1))
+        expr = (f"{ctx.name(a)} + 0.25 * lax.broadcasted_iota(jnp.{ctx.dtype}, {t.shape!r}, {axis})")
+        return Node(self.name, (a,), expr, t.with_(hi=t.hi + 0.25 * (t.shape[axis] - 1)), (("axis", axis),))
+
+
+class Select(Op):
+    """``where`` on a predicate built from comparisons and logic (<=, !=, >, <, and, or, xor, not)."""
+
+    name, smooth, category = "logic", False, "selection"
+
+    def accepts(self, t, ctx):
+        return any(broadcast_shapes(t.shape, u.shape) is not None for u in ctx.values)
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        b = ctx.pick(draw, [b for b in ctx.recent()
+                            if (sh := broadcast_shapes(t.shape, ctx.values[b].shape)) is not None and fits(sh)])
+        u = ctx.values[b]
+        x, y = ctx.name(a), ctx.name(b)
+        c = draw(st.sampled_from(CONSTANTS))
+        pred = (f"jnp.logical_or(jnp.logical_and({x} <= {y}, {x} != {c!r}), "
+                f"jnp.logical_xor({x} > 0.0, jnp.logical_not({y} < {c!r})))")
+        out = ValueType(broadcast_shapes(t.shape, u.shape), t.dtype, min(t.lo, u.lo), max(t.hi, u.hi),
+                        t.deps | u.deps)
+        return Node(self.name, (a, b), f"jnp.where({pred}, {x}, {y})", out)
+
+
+class AtSet(Op):
+    """``x.at[indices].set(c)`` with constant indices along axis 0 and a constant."""
+
+    name, category = "at_set", "slicing"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        idx = draw(st.lists(st.integers(0, t.shape[0] - 1), min_size=1, max_size=3, unique=True))
+        c = draw(st.sampled_from(CONSTANTS))
+        expr = f"jnp.asarray({ctx.name(a)}).at[jnp.asarray({idx!r})].set({c!r})"
+        return Node(self.name, (a,), expr, t.with_(lo=min(t.lo, c), hi=max(t.hi, c)), (("indices", tuple(idx)),))
+
+
+def _more_ops():
+    """Elementwise functions, cumulative ops, sorting, logic and scatters of the lax surface."""
+    return [
+        BoundedUnary("tan", "jnp.tan", 1.2, math.tan),
+        BoundedUnary("arcsin", "jnp.arcsin", 0.9, math.asin),
+        BoundedUnary("arccos", "jnp.arccos", 0.9, math.acos),
+        Unary("arctan", "jnp.arctan({})", lambda lo, hi: (math.atan(lo), math.atan(hi))),
+        Unary("sinh", "jnp.sinh({})", lambda lo, hi: (math.sinh(lo), math.sinh(hi)),
+              accepts=lambda t, ctx: t.bound <= 3.0),
+        Unary("cosh", "jnp.cosh({})", lambda lo, hi: (1.0, math.cosh(max(abs(lo), abs(hi)))),
+              accepts=lambda t, ctx: t.bound <= 3.0),
+        Unary("erf", "lax.erf({})", lambda lo, hi: (math.erf(lo), math.erf(hi))),
+        Unary("expm1", "jnp.expm1({})", lambda lo, hi: (math.expm1(lo), math.expm1(hi)),
+              accepts=lambda t, ctx: t.hi <= 3.0),
+        Unary("log1p", "jnp.log1p({})", lambda lo, hi: (math.log1p(lo), math.log1p(hi)),
+              accepts=lambda t, ctx: t.lo >= -0.8),
+        Unary("rsqrt", "lax.rsqrt({})", lambda lo, hi: (1.0 / math.sqrt(hi), 1.0 / math.sqrt(lo)),
+              accepts=lambda t, ctx: t.lo >= MARGIN),
+        Unary("ceil", "jnp.ceil({})", lambda lo, hi: (math.ceil(lo), math.ceil(hi)), smooth=False),
+        Unary("round", "jnp.round({})", lambda lo, hi: (round(lo) - 1.0, round(hi) + 1.0), smooth=False),
+        Unary("sign", "jnp.sign({})", lambda lo, hi: (-1.0, 1.0), smooth=False),
+        Unary("stop_gradient", "lax.stop_gradient({})", lambda lo, hi: (lo, hi), smooth=False),
+        Unary("is_finite", "jnp.where(jnp.isfinite({0}), {0}, 0.0)", lambda lo, hi: (min(lo, 0.0), max(hi, 0.0))),
+        Unary("clamp", "lax.clamp(jnp.asarray(-0.5, {0}.dtype), {0}, jnp.asarray(1.25, {0}.dtype))", lambda lo, hi: (max(-0.5, min(lo, 1.25)), min(1.25, max(hi, -0.5))),
+              smooth=False),
+        Binary("arctan2", "arctan2", lambda t, u: (-math.pi / 2, math.pi / 2), partner_ok=lambda u: u.lo >= MARGIN),
+        Binary("rem", "remainder", lambda t, u: (-u.bound, u.bound), smooth=False,
+               partner_ok=lambda u: u.away_from_zero(0.5), self_partner=False),
+        Pow(),
+        Cumulative("cumsum", linear=True),
+        Cumulative("cumprod", product=True),
+        Cumulative("cummax", smooth=False),
+        Cumulative("cummin", smooth=False),
+        AlongAxis("sort", "jnp.sort({x}, axis={axis})"),
+        AlongAxis("flip", "jnp.flip({x}, axis={axis})", smooth=True, linear=True),
+        AlongAxis("take_argmax", "jnp.take_along_axis({x}, jnp.argmax({x}, axis={axis}, keepdims=True), "
+                  "axis={axis})", axis_after="one"),
+        AlongAxis("take_argmin", "jnp.take_along_axis({x}, jnp.argmin({x}, axis={axis}, keepdims=True), "
+                  "axis={axis})", axis_after="one"),
+        AlongAxis("min", "jnp.min({x}, axis={axis})", axis_after="gone"),
+        AlongAxis("prod", "jnp.prod({x}, axis={axis})", smooth=True, axis_after="gone", product=True),
+        ExpandDims(),
+        AddIota(),
+        Select(),
+        AtSet(),
+    ]
+
+
 # ----------------------------------------------------------------- vocabulary
 
 
@@ -645,6 +895,7 @@ def _build_vocabulary():
         Reduction("max", grows=False, smooth=False),
         Contraction("dot", dot_shape, ranks=(1, 2)),
         Contraction("matmul", matmul_shape, ranks=(1, 2, 3, 4)),
+        Mix(),
         Reshape(),
         Transpose(),
         BroadcastTo(),
@@ -656,7 +907,7 @@ def _build_vocabulary():
         CustomUnary("custom_jvp", "custom_sin", lambda lo, hi: (-1.0, 1.0)),
         CustomUnary("custom_vjp", "custom_tanh", lambda lo, hi: (math.tanh(lo), math.tanh(hi))),
         LinearCall(),
-    ]
+    ] + _more_ops()
     return {op.name: op for op in ops}
 
 

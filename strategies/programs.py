@@ -173,6 +173,7 @@ class _Options:
     max_ops: int
     num_inputs: int | None
     op_names: tuple[str, ...]  # ordinary ops allowed in the body
+    dense: bool = False  # end with a "mix" node: dense, non-square, non-symmetric Jacobian
 
 
 def _check_bool(name, v):
@@ -187,9 +188,13 @@ def _check_int(name, v, lo, hi):
         raise ValueError(f"{name} must be in [{lo}, {hi}], got {v}")
 
 
-def _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops, num_inputs, ops=None) -> _Options:
-    for name, v in (("smooth", smooth), ("linear", linear), ("wrong_rules", wrong_rules)):
+def _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops, num_inputs, ops=None,
+             dense=False) -> _Options:
+    for name, v in (("smooth", smooth), ("linear", linear), ("wrong_rules", wrong_rules), ("dense", dense)):
         _check_bool(name, v)
+    if dense and wrong_rules:
+        raise ValueError("dense=True ends a program with a 'mix' node; wrong_rules=True ends it with "
+                         "the wrong custom node: choose one")
     if isinstance(custom_rules, bool):
         kinds = CUSTOM_KINDS if (custom_rules or wrong_rules) else ()
     elif isinstance(custom_rules, Iterable) and not isinstance(custom_rules, str):
@@ -211,6 +216,8 @@ def _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops,
             raise ValueError(f"programs take float inputs; dtype must be one of {FLOAT_DTYPES}, got {dtype!r}")
     _check_int("max_ops", max_ops, 0, MAX_OPS_LIMIT)
     _check_int("min_ops", min_ops, 0, max_ops)
+    if dense and max_ops < 1 + bool(kinds):
+        raise ValueError("dense=True needs room for the final 'mix' node (max_ops >= 1, 2 with custom rules)")
     if kinds and max_ops < 1:
         raise ValueError("custom rules need max_ops >= 1 (a custom node is always present)")
     if num_inputs is not None:
@@ -228,7 +235,8 @@ def _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops,
         names = [n for n in names if VOCABULARY[n].linear]
     if smooth:
         names = [n for n in names if VOCABULARY[n].smooth]
-    return _Options(smooth, linear, kinds, wrong_rules, dtype, min_ops, max_ops, num_inputs, tuple(names) + kinds)
+    return _Options(smooth, linear, kinds, wrong_rules, dtype, min_ops, max_ops, num_inputs, tuple(names) + kinds,
+                    dense)
 
 
 # ----------------------------------------------------------------- drawing
@@ -294,7 +302,7 @@ def _program(draw, opts: _Options, input_types=None):
         ValueType(shape, dtype, lo, hi, frozenset({i}))
         for i, ((shape, dtype), (lo, hi)) in enumerate(zip(input_types, input_bounds))
     ]
-    reserve = 1 if opts.custom_kinds else 0
+    reserve = (1 if opts.custom_kinds else 0) + (1 if opts.dense else 0)
     body_max = opts.max_ops - reserve
     body_min = max(0, opts.min_ops - reserve)
     body_ops = tuple(n for n in opts.op_names if not (opts.wrong_rules and n in opts.custom_kinds))
@@ -311,6 +319,9 @@ def _program(draw, opts: _Options, input_types=None):
         a = len(ctx.values) - 1
         op = VOCABULARY[ctx.pick(draw, list(opts.custom_kinds))]
         nodes.append(op.make(draw, ctx, a, wrong=opts.wrong_rules))
+        ctx.values.append(nodes[-1].type)
+    if opts.dense:
+        nodes.append(VOCABULARY["mix"].make(draw, ctx, len(ctx.values) - 1))
         ctx.values.append(nodes[-1].type)
     return Program(tuple(input_types), tuple(nodes), len(ctx.values) - 1, tuple(input_bounds),
                    opts.smooth, opts.linear)
@@ -336,17 +347,20 @@ def _check_input_types(input_types):
 
 
 def random_programs(*, smooth=False, linear=False, custom_rules=False, wrong_rules=False, dtype=None,
-             min_ops=1, max_ops=8, num_inputs=None, input_types=None, ops=None) -> st.SearchStrategy[Program]:
+                    min_ops=1, max_ops=8, num_inputs=None, input_types=None, ops=None,
+                    dense=False) -> st.SearchStrategy[Program]:
     """Random well-typed :class:`Program` objects (see :func:`program_cases`).
 
     ``input_types`` fixes the inputs as ``((shape, dtype), ...)``; ``ops``
     restricts the ordinary vocabulary to the named ops (a program ends early,
-    below ``min_ops``, if none of them accepts any value).
+    below ``min_ops``, if none of them accepts any value); ``dense=True`` ends
+    the program with a ``mix`` node (a constant non-symmetric matrix on the
+    flattened value), so its Jacobian is dense, non-square and non-symmetric.
 
     >>> p = random_programs(max_ops=3).example()
     >>> print(p.source())            # doctest: +SKIP
     """
-    opts = _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops, num_inputs, ops)
+    opts = _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops, num_inputs, ops, dense)
     if input_types is not None:
         input_types = _check_input_types(input_types)
         if opts.dtype is not None and input_types[0][1] != opts.dtype:
@@ -366,7 +380,7 @@ def program_args(program: Program) -> st.SearchStrategy[tuple]:
 
 
 def program_cases(*, smooth=False, linear=False, custom_rules=False, wrong_rules=False, dtype=None,
-                  min_ops=1, max_ops=8, num_inputs=None, input_types=None, ops=None):
+                  min_ops=1, max_ops=8, num_inputs=None, input_types=None, ops=None, dense=False):
     """Draw ``(program, args)``: a random program and numpy arguments for it.
 
     Options: ``smooth`` (differentiable at the drawn args: no floor, max,
@@ -377,7 +391,8 @@ def program_cases(*, smooth=False, linear=False, custom_rules=False, wrong_rules
     ``wrong_rules`` (the final node's rule is deliberately wrong, so
     autodiff through it differs from the true derivative), ``dtype``
     (float32/float64; default both), ``min_ops``/``max_ops`` (node count),
-    ``num_inputs`` (default 1 to 3).
+    ``num_inputs`` (default 1 to 3), ``dense`` (end with a ``mix`` node: a
+    dense, non-square, non-symmetric Jacobian).
 
     Note JAX itself cannot apply forward mode to custom_vjp nodes nor vmap
     linear_call; pick ``custom_rules`` kinds to suit the law.
@@ -391,5 +406,5 @@ def program_cases(*, smooth=False, linear=False, custom_rules=False, wrong_rules
     """
     progs = random_programs(smooth=smooth, linear=linear, custom_rules=custom_rules, wrong_rules=wrong_rules,
                      dtype=dtype, min_ops=min_ops, max_ops=max_ops, num_inputs=num_inputs,
-                     input_types=input_types, ops=ops)
+                     input_types=input_types, ops=ops, dense=dense)
     return progs.flatmap(lambda p: program_args(p).map(lambda args: (p, args)))

@@ -14,8 +14,8 @@ from helpers import assert_tree_close
 
 jax.config.update("jax_enable_x64", True)
 
-IMPL = types.SimpleNamespace(api=impl, np=inp, lax=impl.lax)
-JAX = types.SimpleNamespace(api=jax, np=jjnp, lax=jax.lax)
+IMPL = types.SimpleNamespace(api=impl, np=inp, lax=impl.lax, random=impl.random)
+JAX = types.SimpleNamespace(api=jax, np=jjnp, lax=jax.lax, random=jax.random)
 F32 = np.float32
 
 

@@ -609,6 +609,38 @@ def case_negative_shard_map_transpose_without_division_is_caught():
         raises(AssertionError, case_shard_map_grad_of_replicated_inputs)
 
 
+# ------------------------------------------------------- custom rules under spmd vmap
+
+def case_custom_rules_vmap_spmd_axis_name():
+    """Custom rules run under a vmap of their own when a transformation reaches them
+    later (jvp or grad of a vmapped custom function): that vmap keeps spmd_axis_name,
+    so a sharding constraint inside a rule shards the batch axis as in JAX."""
+    xs = rs(4, 8, seed=11)
+
+    def make(lib, np_):
+        wsc = lambda a: lib.lax.with_sharding_constraint(a, NS("y"))  # noqa: E731
+        f = lib.custom_jvp(lambda a: np_.sin(a))
+        f.defjvp(lambda p, t: (f(p[0]), wsc(np_.cos(p[0]) * t[0])))
+        g = lib.custom_vjp(lambda a: np_.sin(a))
+        g.defvjp(lambda a: (g(a), np_.cos(a)), lambda c, ct: (wsc(2.0 * c * ct),))
+        v = lambda h: lib.vmap(h, spmd_axis_name="x")  # noqa: E731
+        return (lib.jit(lambda x: lib.jvp(v(f), (x,), (x,)))(xs),
+                lib.jit(lib.grad(lambda x: v(g)(x).sum()))(xs),
+                lib.jit(lambda x: lib.vjp(v(g), x)[1](x))(xs))
+    got, want = both(make)
+    check(got, want)
+    assert got[1].sharding.spec == P("x", "y"), got[1].sharding
+
+
+def case_negative_custom_rules_dropping_spmd_axis_name_is_caught():
+    """Re-creating the rules' vmap without spmd_axis_name changes the shardings."""
+    batching = importlib.import_module("impl.interpreters.batching")
+    real = batching.batch_with_dims
+    forgetful = lambda *a, **kw: real(*a[:5])  # noqa: E731
+    with _patched(batching, "batch_with_dims", forgetful):
+        raises(AssertionError, case_custom_rules_vmap_spmd_axis_name)
+
+
 # ------------------------------------------------------------------------- runner
 
 def all_cases():

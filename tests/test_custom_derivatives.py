@@ -22,16 +22,9 @@ import pytest
 import impl
 import impl.numpy as inp
 from impl.custom_derivatives import linear_call
-
-from helpers import assert_tree_close
+from _custom_helpers import F32, assert_trees_close
 
 jax.config.update("jax_enable_x64", True)
-
-F32 = np.float32
-
-
-def assert_trees_close(got, want, rtol=2e-5, atol=2e-6):
-    assert_tree_close(got, want, tol=dict(rtol=rtol, atol=atol))
 
 
 # ------------------------------------------------------------------ programs
@@ -534,68 +527,6 @@ def test_custom_gradient_under_vmap_and_jit():
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
-# ------------------------------------------------------------------ closure_convert
-
-def test_closure_convert_hoists_float_consts_and_tracers():
-    c = np.array([1., 2., 3.], F32)
-    idx = np.array([2, 0, 1])
-
-    def fun(x):
-        return inp.sin(x * c) * (idx >= 0)    # a bool constant stays closed over
-
-    conv, consts = impl.closure_convert(fun, np.ones(3, F32))
-    assert len(consts) == 1 and np.allclose(consts[0], c)
-    np.testing.assert_allclose(conv(np.ones(3, F32), *consts), np.sin(c), rtol=1e-6)
-    np.testing.assert_allclose(conv(np.ones(3, F32), np.zeros(3, F32)), 0.)
-
-    def outer(a):
-        conv, consts = impl.closure_convert(lambda x: x * a, F32(1.))
-        assert len(consts) == 1
-        return conv(F32(2.), *consts)
-    np.testing.assert_allclose(impl.grad(outer)(F32(3.)), 2.)
-
-
-def _fixed_point(m, np_):
-    """The closure_convert docstring pattern: a custom_vjp solver taking a function."""
-    def solve(g, a):
-        conv, consts = m.closure_convert(g, a)
-        return _solve(conv, a, *consts)
-
-    @partial(m.custom_vjp, nondiff_argnums=(0,))
-    def _solve(g, a, *args):
-        x = a
-        for _ in range(30):
-            x = g(x, *args)
-        return x
-
-    def fwd(g, a, *args):
-        x = _solve(g, a, *args)
-        return x, (x, args)
-
-    def bwd(g, res, ct):
-        x, args = res
-        # implicit function theorem for x = g(x, *args): dx = (1 - dg/dx)^-1 dg/dargs
-        _, vjp_x = m.vjp(lambda z: g(z, *args), x)
-        dgdx = vjp_x(np_.ones_like(x))[0]
-        w = ct / (1 - dgdx)
-        _, vjp_args = m.vjp(lambda *a: g(x, *a), *args)
-        return (np_.zeros_like(x),) + tuple(vjp_args(w))
-
-    _solve.defvjp(fwd, bwd)
-    return solve
-
-
-def test_closure_convert_with_custom_vjp_solver():
-    def run(m, np_):
-        solve = _fixed_point(m, np_)
-
-        def loss(c):
-            return solve(lambda x: 0.5 * np_.cos(x) * c, np.float32(0.3))
-        return m.grad(loss)(np.float32(0.8)), loss(np.float32(0.8))
-    got, want = run(impl, inp), run(jax, jjnp)
-    assert_trees_close(got, want, rtol=1e-4, atol=1e-5)
-
-
 # --------------------------------------------------------------------- linear_call
 
 def _div(r, x):
@@ -782,144 +713,6 @@ def test_float64_against_finite_differences():
         np.testing.assert_allclose(gv, np.stack([want, want]), rtol=1e-8)
 
 
-# ------------------------------------------------------------------- validation
-
-def _jvp_rule_program(rule):
-    @impl.custom_jvp
-    def f(x, y):
-        return inp.sin(x) * y, x
-
-    f.defjvp(rule)
-    return f
-
-
-@pytest.mark.parametrize("rule, pattern", [
-    (lambda p, t: p[0], "must produce a pair"),
-    (lambda p, t: ((p[0], p[0]), [t[0], t[0]]), "equal container"),
-    (lambda p, t: ((p[0], p[0]), (t[0], t[0].astype(np.float64))), "equal shapes and dtypes"),
-    (lambda p, t: ((p[0], p[0]), (t[0][:2], t[0][:1])), "output 0: primal f32\\[3\\] for "
-                                                        "tangent f32\\[2\\]"),
-])
-def test_custom_jvp_rule_validation(rule, pattern):
-    f = _jvp_rule_program(rule)
-    x = np.ones(3, F32)
-    with pytest.raises(TypeError, match=pattern) as e:
-        impl.jvp(f, (x, x), (x, x))
-    if "output 0" in pattern:   # every disagreement is listed
-        assert "output 1: primal f32[3] for tangent f32[1]" in str(e.value)
-
-
-def test_custom_jvp_single_output_shape_message():
-    @impl.custom_jvp
-    def f(x):
-        return x
-
-    f.defjvp(lambda p, t: (p[0], t[0][:2]))
-    with pytest.raises(TypeError, match=r"got f32\[3\] and f32\[2\] respectively"):
-        impl.jvp(f, (np.ones(3, F32),), (np.ones(3, F32),))
-
-
-def test_custom_jvp_errors():
-    @impl.custom_jvp
-    def f(x):
-        return x
-
-    with pytest.raises(TypeError, match="No JVP defined.*defjvp"):
-        f(1.)
-    with pytest.raises(TypeError, match="defjvps with nondiff_argnums"):
-        impl.custom_jvp(lambda g, x: x, nondiff_argnums=(0,)).defjvps(None)
-
-    @impl.custom_jvp
-    def g(x, **kw):
-        return x
-
-    g.defjvp(lambda p, t: (p, t))
-    with pytest.raises(TypeError, match="could not be resolved to positions"):
-        g(1., a=2.)
-
-    def closes_over(y):
-        @impl.custom_jvp
-        def h(x):
-            return x * y
-        h.defjvp(lambda p, t: (h(p[0]), t[0] * y))
-        return h(F32(1.))
-    with pytest.raises(TypeError, match="closes over.*closure_convert"):
-        impl.grad(closes_over)(F32(2.))
-
-
-def _vjp_program(fwd, bwd):
-    @impl.custom_vjp
-    def f(x, p):
-        return x * p["a"]
-
-    f.defvjp(fwd, bwd)
-    return f
-
-
-GOOD_FWD = lambda x, p: (x * p["a"], (x, p))  # noqa: E731
-
-
-@pytest.mark.parametrize("fwd, bwd, pattern", [
-    (lambda x, p: x * p["a"], lambda r, g: (g, None), "fwd rule .* must produce a pair"),
-    (GOOD_FWD, lambda r, g: [g, None], "must produce a tuple with one entry per argument"),
-    (GOOD_FWD, lambda r, g: (g,), "must produce a tuple with one entry per argument "
-                                  "of the primal function \\(length 2\\)"),
-    (GOOD_FWD, lambda r, g: (g, {"b": g}), "same container \\(pytree\\) structure"),
-    (GOOD_FWD, lambda r, g: (g[:2], None), "shape \\(2,\\).*argument has shape \\(3,\\)"),
-])
-def test_custom_vjp_validation(fwd, bwd, pattern):
-    f = _vjp_program(fwd, bwd)
-    x = np.ones(3, F32)
-    error = ValueError if "shape" in pattern else TypeError   # JAX's types
-    with pytest.raises(error, match=pattern):
-        impl.grad(lambda x: inp.sum(f(x, {"a": x})))(x)
-
-
-@pytest.mark.parametrize("ct_dtype", [np.float64, np.int32])
-def test_custom_vjp_bwd_of_another_dtype_is_accepted_as_jax(ct_dtype):
-    """JAX accepts a cotangent of any dtype for an inexact argument; impl converts it to the
-    argument's dtype."""
-    def bwd(r, g):
-        return (3 * g.astype(ct_dtype), None)
-
-    def grad_on(api, jnp):
-        @api.custom_vjp
-        def f(x, p):
-            return x * p["a"]
-        f.defvjp(GOOD_FWD, bwd)
-        return api.grad(lambda x: jnp.sum(f(x, {"a": x})))(np.ones(3, F32))
-
-    got = grad_on(impl, inp)
-    assert got.dtype == F32
-    np.testing.assert_allclose(got, np.asarray(grad_on(jax, jax.numpy), np.float64))
-
-
-def test_symbolic_zeros_is_refused_clearly():
-    with pytest.raises(NotImplementedError, match="symbolic_zeros"):
-        impl.custom_jvp(lambda x: x).defjvp(lambda p, t: (p, t), symbolic_zeros=True)
-    with pytest.raises(NotImplementedError, match="symbolic_zeros"):
-        impl.custom_vjp(lambda x: x).defvjp(lambda x: (x, None), lambda r, g: (g,),
-                                            symbolic_zeros=True)
-
-
-def test_custom_vjp_errors():
-    @impl.custom_vjp
-    def f(x):
-        return x
-
-    with pytest.raises(TypeError, match="No VJP defined.*defvjp"):
-        f(1.)
-
-    @partial(impl.custom_vjp, nondiff_argnums=(1,))
-    def g(x, n):
-        return x * n
-
-    g.defvjp(lambda x, n: (g(x, n), None), lambda n, r, ct: (ct * n,))
-    np.testing.assert_allclose(impl.grad(g)(F32(2.), 3.), 3.)
-    with pytest.raises(TypeError, match="nondiff_argnums.*Pass array arguments as ordinary"):
-        impl.grad(lambda n: g(F32(2.), n))(F32(3.))
-
-
 @pytest.mark.parametrize("bwd, why", [
     (lambda r, g: (inp.clip(g, -1., 1.),), "min|max|clamp"),
     (lambda r, g: (g * g,), "bilinear"),
@@ -936,31 +729,6 @@ def test_forward_mode_through_nonlinear_bwd_is_a_clear_error(bwd, why):
     assert any(w in str(e.value) for w in why.split("|"))
     # reverse mode is fine
     impl.grad(f)(F32(0.5))
-
-
-def test_linear_call_transpose_structure_error():
-    with pytest.raises(TypeError, match="structure of the linear inputs"):
-        linear_call(lambda r, x: x[0] + x[1], lambda r, t: t, (), (F32(1.), F32(2.)))
-    with pytest.raises(TypeError, match="shapes of the linear inputs"):
-        linear_call(lambda r, x: x, lambda r, t: t[:2], (), np.ones(3, F32))
-
-
-def test_custom_vmap_errors():
-    @impl.custom_vmap
-    def f(x):
-        return x
-
-    with pytest.raises(TypeError, match="No batching rule"):
-        impl.vmap(f)(np.ones(3, F32))
-    f.def_vmap(lambda n, b, x: x)
-    with pytest.raises(TypeError, match="must return a pair"):
-        impl.vmap(f)(np.ones(3, F32))
-    f.def_vmap(lambda n, b, x: (x[:2], True))
-    with pytest.raises(TypeError, match="shape \\(2,\\).*should be \\(3,\\)"):
-        impl.vmap(f)(np.ones(3, F32))
-    f.def_vmap(lambda n, b, x: (x, "yes"))
-    with pytest.raises(TypeError, match="out_batched"):
-        impl.vmap(f)(np.ones(3, F32))
 
 
 # ------------------------------------------------- rules closing over traced values

@@ -26,6 +26,8 @@ from helpers import assert_tree_close, seeded_rng as _rng
 jax.config.update("jax_enable_x64", True)
 
 FLOATS = [np.float32, np.float64]
+# Second-order tests run the same rules in both dtypes: float32 only nightly.
+FLOATS_SECOND_ORDER = [pytest.param(np.float32, marks=pytest.mark.slow), np.float64]
 TOL = {np.dtype(np.float32): dict(rtol=5e-5, atol=5e-6),
        np.dtype(np.float64): dict(rtol=1e-11, atol=1e-12)}
 BATCH = 3
@@ -49,6 +51,15 @@ def ZEROS(shape=(3, 4)):
         s = lead + shape
         x = rng.uniform(0.5, 1.5, s) * rng.choice([-1.0, 1.0], s)
         x[rng.rand(*s) < 0.35] = 0.0
+        return x.astype(dtype)
+    return make
+
+
+def NANS(shape=(3, 4)):
+    """Uniform values with a few NaNs (for the nan-ignoring reductions)."""
+    def make(rng, dtype, lead=()):
+        x = rng.uniform(0.5, 1.5, lead + shape)
+        x[rng.rand(*(lead + shape)) < 0.2] = np.nan
         return x.astype(dtype)
     return make
 
@@ -111,6 +122,16 @@ CASES = [
          lambda x: lax.cummax(x, 0, reverse=True), [U()]),
     Case("cummin_1_rev", lambda x: ilax.cummin(x, 1, reverse=True),
          lambda x: lax.cummin(x, 1, reverse=True), [U()]),
+    # ties: JAX's weights (from its parallel-prefix scan), not a plain mean
+    Case("cummax_ties", lambda x: ilax.cummax(x, 1), lambda x: lax.cummax(x, 1),
+         [TIES((3, 7))]),
+    Case("cummin_ties_0_rev", lambda x: ilax.cummin(x, 0, reverse=True),
+         lambda x: lax.cummin(x, 0, reverse=True), [TIES((6, 3))]),
+    Case("cumlogsumexp_1_rev", lambda x: ilax.cumlogsumexp(x, 1, reverse=True),
+         lambda x: lax.cumlogsumexp(x, 1, reverse=True), [U(lo=-30.0, hi=30.0)]),
+    # top_k: ties keep the lower index first
+    Case("top_k_0_ties", lambda x: ilax.top_k(x, 2, axis=0),
+         lambda x: lax.top_k(x, 2, axis=0), [TIES()]),
     # sort
     Case("sort_last", lambda x: ilax.sort(x), lambda x: lax.sort(x), [U()]),
     Case("sort_0", lambda x: ilax.sort(x, dimension=0), lambda x: lax.sort(x, dimension=0),
@@ -175,6 +196,18 @@ NUMPY_CASES = [
     Case("np_cumsum_flat", lambda x: inp.cumsum(x), lambda x: jnp.cumsum(x), [U()]),
     Case("np_cumprod_axis", lambda x: inp.cumprod(x, axis=-1),
          lambda x: jnp.cumprod(x, axis=-1), [ZEROS()]),
+    Case("np_nancumsum_cumulative_prod",
+         lambda x: (inp.nancumsum(x, axis=0), inp.cumulative_prod(x, axis=1,
+                                                                  include_initial=True)),
+         lambda x: (jnp.nancumsum(x, axis=0), jnp.cumulative_prod(x, axis=1,
+                                                                  include_initial=True)),
+         [NANS()]),
+    Case("np_cumulative_sum_bool_dtype",
+         lambda x: (inp.cumulative_sum(x > 0, axis=1, include_initial=True),
+                    inp.cumsum(x, axis=0, dtype=bool), inp.lexsort([x, x < 0])),
+         lambda x: (jnp.cumulative_sum(x > 0, axis=1, include_initial=True),
+                    jnp.cumsum(x, axis=0, dtype=bool), jnp.lexsort([x, x < 0])),
+         [TIES()], diff=None),
     Case("np_sort", lambda x: inp.sort(x, axis=0), lambda x: jnp.sort(x, axis=0), [U()]),
     Case("np_sort_flat_desc", lambda x: inp.sort(x, axis=None, descending=True),
          lambda x: jnp.sort(x, axis=None, descending=True), [U()]),
@@ -314,7 +347,7 @@ def test_vmap_mixed_batching(case, dtype):
     _assert_same(got, want, dtype)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS_SECOND_ORDER)
 @pytest.mark.parametrize("case", _diff_cases(), ids=repr)
 def test_vmap_of_grad(case, dtype):
     """Over axis 0 here; test_jit_vmap_grad maps over axis 1."""
@@ -343,7 +376,7 @@ SECOND_ORDER = [c for c in CASES if c.name in (
     "reduce_max_ties", "cummax_1", "sort_key_val", "linear_recurrence_1")]
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS_SECOND_ORDER)
 @pytest.mark.parametrize("case", SECOND_ORDER, ids=repr)
 def test_jvp_of_grad(case, dtype):
     """Second derivatives (forward over reverse), including at zeros of a product."""
@@ -376,13 +409,17 @@ def test_grad_through_argsort_gather():
 
 
 def test_cummax_ties_share_tangent():
-    """Ties in a running maximum share the tangent (the mean at the tied positions)."""
+    """Ties in a running maximum share the tangent; with two ties it is their mean, with
+    more JAX's parallel-prefix scan decides the weights, and impl follows it."""
     x = np.array([1.0, 3.0, 3.0, 2.0], np.float64)
     t = np.array([1.0, 10.0, 100.0, 1000.0], np.float64)
     out, tan = impl.jvp(lambda v: ilax.cummax(v), (x,), (t,))
     np.testing.assert_array_equal(out, [1.0, 3.0, 3.0, 3.0])
     np.testing.assert_allclose(tan, [1.0, 10.0, 55.0, 55.0])
-    _, want = jax.jvp(lambda v: lax.cummax(v), (x,), (t,))   # two ties: jax agrees
+    x = np.full(6, 3.0)
+    t = 10.0 ** np.arange(6)
+    _, tan = impl.jvp(lambda v: ilax.cummax(v), (x,), (t,))
+    _, want = jax.jvp(lambda v: lax.cummax(v), (x,), (t,))
     np.testing.assert_allclose(tan, want)
 
 

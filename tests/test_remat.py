@@ -254,8 +254,8 @@ def test_checkpoint_errors():
 
 # ------------------------------------------------------- the realistic example
 # A small recurrent model (docs/control_flow.md) trained with scan + checkpoint +
-# dropout under jit(grad). The dropout masks are drawn with jax.random and passed in,
-# so both backends see the same ones.
+# dropout under jit(grad). The dropout masks are drawn inside the training step from a
+# key argument (impl.random gives bit-for-bit jax.random's masks for the same key).
 
 HIDDEN, FEATURES, BATCH, STEPS, KEEP = 8, 3, 4, 6, 0.9
 
@@ -280,7 +280,9 @@ def recurrent_model(B):
         return B.np.mean((preds - ys) ** 2)
 
     @B.api.jit
-    def train_step(params, xs, ys, masks):
+    def train_step(params, xs, ys, key):
+        masks = B.random.bernoulli(key, KEEP, (xs.shape[0], xs.shape[1], HIDDEN))
+        masks = masks.astype(xs.dtype)
         value, grads = B.api.value_and_grad(loss)(params, xs, ys, masks)
         return value, jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
 
@@ -295,28 +297,27 @@ def _example_data():
               "wo": rng.normal(size=(HIDDEN, 1)).astype(F32) * 0.5}
     xs = rng.normal(size=(STEPS, BATCH, FEATURES)).astype(F32)
     ys = np.cumsum(xs[..., :1], axis=0).astype(F32)
-    keys = jax.random.split(jax.random.key(0), 3)
-    masks = [np.asarray(jax.random.bernoulli(k, KEEP, (STEPS, BATCH, HIDDEN)), F32)
-             for k in keys]
-    return params, xs, ys, masks
+    return params, xs, ys
 
 
 def test_recurrent_model_trains_as_in_jax():
-    params, xs, ys, masks = _example_data()
+    params, xs, ys = _example_data()
     (_, step_i), (_, step_j) = recurrent_model(IMPL), recurrent_model(JAX)
     p_i = p_j = params
     losses = []
-    for mask in masks:
-        loss_i, p_i = step_i(p_i, xs, ys, mask)
-        loss_j, p_j = step_j(p_j, xs, ys, mask)
+    keys_i = impl.random.split(impl.random.key(0), 3)
+    keys_j = jax.random.split(jax.random.key(0), 3)
+    for key_i, key_j in zip(keys_i, keys_j):
+        loss_i, p_i = step_i(p_i, xs, ys, key_i)
+        loss_j, p_j = step_j(p_j, xs, ys, key_j)
         assert_trees_close((loss_i, p_i), (loss_j, p_j), 1e-5, 1e-5)
         losses.append(float(loss_i))
     assert losses[-1] < losses[0]
 
 
 def test_recurrent_model_ir_keeps_the_loop_and_the_policy():
-    params, xs, ys, masks = _example_data()
-    ir = impl.make_jaxpr(recurrent_model(IMPL)[1])(params, xs, ys, masks[0])
+    params, xs, ys = _example_data()
+    ir = impl.make_jaxpr(recurrent_model(IMPL)[1])(params, xs, ys, impl.random.key(0))
     (jit_eqn,) = ir.eqns
     body = jit_eqn.params["jaxpr"]
     scans = [e for e in body.eqns if e.primitive.name == "scan"]
@@ -330,7 +331,9 @@ def test_recurrent_model_ir_keeps_the_loop_and_the_policy():
     # Per step the backward pass keeps the two matmul results of the cell (the
     # policy), the hidden state before and after it, and the dropout mask (impl passes
     # the scanned-over mask itself, JAX a stacked copy); the tanh result is recomputed.
-    loss = lambda B: lambda p: recurrent_model(B)[0](p, xs, ys, masks[0])  # noqa: E731
+    masks = np.asarray(jax.random.bernoulli(jax.random.key(0), KEEP, (STEPS, BATCH, HIDDEN)),
+                       F32)
+    loss = lambda B: lambda p: recurrent_model(B)[0](p, xs, ys, masks)  # noqa: E731
     per_step = [(s, d) for s, _, d in residuals(IMPL, loss(IMPL), params)
                 if s == (STEPS, BATCH, HIDDEN)]
     assert sorted(d for _, d in per_step) == ["from a constant"] + ["output of scan"] * 4

@@ -9,6 +9,7 @@ staged inputs (unknown). Linearize uses it to stage only the tangent computation
 """
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from impl import core
@@ -19,6 +20,9 @@ from impl.core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Trace
 # inputs are known and some unknown (call-like primitives):
 #   rule(trace, tracers_or_values, **params) -> outputs (known values or tracers)
 partial_eval_rules: dict = {}
+# Rules for equations that dead-code removal may rewrite when only some of their
+# outputs are used: rule(used_outputs, eqn) -> the equation to keep.
+dce_rules: dict = {}
 
 
 class JaxprTracer(Tracer):
@@ -34,8 +38,12 @@ class JaxprTracer(Tracer):
 
 
 def _is_literal_scalar(x):
+    # Scalar constants are written into the program (as JAX does), so XLA sees them as
+    # constants wherever the program is compiled, not as arguments of a call.
     return (type(x) in (int, float, bool, complex) or isinstance(x, np.generic)
-            or (type(x) is np.ndarray and x.ndim == 0))
+            or (type(x) is np.ndarray and x.ndim == 0)
+            or (isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+                and x.ndim == 0))
 
 
 class JaxprTrace(core.Trace):
@@ -132,13 +140,35 @@ def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     live = {v.id for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v.id in live for v in eqn.outvars):
+        used = [v.id in live for v in eqn.outvars]
+        if any(used):
+            rule = dce_rules.get(eqn.primitive)
+            if rule is not None and not all(used):
+                eqn = rule(used, eqn)
             kept.append(eqn)
             live.update(v.id for v in eqn.invars if isinstance(v, Var))
     kept.reverse()
-    if len(kept) == len(jaxpr.eqns):
+    if len(kept) == len(jaxpr.eqns) and all(a is b for a, b in zip(kept, jaxpr.eqns)):
         return jaxpr
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept)
+
+
+def dce_closed_jaxpr(closed: ClosedJaxpr, used_outputs, keep_inputs=False):
+    """The program computing only the outputs flagged in `used_outputs`, without the
+    inputs it no longer reads (except those flagged in `keep_inputs`, a bool or one
+    flag per input: a loop keeps a carry's input with its output). Returns it with
+    the flags of the inputs kept. Rules of primitives holding programs use this to
+    drop what nothing downstream reads."""
+    j = closed.jaxpr
+    keep = core.bools_per(keep_inputs, len(j.invars))
+    body = dce_jaxpr(Jaxpr(j.constvars, j.invars,
+                           [v for v, u in zip(j.outvars, used_outputs) if u], j.eqns))
+    read = {v.id for e in body.eqns for v in e.invars if type(v) is Var}
+    read.update(v.id for v in body.outvars if type(v) is Var)
+    used_inputs = [k or v.id in read for v, k in zip(j.invars, keep)]
+    invars = [v for v, u in zip(j.invars, used_inputs) if u]
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, body.outvars, body.eqns),
+                       closed.consts), used_inputs
 
 
 def trace_to_jaxpr(fun, in_avals, *, forward_known=False) -> tuple[ClosedJaxpr, list]:

@@ -12,11 +12,11 @@ from impl.primitives.indexing import (  # noqa: F401,E402
     concatenate, pad, slice, slice_in_dim, index_in_dim, dynamic_slice, dynamic_update_slice,
     dynamic_slice_in_dim, dynamic_index_in_dim, dynamic_update_slice_in_dim, gather,
     scatter_add, scatter, rev, GatherDimensionNumbers, ScatterDimensionNumbers,
-    GatherScatterMode,
+    GatherScatterMode, scatter_mul, scatter_min, scatter_max, scatter_sub,
 )
 from impl.primitives.reductions import (  # noqa: F401,E402
     reduce_max, reduce_min, reduce_prod, argmax, argmin, cumsum, cumprod, cummax, cummin,
-    sort, sort_key_val, iota, broadcasted_iota,
+    sort, sort_key_val, iota, broadcasted_iota, cumlogsumexp, top_k,
 )
 
 # The remaining elementwise operations of jax.lax, as thin binds of their primitives.
@@ -63,6 +63,13 @@ def stop_gradient(x):
     """Stops derivatives flowing through every leaf of the pytree `x`."""
     return _tree_util.tree_map(_ew.stop_gradient_p.bind, x)
 
+
+from impl.lax import linalg  # noqa: E402,F401  (jax.lax.linalg)
+from impl.primitives.convolution import (  # noqa: E402,F401
+    ConvDimensionNumbers, conv, conv_general_dilated, conv_transpose, conv_with_general_padding,
+)
+from jax.lax import conv_dimension_numbers, padtype_to_pads  # noqa: E402,F401
+from impl.primitives.windows import reduce_window  # noqa: E402,F401
 # Structured control flow (primitives holding sub-programs; see impl/primitives/control_flow.py).
 from impl.lax._control_flow import (  # noqa: F401,E402
     cond, switch, while_loop, fori_loop, scan, map, associative_scan,
@@ -71,6 +78,12 @@ from impl.primitives.collectives import (  # noqa: F401,E402
     all_gather, all_to_all, ppermute, psum_scatter, pbroadcast, pshuffle, pswapaxes,
 )
 
+# Bit-level operations and erf_inv (what impl.random builds on).
+shift_left, shift_right_logical, shift_right_arithmetic, nextafter = (
+    _lax_fn(p) for p in (_ew.shift_left_p, _ew.shift_right_logical_p,
+                         _ew.shift_right_arithmetic_p, _ew.nextafter_p))
+clz, erf_inv = _lax_fn(_ew.clz_p), _lax_fn(_ew.erf_inv_p)
+bitcast_convert_type = _ew.bitcast_convert_type
 
 def convert_element_type(operand, new_dtype):
     """`operand` as `new_dtype` (a strongly typed result, as in JAX)."""

@@ -17,7 +17,11 @@ from impl.numpy._reductions import max, min, all, any  # noqa: F401,E402
 from impl.numpy._indexing import *  # noqa: F401,F403,E402
 from impl.numpy import _methods  # noqa: F401,E402  (array methods of tracers)
 from impl.numpy import linalg  # noqa: F401,E402  (after the star imports: the module)
+from impl.numpy._convolve import convolve, correlate  # noqa: F401,E402
+from impl.numpy._statistics import *  # noqa: F401,F403,E402
+from impl.numpy._arrays import *  # noqa: F401,F403,E402
 from impl.numpy import _concrete_arrays  # noqa: F401,E402  (jax.Array indexed by tracers)
 from impl.numpy._searching import *  # noqa: F401,F403,E402
-from impl.numpy._statistics import *  # noqa: F401,F403,E402
+from impl.numpy._histogram import *  # noqa: F401,F403,E402
+from impl.numpy._comparison import *  # noqa: F401,F403,E402
 from impl.numpy._vectorize import *  # noqa: F401,F403,E402

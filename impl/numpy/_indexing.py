@@ -20,8 +20,10 @@ from impl.errors import NonConcreteBooleanIndexError
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import indexing as ix
+from impl.numpy._core import ones_like
+from impl.numpy._ufuncs import divide, negative, power
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
-                              canonicalize_axes, result_dtype)
+                              canonicalize_axes, promote, result_dtype)
 
 __all__ = ["concatenate", "stack", "hstack", "vstack", "split", "pad", "take",
            "take_along_axis", "flip", "tile", "repeat"]
@@ -443,11 +445,15 @@ def _static_slices(x, entries):
     return ix.slice(x, starts, limits, strides)
 
 
-def getitem(x, idx, mode=None, fill_value=None):
+def getitem(x, idx, mode=None, fill_value=None, *, indices_are_sorted=False,
+            unique_indices=False, normalize=True):
     """NumPy indexing `x[idx]` built on slice / rev / dynamic_slice / gather.
 
     `mode` governs out-of-bound integer indices: None or 'clip' clamps (what jax.numpy
-    does when reading); 'fill' gives `fill_value` for them (used by `.at[]` updates)."""
+    does when reading); 'fill' gives `fill_value` for them (used by `.at[]` updates).
+    `normalize=False` leaves negative indices as they are (out of bounds) instead of
+    counting them from the end; the two promises about array indices are passed on
+    to the gather."""
     x = _arr(x)
     gmode = _CLIP if mode is None else ix._mode(mode)
     entries, new_axes = _expand_index(get_aval(x).shape, idx)
@@ -468,10 +474,11 @@ def getitem(x, idx, mode=None, fill_value=None):
                 d = shape[k]
                 if d == 0:
                     raise IndexError(f"index {v} is out of bounds for axis {k} with size 0")
-                starts.append(np.int32(min(max(v + d if v < 0 else v, 0), d - 1)))
+                starts.append(np.int32(min(max(v + d if v < 0 and normalize else v, 0),
+                                           d - 1)))
                 sizes[k] = 1
             elif kind == "dyn":
-                starts.append(_normalize_index_array(v, shape[k]))
+                starts.append(_normalize_index_array(v, shape[k]) if normalize else v)
                 sizes[k] = 1
             else:
                 starts.append(np.int32(0))
@@ -484,7 +491,8 @@ def getitem(x, idx, mode=None, fill_value=None):
                       for s in starts]
             out = ix.dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(sizes))
         return sh.squeeze(out, scalar_dims)
-    return _gather_index(x, entries, gmode, fill_value)
+    return _gather_index(x, entries, gmode, fill_value, normalize, indices_are_sorted,
+                         unique_indices)
 
 
 def _common_index_dtype(vals):
@@ -492,7 +500,8 @@ def _common_index_dtype(vals):
     return np.dtype(np.result_type(*dts)) if dts else np.dtype(np.int32)
 
 
-def _gather_index(x, entries, mode, fill_value):
+def _gather_index(x, entries, mode, fill_value, normalize=True, indices_are_sorted=False,
+                  unique_indices=False):
     shape = get_aval(x).shape
     adv = [k for k, (kind, _) in enumerate(entries) if kind != "slice"]
     arrays = []
@@ -500,7 +509,8 @@ def _gather_index(x, entries, mode, fill_value):
         kind, v = entries[k]
         if kind == "int":
             v = np.asarray(v)
-        arrays.append(_normalize_index_array(v, shape[k]))
+        arrays.append(_normalize_index_array(v, shape[k]) if normalize
+                      else _integer_index(v))
     bshape = broadcast_shapes(*[get_aval(a).shape for a in arrays])
     if all(not isinstance(a, Tracer) for a in arrays):
         dtype = np.result_type(*[a.dtype for a in arrays])
@@ -523,7 +533,17 @@ def _gather_index(x, entries, mode, fill_value):
     dn = ix.GatherDimensionNumbers(offset_dims=offset, collapsed_slice_dims=tuple(adv),
                                    start_index_map=tuple(adv))
     sizes = tuple(1 if k in adv else d for k, d in enumerate(shape))
-    return ix.gather(x, idx, dn, sizes, mode=mode, fill_value=fill_value)
+    return ix.gather(x, idx, dn, sizes, mode=mode, fill_value=fill_value,
+                     indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+
+
+def _integer_index(i):
+    """An index array left as given (no wrapping of negative entries)."""
+    if isinstance(i, Tracer):
+        return i
+    a = np.asarray(i)
+    return a.astype(np.int32) if a.dtype.kind in "iu" and (
+        a.size == 0 or (-2**31 <= a.min() and a.max() < 2**31)) else a
 
 
 def _has_array_index(idx):
@@ -538,8 +558,22 @@ def _has_array_index(idx):
     return False
 
 
+def _keeps_order(x_shape, idx):
+    """Whether the flat positions that `x[idx]` reads are ascending whenever its array
+    index is: at most one integer-array index, 1-D, and no reversing slice."""
+    try:
+        entries, _ = _expand_index(x_shape, idx)
+    except (IndexError, TypeError):
+        return False
+    arrays = [v for kind, v in entries if kind == "arr"]
+    if len(arrays) > 1 or any(np.ndim(v) != 1 if not isinstance(v, Tracer)
+                              else v.aval.ndim != 1 for v in arrays):
+        return False
+    return all(kind != "slice" or v.step is None or v.step > 0 for kind, v in entries)
+
+
 class _IndexUpdateHelper:
-    """`x.at`: `x.at[idx]` gives an object with set / add / get."""
+    """`x.at`: `x.at[idx]` gives an object whose methods update or read x[idx]."""
 
     __slots__ = ("array",)
 
@@ -553,51 +587,90 @@ class _IndexUpdateHelper:
         return f"_IndexUpdateHelper({self.array!r})"
 
 
+def _update_method(name, prim, transform_values=None, apply_to=None):
+    """A method of x.at[idx] that scatters the values with `prim`. With `apply_to`, the
+    values are first multiplied into ones at the indexed positions, and
+    apply_to(x, that) is the result (x / ... for divide, x ** ... for power)."""
+    def method(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               out_sharding=None, wrap_negative_indices=True):
+        if out_sharding is not None:
+            raise NotImplementedError(f"at[].{name}: out_sharding is not supported by impl")
+        if transform_values is not None:
+            values = transform_values(values)
+        x = _arr(self.array)
+        base = x if apply_to is None else ones_like(x)
+        out = _scatter_update(name, prim, base, self.index, values, mode, indices_are_sorted,
+                              unique_indices, wrap_negative_indices)
+        return out if apply_to is None else apply_to(x, out)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"x.at[idx].{name}(values): x with the values combined in by {name}."
+    return method
+
+
 class _IndexUpdateRef:
+    """x.at[idx]: pure versions of x[idx] = v, x[idx] += v, ... (repeated indices
+    accumulate for add/multiply/min/max; for set one of the writes wins)."""
+
     __slots__ = ("array", "index")
 
     def __init__(self, array, index):
         self.array = array
         self.index = index
 
-    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False,
-            unique_indices=False):
-        return getitem(self.array, self.index, mode=mode, fill_value=fill_value)
+    def __repr__(self):
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
-    def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return _scatter_update(ix.scatter_p, self.array, self.index, values, mode,
-                               unique_indices)
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            fill_value=None, out_sharding=None, wrap_negative_indices=True):
+        if out_sharding is not None:
+            raise NotImplementedError("at[].get: out_sharding is not supported by impl")
+        return getitem(self.array, self.index, mode=mode, fill_value=fill_value,
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                       normalize=wrap_negative_indices)
 
-    def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return _scatter_update(ix.scatter_add_p, self.array, self.index, values, mode,
-                               unique_indices)
+    set = _update_method("set", ix.scatter_p)
+    add = _update_method("add", ix.scatter_add_p)
+    subtract = _update_method("subtract", ix.scatter_add_p, transform_values=negative)
+    multiply = mul = _update_method("multiply", ix.scatter_mul_p)
+    divide = _update_method("divide", ix.scatter_mul_p, apply_to=divide)
+    power = _update_method("power", ix.scatter_mul_p, apply_to=power)
+    min = _update_method("min", ix.scatter_min_p)
+    max = _update_method("max", ix.scatter_max_p)
 
 
-def _scatter_update(prim, x, idx, values, mode, unique_indices):
-    """Scatter `values` (broadcast to the shape of x[idx]) at the positions x[idx] reads.
+def _scatter_update(method, prim, x, idx, values, mode, indices_are_sorted, unique_indices,
+                    normalize):
+    """Combine `values` (broadcast to the shape of x[idx]) into the positions x[idx]
+    reads, computing in the common dtype of x and values and returning x's dtype.
 
     The positions come from indexing an array of flat element ids the same way, so the
     update supports every indexing form getitem does; out-of-bounds integer indices are
-    dropped (mode 'fill', the default) or clamped (mode 'clip')."""
+    dropped (mode 'fill'/'drop', the default) or clamped (mode 'clip')."""
     x = _arr(x)
     aval = get_aval(x)
     gmode = _FILL if mode is None else ix._mode(mode)
     ids = np.arange(aval.size, dtype=np.int32).reshape(aval.shape)
     pos = getitem(ids, idx, mode=gmode if gmode != _CLIP else None,
-                  fill_value=-1 if gmode != _CLIP else None)
+                  fill_value=-1 if gmode != _CLIP else None, normalize=normalize)
     pshape = get_aval(pos).shape
-    v = _arr(values)
-    v = _cast(v, aval.dtype)
+    if 0 in pshape:
+        return x
+    v = values
+    if isinstance(v, int) and not isinstance(v, bool) and aval.dtype.kind in "iu" and \
+            np.iinfo(aval.dtype).min <= v <= np.iinfo(aval.dtype).max:
+        v = np.asarray(v, aval.dtype)
+    xv, v = promote(x, _arr(v))
     try:
         v = broadcast_to(v, pshape)
     except ValueError:
-        raise ValueError(f"at[].{'set' if prim is ix.scatter_p else 'add'}: values of shape "
-                         f"{get_aval(v).shape} cannot be broadcast to the indexed shape "
-                         f"{pshape}") from None
+        raise ValueError(f"at[].{method}: values of shape {get_aval(v).shape} cannot be "
+                         f"broadcast to the indexed shape {pshape}") from None
     unique = bool(unique_indices) or not _has_array_index(idx)
-    flat = sh.reshape(x, (aval.size,))
+    in_order = bool(indices_are_sorted) and _keeps_order(aval.shape, idx)
+    flat = sh.reshape(xv, (aval.size,))
     dn = ix.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                     scatter_dims_to_operand_dims=(0,))
     out = prim.bind(flat, sh.reshape(pos, pshape + (1,)), v, dimension_numbers=dn,
-                    indices_are_sorted=False, unique_indices=unique, mode=_FILL)
-    return sh.reshape(out, aval.shape)
+                    indices_are_sorted=in_order, unique_indices=unique, mode=_FILL)
+    out = sh.reshape(out, aval.shape)
+    return ew.convert_element_type(out, aval.dtype, weak_type=aval.weak_type)

@@ -15,7 +15,8 @@ from impl.numpy._util import (asarray, canonicalize_axes, canonicalize_axis, che
                               mask_where)
 
 __all__ = ["max", "amax", "min", "amin", "prod", "argmax", "argmin", "cumsum", "cumprod",
-           "sort", "argsort", "all", "any"]
+           "sort", "argsort", "all", "any", "nancumsum", "nancumprod", "cumulative_sum",
+           "cumulative_prod", "lexsort"]
 
 
 def _arr(x):
@@ -135,37 +136,96 @@ def argmin(a, axis=None, out=None, keepdims=None):
 
 # ---------------------------------------------------------- cumsum / cumprod
 
-def _cumulative(fn, a, axis, dtype):
+def _cumulative(name, fn, a, axis, dtype, out=None, nan_to=None, promote_integers=False):
+    """A running reduction along `axis` (of the flattened array if None), with JAX's
+    dtypes: bools accumulate as integers, dtype=bool means 'is any so far nonzero'."""
+    check_no_out(name, out)
     x = _arr(a)
-    if axis is None:
+    if axis is None or get_aval(x).ndim == 0:
         x = sh.reshape(x, (get_aval(x).size,))
-        axis = 0
+    axis = canonicalize_axis(0 if axis is None else axis, get_aval(x).ndim)
     aval = get_aval(x)
-    axis = canonicalize_axis(axis, aval.ndim)
-    if dtype is not None:
-        x = ew.convert_element_type(x, dtype)
-    elif aval.dtype == np.bool_:
-        x = ew.convert_element_type(x, core.canonical_dtype(np.int64))
-    return fn(x, axis)
+    if nan_to is not None and core.is_float_dtype(aval.dtype):
+        x = ew.select_n(ew.ne_p.bind(x, x), x, np.asarray(nan_to, aval.dtype))
+    if dtype is None:
+        result = (promoted_integer(aval.dtype) if promote_integers or aval.dtype == np.bool_
+                  else aval.dtype)
+        compute = result
+    elif np.dtype(dtype) == np.bool_:
+        result = np.dtype(np.bool_)
+        if aval.dtype != np.bool_:
+            x = ew.ne_p.bind(x, np.zeros((), aval.dtype))
+        compute = promoted_integer(result)
+    else:
+        result = compute = core.canonical_dtype(dtype)
+    out = fn(ew.convert_element_type(x, compute), axis)
+    return ew.convert_element_type(out, result)
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
     """Running sums along `axis` (of the flattened array if None)."""
-    check_no_out("cumsum", out)
-    return _cumulative(red.cumsum, a, axis, dtype)
+    return _cumulative("cumsum", red.cumsum, a, axis, dtype, out)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
     """Running products along `axis` (of the flattened array if None)."""
-    check_no_out("cumprod", out)
-    return _cumulative(red.cumprod, a, axis, dtype)
+    return _cumulative("cumprod", red.cumprod, a, axis, dtype, out)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """Running sums with NaNs counted as zero."""
+    return _cumulative("nancumsum", red.cumsum, a, axis, dtype, out, nan_to=0)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """Running products with NaNs counted as one."""
+    return _cumulative("nancumprod", red.cumprod, a, axis, dtype, out, nan_to=1)
+
+
+def _array_api_cumulative(name, fn, x, axis, dtype, include_initial, initial, promote):
+    x = _arr(x)
+    nd = get_aval(x).ndim
+    what = "sum" if initial == 0 else "product"
+    if nd == 0:
+        raise ValueError(f"The input must be non-scalar to take a cumulative {what}, however "
+                         "a scalar value or scalar array was given.")
+    if axis is None:
+        if nd > 1:
+            raise ValueError(f"The input array has rank {nd}, however axis was not set to an "
+                             "explicit value. The axis argument is only optional for "
+                             "one-dimensional arrays.")
+        axis = 0
+    axis = canonicalize_axis(axis, nd)
+    out = _cumulative(name, fn, x, axis, dtype, promote_integers=promote)
+    if not include_initial:
+        return out
+    from impl.primitives.indexing import concatenate
+    aval = get_aval(out)
+    first = aval.shape[:axis] + (1,) + aval.shape[axis + 1:]
+    start = sh.broadcast_in_dim(np.asarray(initial, aval.dtype), first, ())
+    return concatenate([start, out], axis)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Array-API running sum (small integers accumulate in the default integer)."""
+    return _array_api_cumulative("cumulative_sum", red.cumsum, x, axis, dtype,
+                                 include_initial, 0, True)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Array-API running product."""
+    return _array_api_cumulative("cumulative_prod", red.cumprod, x, axis, dtype,
+                                 include_initial, 1, False)
 
 
 # ------------------------------------------------------------ sort / argsort
 
-def _sort_axis(a, axis, kind, order):
+def _sort_axis(name, a, axis, kind, order):
+    if kind is not None:
+        raise TypeError(f"'kind' argument to {name} is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
     if order is not None:
-        raise NotImplementedError("sort: order= (structured arrays) is not supported")
+        raise TypeError(f"'order' argument to {name} is not supported.")
     x = _arr(a)
     if axis is None:
         x = sh.reshape(x, (get_aval(x).size,))
@@ -180,23 +240,45 @@ def _rev(x, axis):
 
 def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
     """The elements sorted along `axis` (of the flattened array if None)."""
-    x, axis = _sort_axis(a, axis, kind, order)
+    x, axis = _sort_axis("sort", a, axis, kind, order)
     out = red.sort(x, axis, is_stable=stable)
     return _rev(out, axis) if descending else out
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
-    """The indices that sort `a` along `axis`; equal elements keep their order."""
-    x, axis = _sort_axis(a, axis, kind, order)
-    shape = get_aval(x).shape
-    positions = red.broadcasted_iota(core.canonical_dtype(np.int64), shape, axis)
-    if not descending:
-        return red.sort((x, positions), axis, is_stable=stable, num_keys=1)[1]
-    # Ascending sort of the reversed array puts ties in reverse order; reversing the
-    # result gives descending order with ties back in their original order.
-    _, idx = red.sort((_rev(x, axis), _rev(positions, axis)), axis, is_stable=stable,
-                      num_keys=1)
-    return _rev(idx, axis)
+def _index_dtype(dtype):
+    index_dtype = core.canonical_dtype(np.int64 if dtype is None else dtype)
+    if not np.issubdtype(index_dtype, np.integer):
+        raise ValueError(f"index dtype must be an integer dtype, got {index_dtype}")
+    return index_dtype
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False, dtype=None):
+    """The indices that sort `a` along `axis`; with `stable`, equal elements keep their
+    order (also when descending)."""
+    x, axis = _sort_axis("argsort", a, axis, kind, order)
+    positions = red.broadcasted_iota(_index_dtype(dtype), get_aval(x).shape, axis)
+    if descending and stable:
+        # An ascending sort of the reversed array, reversed back: descending, with ties
+        # in their original order.
+        x, positions = _rev(x, axis), _rev(positions, axis)
+    _, idx = red.sort((x, positions), axis, is_stable=stable, num_keys=1)
+    return _rev(idx, axis) if descending else idx
+
+
+def lexsort(keys, axis=-1):
+    """The indices that sort by the last key, then by the one before it, and so on."""
+    keys = [_arr(k) for k in keys]
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if len({get_aval(k).shape for k in keys}) > 1:
+        raise ValueError("all keys need to be the same shape")
+    shape = get_aval(keys[0]).shape
+    index_dtype = _index_dtype(None)
+    if not shape:
+        return np.zeros((), index_dtype)
+    axis = canonicalize_axis(axis, len(shape))
+    positions = red.broadcasted_iota(index_dtype, shape, axis)
+    return red.sort((*keys[::-1], positions), axis, num_keys=len(keys))[-1]
 
 
 # ----------------------------------------------------------------- all / any

@@ -1,4 +1,4 @@
-"""Finding elements: nonzero, argwhere, searchsorted, digitize, unique, interp, isin.
+"""Finding elements: nonzero, argwhere, digitize, unique, interp, isin, extract.
 
 Functions whose output shape depends on the values (nonzero, unique, one-argument where)
 need concrete input, or a static `size=` under a transformation, as in JAX: with `size`,
@@ -13,9 +13,10 @@ from impl.numpy import _core as c
 from impl.numpy import _indexing as ix
 from impl.numpy import _reductions as red
 from impl.numpy import _ufuncs as uf
-from impl.numpy._util import asarray, broadcast_to, promote
+from impl.numpy._arrays import searchsorted
+from impl.numpy._util import asarray, broadcast_to
 
-__all__ = ["where", "nonzero", "flatnonzero", "argwhere", "count_nonzero", "searchsorted", "digitize",
+__all__ = ["where", "nonzero", "flatnonzero", "argwhere", "digitize",
            "unique", "unique_values", "unique_counts", "interp", "isin", "extract"]
 
 
@@ -96,34 +97,6 @@ def argwhere(a, *, size=None, fill_value=None):
         x = c.reshape(x, (1,))
         return c.reshape(nonzero(x, size=size, fill_value=fill_value)[0], (-1, 0))
     return ix.stack(nonzero(x, size=size, fill_value=fill_value), axis=1)
-
-
-def count_nonzero(a, axis=None, keepdims=False):
-    return c.sum(uf.not_equal(asarray(a), 0), axis=axis, keepdims=keepdims,
-                 dtype=core.canonical_dtype(np.int64))
-
-
-def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
-    """Insertion points of `v` into the sorted 1-D `a` (a count of the smaller elements)."""
-    if side not in ("left", "right"):
-        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one "
-                         "of ['left', 'right'].")
-    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
-        raise ValueError(f"invalid method={method!r} for searchsorted")
-    a = asarray(a)
-    if get_aval(a).ndim != 1:
-        raise ValueError("a should be 1-dimensional")
-    if sorter is not None:
-        a = ix.take(a, sorter)
-    v = asarray(v)
-    a, v = promote(a, v)
-    before = uf.less if side == "left" else uf.less_equal
-    vshape = get_aval(v).shape
-    n = get_aval(a).shape[0]
-    flat = c.reshape(v, (-1, 1))
-    count = c.sum(before(broadcast_to(a, (get_aval(flat).shape[0], n)), flat), axis=1,
-                  dtype=np.int32)
-    return c.reshape(count, vshape)
 
 
 def digitize(x, bins, right=False):

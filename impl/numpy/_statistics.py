@@ -1,137 +1,259 @@
-"""Order statistics, histograms, NaN-ignoring reductions and closeness tests.
-
-Quantiles sort along the reduced axes and interpolate between neighbouring order
-statistics, so they differentiate and batch through sort and gather like any other
-impl function."""
+"""NaN-ignoring reductions, order statistics (quantile, percentile, median) and other
+summaries, composed from impl.numpy's reductions so they inherit every transformation:
+a NaN is replaced by the reduction's identity (its tangent is then zero), an order
+statistic is read out of a sort (its derivative flows to the elements it selects)."""
 from __future__ import annotations
-
-import builtins
 
 import numpy as np
 
 from impl import core
 from impl.core import get_aval
 from impl.numpy import _core as c
-from impl.numpy import _indexing as ix
 from impl.numpy import _reductions as red
 from impl.numpy import _ufuncs as uf
-from impl.numpy._searching import searchsorted
-from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, check_no_out,
-                              promote)
+from impl.numpy._indexing import take_along_axis
+from impl.numpy._util import asarray, broadcast_to, canonicalize_axes, check_no_out
 
-__all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian",
-           "average", "ptp", "histogram", "histogram_bin_edges", "nansum", "nanprod",
-           "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "nanargmax", "nanargmin",
-           "isclose", "allclose", "array_equal", "array_equiv"]
-
-_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+__all__ = ["nansum", "nanprod", "nanmax", "nanmin", "nanargmax", "nanargmin", "nanmean",
+           "nanvar", "nanstd", "quantile", "percentile", "median", "nanquantile",
+           "nanpercentile", "nanmedian", "average", "ptp", "count_nonzero"]
 
 
-def _inexact(x):
-    x = asarray(x)
-    if not np.issubdtype(get_aval(x).dtype, np.inexact):
-        x = c.astype(x, core.canonical_dtype(np.float64))
-    return x
+def _arr(x):
+    return x if isinstance(x, core.Tracer) else asarray(x)
 
 
-def _to_last_axis(x, axis):
-    """Move the reduced axes of `x` to one trailing axis; also the shape to restore."""
-    shape = get_aval(x).shape
-    axes = tuple(range(len(shape))) if axis is None else canonicalize_axes(axis, len(shape))
-    rest = [d for d in range(len(shape)) if d not in axes]
-    x = c.transpose(x, rest + list(axes))
-    kept = tuple(shape[d] for d in rest)
-    size = int(np.prod([shape[d] for d in axes], dtype=np.int64))
-    keep_shape = tuple(1 if d in axes else shape[d] for d in range(len(shape)))
-    return c.reshape(x, kept + (size,)), kept, keep_shape
+def _floating(x):
+    return core.is_float_dtype(get_aval(x).dtype) or np.issubdtype(get_aval(x).dtype,
+                                                                   np.complexfloating)
 
 
-def quantile(a, q, axis=None, out=None, method="linear", keepdims=False):
-    """The q-th quantiles of `a` along `axis` (NumPy's methods for continuous data)."""
-    check_no_out("quantile", out)
-    return _quantile(a, q, axis, method, keepdims, "quantile", ignore_nan=False)
+def _nan_to(x, value):
+    """x with its NaNs replaced by `value` (integers have none)."""
+    if not _floating(x):
+        return x
+    return uf.where(uf.isnan(x), np.asarray(value, get_aval(x).dtype), x)
 
 
-def nanquantile(a, q, axis=None, out=None, method="linear", keepdims=False):
-    check_no_out("nanquantile", out)
-    return _quantile(a, q, axis, method, keepdims, "nanquantile", ignore_nan=True)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """The sum treating NaNs as zero."""
+    check_no_out("nansum", out)
+    return c.sum(_nan_to(_arr(a), 0), axis, dtype, None, keepdims, initial, where)
 
 
-def _quantile(a, q, axis, method, keepdims, name, ignore_nan):
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """The product treating NaNs as one."""
+    check_no_out("nanprod", out)
+    return red.prod(_nan_to(_arr(a), 1), axis, dtype, None, keepdims, initial, where)
+
+
+def _nan_extremum(name, reduce_fn, fill, a, axis, out, keepdims, initial, where):
+    check_no_out(name, out)
+    x = _arr(a)
+    if not _floating(x):
+        return reduce_fn(x, axis, None, keepdims, initial, where)
+    nan = uf.isnan(x)
+    res = reduce_fn(_nan_to(x, fill), axis, None, keepdims, initial, where)
+    # All-NaN slices stay NaN (as with no `initial`, where every element was NaN).
+    all_nan = red.all(nan, axis=axis, keepdims=keepdims, where=where)
+    return uf.where(all_nan if initial is None else False, np.nan, res)
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """The largest non-NaN element (NaN where every element is NaN)."""
+    return _nan_extremum("nanmax", red.max, -np.inf, a, axis, out, keepdims, initial, where)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """The smallest non-NaN element (NaN where every element is NaN)."""
+    return _nan_extremum("nanmin", red.min, np.inf, a, axis, out, keepdims, initial, where)
+
+
+def _nan_arg_extremum(name, arg_fn, fill, a, axis, out, keepdims):
+    check_no_out(name, out)
+    x = _arr(a)
+    if not _floating(x):
+        return arg_fn(x, axis, None, keepdims)
+    nan = uf.isnan(x)
+    res = arg_fn(_nan_to(x, fill), axis, None, keepdims)
+    return uf.where(red.all(nan, axis=axis, keepdims=bool(keepdims)), -1, res)
+
+
+def nanargmax(a, axis=None, out=None, keepdims=None):
+    """The index of the largest non-NaN element (-1 where every element is NaN)."""
+    return _nan_arg_extremum("nanargmax", red.argmax, -np.inf, a, axis, out, keepdims)
+
+
+def nanargmin(a, axis=None, out=None, keepdims=None):
+    """The index of the smallest non-NaN element (-1 where every element is NaN)."""
+    return _nan_arg_extremum("nanargmin", red.argmin, np.inf, a, axis, out, keepdims)
+
+
+def _not_nan_count(x, axis, keepdims, where, dtype):
+    return c.sum(uf.logical_not(uf.isnan(x)), axis, dtype, None, keepdims, None, where)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    """The mean of the non-NaN elements."""
+    check_no_out("nanmean", out)
+    x = _arr(a)
+    if not _floating(x):
+        return c.mean(x, axis, dtype, None, keepdims, where=where)
+    x = c._inexact(x, dtype)
+    total = c.sum(_nan_to(x, 0), axis, None, None, keepdims, None, where)
+    return uf.true_divide(total, _not_nan_count(x, axis, keepdims, where,
+                                                get_aval(total).dtype))
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
+           mean=None):
+    """The variance of the non-NaN elements, divided by (count - ddof); `mean` (with
+    keepdims' shape) saves recomputing the mean."""
+    check_no_out("nanvar", out)
+    x = c._inexact(_arr(a), dtype)
+    if mean is None:
+        mean = nanmean(x, axis, None, None, True, where)
+    # NaNs go before squaring: their cotangent is then exactly zero, not 0 * NaN.
+    centred = _nan_to(uf.subtract(x, mean), 0)
+    squares = uf.multiply(centred, centred)
+    total = c.sum(squares, axis, None, None, keepdims, None, where)
+    dof = uf.subtract(_not_nan_count(x, axis, keepdims, where, get_aval(total).dtype), ddof)
+    # No degrees of freedom: NaN, divided by one so that no 0/0 reaches the derivatives.
+    empty = uf.less_equal(dof, 0)
+    return uf.true_divide(uf.where(empty, np.nan, total), uf.where(empty, 1, dof))
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
+           mean=None):
+    """The standard deviation of the non-NaN elements."""
+    return uf.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean))
+
+
+# ---------------------------------------------------------- order statistics
+
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
-    x = _inexact(a)
-    q = asarray(q)
+    x = c._inexact(_arr(a), None)
+    q = _arr(q)
     if get_aval(q).ndim > 1:
-        raise ValueError(f"q must be zero- or one-dimensional, got shape {get_aval(q).shape}")
-    x, kept, keep_shape = _to_last_axis(x, axis)
-    x = red.sort(x, axis=-1)               # NaNs sort last
+        raise ValueError(f"q must be have rank <= 1, got shape {get_aval(q).shape}")
+    if not _floating(q):
+        q = c.astype(q, get_aval(x).dtype)
+    shape = get_aval(x).shape
+    axes = canonicalize_axes(axis, len(shape))
+    kept = [i for i in range(len(shape)) if i not in axes]
+    # Move the reduced axes to the end and flatten them into one.
+    x = c.reshape(c.transpose(x, kept + list(axes)),
+                  tuple(shape[i] for i in kept) + (-1,))
     n = get_aval(x).shape[-1]
+    x = red.sort(x, axis=-1)                       # NaNs sort last
     if ignore_nan:
         count = c.sum(uf.logical_not(uf.isnan(x)), axis=-1, keepdims=True)
     else:
-        count = np.full(kept + (1,), n, np.int32)
-    q = c.astype(q, get_aval(x).dtype)
-    qs = c.reshape(q, (-1,))
-    m = get_aval(qs).shape[0]
-    pos = uf.multiply(c.reshape(qs, (1,) * len(kept) + (m,)),
-                      uf.subtract(c.astype(count, get_aval(x).dtype), 1))
-    pos = uf.clip(pos, 0, n - 1)
-    lo, hi = uf.floor(pos), uf.ceil(pos)
-    take = lambda i: ix.take_along_axis(  # noqa: E731
-        x, broadcast_to(c.astype(i, np.int32), kept + (m,)), axis=-1)
-    lo_v, hi_v = take(lo), take(hi)
+        count = np.asarray(n)
+    last = c.astype(uf.subtract(count, 1), get_aval(x).dtype)
+    qshape, xshape = get_aval(q).shape, get_aval(x).shape
+    pos = broadcast_to(uf.multiply(c.reshape(q, qshape + (1,) * len(xshape)), last),
+                       qshape + xshape[:-1] + (1,))
+    low, high = uf.floor(pos), uf.ceil(pos)
+    high_weight = uf.subtract(pos, low)
+
+    def at(i):
+        i = c.astype(uf.clip(i, 0, n - 1), np.int32)
+        return take_along_axis(broadcast_to(x, qshape + xshape), i, -1)
+
     if method == "lower":
-        res = lo_v
+        out = at(low)
     elif method == "higher":
-        res = hi_v
+        out = at(high)
     elif method == "nearest":
-        res = take(uf.round(pos))
+        out = uf.where(uf.less_equal(high_weight, 0.5), at(low), at(high))
     elif method == "midpoint":
-        res = uf.multiply(uf.add(lo_v, hi_v), 0.5)
+        out = uf.multiply(uf.add(at(low), at(high)), 0.5)
     else:
-        res = uf.add(lo_v, uf.multiply(uf.subtract(pos, lo), uf.subtract(hi_v, lo_v)))
-    if not ignore_nan:   # any NaN makes the quantile NaN, as in NumPy
-        has_nan = red.any(uf.isnan(x), axis=-1, keepdims=True)
-        res = uf.where(has_nan, np.nan, res)
-    else:
-        res = uf.where(uf.equal(count, 0), np.nan, res)
-    res = c.moveaxis(res, -1, 0)           # q's axis first
-    res = c.reshape(res, get_aval(q).shape + (keep_shape if keepdims else kept))
-    return res
+        out = uf.add(uf.multiply(at(low), uf.subtract(1, high_weight)),
+                     uf.multiply(at(high), high_weight))
+    out = c.squeeze(out, -1)
+    if not ignore_nan:
+        out = uf.where(red.any(uf.isnan(x), axis=-1), np.nan, out)
+    elif get_aval(count).ndim:
+        out = uf.where(c.squeeze(count, -1) == 0, np.nan, out)
+    if keepdims:
+        out = c.reshape(out, qshape + tuple(
+            1 if i in axes else d for i, d in enumerate(shape)))
+    return out
 
 
-def percentile(a, q, axis=None, out=None, method="linear", keepdims=False):
-    check_no_out("percentile", out)
-    return _quantile(a, uf.true_divide(q, 100.0), axis, method, keepdims, "percentile",
-                     ignore_nan=False)
+def _check_quantile_args(name, out, overwrite_input, weights):
+    check_no_out(name, out)
+    if overwrite_input:
+        raise ValueError(f"{name}: overwrite_input=True is not supported (arrays are "
+                         "immutable)")
+    if weights is not None:
+        raise NotImplementedError(f"{name}: weights= (method='inverted_cdf') is not "
+                                  "implemented in impl")
 
 
-def nanpercentile(a, q, axis=None, out=None, method="linear", keepdims=False):
-    check_no_out("nanpercentile", out)
-    return _quantile(a, uf.true_divide(q, 100.0), axis, method, keepdims, "nanpercentile",
-                     ignore_nan=True)
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None):
+    """The q-th quantiles (q in [0, 1]) along `axis`, interpolated by `method`."""
+    _check_quantile_args("quantile", out, overwrite_input, weights)
+    return _quantile("quantile", a, q, axis, method, keepdims, ignore_nan=False)
 
 
-def median(a, axis=None, out=None, keepdims=False):
-    check_no_out("median", out)
-    return _quantile(a, 0.5, axis, "midpoint", keepdims, "median", ignore_nan=False)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None):
+    """quantile of the non-NaN elements."""
+    _check_quantile_args("nanquantile", out, overwrite_input, weights)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, ignore_nan=True)
 
 
-def nanmedian(a, axis=None, out=None, keepdims=False):
-    check_no_out("nanmedian", out)
-    return _quantile(a, 0.5, axis, "midpoint", keepdims, "nanmedian", ignore_nan=True)
+def _percent(q):
+    return uf.true_divide(_arr(q), 100.0)
 
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, out_sharding=None):
+    """The q-th percentiles (q in [0, 100])."""
+    if out_sharding is not None:
+        raise NotImplementedError("percentile: out_sharding= is not implemented in impl")
+    return quantile(a, _percent(q), axis, out, overwrite_input, method, keepdims,
+                    weights=weights)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None):
+    """percentile of the non-NaN elements."""
+    return nanquantile(a, _percent(q), axis, out, overwrite_input, method, keepdims,
+                       weights=weights)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The middle value (the mean of the two middle values for an even count)."""
+    return quantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """median of the non-NaN elements."""
+    return nanquantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
+
+
+# ------------------------------------------------------------------ summaries
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
-    x = _inexact(a)
+    """The (weighted) mean; with `returned`, also the sum of the weights."""
+    x = _arr(a)
     if weights is None:
-        avg = c.mean(x, axis=axis, keepdims=keepdims)
-        total = uf.multiply(uf.true_divide(c.size(x), builtins.max(c.size(avg), 1)),
-                            c.astype(np.ones((), get_aval(avg).dtype), get_aval(avg).dtype))
-        total = broadcast_to(total, get_aval(avg).shape)
+        avg = c.mean(x, axis, keepdims=keepdims)
+        count = np.prod([get_aval(x).shape[i] for i in
+                         canonicalize_axes(axis, get_aval(x).ndim)], dtype=np.int64)
+        total = c.full_like(avg, count)
     else:
-        x, w = promote(x, _inexact(weights))
+        w = _arr(weights)
         xs, ws = get_aval(x).shape, get_aval(w).shape
         if xs != ws:
             if axis is None:
@@ -139,177 +261,29 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
                                  "differ.")
             if len(ws) != 1:
                 raise ValueError("1D weights expected when shapes of a and weights differ.")
-            ax = canonicalize_axes(axis, len(xs))[0]
-            if ws[0] != xs[ax]:
+            ax = canonicalize_axes(axis, len(xs))
+            if len(ax) != 1 or ws[0] != xs[ax[0]]:
                 raise ValueError("Length of weights not compatible with specified axis.")
-            w = c.reshape(w, tuple(ws[0] if d == ax else 1 for d in range(len(xs))))
-            w = broadcast_to(w, xs)
-        total = c.sum(w, axis=axis, keepdims=keepdims)
-        avg = uf.true_divide(c.sum(uf.multiply(x, w), axis=axis, keepdims=keepdims), total)
-    return (avg, total) if returned else avg
+            w = c.reshape(w, tuple(ws[0] if i == ax[0] else 1 for i in range(len(xs))))
+        x = c._inexact(x, None)
+        total = c.sum(broadcast_to(w, get_aval(x).shape), axis, keepdims=keepdims)
+        avg = uf.true_divide(c.sum(uf.multiply(x, w), axis, keepdims=keepdims), total)
+    if returned:
+        return avg, c.astype(total, get_aval(avg).dtype)
+    return avg
 
 
 def ptp(a, axis=None, out=None, keepdims=False):
+    """The range (maximum minus minimum) along `axis`."""
     check_no_out("ptp", out)
-    return uf.subtract(red.max(a, axis=axis, keepdims=keepdims),
-                       red.min(a, axis=axis, keepdims=keepdims))
+    x = _arr(a)
+    return uf.subtract(red.max(x, axis, keepdims=keepdims), red.min(x, axis,
+                                                                    keepdims=keepdims))
 
 
-def histogram_bin_edges(a, bins=10, range=None):  # noqa: A002
-    """`bins + 1` evenly spaced edges over `range` (default: the data's min and max)."""
-    x = _inexact(a)
-    if not isinstance(bins, (int, np.integer)):   # explicit edges, in the data's dtype
-        return c.astype(asarray(bins), get_aval(x).dtype)
-    if range is None:
-        lo, hi = red.min(x), red.max(x)
-    else:
-        lo, hi = (asarray(r, get_aval(x).dtype) for r in range)
-    same = uf.equal(lo, hi)
-    lo, hi = uf.where(same, uf.subtract(lo, 0.5), lo), uf.where(same, uf.add(hi, 0.5), hi)
-    steps = np.linspace(0.0, 1.0, int(bins) + 1)[:-1].astype(get_aval(x).dtype)
-    inner = uf.add(lo, uf.multiply(uf.subtract(hi, lo), steps))
-    return ix.concatenate([inner, c.reshape(hi, (1,))])   # the last edge is exactly hi
+def count_nonzero(a, axis=None, keepdims=False):
+    """How many elements along `axis` are not zero (in the default integer type)."""
+    x = _arr(a)
+    nonzero = uf.not_equal(x, np.zeros((), get_aval(x).dtype))
+    return c.sum(nonzero, axis, core.canonical_dtype(np.int64), keepdims=keepdims)
 
-
-def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
-    """Counts (or weights) per bin; the last bin includes its right edge."""
-    count_dtype = get_aval(asarray(a if weights is None else weights)).dtype
-    x = c.ravel(_inexact(a))
-    edges = histogram_bin_edges(x, bins, range)
-    nbins = get_aval(edges).shape[0] - 1
-    which = uf.subtract(searchsorted(edges, x, side="right"), 1)
-    which = uf.where(uf.equal(x, edges[-1]), nbins - 1, which)
-    inside = uf.logical_and(uf.greater_equal(x, edges[0]), uf.less_equal(x, edges[-1]))
-    w = np.ones((), count_dtype) if weights is None else c.ravel(asarray(weights))
-    w = uf.where(inside, w, np.zeros((), count_dtype))
-    onehot = uf.equal(c.reshape(which, (-1, 1)), np.arange(nbins, dtype=np.int32))
-    counts = c.sum(uf.multiply(c.astype(onehot, count_dtype), c.reshape(
-        broadcast_to(w, get_aval(x).shape), (-1, 1))), axis=0, dtype=count_dtype)
-    if density:
-        widths = uf.subtract(edges[1:], edges[:-1])
-        counts = uf.true_divide(uf.true_divide(counts, c.sum(counts)), widths)
-    return counts, edges
-
-
-# ------------------------------------------------------------- NaN-ignoring reductions
-
-def _nan_to(a, value):
-    x = asarray(a)
-    if not np.issubdtype(get_aval(x).dtype, np.inexact):
-        return x
-    return uf.where(uf.isnan(x), value, x)
-
-
-def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    check_no_out("nansum", out)
-    return c.sum(_nan_to(a, 0), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
-                 where=where)
-
-
-def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    check_no_out("nanprod", out)
-    return red.prod(_nan_to(a, 1), axis=axis, dtype=dtype, keepdims=keepdims,
-                    initial=initial, where=where)
-
-
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
-    check_no_out("nanmean", out)
-    x = _inexact(a)
-    valid = uf.logical_not(uf.isnan(x))
-    if where is not None:
-        valid = uf.logical_and(valid, where)
-    total = c.sum(_nan_to(x, 0), axis=axis, dtype=dtype, keepdims=keepdims, where=valid)
-    count = c.sum(valid, axis=axis, keepdims=keepdims, dtype=get_aval(total).dtype)
-    return uf.true_divide(total, count)
-
-
-def _nan_extremum(fn, a, axis, out, keepdims, initial, where, name):
-    check_no_out(name, out)
-    x = asarray(a)
-    if not np.issubdtype(get_aval(x).dtype, np.inexact):
-        return fn(x, axis=axis, keepdims=keepdims, initial=initial, where=where)
-    fill = -np.inf if fn is red.max else np.inf
-    res = fn(_nan_to(x, fill), axis=axis, keepdims=keepdims, initial=initial, where=where)
-    all_nan = red.all(uf.isnan(x), axis=axis, keepdims=keepdims)
-    return uf.where(all_nan, np.nan, res)
-
-
-def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    return _nan_extremum(red.max, a, axis, out, keepdims, initial, where, "nanmax")
-
-
-def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    return _nan_extremum(red.min, a, axis, out, keepdims, initial, where, "nanmin")
-
-
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    check_no_out("nanvar", out)
-    x = _inexact(a)
-    valid = uf.logical_not(uf.isnan(x))
-    if where is not None:
-        valid = uf.logical_and(valid, where)
-    mean = nanmean(x, axis=axis, keepdims=True, where=valid)
-    centered = _nan_to(uf.subtract(x, mean), 0)
-    sq = c.sum(uf.multiply(centered, centered), axis=axis, dtype=dtype, keepdims=keepdims,
-               where=valid)
-    count = c.sum(valid, axis=axis, keepdims=keepdims, dtype=get_aval(sq).dtype)
-    return uf.true_divide(sq, uf.maximum(uf.subtract(count, ddof), 0))
-
-
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    check_no_out("nanstd", out)
-    return uf.sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
-                          where=where))
-
-
-def nanargmax(a, axis=None, out=None, keepdims=None):
-    check_no_out("nanargmax", out)
-    x = asarray(a)
-    return red.argmax(_nan_to(x, -np.inf), axis=axis, keepdims=keepdims)
-
-
-def nanargmin(a, axis=None, out=None, keepdims=None):
-    check_no_out("nanargmin", out)
-    x = asarray(a)
-    return red.argmin(_nan_to(x, np.inf), axis=axis, keepdims=keepdims)
-
-
-# ----------------------------------------------------------------- closeness tests
-
-def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """|a - b| <= atol + rtol * |b|, with infinities equal only to themselves."""
-    a, b = promote(asarray(a), asarray(b))
-    dtype = get_aval(a).dtype
-    if not np.issubdtype(dtype, np.inexact):
-        return uf.equal(a, b)
-    close = uf.less_equal(uf.absolute(uf.subtract(a, b)),
-                          uf.add(atol, uf.multiply(rtol, uf.absolute(b))))
-    finite = uf.logical_and(uf.isfinite(a), uf.isfinite(b))
-    out = uf.where(finite, close, uf.equal(a, b))
-    if equal_nan:
-        out = uf.logical_or(out, uf.logical_and(uf.isnan(a), uf.isnan(b)))
-    return out
-
-
-def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return red.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
-def array_equal(a1, a2, equal_nan=False):
-    a1, a2 = asarray(a1), asarray(a2)
-    if get_aval(a1).shape != get_aval(a2).shape:
-        return asarray(False)
-    eq = uf.equal(a1, a2)
-    if equal_nan and np.issubdtype(np.result_type(get_aval(a1).dtype, get_aval(a2).dtype),
-                                   np.inexact):
-        eq = uf.logical_or(eq, uf.logical_and(uf.isnan(a1), uf.isnan(a2)))
-    return red.all(eq)
-
-
-def array_equiv(a1, a2):
-    a1, a2 = asarray(a1), asarray(a2)
-    try:
-        shape = np.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
-    except ValueError:
-        return asarray(False)
-    return red.all(uf.equal(broadcast_to(a1, shape), broadcast_to(a2, shape)))

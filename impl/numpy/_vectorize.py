@@ -1,5 +1,5 @@
 """`vectorize` (a function of core-shaped arrays mapped over broadcast loop dimensions
-with impl's vmap) and grid constructors (meshgrid, indices, tri and triangle indices)."""
+with impl's vmap) and index grids (indices, triangle and diagonal indices)."""
 from __future__ import annotations
 
 import functools
@@ -12,7 +12,7 @@ from impl.core import get_aval
 from impl.numpy import _core as c
 from impl.numpy._util import asarray, broadcast_to
 
-__all__ = ["vectorize", "meshgrid", "indices", "tri", "tril_indices", "triu_indices",
+__all__ = ["vectorize", "indices", "tril_indices", "triu_indices",
            "diag_indices", "tril_indices_from", "triu_indices_from", "diag_indices_from"]
 
 _DIMS = r"\w+"
@@ -83,24 +83,6 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
     return wrapped
 
 
-def meshgrid(*xi, sparse=False, indexing="xy"):
-    if indexing not in ("xy", "ij"):
-        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
-    xs = [c.ravel(asarray(x)) for x in xi]
-    n = len(xs)
-    shapes = [[1] * n for _ in xs]
-    for k, x in enumerate(xs):
-        shapes[k][k] = get_aval(x).shape[0]
-    if indexing == "xy" and n >= 2:
-        for s in shapes:
-            s[0], s[1] = s[1], s[0]
-    out = [c.reshape(x, tuple(s)) for x, s in zip(xs, shapes)]
-    if sparse:
-        return out
-    full = tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
-    return [broadcast_to(x, full) for x in out]
-
-
 def indices(dimensions, dtype=None, sparse=False):
     dtype = np.dtype(dtype or _index_dtype())
     grids = np.indices(tuple(dimensions), dtype=dtype, sparse=sparse)
@@ -109,10 +91,6 @@ def indices(dimensions, dtype=None, sparse=False):
 
 def _index_dtype():
     return core.canonical_dtype(np.int64)
-
-
-def tri(N, M=None, k=0, dtype=None):
-    return asarray(np.tri(N, M, k, dtype=np.dtype(dtype or np.float32)))
 
 
 def tril_indices(n, k=0, m=None):

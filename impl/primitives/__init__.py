@@ -34,6 +34,10 @@ from impl.primitives import elementwise, shape, linalg, call  # noqa: F401
 from impl.primitives import collectives  # noqa: F401
 from impl.primitives import indexing  # noqa: F401
 from impl.primitives import reductions  # noqa: F401
+from impl.primitives import linalg_decompositions  # noqa: F401
+from impl.primitives import convolution  # noqa: F401
+from impl.primitives import windows  # noqa: F401
 from impl.primitives import control_flow, remat  # noqa: F401
 from impl.primitives import sharding  # noqa: F401
 from impl.primitives import mapping  # noqa: F401,E402
+from impl.primitives import prng  # noqa: F401

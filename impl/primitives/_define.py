@@ -84,7 +84,7 @@ def _build(rule, prim):
 
 
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
-           transpose=None, partial_eval=None, impl=None, multiple_results=False,
+           transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
            collective=False) -> core.Primitive:
     """Create the primitive `name` and register every one of its rules.
 
@@ -100,6 +100,8 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         some arguments.
     partial_eval: `(trace, args, **params) -> outs` for call-like primitives that must
         be split, not staged whole, when some inputs are known.
+    dce: `(used_outputs, eqn) -> eqn`, for equations that dead-code removal may rewrite
+        when only some of their outputs are used.
     impl: eager evaluation when it differs from the lowering (a call primitive compiles
         its program; a collective outside vmap raises).
     collective: the primitive names vmap axes (`axis_name=`); its batching rule also
@@ -121,7 +123,7 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
                                  else _checked_eager(abstract_eval, lowering))
     for table, rule in ((ad.jvp_rules, jvp), (ad.transpose_rules, transpose),
                         (_batching.batching_rules, batching),
-                        (pe.partial_eval_rules, partial_eval)):
+                        (pe.partial_eval_rules, partial_eval), (pe.dce_rules, dce)):
         if rule is not None:
             table[prim] = _build(rule, prim)
     registry[name] = prim

@@ -31,16 +31,12 @@ def _jit_abstract_eval(*avals, jaxpr, name, in_shardings, out_shardings):
     return jaxpr.out_avals
 
 
-def _has_shardings(in_shardings, out_shardings):
-    return any(s is not None for s in in_shardings + out_shardings)
-
-
 def _jit_lowering(*args, jaxpr, name, in_shardings, out_shardings):
-    if _has_shardings(in_shardings, out_shardings):
-        # A nested jax.jit carries the shardings into the enclosing computation.
-        return _jit_impl(*args, jaxpr=jaxpr, name=name, in_shardings=in_shardings,
-                         out_shardings=out_shardings)
-    return lowering.eval_jaxpr_lowered(jaxpr.jaxpr, jaxpr.consts, args)
+    # A jitted call inside a program stays a call (a nested jax.jit, which also carries
+    # the shardings), as in JAX: XLA then sees JAX's program structure, so it fuses and
+    # rounds floating point the same way (impl.random's draws are bit-for-bit JAX's).
+    return _jit_impl(*args, jaxpr=jaxpr, name=name, in_shardings=in_shardings,
+                     out_shardings=out_shardings)
 
 
 def _nonzero(values, nonzeros):

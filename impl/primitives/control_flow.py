@@ -259,11 +259,22 @@ def _cond_transpose(cts, index, *ops, branches):
     return [None] + [next(outs) if lin else None for lin in linear]
 
 
+def _cond_dce(used_outputs, eqn):
+    """Drop unused outputs from every branch, then the operands no branch reads."""
+    branches = eqn.params["branches"]
+    index, *ops = eqn.invars
+    read = [any(flags) for flags in zip(*[pe.dce_closed_jaxpr(b, used_outputs)[1]
+                                           for b in branches])]
+    new = tuple(pe.dce_closed_jaxpr(b, used_outputs, keep_inputs=read)[0] for b in branches)
+    return core.JaxprEqn(cond_p, [index, *_pick(read, ops)], _pick(used_outputs, eqn.outvars),
+                         dict(branches=new))
+
+
 cond_p = define(
     "cond", multiple_results=True, collective=True,
     abstract_eval=_cond_aval, lowering=_cond_lower, impl=_cond_impl,
     jvp=_cond_jvp, transpose=_cond_transpose, batching=_cond_batch,
-    partial_eval=_cond_partial_eval)
+    partial_eval=_cond_partial_eval, dce=_cond_dce)
 
 
 # ------------------------------------------------------------------------- while
@@ -411,12 +422,42 @@ def _while_transpose(cts, *args, **params):
                      "or using fori_loop with static start/stop.")
 
 
+def _live_carries(body, n_consts, used_carry, used_ys=(), extra=None):
+    """Fixpoint of the carries a loop must keep: those used after the loop, those the
+    body reads to compute what is kept (`used_ys`: a scan's stacked outputs), and
+    `extra` (those a while condition reads)."""
+    used_carry = [a or b for a, b in zip(used_carry, extra or used_carry)]
+    n = len(used_carry)
+    while True:
+        _, read = pe.dce_closed_jaxpr(body, used_carry + list(used_ys))
+        grown = [a or b for a, b in zip(used_carry, read[n_consts:n_consts + n])]
+        if grown == used_carry:
+            return used_carry
+        used_carry = grown
+
+
+def _while_dce(used_outputs, eqn):
+    """Drop the carries that neither the condition nor a used carry depends on."""
+    p = eqn.params
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    cconsts, bconsts, init = _split(eqn.invars, cn, bn)
+    cond_read = pe.dce_closed_jaxpr(p["cond_jaxpr"], [True])[1][cn:]
+    keep = _live_carries(p["body_jaxpr"], bn, list(used_outputs), extra=cond_read)
+    body, b_read = pe.dce_closed_jaxpr(p["body_jaxpr"], keep, [False] * bn + keep)
+    cond, c_read = pe.dce_closed_jaxpr(p["cond_jaxpr"], [True], [False] * cn + keep)
+    return core.JaxprEqn(
+        while_p, _pick(c_read[:cn], cconsts) + _pick(b_read[:bn], bconsts) + _pick(keep, init),
+        _pick(keep, eqn.outvars),
+        dict(cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=sum(c_read[:cn]),
+             body_nconsts=sum(b_read[:bn])))
+
+
 while_p = define(
     "while", multiple_results=True, collective=True,
     abstract_eval=_while_aval, lowering=_while_lower,
     impl=_compiled_impl(_while_aval, _while_lower, "body_jaxpr"),
     jvp=_while_jvp, transpose=_while_transpose, batching=_while_batch,
-    partial_eval=_while_partial_eval)
+    partial_eval=_while_partial_eval, dce=_while_dce)
 
 
 # -------------------------------------------------------------------------- scan
@@ -665,9 +706,25 @@ def _scan_transposed_body(jaxpr, num_consts, num_carry, const_lin, xs_lin, ys_nz
     return pe.make_closed_jaxpr(body, in_avals)
 
 
+def _scan_dce(used_outputs, eqn):
+    """Drop unused stacked outputs, the carries no used output depends on (a
+    fixpoint), and the operands the remaining body does not read."""
+    p = eqn.params
+    nc, nk = p["num_consts"], p["num_carry"]
+    used_ys = list(used_outputs[nk:])
+    n_body_in = len(p["jaxpr"].in_avals)
+    used_carry = _live_carries(p["jaxpr"], nc, list(used_outputs[:nk]), used_ys)
+    keep_in = [False] * nc + used_carry + [False] * (n_body_in - nc - nk)
+    body, read = pe.dce_closed_jaxpr(p["jaxpr"], used_carry + used_ys, keep_in)
+    return core.JaxprEqn(scan_p, _pick(read, eqn.invars),
+                         _pick(used_carry + used_ys, eqn.outvars),
+                         dict(p, jaxpr=body, num_consts=sum(read[:nc]),
+                              num_carry=sum(used_carry)))
+
+
 scan_p = define(
     "scan", multiple_results=True, collective=True,
     abstract_eval=_scan_aval, lowering=_scan_lower,
     impl=_compiled_impl(_scan_aval, _scan_lower, "jaxpr"),
     jvp=_scan_jvp, transpose=_scan_transpose, batching=_scan_batch,
-    partial_eval=_scan_partial_eval)
+    partial_eval=_scan_partial_eval, dce=_scan_dce)

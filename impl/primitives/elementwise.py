@@ -456,3 +456,57 @@ def zeros_like(x):
 def full_like(x, value):
     aval = get_aval(x)
     return broadcast_in_dim(np.array(value, aval.dtype), aval.shape, ())
+
+
+# ------------------------------------------------- bit-level and special functions
+# What random number generation builds on: shifts and bit reinterpretation turn
+# random bits into floats, erf_inv turns uniforms into normals.
+
+def _int(d):
+    return d.kind in "iu"
+
+
+shift_left_p = _binop("shift_left", lax.shift_left, ad.zero_jvp, _int)
+shift_right_logical_p = _binop("shift_right_logical", lax.shift_right_logical,
+                               ad.zero_jvp, _int)
+shift_right_arithmetic_p = _binop("shift_right_arithmetic", lax.shift_right_arithmetic,
+                                  ad.zero_jvp, _int)
+clz_p = _unop("clz", lax.clz, ad.zero_jvp, _int)
+# JAX defines no derivative for nextafter (callers stop gradients before it).
+nextafter_p = _binop("nextafter", lax.nextafter, None, _float)
+erf_inv_p = _unop("erf_inv", lax.erf_inv, by_parts(
+    lambda t, ans, x: mul(t, mul(math.sqrt(math.pi) / 2, exp(mul(ans, ans)))),
+    use_output=True))
+
+
+def _bitcast_aval(x, *, new_dtype):
+    old, new = x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    if x.dtype == np.bool_ or np.dtype(new_dtype) == np.bool_:
+        raise TypeError("bitcast_convert_type does not accept bool operands or results")
+    if old == new:
+        shape = x.shape
+    elif old > new:
+        shape = x.shape + (old // new,)
+    elif not x.shape or x.shape[-1] != new // old:
+        raise TypeError(f"bitcast_convert_type from {x.dtype} to {np.dtype(new_dtype)} needs "
+                        f"a last axis of size {new // old}, got shape {x.shape}")
+    else:
+        shape = x.shape[:-1]
+    return ShapedArray(shape, new_dtype)
+
+
+def _bitcast_batch(axis_data, vals, dims, *, new_dtype):
+    # The width change adds or removes the last axis: keep the batch axis in front.
+    (x,), (d,) = vals, dims
+    return bitcast_convert_type_p.bind(batching.moveaxis(x, d, 0), new_dtype=new_dtype), 0
+
+
+bitcast_convert_type_p = define(
+    "bitcast_convert_type", abstract_eval=_bitcast_aval,
+    lowering=lambda x, *, new_dtype: lax.bitcast_convert_type(x, new_dtype),
+    jvp=ad.zero_jvp, batching=_bitcast_batch)
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """Reinterpret the bits of `operand` as `new_dtype` (as jax.lax.bitcast_convert_type)."""
+    return bitcast_convert_type_p.bind(operand, new_dtype=core.canonical_dtype(new_dtype))

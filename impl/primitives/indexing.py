@@ -1,5 +1,6 @@
 """Indexing primitives: concatenate, pad, slice, rev, dynamic_slice,
-dynamic_update_slice, gather, scatter_add and scatter, each with all of its rules.
+dynamic_update_slice, gather, scatter_add, scatter, scatter_mul, scatter_min and
+scatter_max, each with all of its rules.
 
 All of them are linear in their array operand(s) (indices are never differentiated).
 Their transposes pair up: slice <-> pad, dynamic_slice <-> dynamic_update_slice,
@@ -890,6 +891,104 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
 scatter_p = define("scatter", abstract_eval=_scatter_aval_rule("scatter"),
                    lowering=_scatter_lower_with(lax.scatter), jvp=_scatter_jvp,
                    transpose=_scatter_transpose, batching=_scatter_batch)
+
+
+# ------------------------------------------- scatter_mul / scatter_min / scatter_max
+
+def _scatter_mul_jvp(primals, tangents, **params):
+    # out = x * (product of the updates landing on each element): linear in x, and, with
+    # unique indices, x * (the one update landing there).
+    (x, idx, upd), (tx, _, tu) = primals, tangents
+    out = scatter_mul_p.bind(x, idx, upd, **params)
+    t_out = Zero(ad.tangent_aval(get_aval(out)))
+    if type(tx) is not Zero:
+        t_out = scatter_mul_p.bind(tx, idx, upd, **params)
+    if type(tu) is not Zero:
+        if not params["unique_indices"]:
+            raise NotImplementedError("scatter_mul gradients are only implemented if "
+                                      "`unique_indices=True`")
+        zeros = core.ops.zeros(get_aval(tu).update(shape=get_aval(x).shape, weak_type=False))
+        landed = scatter_add_p.bind(zeros, idx, tu, **params)
+        t_out = ad.add_tangents(t_out, ew.mul(x, landed))
+    return out, t_out
+
+
+def _scatter_mul_transpose(ct, operand, indices, updates, **params):
+    if is_undefined_primal(indices) or is_undefined_primal(updates):
+        raise TypeError("scatter_mul is only linear in its operand")
+    if type(ct) is Zero:
+        return [None, None, None]
+    # Scaling each element by the product of its updates is its own transpose.
+    return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+scatter_mul_p = define(
+    "scatter_mul", abstract_eval=_scatter_aval_rule("scatter_mul"),
+    lowering=_scatter_lower_with(lax.scatter_mul), jvp=_scatter_mul_jvp,
+    transpose=_scatter_mul_transpose, batching=_scatter_batch)
+
+
+def _make_scatter_extremum_jvp(prim):
+    # The result at each element is the extremum of the operand and the updates landing
+    # there; its tangent is the mean of the tangents of every contender that equals it
+    # (ties share, as for reduce_max), as in JAX.
+    def rule(primals, tangents, **params):
+        (x, idx, upd), (tx, _, tu) = primals, tangents
+        out = prim.bind(x, idx, upd, **params)
+        if type(tx) is Zero and type(tu) is Zero:
+            return out, Zero(ad.tangent_aval(get_aval(out)))
+        dtype = get_aval(out).dtype
+        u_aval = get_aval(upd)
+        kept = ew.convert_element_type(ew.eq(x, out), dtype)
+        won = ew.convert_element_type(ew.eq(upd, _read_back(out, idx, u_aval, **params)),
+                                      dtype)
+        zeros = core.ops.zeros(ShapedArray(get_aval(x).shape, dtype))
+        count = ew.add(kept, scatter_add_p.bind(zeros, idx, won, **params))
+        share = ew.div(np.ones((), dtype), count)
+        t_out = Zero(ad.tangent_aval(get_aval(out)))
+        if type(tx) is not Zero:
+            t_out = ew.mul(tx, ew.mul(kept, share))
+        if type(tu) is not Zero:
+            t_out = ad.add_tangents(t_out, ew.mul(share, scatter_add_p.bind(
+                zeros, idx, ew.mul(tu, won), **params)))
+        return out, t_out
+    return rule
+
+
+_scatter_extremum_jvp = core.RuleMaker(_make_scatter_extremum_jvp)
+
+scatter_min_p = define(
+    "scatter_min", abstract_eval=_scatter_aval_rule("scatter_min"),
+    lowering=_scatter_lower_with(lax.scatter_min), jvp=_scatter_extremum_jvp,
+    batching=_scatter_batch)
+scatter_max_p = define(
+    "scatter_max", abstract_eval=_scatter_aval_rule("scatter_max"),
+    lowering=_scatter_lower_with(lax.scatter_max), jvp=_scatter_extremum_jvp,
+    batching=_scatter_batch)
+
+
+def _scatter_fn(prim, name):
+    def fn(operand, scatter_indices, updates, dimension_numbers, *,
+           indices_are_sorted=False, unique_indices=False, mode=None):
+        return prim.bind(operand, scatter_indices, updates,
+                         **_scatter_params(dimension_numbers, indices_are_sorted,
+                                           unique_indices, mode))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"lax.{name}: combine `updates` into `operand` at the scattered windows."
+    return fn
+
+
+scatter_mul = _scatter_fn(scatter_mul_p, "scatter_mul")
+scatter_min = _scatter_fn(scatter_min_p, "scatter_min")
+scatter_max = _scatter_fn(scatter_max_p, "scatter_max")
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+    """lax.scatter_sub: subtract `updates` from `operand` at the scattered windows."""
+    return scatter_add(operand, scatter_indices, ew.neg(updates), dimension_numbers,
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                       mode=mode)
 
 
 # ---------------------------------------------------------- lax-level wrappers

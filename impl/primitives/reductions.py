@@ -1,16 +1,18 @@
 """Reductions, cumulative reductions, sorting and iota, each with all of its rules.
 
 Primitives: reduce_max, reduce_min, reduce_prod, argmax, argmin, cumsum, cumprod,
-cummax, cummin, sort, iota. Four helper primitives make their derivatives linear and
-transposable, so that reverse mode works through every one of them:
+cummax, cummin, cumlogsumexp, sort, top_k, iota. Helper primitives make their
+derivatives linear and transposable, so that reverse mode works through every one:
 
 * `shift` moves an array one step along an axis (filling the vacated slot); it gives
   exclusive prefix products without dividing (division breaks at zeros).
 * `linear_recurrence` computes y[i] = a[i] * y[i-1] + b[i] (or from the end when
   `reverse`); it is linear in `b`, and its transpose is the opposite recurrence. It is
-  the tangent map of cumprod and cummax/cummin.
+  the tangent map of cumprod and cumlogsumexp.
+* `cumchooser_tangent` / `cumchooser_cotangent` are the tangent map of cummax/cummin
+  and its transpose (JAX's weights on ties).
 * `take_along_axis` gathers along one axis with an index array (the tangent map of
-  sort) and `scatter_add_along_axis` is its transpose.
+  sort and top_k) and `scatter_add_along_axis` is its transpose.
 """
 from __future__ import annotations
 
@@ -41,6 +43,11 @@ def _check_axis(name, axis, shape, what="axis"):
 def _check_numeric(name, dtype):
     if not (np.issubdtype(dtype, np.number)):
         raise TypeError(f"{name} does not accept dtype {dtype}: it needs a numeric dtype")
+
+
+def _check_floating(name, dtype):
+    if not core.is_float_dtype(dtype):
+        raise TypeError(f"{name} does not accept dtype {dtype}: it needs a floating dtype")
 
 
 def _normalize_axis(axis, ndim):
@@ -303,9 +310,9 @@ linear_recurrence_p = define(
 
 # ------------------------------------------------------- cumulative reductions
 
-def _cumulative_aval(name):
+def _cumulative_aval(name, accepted):
     def rule(x, *, axis, reverse):
-        _check_numeric(name, x.dtype)
+        accepted(name, x.dtype)
         _check_axis(name, axis, x.shape)
         return x
     return rule
@@ -321,8 +328,8 @@ def _make_cumulative_batch(prim):
 _cumulative_batch = core.RuleMaker(_make_cumulative_batch)
 
 
-def _cumulative(name, lax_fn, jvp, transpose=None):
-    return define(name, abstract_eval=_cumulative_aval(name),
+def _cumulative(name, lax_fn, jvp, transpose=None, accepted=None):
+    return define(name, abstract_eval=_cumulative_aval(name, accepted or _check_numeric),
                   lowering=lambda x, *, axis, reverse: lax_fn(x, axis=axis, reverse=reverse),
                   jvp=jvp, transpose=transpose, batching=_cumulative_batch)
 
@@ -342,33 +349,94 @@ def _cumprod_jvp(primals, tangents, *, axis, reverse):
     return out, linear_recurrence_p.bind(x, ew.mul(t, exclusive), axis=axis, reverse=reverse)
 
 
-def _make_cumchooser_jvp(prim):
-    # The running extremum out[i] takes its tangent from the positions j <= i where
-    # x[j] == out[i]; ties share it equally (the mean), like reduce_max. Those positions
-    # lie in the current run of equal outputs, so the sums restart whenever out changes:
-    # a linear recurrence with coefficient 1 inside a run and 0 at its start.
-    # (JAX's own tie weights depend on its scan tree; without ties the two agree.)
-    def rule(primals, tangents, *, axis, reverse):
-        (x,), (t,) = primals, tangents
-        out = prim.bind(x, axis=axis, reverse=reverse)
-        if type(t) is Zero:
-            return out, _tangent_zero(out)
-        dtype = get_aval(t).dtype
-        hit = ew.convert_element_type(ew.eq(x, out), dtype)
-        same_run = ew.convert_element_type(ew.eq(out, shift(out, axis, reverse)), dtype)
-        count = linear_recurrence_p.bind(same_run, hit, axis=axis, reverse=reverse)
-        total = linear_recurrence_p.bind(same_run, ew.mul(t, hit), axis=axis,
-                                         reverse=reverse)
-        return out, ew.div(total, count)
+# The running extremum takes its tangent from the position that wins; on ties JAX's
+# weights come from its parallel-prefix scan (each tied max splits its tangent evenly
+# between the two halves it combines), so the tangent map is a primitive of its own,
+# linear in the tangent, whose lowering is that scan's derivative in JAX. Its transpose
+# is the matching cotangent map, and the two transpose into each other.
+
+def _extremum_scan(kind, axis, reverse):
+    op = lax.max if kind == "max" else lax.min
+    return lambda v: lax.associative_scan(op, v, reverse=reverse, axis=axis)
+
+
+def _cumchooser_map_aval(t, x, *, kind, axis, reverse):
+    if t.shape != x.shape:
+        raise TypeError(f"cum{kind} tangent map: tangent {t.str_short()} and operand "
+                        f"{x.str_short()} must have the same shape")
+    _check_axis(f"cum{kind}", axis, x.shape)
+    return ShapedArray(t.shape, t.dtype)
+
+
+def _make_cumchooser_map_transpose(other):
+    def rule(ct, t, x, **params):
+        if is_undefined_primal(x):
+            raise TypeError("the tangent map of a running extremum is not linear in the "
+                            "operand")
+        if type(ct) is Zero:
+            return [None, None]
+        return [other().bind(ct, x, **params), None]
     return rule
 
 
-_cumchooser_jvp = core.RuleMaker(_make_cumchooser_jvp)
+def _cumchooser_map_batch(prim):
+    def rule(axis_data, vals, dims, *, kind, axis, reverse):
+        t, x = _all_to_front(axis_data, vals, dims)
+        return prim().bind(t, x, kind=kind, axis=axis + 1, reverse=reverse), 0
+    return rule
+
+
+cumchooser_tangent_p = define(
+    "cumchooser_tangent", abstract_eval=_cumchooser_map_aval,
+    lowering=lambda t, x, *, kind, axis, reverse:
+        jax.jvp(_extremum_scan(kind, axis, reverse), (x,), (t,))[1],
+    jvp=ad.linear_in_jvp((0,)),
+    transpose=_make_cumchooser_map_transpose(lambda: cumchooser_cotangent_p),
+    batching=_cumchooser_map_batch(lambda: cumchooser_tangent_p))
+cumchooser_cotangent_p = define(
+    "cumchooser_cotangent", abstract_eval=_cumchooser_map_aval,
+    lowering=lambda ct, x, *, kind, axis, reverse:
+        jax.vjp(_extremum_scan(kind, axis, reverse), x)[1](ct)[0],
+    jvp=ad.linear_in_jvp((0,)),
+    transpose=_make_cumchooser_map_transpose(lambda: cumchooser_tangent_p),
+    batching=_cumchooser_map_batch(lambda: cumchooser_cotangent_p))
+
+
+def _cumchooser_jvp(kind):
+    def make(prim):
+        def rule(primals, tangents, *, axis, reverse):
+            (x,), (t,) = primals, tangents
+            out = prim.bind(x, axis=axis, reverse=reverse)
+            if type(t) is Zero:
+                return out, _tangent_zero(out)
+            return out, cumchooser_tangent_p.bind(t, x, kind=kind, axis=axis,
+                                                  reverse=reverse)
+        return rule
+    return core.RuleMaker(make)
+
+
+def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse):
+    # dout[i] = sum_{j<=i} exp(x[j] - out[i]) t[j]: a linear recurrence with coefficients
+    # exp(out[i-1] - out[i]) <= 1 and inputs exp(x[i] - out[i]) t[i], so nothing
+    # overflows.
+    (x,), (t,) = primals, tangents
+    out = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
+    if type(t) is Zero:
+        return out, _tangent_zero(out)
+    prev = shift(out, axis, reverse, fill=-np.inf)
+    starts = ew.eq(prev, np.asarray(-np.inf, get_aval(out).dtype))
+    decay = ew.select_n(starts, ew.exp(ew.sub(prev, out)), ew.zeros_like(out))
+    weights = ew.exp(ew.sub(x, out))
+    return out, linear_recurrence_p.bind(decay, ew.mul(t, weights), axis=axis,
+                                         reverse=reverse)
+
 
 cumsum_p = _cumulative("cumsum", lax.cumsum, ad.linear_jvp, _cumsum_transpose)
 cumprod_p = _cumulative("cumprod", lax.cumprod, _cumprod_jvp)
-cummax_p = _cumulative("cummax", lax.cummax, _cumchooser_jvp)
-cummin_p = _cumulative("cummin", lax.cummin, _cumchooser_jvp)
+cummax_p = _cumulative("cummax", lax.cummax, _cumchooser_jvp("max"))
+cummin_p = _cumulative("cummin", lax.cummin, _cumchooser_jvp("min"))
+cumlogsumexp_p = _cumulative("cumlogsumexp", lax.cumlogsumexp, _cumlogsumexp_jvp,
+                             accepted=_check_floating)
 
 
 def _cumulative_fn(prim):
@@ -377,6 +445,7 @@ def _cumulative_fn(prim):
         return prim.bind(operand, axis=axis, reverse=bool(reverse))
     fn.__name__ = prim.name
     fn.__doc__ = f"lax.{prim.name}: the running {prim.name[3:]} along `axis`."
+    fn.__qualname__ = prim.name
     return fn
 
 
@@ -384,6 +453,7 @@ cumsum = _cumulative_fn(cumsum_p)
 cumprod = _cumulative_fn(cumprod_p)
 cummax = _cumulative_fn(cummax_p)
 cummin = _cumulative_fn(cummin_p)
+cumlogsumexp = _cumulative_fn(cumlogsumexp_p)
 
 
 # ------------------------------------------- take_along_axis / scatter_add_along_axis
@@ -562,3 +632,53 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
 def sort_key_val(keys, values, dimension=-1, is_stable=True):
     """Sort `keys` along `dimension` and permute `values` the same way."""
     return sort((keys, values), dimension, is_stable, num_keys=1)
+
+
+# --------------------------------------------------------------------- top_k
+
+def _top_k_aval(x, *, k, axis):
+    if np.issubdtype(x.dtype, np.complexfloating):
+        raise ValueError("top_k is not compatible with complex inputs.")
+    if x.ndim == 0:
+        raise TypeError(f"top_k operand must have >= 1 dimension, got {x.shape}")
+    if k < 0:
+        raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"axis argument out of range: axis={axis} for operand.shape="
+                         f"{x.shape}")
+    if x.shape[axis] < k:
+        raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
+                         f"k={k} with shape={list(x.shape)} and axis={axis}")
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.int32)]
+
+
+def _top_k_jvp(primals, tangents, *, k, axis):
+    (x,), (t,) = primals, tangents
+    values, indices = top_k_p.bind(x, k=k, axis=axis)
+    t_out = _tangent_zero(values) if type(t) is Zero else take_along_axis(t, indices, axis)
+    return [values, indices], [t_out, _tangent_zero(indices)]
+
+
+def _top_k_batch(axis_data, vals, dims, *, k, axis):
+    (x,), (d,) = vals, dims
+    outs = top_k_p.bind(x, k=k, axis=_shift_axis(axis, d))
+    return outs, [d, d]
+
+
+top_k_p = define("top_k", multiple_results=True, abstract_eval=_top_k_aval,
+                 lowering=lambda x, *, k, axis: list(lax.top_k(x, k, axis=axis)),
+                 jvp=_top_k_jvp, batching=_top_k_batch)
+
+
+def top_k(operand, k, *, axis=-1):
+    """The k largest entries along `axis` (largest first; ties keep the lower index)
+    and their int32 indices."""
+    k = int(k)
+    if k < 0:
+        raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+    ndim = get_aval(operand).ndim
+    if ndim == 0:
+        raise TypeError(f"top_k operand must have >= 1 dimension, got {get_aval(operand).shape}")
+    axis = _normalize_axis(axis, ndim)
+    return list(top_k_p.bind(operand, k=k, axis=axis))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import jax
 
+from impl import core
 from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
@@ -113,11 +114,22 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy
     return [next(outs) if lin else None for lin in linear]
 
 
+def _checkpoint_dce(used_outputs, eqn):
+    """Drop unused outputs and the operands only they needed."""
+    jaxpr, read = pe.dce_closed_jaxpr(eqn.params["jaxpr"], used_outputs)
+    prevent_cse = eqn.params["prevent_cse"]
+    if not isinstance(prevent_cse, bool):
+        prevent_cse = tuple(f for f, r in zip(prevent_cse, read) if r)
+    return core.JaxprEqn(checkpoint_p, [v for v, r in zip(eqn.invars, read) if r],
+                         [v for v, u in zip(eqn.outvars, used_outputs) if u],
+                         dict(eqn.params, jaxpr=jaxpr, prevent_cse=prevent_cse))
+
+
 checkpoint_p = define(
     "checkpoint", multiple_results=True, abstract_eval=_checkpoint_aval,
     lowering=_checkpoint_lower, impl=_checkpoint_impl, jvp=_checkpoint_jvp,
     transpose=_checkpoint_transpose, batching=_checkpoint_batch,
-    partial_eval=_checkpoint_partial_eval)
+    partial_eval=_checkpoint_partial_eval, dce=_checkpoint_dce)
 
 
 # --------------------------------------------------------------------------- name

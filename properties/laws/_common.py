@@ -119,6 +119,14 @@ def evaluate(f, *args):
     return jax.tree_util.tree_map(np.asarray, f(*args))
 
 
+def evaluate_compiled(backend, f, *args):
+    """evaluate(backend.jit(f), *args): for laws whose transformations are
+    heavy (jacobians, hessians), one compile instead of op-by-op dispatch.
+    The transformation rules run all the same while jit traces; eager
+    evaluation is covered by the other laws and by jit_matches_eager."""
+    return evaluate(backend.jit(f), *args)
+
+
 def check_conditioning(f, args):
     """Evaluate f; filter non-finite, huge, or (float32) ill-conditioned cases.
 

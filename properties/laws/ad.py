@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import (all_argnums, assert_close, assert_dot_equal, check_conditioning,
-                      directions, evaluate, fail, fd_jvp, leaves, require_finite,
-                      scalarize)
+                      directions, evaluate, evaluate_compiled, fail, fd_jvp, leaves,
+                      require_finite, scalarize)
 
 
 def jvp_matches_finite_differences(backend, case):
@@ -61,8 +61,8 @@ def jacfwd_matches_jacrev(backend, case):
     f = case.program.build(backend)
     check_conditioning(f, case.args)
     argnums = all_argnums(case.args)
-    fwd = evaluate(backend.jacfwd(f, argnums=argnums), *case.args)
-    rev = evaluate(backend.jacrev(f, argnums=argnums), *case.args)
+    fwd = evaluate_compiled(backend, backend.jacfwd(f, argnums=argnums), *case.args)
+    rev = evaluate_compiled(backend, backend.jacrev(f, argnums=argnums), *case.args)
     require_finite(fwd, rev, what="jacobian")
     assert_close("jacfwd_matches_jacrev", case, "jacfwd vs jacrev", rev, fwd)
 
@@ -83,10 +83,149 @@ def hessian_symmetric(backend, case):
     y = check_conditioning(f, case.args)
     g = scalarize(backend, f, y)
     argnums = all_argnums(case.args)
-    blocks = evaluate(backend.hessian(g, argnums=argnums), *case.args)
+    blocks = evaluate_compiled(backend, backend.hessian(g, argnums=argnums), *case.args)
     require_finite(blocks, what="hessian")
     try:
         H = _full_matrix(blocks, case.args)
     except (ValueError, TypeError, IndexError) as exc:
         fail("hessian_symmetric", case, f"hessian has the wrong structure: {exc}")
     assert_close("hessian_symmetric", case, "H vs H^T", H.T, H)
+
+
+# --- grad, vjp and jvp tied together, and each against finite differences ----------
+
+def _scalar_case(backend, case):
+    """(f, g, y): the program, g = sum(w * f) with fixed weights, and f's value."""
+    f = case.program.build(backend)
+    y = check_conditioning(f, case.args)
+    return f, scalarize(backend, f, y), y
+
+
+def grad_matches_jvp(backend, case):
+    """<grad g(x), v> equals jvp(g)(x; v) for a scalar g."""
+    _, g, _ = _scalar_case(backend, case)
+    v = directions(case.args, salt=5)
+    grads = evaluate(backend.grad(g, argnums=all_argnums(case.args)), *case.args)
+    _, jv = evaluate(lambda: backend.jvp(g, case.args, v))
+    require_finite(grads, jv, what="derivative")
+    _check_cotangent_shapes("grad_matches_jvp", case, grads)
+    assert_dot_equal("grad_matches_jvp", case, "<grad g, v> vs jvp(g)(x; v)",
+                     (grads, v), ((np.ones(()),), (jv,)))
+
+
+def grad_matches_vjp(backend, case):
+    """grad(g) equals vjp(g)(1.0), and value_and_grad gives g's value."""
+    _, g, _ = _scalar_case(backend, case)
+    argnums = all_argnums(case.args)
+    grads = evaluate(backend.grad(g, argnums=argnums), *case.args)
+    out, pullback = backend.vjp(g, *case.args)
+    one = np.ones(np.shape(out), np.asarray(out).dtype)
+    cts = evaluate(pullback, one)
+    require_finite(grads, cts, what="derivative")
+    _check_cotangent_shapes("grad_matches_vjp", case, grads)
+    assert_close("grad_matches_vjp", case, "grad(g) vs vjp(g)(1)", grads, cts)
+    value, grads2 = evaluate(backend.value_and_grad(g, argnums=argnums), *case.args)
+    assert_close("grad_matches_vjp", case, "value_and_grad value vs g", value, evaluate(g, *case.args))
+    assert_close("grad_matches_vjp", case, "value_and_grad gradient vs vjp(g)(1)", grads2, cts)
+
+
+def grad_matches_finite_differences(backend, case):
+    """<grad g(x), v> equals float64 central differences of g along v."""
+    _, g, _ = _scalar_case(backend, case)
+    v = directions(case.args, salt=6)
+    grads = evaluate(backend.grad(g, argnums=all_argnums(case.args)), *case.args)
+    require_finite(grads, what="gradient")
+    _check_cotangent_shapes("grad_matches_finite_differences", case, grads)
+    want = fd_jvp(g, case.args, v)
+    assert_dot_equal("grad_matches_finite_differences", case,
+                     "<grad g, v> vs float64 finite differences", (grads, v),
+                     ((np.ones(()),), (want,)), kind="reference")
+
+
+def vjp_matches_finite_differences(backend, case):
+    """<J^T c, u> from vjp equals <c, FD(u)> with float64 central differences."""
+    f = case.program.build(backend)
+    y = check_conditioning(f, case.args)
+    u = directions(case.args, salt=8)
+    c = directions((y,), salt=9)[0]
+    cts = evaluate(backend.vjp(f, *case.args)[1], c)
+    require_finite(cts, what="cotangent")
+    _check_cotangent_shapes("vjp_matches_finite_differences", case, cts)
+    want = fd_jvp(f, case.args, u)
+    assert_dot_equal("vjp_matches_finite_differences", case, "<J^T c, u> vs <c, FD(u)>",
+                     (cts, u), ((c,), (want,)), kind="reference")
+
+
+def jacobian_matches_finite_differences(backend, case):
+    """jacfwd and jacrev, contracted with a direction u, equal FD(u) in float64."""
+    f = case.program.build(backend)
+    y = check_conditioning(f, case.args)
+    u = directions(case.args, salt=10)
+    argnums = all_argnums(case.args)
+    want = fd_jvp(f, case.args, u)
+    for name in ("jacfwd", "jacrev"):
+        blocks = evaluate_compiled(backend, getattr(backend, name)(f, argnums=argnums), *case.args)
+        require_finite(blocks, what=name)
+        got = _contract(name, case, blocks, u, np.shape(y))
+        assert_close("jacobian_matches_finite_differences", case,
+                     f"{name}(f) . u vs float64 finite differences", got, want, kind="reference")
+
+
+def hessian_matches_jacfwd_jacrev(backend, case):
+    """hessian(g) equals jacfwd(jacrev(g)) and jacrev(jacfwd(g))."""
+    _, g, _ = _scalar_case(backend, case)
+    argnums = all_argnums(case.args)
+    H = evaluate_compiled(backend, backend.hessian(g, argnums=argnums), *case.args)
+    require_finite(H, what="hessian")
+    for outer, inner in (("jacfwd", "jacrev"), ("jacrev", "jacfwd")):
+        want = evaluate_compiled(backend, getattr(backend, outer)(
+            getattr(backend, inner)(g, argnums=argnums), argnums=argnums), *case.args)
+        require_finite(want, what=f"{outer}({inner})")
+        assert_close("hessian_matches_jacfwd_jacrev", case, f"hessian vs {outer}({inner}(g))", H, want)
+
+
+def hessian_matches_finite_differences(backend, case):
+    """v^T H u equals float64 central differences of jvp(g)(x; u) along v."""
+    _, g, _ = _scalar_case(backend, case)
+    u = directions(case.args, salt=11)
+    v = directions(case.args, salt=12)
+    blocks = evaluate_compiled(backend, backend.hessian(g, argnums=all_argnums(case.args)),
+                               *case.args)
+    require_finite(blocks, what="hessian")
+    try:
+        H = _full_matrix(blocks, case.args)
+    except (ValueError, TypeError, IndexError) as exc:
+        fail("hessian_matches_finite_differences", case, f"hessian has the wrong structure: {exc}")
+    flat_u, flat_v = _flat(u), _flat(v)
+
+    directional = backend.jit(lambda *xs: backend.jvp(g, xs, tuple(
+        np.asarray(t, x.dtype) for t, x in zip(u, xs)))[1])
+    want = fd_jvp(directional, case.args, v)
+    assert_close("hessian_matches_finite_differences", case, "v^T H u vs FD of jvp(g)(.; u) along v",
+                 flat_v @ H @ flat_u, want, kind="reference")
+
+
+def _flat(xs):
+    return np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in xs])
+
+
+def _check_cotangent_shapes(law, case, cts):
+    got = leaves(cts)
+    if len(got) != len(case.args):
+        fail(law, case, f"{len(got)} cotangents for {len(case.args)} inputs")
+    for ct, a in zip(got, case.args):
+        if ct.shape != np.shape(a):
+            fail(law, case, f"cotangent shape {ct.shape} != input shape {np.shape(a)}")
+
+
+def _contract(name, case, blocks, u, out_shape):
+    """sum_i J_i . u_i for Jacobian blocks J_i of shape out_shape + in_shape_i."""
+    blocks = leaves(blocks)
+    total = np.zeros(out_shape)
+    for J, t in zip(blocks, u):
+        want_shape = tuple(out_shape) + np.shape(t)
+        if J.shape != want_shape:
+            fail("jacobian_matches_finite_differences", case,
+                 f"{name} block shape {J.shape}, expected {want_shape}")
+        total = total + (J.reshape(int(np.prod(out_shape)), -1) @ np.ravel(t)).reshape(out_shape)
+    return total

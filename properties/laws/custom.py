@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (assert_close, assert_dot_equal, directions, evaluate, fd_jvp,
-                      require_finite, stack)
+from ._common import (assert_close, assert_dot_equal, check_conditioning, directions, evaluate,
+                      fail, fd_jvp, require_finite, stack)
 
 
 def make_custom_jvp(backend, case):
@@ -164,3 +164,119 @@ def custom_rules_under_vmap(backend, case):
         want_x = np.stack([p[1] for p in per])
         assert_close(law, case, f"[{kind}] grad wrt shared w (summed) vs loop", gw, want_w)
         assert_close(law, case, f"[{kind}] grad wrt batched x vs loop", gx, want_x)
+
+
+# --- custom rules wrapped around drawn programs: true, scaled, symbolic-zero rules ----------
+
+class _Primal:
+    """What custom_vjp's fwd receives with symbolic_zeros=True (value, perturbed)."""
+
+    def __init__(self, value, perturbed):
+        self.value, self.perturbed = value, perturbed
+
+
+def _require_symbolic(backend, case):
+    from .. import features
+    if case.rule == "symbolic_zeros":
+        features.require(backend, "symbolic_zeros" if case.kind == "custom_jvp"
+                         else "custom_vjp_symbolic_zeros")
+
+
+def _rule_output(backend, case, rule, t_or_c):
+    """What the rule itself returns, called directly (no custom-rule machinery)."""
+    if case.kind == "custom_jvp":
+        return evaluate(lambda: rule(case.args, t_or_c))
+    fwd, bwd = rule
+    primals = [(_Primal(a, True) if case.rule == "symbolic_zeros" else a) for a in case.args]
+    _, res = fwd(*primals)
+    return evaluate(lambda: bwd(res, t_or_c))
+
+
+def custom_wrapper_uses_rule(backend, case):
+    """jvp of a custom_jvp wrapper (vjp of a custom_vjp wrapper) returns what
+    the rule returns -- true, scaled or symbolic-zero -- eagerly and under jit."""
+    law = "custom_wrapper_uses_rule"
+    _require_symbolic(backend, case)
+    f, rule = case.make(backend)
+    y = evaluate(f, *case.args)
+    require_finite(y, what="output")
+    if case.kind == "custom_jvp":
+        t = directions(case.args, salt=60)
+        want = _rule_output(backend, case, rule, t)
+        require_finite(want, what="rule output")
+        got = evaluate(lambda: backend.jvp(f, case.args, t))
+        assert_close(law, case, "jvp vs the rule", got, want)
+        got = evaluate(backend.jit(lambda xs, ts: backend.jvp(f, xs, ts)), case.args, t)
+        assert_close(law, case, "jit(jvp) vs the rule", got, want)
+    else:
+        (c,) = directions((y,), salt=61)
+        want = _rule_output(backend, case, rule, c)
+        require_finite(want, what="rule output")
+        assert_close(law, case, "vjp vs the rule", evaluate(backend.vjp(f, *case.args)[1], c), want)
+        got = evaluate(backend.jit(lambda xs, ct: backend.vjp(f, *xs)[1](ct)), case.args, c)
+        assert_close(law, case, "jit(vjp) vs the rule", got, want)
+
+
+def custom_wrapper_true_rule_matches_finite_differences(backend, case):
+    """A rule that claims to be the derivative agrees with float64 finite
+    differences of the wrapped program (jvp, or <vjp(c), u> == <c, FD(u)>)."""
+    law = "custom_wrapper_true_rule_matches_finite_differences"
+    if not case.claims_true:
+        return
+    _require_symbolic(backend, case)
+    f, _ = case.make(backend)
+    y = check_conditioning(f, case.args)
+    u = directions(case.args, salt=62)
+    want = fd_jvp(f, case.args, u)
+    if case.kind == "custom_jvp":
+        _, t = evaluate(lambda: backend.jvp(f, case.args, u))
+        require_finite(t, what="tangent")
+        assert_close(law, case, "jvp vs float64 finite differences", t, want, kind="reference")
+    else:
+        (c,) = directions((y,), salt=63)
+        cts = evaluate(backend.vjp(f, *case.args)[1], c)
+        require_finite(cts, what="cotangent")
+        assert_dot_equal(law, case, "<vjp(c), u> vs <c, FD(u)>", (cts, u), ((c,), (want,)),
+                         kind="reference")
+
+
+def custom_wrapper_symbolic_zeros(backend, case):
+    """With symbolic_zeros=True, differentiating only the ``perturbed`` inputs
+    hands the rule SymbolicZero tangents (custom_jvp) or perturbed=False
+    primals (custom_vjp) exactly for the others, and the derivative is right."""
+    law = "custom_wrapper_symbolic_zeros"
+    if case.rule != "symbolic_zeros":
+        return
+    _require_symbolic(backend, case)
+    seen = []
+    f, _ = case.make(backend, seen)
+    chosen = [i for i, p in enumerate(case.perturbed) if p]
+
+    def of_chosen(*xs):
+        full = list(case.args)
+        for i, x in zip(chosen, xs):
+            full[i] = x
+        return f(*full)
+    xs = tuple(case.args[i] for i in chosen)
+    u = directions(xs, salt=64)
+    want = fd_jvp(of_chosen, xs, u)
+    if case.kind == "custom_jvp":
+        _, got = evaluate(lambda: backend.jvp(of_chosen, xs, u))
+        expected_flags = tuple(not p for p in case.perturbed)
+    else:
+        y = evaluate(of_chosen, *xs)
+        (c,) = directions((y,), salt=65)
+        cts = evaluate(backend.vjp(of_chosen, *xs)[1], c)
+        got = None
+        expected_flags = case.perturbed
+    if not seen:
+        fail(law, case, "the rule was never called")
+    if seen[-1] != expected_flags:
+        what = "SymbolicZero tangents" if case.kind == "custom_jvp" else "perturbed flags"
+        fail(law, case, f"the rule saw {what} {seen[-1]}, expected {expected_flags} "
+             f"(differentiating inputs {chosen})")
+    if got is not None:
+        assert_close(law, case, "jvp vs float64 finite differences", got, want, kind="reference")
+    else:
+        assert_dot_equal(law, case, "<vjp(c), u> vs <c, FD(u)>", (cts, u), ((c,), (want,)),
+                         kind="reference")

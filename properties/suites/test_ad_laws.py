@@ -28,3 +28,43 @@ def test_jacfwd_matches_jacrev(law_run, case):
 @law_test
 def test_hessian_symmetric(law_run, case):
     law_run.check(case)
+
+
+@law_test
+def test_hessian_symmetric(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_grad_matches_jvp(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_grad_matches_vjp(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_grad_matches_finite_differences(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_vjp_matches_finite_differences(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_jacobian_matches_finite_differences(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_hessian_matches_jacfwd_jacrev(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_hessian_matches_finite_differences(law_run, case):
+    law_run.check(case)

@@ -38,3 +38,23 @@ def test_custom_gradient_true_rule(law_run, case):
 @law_test
 def test_custom_rules_under_vmap(law_run, case):
     law_run.check(case)
+
+
+@law_test
+def test_custom_rules_under_vmap(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_custom_wrapper_uses_rule(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_custom_wrapper_true_rule_matches_finite_differences(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_custom_wrapper_symbolic_zeros(law_run, case):
+    law_run.check(case)

@@ -1,0 +1,137 @@
+"""Laws of the batching extensions: chunked vmap, reduce_axes, ragged piles,
+and vmap over PRNG keys.
+
+JAX lacks chunk_size, reduce_axes and piles: those laws are skipped there as
+unsupported (properties.features probes each), and run on any backend that
+has them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import features
+from ._common import (all_argnums, assert_close, check_conditioning, evaluate, evaluate_compiled,
+                      fail, require_finite, scalarize, stack, take)
+from .vmap import _example_output, _per_example_check
+
+
+def chunked_vmap_matches_vmap(backend, case):
+    """vmap(f, chunk_size=k) equals vmap(f): values, under jit, and the
+    gradient of a weighted sum of the batched outputs."""
+    law = "chunked_vmap_matches_vmap"
+    features.require(backend, "chunked_vmap")
+    f = case.program.build(backend)
+    _per_example_check(f, case)
+    kw = dict(in_axes=case.in_axes, out_axes=case.out_axes)
+    want = evaluate(backend.vmap(f, **kw), *case.args)
+    chunked = backend.vmap(f, chunk_size=case.chunk_size, **kw)
+    assert_close(law, case, f"vmap(f, chunk_size={case.chunk_size}) vs vmap(f)",
+                 evaluate(chunked, *case.args), want)
+    assert_close(law, case, "jit of the chunked vmap vs vmap(f)",
+                 evaluate_compiled(backend, chunked, *case.args), want)
+    argnums = all_argnums(case.args)
+    g_want = evaluate(backend.grad(scalarize(backend, backend.vmap(f, **kw), want), argnums=argnums),
+                      *case.args)
+    require_finite(g_want, what="gradient")
+    g_got = evaluate(backend.grad(scalarize(backend, chunked, want), argnums=argnums), *case.args)
+    assert_close(law, case, "grad through the chunked vmap vs through vmap(f)", g_got, g_want)
+
+
+def reduce_axes_matches_summed_grads(backend, case):
+    """vmap(grad(g, reduce_axes=('batch',)), in_axes=(None, ...), out_axes=None,
+    axis_name='batch') returns the sum over the batch of the per-example
+    gradients with respect to the shared (unbatched) first argument."""
+    law = "reduce_axes_matches_summed_grads"
+    features.require(backend, "reduce_axes")
+    f = case.program.build(backend)
+    _per_example_check(f, case)
+    out0, _ = _example_output(f, case)
+    g = scalarize(backend, f, out0)
+    per_example = []
+    for i in range(case.axis_size):
+        sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(case.args, case.in_axes)]
+        per_example.append(evaluate(backend.grad(g, argnums=0), *sliced))
+    require_finite(per_example, what="per-example gradient")
+    want = np.sum(np.stack(per_example), axis=0)
+    total = backend.vmap(backend.grad(g, argnums=0, reduce_axes=("batch",)), in_axes=case.in_axes,
+                         out_axes=None, axis_name="batch")
+    assert_close(law, case, "grad with reduce_axes vs summed per-example gradients",
+                 evaluate(total, *case.args), want)
+    value_total = backend.vmap(backend.value_and_grad(g, argnums=0, reduce_axes=("batch",)),
+                               in_axes=case.in_axes, out_axes=(0, None), axis_name="batch")
+    _, got = evaluate(value_total, *case.args)
+    assert_close(law, case, "value_and_grad with reduce_axes vs summed per-example gradients",
+                 got, want)
+
+
+def _pile_run(backend, case, w, jit=False):
+    axis = features.pile_axis(backend)
+    f = case.element_fun(backend, w)
+    out_axes = axis if case.ragged_output else 0
+    mapped = backend.vmap(f, in_axes=axis, out_axes=out_axes, axis_size=len(case.xs))
+    run = (lambda p: mapped(p)) if not jit else backend.jit(mapped)
+    out = run(backend.pile(list(case.xs), axis=case.axis))
+    return out.unpile() if case.ragged_output else out
+
+
+def pile_map_matches_loop(backend, case):
+    """vmap over a pile (pile_axis in, pile_axis or 0 out) equals a loop over
+    the unpiled arrays, eagerly and under jit."""
+    law = "pile_map_matches_loop"
+    features.require(backend, "piles")
+    f = case.element_fun(backend)
+    want = [evaluate(f, x) for x in case.xs]
+    require_finite(want, what="per-element output")
+    for jit in (False, True):
+        got = evaluate(lambda: _pile_run(backend, case, case.w, jit))
+        if case.ragged_output:
+            if len(got) != len(want):
+                fail(law, case, f"unpile gave {len(got)} arrays, expected {len(want)}")
+            assert_close(law, case, f"{'jit ' if jit else ''}pile map vs loop", got, want)
+        else:
+            assert_close(law, case, f"{'jit ' if jit else ''}pile map vs loop", got, stack(want, 0))
+
+
+def pile_grad_matches_loop(backend, case):
+    """The gradient, with respect to a shared scalar, of a weighted sum of a
+    pile map's outputs equals the sum of the per-element gradients."""
+    law = "pile_grad_matches_loop"
+    features.require(backend, "piles")
+    np_ = backend.numpy
+    f = case.element_fun(backend)
+    outs = [evaluate(f, x) for x in case.xs]
+    weights = [np.cos(np.arange(o.size, dtype=np.float64)).reshape(o.shape).astype(o.dtype)
+               for o in outs]
+
+    def per_element(w, x, wt):
+        return np_.sum(case.element_fun(backend, w)(x) * wt)
+    want = sum(float(evaluate(backend.grad(per_element), case.w, x, wt)) for x, wt in zip(case.xs, weights))
+
+    def total(w):
+        out = _pile_run(backend, case, w)
+        shapes = [np.shape(o) for o in out] if case.ragged_output else np.shape(out)
+        want_shapes = [wt.shape for wt in weights] if case.ragged_output else \
+            (len(weights),) + weights[0].shape
+        if shapes != want_shapes:
+            fail(law, case, f"pile map output shapes {shapes}, expected {want_shapes}")
+        if case.ragged_output:
+            return sum(np_.sum(o * wt) for o, wt in zip(out, weights))
+        return np_.sum(out * np.stack(weights))
+    got = evaluate(backend.grad(total), case.w)
+    require_finite(got, what="gradient")
+    assert_close(law, case, "grad through the pile map vs summed per-element gradients",
+                 got, np.asarray(want, case.dtype))
+
+
+def prng_vmap_matches_loop(backend, case):
+    """vmap over split PRNG keys equals a loop over the keys (and so does jit of the vmap)."""
+    law = "prng_vmap_matches_loop"
+    features.require(backend, "prng_under_vmap")
+    program = case.program(backend)
+    keys = case.keys(backend)
+    want = stack([evaluate(program, keys[i], case.x) for i in range(case.num_keys)], 0)
+    check_conditioning(lambda x: program(keys[0], x), (case.x,))
+    mapped = backend.vmap(program, in_axes=(0, None))
+    assert_close(law, case, "vmap over keys vs loop", evaluate(mapped, keys, case.x), want)
+    assert_close(law, case, "jit(vmap over keys) vs loop", evaluate_compiled(backend, mapped, keys, case.x),
+                 want)

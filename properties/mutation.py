@@ -1,0 +1,615 @@
+"""Mutation testing of impl's rule tables: do the laws alone catch wrong rules?
+
+``python -m properties.mutation [--profile quick] [-n WORKERS] [--sample N]``
+generates mutants of impl's jvp, transpose and batching rules -- one wrong
+rule each: outputs scaled by 1.5, a tangent or cotangent term dropped,
+operands swapped, batch axes moved or batch elements shifted by one, an axis
+parameter off by one -- and runs every law that can reach the mutated
+primitive (never the differential laws, which compare with JAX) against
+impl with that one rule replaced, each mutant in a process of its own.
+A mutant is *killed* when some law fails on a case that passes with the
+true rule. Results go to ``reports/mutation.json`` and ``reports/mutation.md``.
+
+Mutants are generated from the tables themselves, so a primitive joins the
+run the day it is defined; its family (elementwise, reductions, indexing,
+collectives, control flow, custom rules, ...) is the impl module defining it.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import pkgutil
+import random
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+#: factor of the "scale" operators: big enough to be seen in float32
+SCALE = 1.5
+TABLES = ("jvp", "transpose", "batching")
+
+#: mutants known to be equivalent to the original (the wrong rule computes
+#: the same function on every input the rule can receive), with the reason.
+EQUIVALENT: dict[str, str] = {
+    "transpose:scatter_add_along_axis:swap": "the second operand is the integer index array, whose "
+    "cotangent is always absent, so the swap never applies: the rule is unchanged",
+}
+
+#: families whose primitives only 8-device laws reach; this single-device run cannot kill them
+NEEDS_DEVICES = ("sharding",)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    table: str
+    primitive: str
+    operator: str
+    family: str
+
+    @property
+    def name(self):
+        return f"{self.table}:{self.primitive}:{self.operator}"
+
+
+# ------------------------------------------------------------------ impl's rules
+
+
+def _tables():
+    from properties.primitives import rule_tables
+    tables = rule_tables()
+    return {"jvp": tables["jvp"], "transpose": tables["transpose"], "batching": tables["batching"]}
+
+
+def families():
+    """{primitive name: family}: the impl module that defines the primitive."""
+    import impl
+    import impl.primitives as prims
+    out = {}
+    modules = [importlib.import_module(f"impl.primitives.{m.name}") for m in pkgutil.iter_modules(prims.__path__)]
+    for extra in ("impl.custom_derivatives", "impl.custom_batching", "impl.interpreters.ad", "impl.api"):
+        with contextlib.suppress(ImportError):
+            modules.append(importlib.import_module(extra))
+    from impl import core
+    for module in modules:
+        fam = module.__name__.rsplit(".", 1)[-1].lstrip("_")
+        fam = {"custom_derivatives": "custom rules", "custom_batching": "custom rules", "ad": "ad",
+               "call": "call", "api": "call"}.get(fam, fam)
+        for value in vars(module).values():
+            if isinstance(value, core.Primitive):
+                out.setdefault(value.name, fam)
+    del impl
+    return out
+
+
+def _operators(table, prim, rule):
+    """The mutation operators that apply to ``prim``'s rule in ``table``."""
+    qual = getattr(rule, "__qualname__", "")
+    axis = ["axis_off_by_one"] if _has_axis_param(prim) else []
+    binary = _arity(prim) >= 2
+    if table == "jvp":
+        if "defjvp_zero" in qual or "zero_jvp" in qual:
+            return []  # the tangent is symbolically zero: every mutant would be equivalent
+        return ["scale", "drop_first"] + (["drop_last", "swap"] if binary else []) + axis
+    if table == "transpose":
+        return ["scale", "drop_first"] + (["swap"] if binary else []) + axis
+    return ["move_batch_axis", "shift_batch"] + axis
+
+
+_AXIS_PARAMS = ("axis", "axes", "dimension", "split_axis", "concat_axis", "scatter_dimension")
+
+
+def _has_axis_param(prim):
+    """Whether the primitive takes an axis-like parameter (read from its lowering's signature)."""
+    import inspect
+
+    from properties.primitives import rule_tables
+    for name in ("lowering", "abstract_eval"):
+        fn = rule_tables()[name].get(prim)
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            continue
+        if any(p in params for p in _AXIS_PARAMS):
+            return True
+    return False
+
+
+def _arity(prim):
+    """Number of array operands the primitive takes (2 for binary ops), from its abstract eval."""
+    from impl import core
+    rule = core.abstract_eval_rules.get(prim)
+    code = getattr(rule, "__code__", None)
+    if code is None:
+        return 1
+    if code.co_flags & 0x04:  # *args: n-ary abstract eval; a unary lowering refuses two operands
+        return 1 if _lowering_is_unary(prim) else 2
+    return code.co_argcount
+
+
+def _lowering_is_unary(prim):
+    """Whether ``prim``'s lowering takes exactly one operand (elementwise unops share
+    an n-ary abstract eval, so their arity shows only in the lowering)."""
+    import numpy as np
+
+    from properties.primitives import rule_tables
+    lower = rule_tables()["lowering"].get(prim)
+    try:
+        lower(np.float32(1.0), np.float32(2.0))
+    except TypeError as exc:
+        return "takes 1 positional argument" in str(exc)
+    except Exception:  # noqa: BLE001 - any other refusal says nothing about arity
+        return False
+    return False
+
+
+def generate():
+    """Every mutant of impl's jvp, transpose and batching tables."""
+    fams = families()
+    out = []
+    for table, rules in _tables().items():
+        for prim, rule in rules.items():
+            for op in _operators(table, prim, rule):
+                out.append(Mutant(table, prim.name, op, fams.get(prim.name, "other")))
+    return sorted(out, key=lambda m: m.name)
+
+
+# ------------------------------------------------------------------ operators
+
+
+def _is_zero(x):
+    from impl.interpreters import ad
+    return x is None or type(x) is ad.Zero or type(x).__name__ == "UndefinedPrimal"
+
+
+def _map_arrays(fn, x):
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map_arrays(fn, v) for v in x)
+    return x if _is_zero(x) else fn(x)
+
+
+def _scale(c):
+    import numpy as np
+
+    import impl.numpy as jnp
+    from impl import core
+
+    def fn(x):
+        dtype = core.get_aval(x).dtype
+        if not core.is_float_dtype(dtype):
+            return x
+        return jnp.multiply(x, np.asarray(c, dtype))
+    return fn
+
+
+def _shift_axis_params(params, args):
+    """params with an axis-like parameter moved by one (mod the operand's rank)."""
+    from impl import core
+    ranks = [core.get_aval(a).ndim for a in args if not _is_zero(a) and hasattr(core.get_aval(a), "ndim")]
+    rank = max(ranks) if ranks else 0
+    new = dict(params)
+    for key in ("axis", "dimension", "split_axis", "concat_axis", "scatter_dimension"):
+        if isinstance(new.get(key), int) and rank > 1:
+            new[key] = (new[key] + 1) % rank
+            return new, True
+    axes = new.get("axes")
+    if isinstance(axes, tuple) and axes and all(isinstance(a, int) for a in axes) and rank > 1:
+        new["axes"] = tuple(sorted({(a + 1) % rank for a in axes}))
+        return new, len(new["axes"]) == len(axes)
+    return params, False
+
+
+def mutate(rule, table, operator):
+    """A wrong version of ``rule`` (a rule of ``table``) per ``operator``."""
+    from impl.interpreters import ad
+    from impl.interpreters import batching as bt
+
+    if table == "jvp":
+        def mutant(primals, tangents, **params):
+            tangents = list(tangents)
+            if operator == "drop_first":
+                tangents[0] = ad.Zero(ad.tangent_aval(_aval(primals[0])))
+            elif operator == "drop_last":
+                tangents[-1] = ad.Zero(ad.tangent_aval(_aval(primals[-1])))
+            elif operator == "swap" and _same_type(primals[0], primals[1]):
+                tangents[0], tangents[1] = tangents[1], tangents[0]
+            if operator == "axis_off_by_one":
+                params, _ = _shift_axis_params(params, primals)
+            out, t = rule(primals, tangents, **params)
+            if operator == "scale":
+                t = _map_arrays(_scale(SCALE), t)
+            return out, t
+        return mutant
+    if table == "transpose":
+        def mutant(cts, *args, **params):
+            if operator == "axis_off_by_one":
+                params, _ = _shift_axis_params(params, args)
+            out = list(rule(cts, *args, **params))
+            if operator == "scale":
+                out = _map_arrays(_scale(SCALE), out)
+            elif operator == "drop_first":
+                i = next((k for k, c in enumerate(out) if not _is_zero(c)), None)
+                if i is not None:
+                    out[i] = None
+            elif operator == "swap" and len(out) >= 2 and _same_type(out[0], out[1]):
+                out[0], out[1] = out[1], out[0]
+            return out
+        return mutant
+
+    def mutant(axis_data, vals, dims, **params):
+        if operator == "axis_off_by_one":
+            params, _ = _shift_axis_params(params, vals)
+        out, out_dims = rule(axis_data, vals, dims, **params)
+        if operator == "axis_off_by_one":
+            return out, out_dims
+        many = isinstance(out_dims, (list, tuple))
+        outs, ds = (list(out), list(out_dims)) if many else ([out], [out_dims])
+        for i, (o, d) in enumerate(zip(outs, ds)):
+            if d is None or _is_zero(o):
+                continue
+            outs[i] = _batch_mutation(operator, o, d, axis_data.size, bt)
+        return (type(out)(outs) if many else outs[0]), out_dims
+    return mutant
+
+
+def _batch_mutation(operator, x, d, size, bt):
+    from impl import core, lax
+    if operator == "move_batch_axis":
+        nd = core.get_aval(x).ndim
+        return bt.moveaxis(x, d, (d + 1) % nd) if nd > 1 else x
+    if operator == "shift_batch":  # element i gets element i+1's result
+        if size < 2:
+            return x
+        return lax.concatenate([lax.slice_in_dim(x, 1, size, axis=d), lax.slice_in_dim(x, 0, 1, axis=d)], d)
+    raise ValueError(operator)
+
+
+def _aval(x):
+    from impl import core
+    return core.get_aval(x)
+
+
+def _same_type(a, b):
+    if _is_zero(a) or _is_zero(b):
+        return False
+    x, y = _aval(a), _aval(b)
+    return x.shape == y.shape and x.dtype == y.dtype
+
+
+@contextlib.contextmanager
+def applied(mutant):
+    """impl with ``mutant``'s rule in place of the true one."""
+    table = _tables()[mutant.table]
+    prim = next(p for p in table if p.name == mutant.primitive)
+    original = table[prim]
+    table[prim] = mutate(original, mutant.table, mutant.operator)
+    try:
+        yield
+    finally:
+        table[prim] = original
+
+
+# ------------------------------------------------------------------ focus
+
+
+def coverage(per_source=3, seed=0):
+    """{source: primitives}: what each strategy source binds in impl.
+
+    Sources: ("op", name) for each vocabulary op, ("named", op) for each
+    named-axis op, ("control", kind), and whole families ("custom", "remat",
+    "prng", "piles")."""
+    import impl
+    import strategies as S
+    from strategies.coverage import (draw_examples, primitives_of_jaxpr, primitives_of_program,
+                                     recording_binds)
+
+    rnd = random.Random(seed)
+    out = {}
+
+    def draws(strategy, n):
+        return draw_examples(strategy, n, rnd)
+
+    def trace(names, f, args):
+        with recording_binds(impl, names):
+            for fn in (f, lambda *xs: impl.vjp(f, *xs)[1](f(*xs)),
+                       lambda *xs: impl.jvp(f, xs, xs)):
+                with contextlib.suppress(Exception):
+                    names |= primitives_of_jaxpr(impl.make_jaxpr(fn)(*args))
+
+    for op in S.OP_NAMES:
+        names = set()
+        kw = dict(custom_rules=(op,)) if op in S.CUSTOM_KINDS else dict(ops=(op,), min_ops=1)
+        for p, args in draws(S.program_cases(max_ops=3, **kw), per_source):
+            with recording_binds(impl, names):
+                names |= primitives_of_program(impl, p, args)
+        out[("op", op)] = names
+    for op in S.COLLECTIVES + S.named.ELEMENTWISE:
+        names = set()
+        for c in draws(S.named_axis_cases(ops=(op,) + S.named.ELEMENTWISE, require=(op,)), per_source):
+            with contextlib.suppress(Exception):
+                trace(names, c.program(impl), c.args)
+        out[("named", op)] = names
+    for kind in S.CONTROL_KINDS:
+        names = set()
+        for c in draws(S.control_flow_cases(kinds=(kind,)), per_source):
+            with contextlib.suppress(Exception):
+                trace(names, c.build(impl), c.args)
+        out[("control", kind)] = names
+    family_cases = {"custom": (S.custom_wrapper_cases(), lambda c: c.make(impl)[0]),
+                    "remat": (S.remat_cases(), lambda c: c.build(impl))}
+    for fam, (strategy, build) in family_cases.items():
+        names = set()
+        for c in draws(strategy, per_source):
+            with contextlib.suppress(Exception):
+                trace(names, build(c), c.args)
+        out[(fam,)] = names
+    out[("custom",)] |= {"custom_jvp_call", "custom_vjp_call", "custom_lin", "linear_call"} & _all_names()
+    return out
+
+
+def _all_names():
+    from properties.primitives import impl_primitives
+    return set(impl_primitives())
+
+
+def focus_for(primitive, cov):
+    """Keyword arguments of cases.focus that reach ``primitive``."""
+    ops = sorted(s[1] for s, names in cov.items() if s[0] == "op" and primitive in names)
+    named = sorted(s[1] for s, names in cov.items() if s[0] == "named" and primitive in names)
+    control = sorted(s[1] for s, names in cov.items() if s[0] == "control" and primitive in names)
+    fams = sorted(s[0] for s, names in cov.items() if len(s) == 1 and primitive in names)
+    return {"ops": ops or None, "named": named or None, "control": control or None, "families": fams}
+
+
+# ------------------------------------------------------------------ running one mutant
+
+
+_KEYWORDS = {
+    "jvp": ("jvp", "grad", "finite", "jac", "hessian", "linearize", "named", "control", "custom", "remat"),
+    "transpose": ("vjp", "grad", "transpose", "jacrev", "hessian", "linear", "named", "control"),
+    "batching": ("vmap", "loop", "batch", "jacfwd", "hessian", "named", "chunk", "pile", "prng"),
+}
+
+
+def laws_for(table):
+    """The laws alone (no differential law, no 8-device law), most relevant first."""
+    from properties.laws import LAWS
+    laws = [law for law in LAWS if not law.differential and law.devices == 1]
+    keys = _KEYWORDS[table]
+    return sorted(laws, key=lambda law: (not any(k in law.name for k in keys), LAWS.index(law)))
+
+
+def run_one(mutant, focus, profile="quick", seed=0):
+    """Run the laws against impl with ``mutant`` applied; a result dict."""
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    from properties import cases
+    from properties.backends import LawSkipped, MissingName, load_backend
+    from properties.laws import CaseFiltered
+    from properties.profiles import PROFILES
+
+    backend = load_backend("impl")
+    config = settings(max_examples=PROFILES[profile], derandomize=True, database=None, deadline=None,
+                      phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    start = time.perf_counter()
+    ran = []
+
+    def outcome(law, case):
+        """'pass', 'law' (AssertionError) or 'error' (another exception)."""
+        try:
+            law(backend, case)
+        except (CaseFiltered, LawSkipped, MissingName, NotImplementedError):
+            return "pass"
+        except AssertionError:
+            return "law"
+        except Exception:  # noqa: BLE001 - a crash caused by the wrong rule also kills it
+            return "error"
+        return "pass"
+
+    for law in laws_for(mutant.table):
+        try:
+            with cases.focus(**focus):
+                strategy = law.cases()
+        except cases.Irrelevant:
+            continue
+        ran.append(law.name)
+        caught = {}
+
+        def killed(case):
+            with applied(mutant):
+                kind = outcome(law, case)
+            if kind == "pass":
+                return False
+            if outcome(law, case) != "pass":  # fails with the true rule too: not the mutant's doing
+                return False
+            caught.update(kind=kind, case=case)
+            return True
+        try:
+            with cases.focus(**focus):
+                find(strategy, killed, settings=config)
+        except NoSuchExample:
+            continue
+        except Exception as exc:  # noqa: BLE001 - a strategy that cannot draw under this focus
+            ran[-1] += f" (could not draw: {type(exc).__name__})"
+            continue
+        message = ""
+        with applied(mutant):
+            try:
+                law(backend, caught["case"])
+            except BaseException as exc:  # noqa: BLE001
+                message = f"{type(exc).__name__}: {exc}"[:1500]
+        return {"mutant": mutant.name, **asdict(mutant), "killed": True, "by": law.name, "kind": caught["kind"],
+                "message": message, "laws_run": ran, "seconds": round(time.perf_counter() - start, 1)}
+    return {"mutant": mutant.name, **asdict(mutant), "killed": False, "by": None, "kind": None,
+            "message": "", "laws_run": ran, "seconds": round(time.perf_counter() - start, 1)}
+
+
+# ------------------------------------------------------------------ the whole run
+
+
+def _sample(mutants, n, seed):
+    """n mutants spread over families and tables (round robin over shuffled groups)."""
+    rnd = random.Random(seed)
+    groups = {}
+    for m in mutants:
+        if m.family not in NEEDS_DEVICES:
+            groups.setdefault((m.family, m.table), []).append(m)
+    for g in groups.values():
+        rnd.shuffle(g)
+    keys = sorted(groups)
+    rnd.shuffle(keys)
+    out = []
+    while len(out) < n and any(groups.values()):
+        for k in keys:
+            if groups[k] and len(out) < n:
+                out.append(groups[k].pop())
+    return sorted(out, key=lambda m: m.name)
+
+
+def _child(mutant_name, focus, profile):
+    """Command line of the subprocess that runs one mutant."""
+    return [sys.executable, "-m", "properties.mutation", "--run-one", mutant_name, "--focus", json.dumps(focus),
+            "--profile", profile]
+
+
+def run(mutants, profile="quick", workers=2, timeout=1800, log=print):
+    """Run every mutant in its own subprocess, ``workers`` at a time; results in order."""
+    cov = coverage()
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    pending = list(mutants)
+    running, results = {}, {}
+    while pending or running:
+        while pending and len(running) < workers:
+            m = pending.pop(0)
+            focus = focus_for(m.primitive, cov)
+            if not any([focus["ops"], focus["named"], focus["control"], focus["families"]]):
+                results[m.name] = {"mutant": m.name, **asdict(m), "killed": False, "by": None, "kind": None,
+                                   "message": "", "laws_run": [], "seconds": 0.0,
+                                   "why": "no strategy draws this primitive"}
+                continue
+            proc = subprocess.Popen(_child(m.name, focus, profile), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=env)
+            running[m.name] = (proc, time.perf_counter(), m)
+        time.sleep(0.2)
+        for name, (proc, started, m) in list(running.items()):
+            if proc.poll() is None and time.perf_counter() - started < timeout:
+                continue
+            if proc.poll() is None:
+                proc.kill()
+            out, err = proc.communicate()
+            del running[name]
+            lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+            if proc.returncode == 0 and lines:
+                results[name] = json.loads(lines[-1])
+            else:
+                results[name] = {"mutant": name, **asdict(m), "killed": False, "by": None, "kind": None,
+                                 "message": f"mutant run failed ({proc.returncode}): {err[-1500:]}",
+                                 "laws_run": [], "seconds": round(time.perf_counter() - started, 1),
+                                 "why": "the mutant's run did not finish"}
+            r = results[name]
+            log(f"{'KILLED ' if r['killed'] else 'SURVIVED'} {name}"
+                f"{' by ' + r['by'] if r['killed'] else ''} ({r['seconds']}s)")
+    return [results[m.name] for m in mutants]
+
+
+def report(results, report_dir="reports", profile="quick", seconds=None, total=None):
+    """Write mutation.json and mutation.md; return their paths."""
+    os.makedirs(report_dir, exist_ok=True)
+    survivors = []
+    for r in results:
+        if r["killed"]:
+            continue
+        why = EQUIVALENT.get(r["mutant"]) or r.get("why") or (
+            f"no law failed ({len(r['laws_run'])} laws run, {profile} profile): " + ", ".join(r["laws_run"]))
+        survivors.append({"mutant": r["mutant"], "rule": f"{r['table']} rule of {r['primitive']}", "why": why})
+    data = {"mutants": len(results), "killed": sum(r["killed"] for r in results), "survivors": survivors,
+            "profile": profile, "generated": total, "seconds": seconds, "results": results}
+    json_path = os.path.join(report_dir, "mutation.json")
+    with open(json_path, "w") as fh:
+        json.dump(data, fh, indent=1)
+    md_path = os.path.join(report_dir, "mutation.md")
+    with open(md_path, "w") as fh:
+        fh.write(_markdown(data))
+    return json_path, md_path
+
+
+def _markdown(data):
+    n, k = data["mutants"], data["killed"]
+    lines = ["# Mutation testing of impl's rule tables", "",
+             f"{k} of {n} mutants killed ({100.0 * k / max(n, 1):.1f}%) by the laws alone (no differential "
+             f"law), profile `{data['profile']}`"
+             + (f", {data['generated']} mutants generated" if data.get("generated") else "")
+             + (f", {data['seconds']:.0f} s" if data.get("seconds") else "") + ".", "",
+             "Regenerate: `python -m properties.mutation --profile quick -n 2` (all mutants) or "
+             "`--sample N`.", "", "## By family", "", "| family | table | mutants | killed |", "|---|---|---|---|"]
+    groups = {}
+    for r in data["results"]:
+        g = groups.setdefault((r["family"], r["table"]), [0, 0])
+        g[0] += 1
+        g[1] += r["killed"]
+    for (fam, table), (total, killed) in sorted(groups.items()):
+        lines.append(f"| {fam} | {table} | {total} | {killed} |")
+    lines += ["", "## Survivors", ""]
+    if not data["survivors"]:
+        lines.append("None.")
+    for s in data["survivors"]:
+        lines.append(f"- `{s['mutant']}` ({s['rule']}): {s['why']}")
+    lines += ["", "## Kills", "", "| mutant | law | kind | seconds |", "|---|---|---|---|"]
+    for r in data["results"]:
+        if r["killed"]:
+            lines.append(f"| `{r['mutant']}` | {r['by']} | {r['kind']} | {r['seconds']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m properties.mutation", description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", default="quick", choices=("quick", "default", "thorough"))
+    parser.add_argument("-n", "--workers", type=int, default=2, help="mutants run at once")
+    parser.add_argument("--sample", type=int, default=None, help="run N mutants spread over families")
+    parser.add_argument("--seed", type=int, default=0, help="which sample")
+    parser.add_argument("--mutant", action="append", default=[], help="run these mutants (table:primitive:op)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--report-dir", default="reports")
+    parser.add_argument("--run-one", help=argparse.SUPPRESS)
+    parser.add_argument("--focus", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("-n must be at least 1")
+    if args.sample is not None and args.sample < 1:
+        parser.error("--sample must be at least 1")
+    import properties  # noqa: F401  (x64 on, as in every law run)
+    mutants = generate()
+    by_name = {m.name: m for m in mutants}
+    if args.run_one:
+        if args.run_one not in by_name:
+            parser.error(f"unknown mutant {args.run_one!r}")
+        print(json.dumps(run_one(by_name[args.run_one], json.loads(args.focus), args.profile)))
+        return 0
+    if args.list:
+        for m in mutants:
+            print(m.name, m.family)
+        return 0
+    chosen = mutants
+    if args.mutant:
+        unknown = [n for n in args.mutant if n not in by_name]
+        if unknown:
+            parser.error(f"unknown mutants {unknown}; see --list")
+        chosen = [by_name[n] for n in args.mutant]
+    elif args.sample:
+        chosen = _sample(mutants, args.sample, args.seed)
+    start = time.perf_counter()
+    results = run(chosen, args.profile, args.workers)
+    paths = report(results, args.report_dir, args.profile, time.perf_counter() - start, len(mutants))
+    killed = sum(r["killed"] for r in results)
+    print(f"{killed} of {len(results)} mutants killed; reports: {paths[0]}, {paths[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Custom-rule wrappers around drawn programs: ``custom_jvp`` / ``custom_vjp``
+with a true rule (the backend's own derivative of the program), a scaled
+rule (exactly ``scale`` times it: a rule that is not the derivative, which
+the custom-rule machinery must still use), or a symbolic-zero rule
+(``symbolic_zeros=True``: the rule records which tangents arrive as
+``SymbolicZero`` / which primals are ``perturbed``).
+
+``make(backend, seen)`` returns the wrapped function and the rule's parts;
+``seen`` is a list the symbolic-zero rules append their observations to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+from .backends import check_backend
+from .programs import Program, program_args, random_programs
+
+CUSTOM_WRAPPER_KINDS = ("custom_jvp", "custom_vjp")
+RULES = ("true", "scaled", "symbolic_zeros")
+
+
+@dataclass(frozen=True, repr=False)
+class CustomWrapperCase:
+    """A drawn program wrapped in a custom rule, with args and the inputs to
+    differentiate (``perturbed``; at least one)."""
+
+    program: Program
+    kind: str
+    rule: str
+    scale: float
+    args: tuple
+    perturbed: tuple[bool, ...]
+    claims_true: bool
+
+    @property
+    def dtype(self):
+        return np.dtype(self.program.dtype)
+
+    def text(self):
+        body = self.program.source().rstrip("\n").split("\n")
+        n = self.program.num_inputs
+        params = ", ".join(f"x{i}" for i in range(n))
+        symbolic = self.rule == "symbolic_zeros"
+        k = "" if self.scale == 1.0 else f"{self.scale!r} * "
+        lines = ["def make(backend, seen):", "    jnp, lax = backend.numpy, backend.lax", "",
+                 "    " + body[0].replace("def program(backend, ", "def body(")]
+        lines += ["    " + ln for ln in body[2:]]
+        lines += ["", f"    f = backend.{self.kind}(body)", ""]
+        if self.kind == "custom_jvp":
+            lines.append("    def f_jvp(primals, tangents):")
+            if symbolic:
+                lines += ['        seen.append(tuple(type(t).__name__ == "SymbolicZero" for t in tangents))',
+                          '        tangents = tuple(jnp.zeros(t.shape, t.dtype) if type(t).__name__ == '
+                          '"SymbolicZero" else t for t in tangents)']
+            lines += ["        out, t = backend.jvp(body, primals, tangents)",
+                      f"        return out, {k}t", "",
+                      f"    f.defjvp(f_jvp{', symbolic_zeros=True' if symbolic else ''})",
+                      "    return f, f_jvp"]
+        else:
+            lines.append(f"    def f_fwd({params}):")
+            if symbolic:
+                lines += [f"        seen.append(tuple(x.perturbed for x in ({params},)))",
+                          f"        {params} = " + ", ".join(f"x{i}.value" for i in range(n))]
+            lines += [f"        return body({params}), ({params},)", "",
+                      "    def f_bwd(res, g):",
+                      "        cts = backend.vjp(body, *res)[1](g)",
+                      f"        return tuple({k}c for c in cts)", "",
+                      f"    f.defvjp(f_fwd, f_bwd{', symbolic_zeros=True' if symbolic else ''})",
+                      "    return f, (f_fwd, f_bwd)"]
+        return "\n".join(lines) + "\n"
+
+    def make(self, backend, seen=None):
+        """(wrapped function, rule): the rule is f_jvp, or (f_fwd, f_bwd)."""
+        check_backend(backend)
+        namespace: dict = {}
+        exec(compile(self.text(), "<strategies.custom_rules>", "exec"), namespace)
+        return namespace["make"](backend, [] if seen is None else seen)
+
+    def describe(self):
+        shapes = ", ".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in self.args)
+        return (f"{self.kind} with a {self.rule} rule (scale {self.scale}"
+                f"{', claimed true' if self.claims_true and self.rule == 'scaled' else ''}) around "
+                f"{self.program.ops} on ({shapes}), perturbed {self.perturbed}")
+
+    def source(self):
+        from .control import array_literal
+        args = ", ".join(array_literal(a) for a in self.args)
+        return ("import numpy as np\nimport jax  # or: import impl as jax\n\n" + self.text()
+                + f"\nargs = ({args},)\nf, rule = make(jax, [])\nprint(f(*args))\n")
+
+    def __repr__(self):
+        return f"CustomWrapperCase({self.describe()}):\n{self.text()}"
+
+
+@st.composite
+def _wrapper_case(draw, kinds, rules, claims_true, dtype, max_ops):
+    program = draw(random_programs(smooth=True, dtype=dtype, max_ops=max_ops))
+    kind = draw(st.sampled_from(kinds))
+    rule = draw(st.sampled_from(rules))
+    scale = 2.0 if rule == "scaled" else 1.0
+    n = program.num_inputs
+    perturbed = tuple(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    if not any(perturbed):
+        perturbed = (True,) + perturbed[1:]
+    claims = rule != "scaled" if claims_true is None else claims_true
+    return CustomWrapperCase(program, kind, rule, scale, tuple(draw(program_args(program))), perturbed,
+                             claims)
+
+
+def custom_wrapper_cases(*, kinds=CUSTOM_WRAPPER_KINDS, rules=RULES, claims_true=None, dtype=None,
+                         max_ops=4):
+    """Draw a :class:`CustomWrapperCase` (smooth programs; ``claims_true``
+    defaults to whether the rule is the derivative, so a law told a scaled
+    rule is true must catch it)."""
+    bad = [k for k in kinds if k not in CUSTOM_WRAPPER_KINDS] + [r for r in rules if r not in RULES]
+    if bad or not kinds or not rules or isinstance(kinds, str) or isinstance(rules, str):
+        raise ValueError(f"kinds must come from {CUSTOM_WRAPPER_KINDS} and rules from {RULES}; got "
+                         f"{kinds!r}, {rules!r}")
+    if claims_true is not None and not isinstance(claims_true, bool):
+        raise TypeError(f"claims_true must be a bool or None, got {claims_true!r}")
+    return _wrapper_case(tuple(kinds), tuple(rules), claims_true, dtype, max_ops)

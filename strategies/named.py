@@ -1,0 +1,402 @@
+"""Named-axis programs: nested vmaps with drawn axis names, sizes and in/out
+axes, whose body applies drawn collectives (psum, pmean, pmax, pmin,
+axis_index, all_gather, psum_scatter, all_to_all, ppermute) over one name or
+a tuple of names, mixed with elementwise ops.
+
+Each case carries an explicit reference: :meth:`NamedAxisCase.reference`
+evaluates the body with NumPy on the stacked batch, one member (one
+combination of batch indices) at a time, computing every collective from
+the values of the members of its group (the members that differ only in the
+named axes, in the linear order of the tuple of names). No vmap, no JAX.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+from . import array_strategies as _arrays
+from .backends import check_backend
+from .types import FLOAT_DTYPES
+
+NAME_POOL = ("i", "j", "batch")
+COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "axis_index", "all_gather", "psum_scatter",
+               "all_to_all", "ppermute")
+#: collectives JAX's vmap accepts over a tuple of axis names
+TUPLE_COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "axis_index", "all_to_all")
+ELEMENTWISE = ("sin", "tanh", "scale")
+MAX_MEMBERS = 12
+MAX_ELEMENT_SIZE = 36
+
+
+@dataclass(frozen=True)
+class Step:
+    """One statement of the body: ``v = <expr>``."""
+
+    op: str
+    names: tuple[str, ...] = ()  # axis names of a collective (one, or a tuple)
+    params: tuple = ()           # (key, value) pairs: axis, tiled, perm, c, ...
+
+    @property
+    def kw(self):
+        return dict(self.params)
+
+    def expr(self):
+        kw = self.kw
+        n = repr(self.names[0]) if len(self.names) == 1 else repr(self.names)
+        if self.op == "sin":
+            return "jnp.sin(v)"
+        if self.op == "tanh":
+            return "jnp.tanh(v)"
+        if self.op == "scale":
+            return f"{kw['c']!r} * v"
+        if self.op in ("psum", "pmean", "pmax", "pmin"):
+            return f"lax.{self.op}(v, {n})"
+        if self.op == "axis_index":
+            return f"v + 0.25 * lax.axis_index({n})"
+        if self.op == "all_gather":
+            return f"lax.all_gather(v, {n}, axis={kw['axis']}, tiled={kw['tiled']})"
+        if self.op == "psum_scatter":
+            return f"lax.psum_scatter(v, {n}, scatter_dimension={kw['dim']}, tiled={kw['tiled']})"
+        if self.op == "all_to_all":
+            return f"lax.all_to_all(v, {n}, {kw['split']}, {kw['concat']}, tiled={kw['tiled']})"
+        if self.op == "ppermute":
+            return f"lax.ppermute(v, {n}, perm={list(kw['perm'])!r})"
+        raise ValueError(f"unknown step {self.op!r}")
+
+
+# ------------------------------------------------------------------ reference
+
+
+def _group(idx, levels, sizes):
+    """Members of idx's group over ``levels`` (in that order) and idx's rank in it."""
+    members, rank = [], 0
+    for k, combo in enumerate(itertools.product(*(range(sizes[l]) for l in levels))):
+        m = list(idx)
+        for l, c in zip(levels, combo):
+            m[l] = c
+        members.append(tuple(m))
+        if tuple(m) == tuple(idx):
+            rank = k
+    return members, rank
+
+
+def _apply(step, values, sizes, level_of, gaps=None):
+    """One step on every member: values maps batch index -> numpy array.
+
+    For pmax/pmin, ``gaps`` (a list) collects the smallest distance between
+    the extreme member and the next one: near 0 the result has a kink."""
+    kw = step.kw
+    if step.op == "sin":
+        return {i: np.sin(v) for i, v in values.items()}
+    if step.op == "tanh":
+        return {i: np.tanh(v) for i, v in values.items()}
+    if step.op == "scale":
+        return {i: kw["c"] * v for i, v in values.items()}
+    levels = [level_of[n] for n in step.names]
+    out = {}
+    for idx, v in values.items():
+        members, r = _group(idx, levels, sizes)
+        xs = [values[m] for m in members]
+        n = len(xs)
+        if step.op == "psum":
+            out[idx] = np.sum(xs, axis=0)
+        elif step.op == "pmean":
+            out[idx] = np.mean(xs, axis=0)
+        elif step.op in ("pmax", "pmin"):
+            stacked = np.sort(np.asarray(xs), axis=0)
+            out[idx] = stacked[-1] if step.op == "pmax" else stacked[0]
+            if gaps is not None and n > 1:
+                gap = stacked[-1] - stacked[-2] if step.op == "pmax" else stacked[1] - stacked[0]
+                gaps.append(float(np.min(gap)) if gap.size else np.inf)
+        elif step.op == "axis_index":
+            out[idx] = v + 0.25 * r
+        elif step.op == "all_gather":
+            join = np.concatenate if kw["tiled"] else np.stack
+            out[idx] = join(xs, axis=kw["axis"])
+        elif step.op == "psum_scatter":
+            total = np.sum(xs, axis=0)
+            d = kw["dim"]
+            out[idx] = np.split(total, n, axis=d)[r] if kw["tiled"] else np.take(total, r, axis=d)
+        elif step.op == "all_to_all":
+            s, c = kw["split"], kw["concat"]
+            if kw["tiled"]:
+                out[idx] = np.concatenate([np.split(x, n, axis=s)[r] for x in xs], axis=c)
+            else:
+                out[idx] = np.stack([np.take(x, r, axis=s) for x in xs], axis=c)
+        elif step.op == "ppermute":
+            sources = {dst: src for src, dst in kw["perm"]}
+            out[idx] = xs[sources[r]] if r in sources else np.zeros_like(v)
+        else:
+            raise ValueError(f"unknown step {step.op!r}")
+    return out
+
+
+def _layout(front, axes, depth):
+    """Arrange a (sizes..., elem...) array as nested vmaps see it: level l's
+    batch axis at ``axes[l]`` of the array that level slices (None: absent)."""
+    def build(level, arr):
+        if level == depth:
+            return arr
+        parts = [build(level + 1, arr[i]) for i in range(arr.shape[0])]
+        if axes[level] is None:
+            return parts[0]
+        return np.stack(parts, axis=axes[level])
+    return build(0, front)
+
+
+def _front(x, axes, sizes):
+    """Inverse of _layout: the (sizes..., elem...) array of x (unbatched levels broadcast)."""
+    def take(level, arr):
+        if level == len(sizes):
+            return arr
+        parts = [take(level + 1, arr if axes[level] is None else np.take(arr, i, axis=axes[level]))
+                 for i in range(sizes[level])]
+        return np.stack(parts)
+    return take(0, np.asarray(x))
+
+
+# ------------------------------------------------------------------ the case
+
+
+@dataclass(frozen=True, repr=False)
+class NamedAxisCase:
+    """Nested vmaps over named axes (outermost first) around a body of steps.
+
+    ``program(backend)(x)`` is ``vmap(... vmap(body, in_axes[-1], out_axes[-1],
+    axis_name=names[-1]) ..., in_axes[0], out_axes[0], axis_name=names[0])(x)``;
+    ``reference(x)`` computes the same with NumPy, member by member.
+    """
+
+    names: tuple[str, ...]
+    sizes: tuple[int, ...]
+    in_axes: tuple
+    out_axes: tuple[int, ...]
+    steps: tuple[Step, ...]
+    x: np.ndarray
+    elem_shape: tuple[int, ...]
+
+    @property
+    def args(self):
+        return (self.x,)
+
+    @property
+    def dtype(self):
+        return self.x.dtype
+
+    @property
+    def collectives(self):
+        return tuple(s.op for s in self.steps if s.names)
+
+    @property
+    def uses_tuples(self):
+        return any(len(s.names) > 1 for s in self.steps)
+
+    def text(self):
+        lines = ["def program(backend, x):", "    jnp, lax = backend.numpy, backend.lax", "",
+                 "    def body(v):"]
+        lines += [f"        v = {s.expr()}" for s in self.steps]
+        lines += ["        return v", "", "    f = body"]
+        for name, size, ia, oa in reversed(list(zip(self.names, self.sizes, self.in_axes, self.out_axes))):
+            extra = f", axis_size={size}" if ia is None else ""
+            lines.append(f"    f = backend.vmap(f, in_axes={ia}, out_axes={oa}, axis_name={name!r}{extra})")
+        lines.append("    return f(x)")
+        return "\n".join(lines) + "\n"
+
+    def program(self, backend):
+        check_backend(backend)
+        namespace: dict = {}
+        exec(compile(self.text(), "<strategies.named>", "exec"), namespace)
+        fn = namespace["program"]
+        return lambda x: fn(backend, x)
+
+    def reference(self, x, gaps=None):
+        """The body on the stacked batch with NumPy, member by member (``gaps``:
+        a list that collects how close each pmax/pmin came to a tie)."""
+        level_of = {n: l for l, n in enumerate(self.names)}
+        front = _front(x, self.in_axes, self.sizes)
+        values = {idx: front[idx] for idx in itertools.product(*(range(s) for s in self.sizes))}
+        for step in self.steps:
+            values = _apply(step, values, self.sizes, level_of, gaps)
+        stacked = np.stack([values[idx] for idx in sorted(values)]).reshape(
+            self.sizes + np.shape(next(iter(values.values()))))
+        return _layout(stacked, self.out_axes, len(self.sizes))
+
+    def describe(self):
+        return (f"vmaps {list(zip(self.names, self.sizes))} in_axes={self.in_axes} out_axes={self.out_axes}"
+                f" over x: {self.x.dtype}{list(self.x.shape)}, body {[s.expr() for s in self.steps]}")
+
+    def source(self):
+        return ("import numpy as np\nimport jax  # or: import impl as jax\n\n" + self.text()
+                + f"\nx = np.array({self.x.tolist()!r}, dtype='{self.x.dtype}')\nprint(program(jax, x))\n")
+
+    def __repr__(self):
+        return f"NamedAxisCase({self.describe()}):\n{self.text()}"
+
+
+def _choices(shape, names, sizes, invariant, tuples, varying_only=False):
+    """Steps that fit the current element shape (one option per kind).
+
+    ``varying_only``: no collective (but axis_index) over a name the value is
+    invariant along -- shard_map's type system rejects those."""
+    groups = [(n,) for n in names]
+    if tuples and len(names) >= 2:
+        groups += [tuple(p) for p in itertools.permutations(names, 2)]
+    opts = []
+    for op in COLLECTIVES:
+        for g in groups:
+            if len(g) > 1 and op not in TUPLE_COLLECTIVES:
+                continue
+            n = math.prod(sizes[names.index(a)] for a in g)
+            if op in ("pmax", "pmin") and set(g) & invariant:
+                continue  # ties across members: max is not differentiable there
+            if varying_only and op != "axis_index" and set(g) & invariant:
+                continue
+            if op == "all_gather" and math.prod(shape) * n > MAX_ELEMENT_SIZE:
+                continue
+            if op == "psum_scatter" and not any(d % n == 0 for d in shape):
+                continue
+            if op == "all_to_all" and not any(d % n == 0 for d in shape):
+                continue
+            opts.append((op, g, n))
+    return opts
+
+
+@st.composite
+def _step(draw, shape, names, sizes, invariant, tuples, ops, varying_only=False):
+    options = [o for o in _choices(shape, names, sizes, invariant, tuples, varying_only) if o[0] in ops]
+    elementwise = [e for e in ELEMENTWISE if e in ops]
+    pick = draw(st.integers(0, len(options) + len(elementwise) - 1)) if options or elementwise else None
+    if pick is None:
+        return None
+    if pick < len(elementwise):
+        op = elementwise[pick]
+        params = (("c", draw(st.sampled_from([0.5, 0.75, 1.25, -0.5, 1.5]))),) if op == "scale" else ()
+        return Step(op, (), params), shape, invariant
+    op, g, n = options[pick - len(elementwise)]
+    r = len(shape)
+    if op in ("psum", "pmean", "pmax", "pmin"):
+        return Step(op, g), shape, invariant | set(g)
+    if op == "axis_index":
+        return Step(op, g), shape, invariant - set(g)
+    if op == "all_gather":
+        tiled = r >= 1 and draw(st.booleans())
+        axis = draw(st.integers(0, r - 1 if tiled else r))
+        new = list(shape)
+        if tiled:
+            new[axis] *= n
+        else:
+            new.insert(axis, n)
+        return Step(op, g, (("axis", axis), ("tiled", tiled))), tuple(new), invariant | set(g)
+    if op == "psum_scatter":
+        dims = [d for d in range(r) if shape[d] % n == 0]
+        d = draw(st.sampled_from(dims))
+        tiled = shape[d] != n or draw(st.booleans())
+        new = list(shape)
+        if tiled:
+            new[d] //= n
+        else:
+            del new[d]
+        return Step(op, g, (("dim", d), ("tiled", tiled))), tuple(new), invariant - set(g)
+    if op == "all_to_all":
+        dims = [d for d in range(r) if shape[d] % n == 0]
+        s = draw(st.sampled_from(dims))
+        tiled = shape[s] != n or draw(st.booleans())
+        new = list(shape)
+        if tiled:
+            c = draw(st.integers(0, r - 1))
+            new[s] //= n
+            new[c] *= n
+        else:
+            c = draw(st.integers(0, r - 1))
+            del new[s]
+            new.insert(c, n)
+        return Step(op, g, (("split", s), ("concat", c), ("tiled", tiled))), tuple(new), invariant - set(g)
+    # ppermute: a full permutation of the group (vmap needs every position to receive)
+    perm = draw(st.permutations(range(n)))
+    pairs = tuple((src, int(dst)) for src, dst in enumerate(perm))
+    return Step(op, g, (("perm", pairs),)), shape, invariant
+
+
+@st.composite
+def _named_case(draw, max_depth, dtype, max_steps, tuples, ops):
+    depth = draw(st.integers(1, max_depth))
+    names = tuple(draw(st.permutations(NAME_POOL))[:depth])
+    sizes = []
+    for _ in range(depth):
+        room = MAX_MEMBERS // max(1, math.prod(sizes))
+        sizes.append(draw(st.integers(1, max(1, min(3, room)))))
+    sizes = tuple(sizes)
+    dt = dtype or draw(st.sampled_from(FLOAT_DTYPES))
+    elem = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
+    # in_axes: drawn innermost first, over the rank each level sees
+    in_axes, rank = [None] * depth, len(elem)
+    for level in reversed(range(depth)):
+        if draw(st.integers(0, 4)) == 0:
+            in_axes[level] = None
+        else:
+            in_axes[level] = draw(st.integers(-(rank + 1), rank))
+            rank += 1
+    invariant = {n for n, a in zip(names, in_axes) if a is None}
+    steps, shape = [], elem
+    for _ in range(draw(st.integers(1, max_steps))):
+        got = draw(_step(shape, names, sizes, invariant, tuples, ops))
+        if got is None:
+            break
+        step, shape, invariant = got
+        steps.append(step)
+    out_axes, rank = [0] * depth, len(shape)
+    for level in reversed(range(depth)):
+        out_axes[level] = draw(st.integers(-(rank + 1), rank))
+        rank += 1
+    # the stacked input: every element distinct (collectives see distinct members)
+    front = draw(_arrays.arrays(dt, sizes + elem, unique=True))
+    x = _layout(front, [a % (r + 1) if a is not None else None
+                        for a, r in zip(in_axes, _ranks(elem, in_axes))], depth)
+    return NamedAxisCase(names, sizes, tuple(in_axes), tuple(out_axes), tuple(steps), np.asarray(x, dt), elem)
+
+
+def _ranks(elem, in_axes):
+    """The rank each level's input has, before that level's axis is inserted."""
+    out, rank = [0] * len(in_axes), len(elem)
+    for level in reversed(range(len(in_axes))):
+        out[level] = rank
+        rank += in_axes[level] is not None
+    return out
+
+
+def named_axis_cases(*, max_depth=2, dtype=None, max_steps=3, tuples=True, ops=COLLECTIVES + ELEMENTWISE,
+                     require=()):
+    """Draw a :class:`NamedAxisCase`: 1 to ``max_depth`` nested vmaps with
+    drawn names, sizes (1 to 3), in_axes (None included, then ``axis_size``)
+    and out_axes, over a body of 1 to ``max_steps`` steps drawn from ``ops``
+    (collectives over one name or, with ``tuples``, a tuple of two names;
+    ppermute with drawn permutations; elementwise sin/tanh/scale).
+    ``require``: ops of which the body must contain at least one.
+
+    >>> @given(named_axis_cases())
+    ... def test_collectives(case):
+    ...     np.testing.assert_allclose(case.program(jax)(case.x), case.reference(case.x), rtol=1e-5)
+    """
+    if not isinstance(max_depth, int) or not 1 <= max_depth <= 3:
+        raise ValueError(f"max_depth must be 1, 2 or 3, got {max_depth!r}")
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+    if not isinstance(tuples, bool):
+        raise TypeError(f"tuples must be a bool, got {tuples!r}")
+    unknown = [o for o in ops if o not in COLLECTIVES + ELEMENTWISE]
+    if isinstance(ops, str) or unknown:
+        raise ValueError(f"unknown ops {unknown or ops!r}; choose from {COLLECTIVES + ELEMENTWISE}")
+    if dtype is not None and np.dtype(dtype).name not in FLOAT_DTYPES:
+        raise ValueError(f"dtype must be one of {FLOAT_DTYPES}, got {dtype!r}")
+    if not set(require) <= set(ops):
+        raise ValueError(f"require={require!r} names ops outside ops={ops!r}")
+    cases = _named_case(max_depth, None if dtype is None else np.dtype(dtype).name, max_steps, tuples,
+                        tuple(ops))
+    if require:
+        cases = cases.filter(lambda c: any(s.op in require for s in c.steps))
+    return cases

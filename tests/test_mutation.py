@@ -1,0 +1,160 @@
+"""Tests of properties.mutation: mutants are generated from impl's tables, change
+impl's results, are undone afterwards, are killed by the laws, and are reported."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import impl
+from properties import mutation
+from properties.primitives import impl_primitives
+
+ROOT = str(Path(__file__).resolve().parents[1])
+
+
+@pytest.fixture(scope="module")
+def mutants():
+    return mutation.generate()
+
+
+def test_mutants_cover_every_family_of_rules(mutants):
+    assert len(mutants) >= 30
+    families = {m.family for m in mutants}
+    assert {"elementwise", "reductions", "linalg", "indexing", "collectives", "custom rules"} <= families
+    assert {m.table for m in mutants} == set(mutation.TABLES)
+    names = set(impl_primitives())
+    assert all(m.primitive in names for m in mutants)
+    assert len({m.name for m in mutants}) == len(mutants)
+
+
+def test_zero_tangent_rules_get_no_jvp_mutants(mutants):
+    jvp_of = {m.primitive for m in mutants if m.table == "jvp"}
+    assert "eq" not in jvp_of and "floor" not in jvp_of  # defjvp_zero: nothing to get wrong
+    assert {"sin", "mul", "dot_general", "reduce_sum"} <= jvp_of
+
+
+def _mutant(mutants, name):
+    return next(m for m in mutants if m.name == name)
+
+
+def test_a_jvp_mutant_scales_the_tangent_and_is_undone(mutants):
+    m = _mutant(mutants, "jvp:sin:scale")
+    x = np.float64(0.3)
+    with mutation.applied(m):
+        _, t = impl.jvp(impl.numpy.sin, (x,), (1.0,))
+    np.testing.assert_allclose(float(t), 1.5 * np.cos(0.3))
+    _, t = impl.jvp(impl.numpy.sin, (x,), (1.0,))
+    np.testing.assert_allclose(float(t), np.cos(0.3))
+
+
+def test_a_batching_mutant_shifts_the_batch(mutants):
+    m = _mutant(mutants, "batching:sin:shift_batch")
+    x = np.array([0.1, 0.2, 0.3])
+    with mutation.applied(m):
+        got = np.asarray(impl.vmap(impl.numpy.sin)(x))
+    np.testing.assert_allclose(got, np.sin(np.roll(x, -1)))
+    np.testing.assert_allclose(np.asarray(impl.vmap(impl.numpy.sin)(x)), np.sin(x))
+
+
+def test_a_transpose_mutant_drops_a_cotangent(mutants):
+    m = _mutant(mutants, "transpose:mul:drop_first")
+    f = lambda x: x * np.float64(3.0)  # noqa: E731
+    with mutation.applied(m):
+        (ct,) = impl.vjp(f, np.float64(1.0))[1](np.float64(1.0))
+    assert float(ct) == 0.0
+    (ct,) = impl.vjp(f, np.float64(1.0))[1](np.float64(1.0))
+    assert float(ct) == 3.0
+
+
+@pytest.fixture(scope="module")
+def cov():
+    return mutation.coverage(per_source=2)
+
+
+def test_focus_reaches_the_primitive(cov):
+    focus = mutation.focus_for("sin", cov)
+    assert "sin" in focus["ops"]
+    focus = mutation.focus_for("psum", cov)
+    assert focus["named"] and "psum" in focus["named"]
+
+
+def test_report_lists_survivors_with_reasons(tmp_path):
+    results = [
+        {"mutant": "jvp:sin:scale", "table": "jvp", "primitive": "sin", "operator": "scale",
+         "family": "elementwise", "killed": True, "by": "grad_matches_jvp", "kind": "law", "message": "",
+         "laws_run": ["grad_matches_jvp"], "seconds": 1.0},
+        {"mutant": "batching:neg:move_batch_axis", "table": "batching", "primitive": "neg",
+         "operator": "move_batch_axis", "family": "elementwise", "killed": False, "by": None, "kind": None,
+         "message": "", "laws_run": ["vmap_matches_loop"], "seconds": 2.0},
+    ]
+    json_path, md_path = mutation.report(results, str(tmp_path))
+    data = json.loads(Path(json_path).read_text())
+    assert data["mutants"] == 2 and data["killed"] == 1
+    (survivor,) = data["survivors"]
+    assert set(survivor) == {"mutant", "rule", "why"} and survivor["mutant"] == "batching:neg:move_batch_axis"
+    assert "vmap_matches_loop" in survivor["why"]
+    assert "1 of 2 mutants killed" in Path(md_path).read_text()
+
+
+def test_sample_spreads_over_families(mutants):
+    chosen = mutation._sample(mutants, 8, seed=0)
+    assert len(chosen) == 8 and len({m.family for m in chosen}) >= 4
+    assert chosen == mutation._sample(mutants, 8, seed=0)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sample", "0"], "--sample must be at least 1"),
+    (["-n", "0"], "-n must be at least 1"),
+    (["--mutant", "jvp:nope:scale"], "unknown mutants"),
+])
+def test_cli_refuses_bad_input(args, message):
+    out = subprocess.run([sys.executable, "-m", "properties.mutation", *args], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.returncode != 0 and message in out.stderr
+
+
+def test_unary_primitives_get_no_swap_mutants(mutants):
+    swapped = {m.primitive for m in mutants if m.operator == "swap"}
+    assert {"mul", "add", "dot_general"} <= swapped
+    assert not {"sin", "cos", "neg", "exp"} & swapped  # one operand: a swap would be a no-op
+
+
+def _run_cli(tmp_path, *args):
+    out = subprocess.run([sys.executable, "-m", "properties.mutation", "--report-dir", str(tmp_path), *args],
+                         capture_output=True, text=True, cwd=ROOT, timeout=3600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads((tmp_path / "mutation.json").read_text())
+
+
+#: the CI sample: mutants spread over families and tables (seed 0)
+CI_SAMPLE = 5
+
+
+def test_a_sample_of_mutants_is_killed_by_the_laws_alone(tmp_path):
+    """CI's mutation run: a fixed sample of impl's own rules made wrong, each in a
+    subprocess; the laws (never the differential comparison with JAX) must kill
+    most of them (the whole run's target, 90%, is checked by the slow test).
+    Open survivors of this sample after merging main: jvp:while:swap and
+    jvp:custom_lin:scale (not yet analysed: a missing law or an equivalent mutant)."""
+    data = _run_cli(tmp_path, "--sample", str(CI_SAMPLE), "-n", "1", "--profile", "quick")
+    assert data["mutants"] == CI_SAMPLE and len(data["results"]) == CI_SAMPLE
+    assert all(not r["by"] or not r["by"].startswith("differential") for r in data["results"])
+    assert all(s["why"] for s in data["survivors"])
+    assert data["killed"] >= 3, f"mutants no law kills: {data['survivors']}"
+    assert f"{data['killed']} of {CI_SAMPLE} mutants killed" in (tmp_path / "mutation.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_whole_mutation_run_kills_nine_in_ten():
+    """Nightly: every mutant; writes reports/mutation.{json,md}."""
+    out = subprocess.run([sys.executable, "-m", "properties.mutation", "-n", "2", "--profile", "quick"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=6 * 3600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    data = json.loads((Path(ROOT) / "reports" / "mutation.json").read_text())
+    assert data["mutants"] >= 30 and data["killed"] >= 0.9 * data["mutants"]
+    assert all(s["why"] for s in data["survivors"])
