@@ -29,6 +29,8 @@ MODULES = {"impl": (impl, jax), "impl.numpy": (inp, jjnp), "impl.lax": (ilax, jl
 DELIBERATE = {
     ("impl", "vmap", "chunk_size"):
         "impl goes beyond JAX here: chunked vmap bounds peak memory (tested with vmap)",
+    ("impl.numpy", "meshgrid", "copy"):
+        "as for array: the grids are immutable arrays, so a copy cannot be observed",
     ("impl.numpy", "array", "copy"):
         "arrays are immutable, so a copy cannot be told apart from the original; JAX also "
         "returns an equal array whatever copy says (the flag only controls buffer reuse)",
