@@ -141,8 +141,7 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     q = _arr(q)
     if get_aval(q).ndim > 1:
         raise ValueError(f"q must be have rank <= 1, got shape {get_aval(q).shape}")
-    if not _floating(q):
-        q = c.astype(q, get_aval(x).dtype)
+    q = c.astype(q, get_aval(x).dtype)   # the result has a's dtype whatever q's, as in JAX
     shape = get_aval(x).shape
     axes = canonicalize_axes(axis, len(shape))
     kept = [i for i in range(len(shape)) if i not in axes]
