@@ -43,10 +43,15 @@ def result_dtype(*args):
         dtype = strong[0]
         for d in strong[1:]:
             dtype = np.dtype(jax_jnp.promote_types(dtype, d))
+        weak_result = False
         for w in weak:
-            if _kind_rank(w) > _kind_rank(dtype):
-                dtype = _default_of_kind(w)
-        return core.canonical_dtype(dtype), False
+            if _kind_rank(w) <= _kind_rank(dtype):
+                continue
+            if np.dtype(w).kind == "c" and dtype.kind == "f":  # f32 * 1j -> complex64
+                dtype = np.dtype(jax_jnp.promote_types(dtype, np.complex64))
+            else:  # a bool or integer array meets a higher-kind scalar: weak, as in JAX
+                dtype, weak_result = np.dtype(_default_of_kind(w)), True
+        return core.canonical_dtype(dtype), weak_result
     dtype = weak[0]
     for d in weak[1:]:
         dtype = np.dtype(jax_jnp.promote_types(dtype, d))
@@ -75,7 +80,7 @@ def promote(*args):
         if isinstance(a, (int, float, complex, bool)) and not isinstance(a, np.generic):
             out.append(np.array(a, dtype) if not weak else a)
         elif aval.dtype != dtype:
-            out.append(ew.convert_element_type(a, dtype, weak_type=weak and aval.weak_type))
+            out.append(ew.convert_element_type(a, dtype, weak_type=weak))
         else:
             out.append(a)
     return out

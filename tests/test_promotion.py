@@ -1,0 +1,31 @@
+"""Dtype promotion of traced arrays with Python scalars, against JAX (x64 on):
+an integer or bool array meeting a higher-kind scalar gives a weak result of the
+default dtype; a float array meeting a complex scalar gives the matching complex."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import impl
+import impl.numpy as inp
+
+jax.config.update("jax_enable_x64", True)
+
+CASES = [(np.int32(1), 0.25), (np.float32(1), 1j), (np.float16(1), 1j), (np.int32(1), 1j),
+         (np.bool_(True), 2), (np.uint8(1), 2.0), (np.int8(1), 2), (np.float32(1), 2.0)]
+
+
+@pytest.mark.parametrize("x, scalar", CASES, ids=lambda v: repr(v))
+def test_traced_array_times_python_scalar(x, scalar):
+    want = jax.jit(lambda v: jjnp.multiply(v, scalar))(x)
+    got = impl.jit(lambda v: inp.multiply(v, scalar))(x)
+    assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_weak_result_does_not_widen_a_float32_array():
+    """axis_index (int32) * 0.25 is weak, so adding it to float32 stays float32."""
+    def f(v):
+        return v + 0.25 * impl.lax.axis_index("i")
+    out = impl.vmap(f, axis_name="i")(np.zeros(3, np.float32))
+    assert out.dtype == np.float32
