@@ -1,24 +1,8 @@
-"""The registry of impl's primitives, by name.
-
-impl is gaining one way to define a primitive, with a registry every new
-primitive joins (issue 14). Until that registry is on main, this adapter
-collects the primitives from impl's rule tables (evaluation, abstract
-evaluation, lowering, jvp, transpose, batching), which every defined
-primitive enters. ``mutation.py`` and the coverage test use it.
+"""impl's primitives, by name, from the registry every primitive joins when it is
+defined (``impl.primitives._define.registry``), and impl's rule tables.
+``mutation.py`` and the coverage test use them.
 """
 from __future__ import annotations
-
-
-def _from_registry():
-    """impl's own registry, if it has one: {name: Primitive}."""
-    import impl.primitives as prims
-    for attr in ("REGISTRY", "registry", "PRIMITIVES"):
-        reg = getattr(prims, attr, None)
-        if isinstance(reg, dict) and reg:
-            return dict(reg)
-        if reg is not None and hasattr(reg, "items"):
-            return dict(reg.items())
-    return None
 
 
 def rule_tables():
@@ -32,12 +16,5 @@ def rule_tables():
 
 def impl_primitives():
     """{name: Primitive} of every primitive impl defines."""
-    import impl  # noqa: F401  (registers every rule)
-    found = _from_registry()
-    if found is not None:
-        return found
-    out = {}
-    for table in rule_tables().values():
-        for prim in table:
-            out.setdefault(prim.name, prim)
-    return out
+    from impl.primitives._define import registry
+    return dict(registry)
