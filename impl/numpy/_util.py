@@ -138,7 +138,7 @@ def broadcast_operands(op, *args):
         shape = broadcast_shapes(*shapes)
     else:
         try:
-            shape = tuple(np.broadcast_shapes(*shapes))
+            shape = broadcast_shapes(*shapes)
         except ValueError:
             raise TypeError(f"{op} got incompatible shapes for broadcasting: "
                             f"{', '.join(map(str, shapes))}.") from None
