@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
 from .backends import check_backend
-from .types import FLOAT_DTYPES
+from .types import FLOAT_DTYPES, OneArrayCase
 
 NAME_POOL = ("i", "j", "batch")
 COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "axis_index", "all_gather", "psum_scatter",
@@ -164,7 +164,7 @@ def _front(x, axes, sizes):
 
 
 @dataclass(frozen=True, repr=False)
-class NamedAxisCase:
+class NamedAxisCase(OneArrayCase):
     """Nested vmaps over named axes (outermost first) around a body of steps.
 
     ``program(backend)(x)`` is ``vmap(... vmap(body, in_axes[-1], out_axes[-1],
@@ -179,14 +179,6 @@ class NamedAxisCase:
     steps: tuple[Step, ...]
     x: np.ndarray
     elem_shape: tuple[int, ...]
-
-    @property
-    def args(self):
-        return (self.x,)
-
-    @property
-    def dtype(self):
-        return self.x.dtype
 
     @property
     def collectives(self):

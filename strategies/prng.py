@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
 from .backends import check_backend
-from .types import FLOAT_DTYPES
+from .types import FLOAT_DTYPES, OneArrayCase
 
 DRAWS = ("normal", "uniform", "bernoulli")
 
 
 @dataclass(frozen=True, repr=False)
-class PRNGCase:
+class PRNGCase(OneArrayCase):
     """``program(backend, key, x)``; ``keys(backend)`` makes ``num_keys`` keys
     by splitting the key of ``seed``."""
 
@@ -27,14 +27,6 @@ class PRNGCase:
     typed: bool
     steps: tuple[tuple, ...]
     x: np.ndarray
-
-    @property
-    def args(self):
-        return (self.x,)
-
-    @property
-    def dtype(self):
-        return self.x.dtype
 
     def text(self):
         shape, dt = tuple(self.x.shape), self.x.dtype.name

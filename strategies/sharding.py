@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from . import array_strategies as _arrays
 from .named import COLLECTIVES, ELEMENTWISE, Step, _apply, _step
 from .programs import Program, program_args, random_programs
-from .types import FLOAT_DTYPES
+from .types import FLOAT_DTYPES, OneArrayCase
 
 DEVICES = 8
 #: mesh shapes over 8 devices and their axis names
@@ -158,7 +158,7 @@ def sharding_cases(*, kinds=SHARDING_KINDS, dtype=None, max_ops=4):
 
 
 @dataclass(frozen=True, repr=False)
-class ShardMapCase:
+class ShardMapCase(OneArrayCase):
     """``shard_map(body, mesh, in_specs=P(<one mesh axis per leading dim>),
     out_specs=P(<all mesh axes on dim 0>))`` with a body of named-axis steps
     (collectives over mesh axis names and tuples of them); ``reference(x)``
@@ -169,14 +169,6 @@ class ShardMapCase:
     dims: tuple[str, ...]          # the mesh axis of each leading dim of x
     steps: tuple[Step, ...]
     x: np.ndarray
-
-    @property
-    def args(self):
-        return (self.x,)
-
-    @property
-    def dtype(self):
-        return self.x.dtype
 
     @property
     def in_spec(self):

@@ -15,6 +15,18 @@ from dataclasses import dataclass
 
 FLOAT_DTYPES = ("float32", "float64")
 
+class OneArrayCase:
+    """Mixin of the drawn cases whose program takes one array, the field ``x``."""
+
+    @property
+    def args(self):
+        return (self.x,)
+
+    @property
+    def dtype(self):
+        return self.x.dtype
+
+
 #: Program inputs are drawn from [-INPUT_BOUND, INPUT_BOUND] ...
 INPUT_BOUND = 2.0
 #: ... or, for inputs marked positive (so log, sqrt and div apply), from here.
