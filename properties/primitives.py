@@ -15,6 +15,8 @@ def rule_tables():
 
 
 def impl_primitives():
-    """{name: Primitive} of every primitive impl defines."""
-    from impl.primitives._define import registry
-    return dict(registry)
+    """{name: Primitive} of every primitive impl itself defines (not those a test or
+    user program made with ``define``)."""
+    from impl.primitives._define import defined_in, registry
+    return {name: prim for name, prim in registry.items()
+            if defined_in[name].split(".")[0] == "impl"}

@@ -159,12 +159,18 @@ def test_smooth_programs_agree_with_float64_finite_differences():
 
 
 def test_wrong_rules_differ_measurably_from_the_true_derivative():
-    cases = sample(S.program_cases(smooth=True, wrong_rules=True, dtype="float64"), 25, seed=11)
-    caught = 0
+    cases = sample(S.program_cases(smooth=True, wrong_rules=True, dtype="float64"), 30, seed=11)
+    caught = considered = 0
     for i, (program, args) in enumerate(cases):
         by_vjp, by_fd = vjp_vs_fd(program, args, seed=i)
-        caught += abs(by_vjp - by_fd) > 1e-3 * (1 + abs(by_fd))
-    assert caught >= 0.95 * len(cases)
+        if by_vjp == 0 and abs(by_fd) < 1e-12:
+            continue  # the output does not depend on the inputs (e.g. .at[].set over all of it)
+        considered += 1
+        # Relative to the size of the two numbers: a wrong rule is off by a factor, and a
+        # program whose gradient happens to be small must not hide it (float64 central
+        # differences are good to ~1e-9 relative here).
+        caught += abs(by_vjp - by_fd) > 1e-4 * (abs(by_vjp) + abs(by_fd)) + 1e-9
+    assert considered >= 20 and caught >= 0.95 * considered, (caught, considered)
 
 
 def test_each_wrong_rule_is_off_from_the_correct_one():

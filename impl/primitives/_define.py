@@ -13,6 +13,7 @@ the primitive exists.
 """
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import jax
@@ -27,6 +28,8 @@ from impl.interpreters import partial_eval as pe
 
 # Every primitive impl defines, by name: the harness draws programs from it.
 registry: dict[str, core.Primitive] = {}
+# The module that defined each primitive: tests and user programs call `define` too.
+defined_in: dict[str, str] = {}
 
 
 def _hashable(params):
@@ -126,6 +129,7 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
                         (pe.partial_eval_rules, partial_eval), (pe.dce_rules, dce)):
         if rule is not None:
             table[prim] = _build(rule, prim)
+    defined_in[name] = sys._getframe(1).f_globals.get("__name__", "")
     registry[name] = prim
     return prim
 
