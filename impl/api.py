@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+import weakref
 from typing import Any, Callable, Sequence
 
 import jax
@@ -445,6 +446,12 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     return jacfun
 
 
+def jacobian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+             allow_int: bool = False):
+    """The Jacobian of `fun` (reverse mode, as jax.jacobian)."""
+    return jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
+
+
 def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """The Hessian: forward over reverse."""
     return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
@@ -699,6 +706,15 @@ class _StagedFunction:
         return tree_unflatten(out_tree, outs)
 
 
+_jitted_functions = weakref.WeakSet()
+
+
+def clear_staged_programs():
+    """Forget every jitted function's staged programs (impl.clear_caches)."""
+    for f in list(_jitted_functions):
+        f._programs.clear()
+
+
 class _JittedFunction(_StagedFunction):
     """A function staged to the IR and compiled by XLA as one program."""
 
@@ -713,16 +729,22 @@ class _JittedFunction(_StagedFunction):
         # shardings) are jax.jit's own: impl hands them over unchanged.
         shardings = {k: v for k, v in (("in_shardings", in_shardings),
                                        ("out_shardings", out_shardings)) if v is not None}
-        self._compiled = jax.jit(self._lower_and_run, static_argnums=static_argnums,
+        def run(*args, **kwargs):
+            return self._lower_and_run(*args, **kwargs)
+        run.__name__ = run.__qualname__ = self.name   # JAX names the program after it
+        self._compiled = jax.jit(run, static_argnums=static_argnums,
                                  static_argnames=static_argnames, inline=inline,
                                  **shardings, **jax_jit_options)
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
         self.inline = inline
         self._programs = {}   # staged programs for calls inside transformations
+        _jitted_functions.add(self)
 
     @api_boundary
     def __call__(self, *args, **kwargs):
+        if jax.config.jax_disable_jit:   # jax.disable_jit(): run the Python function
+            return self.fun(*args, **kwargs)
         if core._state.trace is core.eval_trace:
             try:
                 return self._compiled(*args, **kwargs)

@@ -156,13 +156,16 @@ class Literal:
 
 
 class JaxprEqn:
-    __slots__ = ("primitive", "invars", "outvars", "params")
+    """One primitive application. `name_stack`: the `impl.named_scope` names active
+    when it was staged (they reach the compiled program's op names)."""
+    __slots__ = ("primitive", "invars", "outvars", "params", "name_stack")
 
-    def __init__(self, primitive, invars, outvars, params):
+    def __init__(self, primitive, invars, outvars, params, name_stack=()):
         self.primitive = primitive
         self.invars = list(invars)
         self.outvars = list(outvars)
         self.params = params
+        self.name_stack = name_stack or _state.name_stack
 
     def __repr__(self):
         return pp_eqn(self, _Namer())
@@ -408,6 +411,7 @@ eval_trace = EvalTrace(None)
 class _TraceState(threading.local):
     def __init__(self):
         self.trace = eval_trace
+        self.name_stack = ()   # names of the enclosing `impl.named_scope`s
 
 
 _state = _TraceState()
@@ -451,6 +455,28 @@ class new_trace:
     def __exit__(self, *exc):
         _state.trace = self.prev
         self.trace.alive = False
+        return False
+
+
+def current_name_stack() -> tuple:
+    return _state.name_stack
+
+
+class set_name_stack:
+    """Context manager: equations staged inside carry the scope names `names`."""
+
+    __slots__ = ("names", "prev")
+
+    def __init__(self, names):
+        self.names = tuple(names)
+
+    def __enter__(self):
+        self.prev = _state.name_stack
+        _state.name_stack = self.names
+        return self
+
+    def __exit__(self, *exc):
+        _state.name_stack = self.prev
         return False
 
 
@@ -575,7 +601,11 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     for v, x in zip(jaxpr.invars, args):
         env[v.id] = x
     for eqn in jaxpr.eqns:
-        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        if eqn.name_stack:   # replayed equations keep their scope names
+            with set_name_stack(eqn.name_stack):
+                outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        else:
+            outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, x in zip(eqn.outvars, outs):

@@ -7,12 +7,21 @@ whole.
 """
 from __future__ import annotations
 
+import contextlib
+
 import jax
 
 from impl import core
 from impl.core import Literal
 
 lowering_rules: dict = {}
+
+
+def _jax_scopes(names):
+    stack = contextlib.ExitStack()
+    for n in names:
+        stack.enter_context(jax.named_scope(n))
+    return stack
 
 
 def eval_jaxpr_lowered(jaxpr, consts, args):
@@ -27,7 +36,11 @@ def eval_jaxpr_lowered(jaxpr, consts, args):
         if rule is None:
             raise core.missing_rule("Lowering", eqn.primitive)
         invals = [v.val if type(v) is Literal else env[v.id] for v in eqn.invars]
-        outs = rule(*invals, **eqn.params)
+        if eqn.name_stack:   # impl.named_scope names become XLA op names, as in JAX
+            with _jax_scopes(eqn.name_stack):
+                outs = rule(*invals, **eqn.params)
+        else:
+            outs = rule(*invals, **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, x in zip(eqn.outvars, outs):

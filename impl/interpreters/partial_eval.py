@@ -23,6 +23,8 @@ partial_eval_rules: dict = {}
 # Rules for equations that dead-code removal may rewrite when only some of their
 # outputs are used: rule(used_outputs, eqn) -> the equation to keep.
 dce_rules: dict = {}
+# Primitives with side effects (host callbacks): dead-code removal keeps them.
+effectful: set = set()
 
 
 class JaxprTracer(Tracer):
@@ -135,15 +137,34 @@ class JaxprTrace(core.Trace):
         return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns), consts)
 
 
+def _programs_in(value):
+    if isinstance(value, ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _programs_in(v)
+
+
+def has_effects(eqn) -> bool:
+    """Whether `eqn` has a side effect, itself or in a program it holds (a jit body, a
+    branch of cond, a loop body)."""
+    if eqn.primitive in effectful:
+        return True
+    return any(has_effects(e) for p in eqn.params.values() for j in _programs_in(p)
+               for e in j.eqns)
+
+
 def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
-    """Drop equations whose outputs nothing uses (all primitives are pure)."""
+    """Drop equations whose outputs nothing uses (except those with side effects)."""
     live = {v.id for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
         used = [v.id in live for v in eqn.outvars]
-        if any(used):
+        if any(used) or has_effects(eqn):
             rule = dce_rules.get(eqn.primitive)
-            if rule is not None and not all(used):
+            if rule is not None and any(used) and not all(used):
                 eqn = rule(used, eqn)
             kept.append(eqn)
             live.update(v.id for v in eqn.invars if isinstance(v, Var))

@@ -88,7 +88,7 @@ def _build(rule, prim):
 
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
            transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
-           collective=False) -> core.Primitive:
+           collective=False, effectful=False) -> core.Primitive:
     """Create the primitive `name` and register every one of its rules.
 
     abstract_eval: `(*avals, **params) -> aval` (a list when multiple_results),
@@ -109,6 +109,8 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         its program; a collective outside vmap raises).
     collective: the primitive names vmap axes (`axis_name=`); its batching rule also
         runs when no operand is batched, to find out whether its axis is the one mapped.
+    effectful: the primitive has a side effect (a host callback), so dead-code removal
+        keeps its equations even when nothing reads their outputs.
     """
     if name in registry:
         raise ValueError(f"primitive {name!r} is already defined")
@@ -129,6 +131,8 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
                         (pe.partial_eval_rules, partial_eval), (pe.dce_rules, dce)):
         if rule is not None:
             table[prim] = _build(rule, prim)
+    if effectful:
+        pe.effectful.add(prim)
     defined_in[name] = sys._getframe(1).f_globals.get("__name__", "")
     registry[name] = prim
     return prim

@@ -1,0 +1,106 @@
+"""Printing and callbacks at run time (as jax.debug): values are shown when the program
+runs, eagerly or compiled, once per element under vmap and with primal values under
+differentiation."""
+from __future__ import annotations
+
+import string
+import sys
+
+import numpy as np
+from jax import tree_util
+
+from impl import core
+from impl.primitives import callbacks as _callbacks
+
+__all__ = ["callback", "print"]
+
+
+def _split_dynamic(args, kwargs):
+    """Leaves that are arrays (traced or not) become operands; the rest stay static."""
+    leaves, tree = tree_util.tree_flatten((args, kwargs))
+    dynamic = [i for i, x in enumerate(leaves) if core.valid_jaxtype(x)]
+    static = {i: x for i, x in enumerate(leaves) if i not in set(dynamic)}
+    return tree, [leaves[i] for i in dynamic], static
+
+
+def _flat_callback(fn, tree, static):
+    def flat(*values):
+        it = iter(values)
+        leaves = [static[i] if i in static else next(it)
+                  for i in range(len(static) + len(values))]
+        args, kwargs = tree_util.tree_unflatten(tree, leaves)
+        fn(*args, **kwargs)
+    return flat
+
+
+def _staged_callback(fn, args, kwargs, ordered, partitioned):
+    tree, dynamic, static = _split_dynamic(args, kwargs)
+    _callbacks.debug_callback(_flat_callback(fn, tree, static), dynamic, ordered=ordered,
+                              partitioned=partitioned)
+
+
+def callback(callback=None, *args, ordered: bool = False, partitioned: bool = False,
+             **kwargs):
+    """Call `callback(*args, **kwargs)` with the runtime values of the arrays in them.
+    Without `callback`, returns a function taking it (the two-call form)."""
+    def call(fn, *c_args, **c_kwargs):
+        if not callable(fn):
+            raise TypeError("first argument to jax.debug.callback must be callable, but got "
+                            f"an object of type {type(fn)}")
+        _staged_callback(fn, c_args, c_kwargs, ordered, partitioned)
+
+    if callback is not None:
+        return call(callback, *args, **kwargs)
+    if args or kwargs:
+        raise TypeError("debug_callback received unexpected arguments in the two-call form:"
+                        f" args={args} kwargs={kwargs}")
+    return call
+
+
+class _UnusedArgumentCheck(string.Formatter):
+    """Formats nothing; raises for arguments the format string never uses."""
+
+    def format_field(self, value, format_spec):
+        return ""
+
+    def check_unused_args(self, used_args, args, kwargs):
+        positional = [a for i, a in enumerate(args) if i not in used_args]
+        if positional:
+            raise ValueError(f"Unused positional arguments to `jax.debug.print`: {positional}")
+        named = [k for k in kwargs if k not in used_args]
+        if named:
+            raise ValueError(
+                f"Unused keyword arguments to `jax.debug.print`: {named}. An f-string (f\"{{x}}\") "
+                "formats too early: pass a plain format string and the values as arguments.")
+
+
+def _has_placeholders(fmt):
+    return any(field is not None for _, field, _, _ in string.Formatter().parse(fmt))
+
+
+def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # noqa: A001
+          skip_format_check: bool = False, **kwargs):
+    """Print `fmt.format(*args, **kwargs)` with the runtime values of the arrays in the
+    arguments. Without `fmt`, returns a function taking it (the two-call form)."""
+    def emit(fmt_, *p_args, **p_kwargs):
+        if not skip_format_check:
+            _UnusedArgumentCheck().format(fmt_, *p_args, **p_kwargs)
+        placeholders = _has_placeholders(fmt_)
+        options = np.get_printoptions()
+
+        def write(*values, **named):
+            if placeholders:
+                with np.printoptions(**options):
+                    text = fmt_.format(*values, **named)
+            else:
+                text = " ".join([fmt_, *(str(v) for v in values)])
+            sys.stdout.write(text + "\n")
+        _staged_callback(write, p_args, p_kwargs, ordered, partitioned)
+
+    if fmt is not None:
+        return emit(fmt, *args, **kwargs)
+    if args or kwargs:
+        raise TypeError("debug_print received unexpected arguments in the two-call form:"
+                        f" args={args} kwargs={kwargs}")
+    return emit
+
