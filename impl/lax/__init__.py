@@ -88,3 +88,29 @@ bitcast_convert_type = _ew.bitcast_convert_type
 def convert_element_type(operand, new_dtype):
     """`operand` as `new_dtype` (a strongly typed result, as in JAX)."""
     return _ew.convert_element_type(operand, new_dtype)
+
+# Compositions of impl's primitives and the special functions (impl/lax/_composites.py).
+from impl.lax._composites import (  # noqa: E402,F401
+    acosh, asinh, atanh, cbrt, exp2, erfc, lgamma, digamma, polygamma, igamma, igammac,
+    igamma_grad_a, zeta, betainc, bessel_i0e, bessel_i1e, population_count, reciprocal,
+    select, full, full_like, empty, broadcast, broadcast_to_rank, collapse, tile, split,
+    stack, unstack, dynamic_update_index_in_dim, dtype, dot, batch_matmul, reduce_and,
+    reduce_or, reduce_xor,
+)
+# Types and shape arithmetic with no arrays involved: JAX's own.
+from jax.lax import (  # noqa: E402,F401
+    Precision, RoundingMethod, PrecisionLike, DotDimensionNumbers,
+    ConvGeneralDilatedDimensionNumbers, broadcast_shapes,
+)
+
+
+def _primitives_named_as_jax():
+    """impl's primitives under JAX's names (`sin_p`, ...): a program's equations name
+    them, so an interpreter of impl's IR can test `eqn.primitive is lax.sin_p`."""
+    import jax.lax as _jax_lax
+    from impl.primitives._define import registry, defined_in
+    return {f"{name}_p": prim for name, prim in registry.items()
+            if hasattr(_jax_lax, f"{name}_p") and defined_in[name].startswith("impl.")}
+
+
+globals().update(_primitives_named_as_jax())

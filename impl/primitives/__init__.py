@@ -42,3 +42,4 @@ from impl.primitives import sharding  # noqa: F401
 from impl.primitives import mapping  # noqa: F401,E402
 from impl.primitives import prng  # noqa: F401
 from impl.primitives import callbacks  # noqa: F401
+from impl.primitives import special  # noqa: F401

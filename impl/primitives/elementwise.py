@@ -298,10 +298,11 @@ def _select_n_aval(pred, *cases):
 
 
 def _select_n_lower(pred, *cases):
-    dtype, _ = _result_dtype("select_n", [get_aval(c) for c in cases])
+    dtype, weak = _result_dtype("select_n", [get_aval(c) for c in cases])
     shape = np.shape(pred) or _result_shape("select_n", [get_aval(c) for c in cases])
     cases = [jax.numpy.broadcast_to(cast_to(c, dtype), shape) for c in cases]
-    return lax.select_n(pred, *cases)
+    out = lax.select_n(pred, *cases)
+    return _mark_weak(out) if weak else out   # as its abstract evaluation says
 
 
 def select_n(which, *cases):

@@ -1,0 +1,249 @@
+"""jax.lax functions that are compositions of impl's primitives (shapes, fills,
+selection, products, boolean reductions), plus the thin binds of the special
+functions' primitives. Each follows jax.lax's signature; parameters impl cannot honour
+raise naming themselves."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+from jax import dtypes as jax_dtypes
+
+from impl import core
+from impl.core import get_aval
+from impl.primitives import elementwise as ew
+from impl.primitives import special as sp
+from impl.primitives.indexing import (concatenate, dynamic_update_slice_in_dim,
+                                      slice_in_dim)
+from impl.primitives.linalg import dot_general
+from impl.primitives.reductions import reduce_max, reduce_min
+from impl.primitives.shape import broadcast_in_dim, expand_dims, reduce_sum, reshape, squeeze
+
+
+def _refuse(name, param, value):
+    if value is not None:
+        raise NotImplementedError(f"impl.lax.{name}: {param}= is not supported (got "
+                                  f"{value!r}); place arrays with jax.device_put")
+
+
+def _refuse_accuracy(name, accuracy):
+    if accuracy is not None:
+        raise NotImplementedError(f"impl.lax.{name}: accuracy= is not supported (got "
+                                  f"{accuracy!r})")
+
+
+# ------------------------------------------------------------------ elementwise
+
+def acosh(x): return sp.acosh_p.bind(x)
+def asinh(x): return sp.asinh_p.bind(x)
+def atanh(x): return sp.atanh_p.bind(x)
+def erfc(x): return sp.erfc_p.bind(x)
+def lgamma(x): return sp.lgamma_p.bind(x)
+def digamma(x): return sp.digamma_p.bind(x)
+def polygamma(m, x): return sp.polygamma_p.bind(m, x)
+def igamma(a, x): return sp.igamma_p.bind(a, x)
+def igammac(a, x): return sp.igammac_p.bind(a, x)
+def igamma_grad_a(a, x): return sp.igamma_grad_a_p.bind(a, x)
+def zeta(x, q): return sp.zeta_p.bind(x, q)
+def betainc(a, b, x): return sp.regularized_incomplete_beta_p.bind(a, b, x)
+def bessel_i0e(x): return sp.bessel_i0e_p.bind(x)
+def bessel_i1e(x): return sp.bessel_i1e_p.bind(x)
+def population_count(x): return sp.population_count_p.bind(x)
+
+
+def cbrt(x, *, accuracy=None):
+    _refuse_accuracy("cbrt", accuracy)
+    return sp.cbrt_p.bind(x)
+
+
+def exp2(x, *, accuracy=None):
+    _refuse_accuracy("exp2", accuracy)
+    return sp.exp2_p.bind(x)
+
+
+def reciprocal(x):
+    return ew.integer_pow_p.bind(x, y=-1)
+
+
+def select(pred, on_true, on_false):
+    """`on_true` where `pred` holds, else `on_false`."""
+    return ew.select_n(pred, on_false, on_true)
+
+
+# ------------------------------------------------------------------ creation
+
+def _fill_scalar(fill_value, dtype):
+    if dtype is None:
+        aval = get_aval(fill_value)   # Python scalars are weakly typed
+        weak, dtype = aval.weak_type, aval.dtype
+    else:
+        weak, dtype = False, jax_dtypes.canonicalize_dtype(dtype)
+    value = fill_value if isinstance(fill_value, core.Tracer) else np.asarray(fill_value)
+    if get_aval(value).shape != ():
+        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
+                        f"{get_aval(value).shape}.")
+    return ew.convert_element_type(value, dtype, weak_type=weak)
+
+
+def full(shape, fill_value, dtype=None, *, sharding=None):
+    """An array of `shape` filled with `fill_value` (weakly typed for a Python scalar
+    without `dtype`, as in JAX)."""
+    _refuse("full", "sharding", sharding)
+    return broadcast_in_dim(_fill_scalar(fill_value, dtype), tuple(int(d) for d in shape), ())
+
+
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+    """Like `x` (its shape and dtype, or `shape` and `dtype`) filled with `fill_value`."""
+    _refuse("full_like", "sharding", sharding)
+    aval = get_aval(x)
+    value = _fill_scalar(fill_value, dtype if dtype is not None else aval.dtype)
+    if dtype is None and aval.weak_type:
+        value = ew.convert_element_type(value, aval.dtype, weak_type=True)
+    return broadcast_in_dim(value, aval.shape if shape is None else tuple(shape), ())
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of `shape` and `dtype` whose contents do not matter (zeros here)."""
+    _refuse("empty", "out_sharding", out_sharding)
+    return full(shape, 0, dtype)
+
+
+# ------------------------------------------------------------------ shapes
+
+def broadcast(operand, sizes, *, out_sharding=None):
+    """`operand` with leading axes of `sizes` added."""
+    _refuse("broadcast", "out_sharding", out_sharding)
+    aval = get_aval(operand)
+    sizes = tuple(int(s) for s in sizes)
+    return broadcast_in_dim(operand, sizes + aval.shape,
+                            tuple(range(len(sizes), len(sizes) + aval.ndim)))
+
+
+def broadcast_to_rank(x, rank):
+    """`x` with leading axes of size 1 added up to `rank` dimensions."""
+    ndim = get_aval(x).ndim
+    return x if ndim == rank else broadcast(x, (1,) * (rank - ndim))
+
+
+def collapse(operand, start_dimension, stop_dimension=None):
+    """`operand` with the axes [start_dimension, stop_dimension) merged into one."""
+    shape = get_aval(operand).shape
+    start, stop, _ = builtins.slice(start_dimension, stop_dimension).indices(len(shape))
+    size = int(np.prod(shape[start:stop], dtype=np.int64))
+    return reshape(operand, shape[:start] + (size,) + shape[stop:])
+
+
+def tile(operand, reps):
+    """`operand` repeated `reps[i]` times along axis i."""
+    shape = get_aval(operand).shape
+    reps = tuple(int(r) for r in reps)
+    if len(reps) != len(shape):
+        raise ValueError(f"tile: reps must have one entry per axis of the operand (shape "
+                         f"{shape}), got {reps}")
+    wide = broadcast_in_dim(operand, tuple(x for r, d in zip(reps, shape) for x in (r, d)),
+                            tuple(range(1, 2 * len(shape), 2)))
+    return reshape(wide, tuple(r * d for r, d in zip(reps, shape)))
+
+
+def split(operand, sizes, axis=0):
+    """Consecutive pieces of `operand` along `axis` of the given sizes."""
+    shape = get_aval(operand).shape
+    axis = int(axis) % len(shape)
+    sizes = [int(s) for s in sizes]
+    if builtins.sum(sizes) != shape[axis]:
+        raise ValueError(f"Sum of sizes {builtins.sum(sizes)} must be equal to dimension "
+                         f"{shape[axis]} of the operand shape {shape}")
+    starts = np.cumsum([0] + sizes)
+    return [slice_in_dim(operand, int(a), int(b), axis=axis)
+            for a, b in zip(starts[:-1], starts[1:])]
+
+
+def stack(operands, axis=0):
+    """The operands (of one shape) stacked along a new axis."""
+    operands = list(operands)
+    if not operands:
+        raise ValueError("stack requires at least one operand")
+    ndim = get_aval(operands[0]).ndim + 1
+    axis = int(axis) % ndim if -ndim <= axis < ndim else axis
+    if not 0 <= axis < ndim:
+        raise ValueError(f"stack: axis {axis} is out of bounds for arrays of rank {ndim}")
+    return concatenate([expand_dims(x, (axis,)) for x in operands], axis)
+
+
+def unstack(x, axis=0):
+    """The slices of `x` along `axis`, as a tuple."""
+    shape = get_aval(x).shape
+    axis = int(axis) % len(shape)
+    return tuple(squeeze(slice_in_dim(x, i, i + 1, axis=axis), (axis,))
+                 for i in range(shape[axis]))
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis, *,
+                                allow_negative_indices=True):
+    """`operand` with the slice at `index` along `axis` replaced by `update`."""
+    ndim = get_aval(operand).ndim
+    axis = int(axis) % ndim
+    if get_aval(update).ndim == ndim - 1:
+        update = expand_dims(update, (axis,))
+    if not allow_negative_indices:
+        raise NotImplementedError("impl.lax.dynamic_update_index_in_dim: "
+                                  "allow_negative_indices=False is not supported")
+    return dynamic_update_slice_in_dim(operand, update, index, axis)
+
+
+def dtype(x, *, canonicalize=False):
+    """The dtype of `x` (an array, traced or not, or a Python scalar)."""
+    d = get_aval(x).dtype if isinstance(x, core.Tracer) else jax_dtypes.result_type(x)
+    return jax_dtypes.canonicalize_dtype(d) if canonicalize else d
+
+
+# ------------------------------------------------------------------ products
+
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
+        out_sharding=None):
+    """Vector/matrix products (contracting the last axis of `lhs` with the first of
+    `rhs`), or `dot_general` when `dimension_numbers` is given."""
+    _refuse("dot", "out_sharding", out_sharding)
+    if dimension_numbers is None:
+        ln, rn = get_aval(lhs).ndim, get_aval(rhs).ndim
+        if not (1 <= ln <= 2 and 1 <= rn <= 2):
+            raise TypeError(f"Incompatible shapes for dot: got {get_aval(lhs).shape} and "
+                            f"{get_aval(rhs).shape}.")
+        dimension_numbers = (((ln - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision=precision,
+                       preferred_element_type=preferred_element_type)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """Matrix products over the leading (batch) axes."""
+    ln, rn = get_aval(lhs).ndim, get_aval(rhs).ndim
+    if ln != rn or ln < 2:
+        raise ValueError("Arguments to batch_matmul must be at least 2D and agree on their "
+                         f"rank, got {ln} and {rn}.")
+    batch = tuple(range(ln - 2))
+    return dot_general(lhs, rhs, (((ln - 1,), (rn - 2,)), (batch, batch)),
+                       precision=precision)
+
+
+# ------------------------------------------------------------------ boolean reductions
+
+def _check_bool(name, x):
+    if get_aval(x).dtype != np.bool_:
+        raise TypeError(f"impl.lax.{name} supports boolean operands only, got "
+                        f"{get_aval(x).dtype}")
+
+
+def reduce_and(operand, axes):
+    _check_bool("reduce_and", operand)
+    return reduce_min(operand, tuple(axes))
+
+
+def reduce_or(operand, axes):
+    _check_bool("reduce_or", operand)
+    return reduce_max(operand, tuple(axes))
+
+
+def reduce_xor(operand, axes):
+    _check_bool("reduce_xor", operand)
+    count = reduce_sum(ew.convert_element_type(operand, np.int32), tuple(axes))
+    return ew.ne_p.bind(ew.rem_p.bind(count, np.int32(2)), np.int32(0))
