@@ -191,10 +191,9 @@ def dynamic_update_index_in_dim(operand, update, index, axis, *,
     return dynamic_update_slice_in_dim(operand, update, index, axis)
 
 
-def dtype(x, *, canonicalize=False):
-    """The dtype of `x` (an array, traced or not, or a Python scalar)."""
-    d = get_aval(x).dtype if isinstance(x, core.Tracer) else jax_dtypes.result_type(x)
-    return jax_dtypes.canonicalize_dtype(d) if canonicalize else d
+def dtype(x):
+    """The dtype `x` (an array, traced or not, or a Python scalar) computes in."""
+    return get_aval(x).dtype
 
 
 # ------------------------------------------------------------------ products
