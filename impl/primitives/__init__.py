@@ -41,3 +41,4 @@ from impl.primitives import control_flow, remat  # noqa: F401
 from impl.primitives import sharding  # noqa: F401
 from impl.primitives import mapping  # noqa: F401,E402
 from impl.primitives import prng  # noqa: F401
+from impl.primitives import complex_parts, fft  # noqa: F401
