@@ -26,3 +26,5 @@ from impl.numpy._histogram import *  # noqa: F401,F403,E402
 from impl.numpy._comparison import *  # noqa: F401,F403,E402
 from impl.numpy._vectorize import *  # noqa: F401,F403,E402
 from impl.numpy import fft  # noqa: F401,E402  (the module jax.numpy.fft)
+from impl.numpy._scalar_types import *  # noqa: F401,F403,E402
+from impl.numpy._math import *  # noqa: F401,F403,E402
