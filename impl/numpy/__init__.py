@@ -28,3 +28,5 @@ from impl.numpy._vectorize import *  # noqa: F401,F403,E402
 from impl.numpy import fft  # noqa: F401,E402  (the module jax.numpy.fft)
 from impl.numpy._scalar_types import *  # noqa: F401,F403,E402
 from impl.numpy._math import *  # noqa: F401,F403,E402
+from impl.numpy._manipulation import *  # noqa: F401,F403,E402
+from impl.numpy._polynomials import *  # noqa: F401,F403,E402
