@@ -11,8 +11,8 @@ from impl import core
 from impl.core import get_aval
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
-from impl.numpy._indexing import concatenate, flip, split, stack, take
-from impl.numpy._util import asarray, broadcast_shapes, broadcast_to, canonicalize_axis
+from impl.numpy._indexing import concatenate, flip, split, take
+from impl.numpy._util import asarray, broadcast_to, canonicalize_axis
 from impl.primitives import indexing as ix
 from impl.primitives import shape as sh
 
@@ -156,7 +156,7 @@ def rollaxis(a, axis, start=0):
     if not -nd <= start <= nd:
         raise ValueError(f"rollaxis: start={start} is out of bounds for an array of "
                          f"dimension {nd}")
-    start = start % (nd + 1) if start < 0 else start
+    start = start + nd if start < 0 else start
     if axis < start:
         start -= 1
     return c.moveaxis(x, axis, start) if axis != start else x
