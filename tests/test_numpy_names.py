@@ -140,6 +140,26 @@ VALUES = {
     "unwrap": lambda m: m.unwrap(np.cumsum(X * 3, axis=1)),
     "unwrap discont period": lambda m: m.unwrap(np.array([0., 3., 7., 1., 9.]),
                                                 discont=2.0, period=4.0),
+    # fft (complex64 from float32 and int inputs; float64 inputs follow x64)
+    "fft.fft": lambda m: m.fft.fft(X32), "fft.fft int n": lambda m: m.fft.fft(I, n=6, axis=0),
+    "fft.ifft": lambda m: m.fft.ifft(Z, norm="ortho"), "fft.rfft": lambda m: m.fft.rfft(
+        X32, n=5, axis=0), "fft.irfft": lambda m: m.fft.irfft(Z, norm="forward"),
+    "fft.hfft": lambda m: m.fft.hfft(Z, n=5), "fft.ihfft": lambda m: m.fft.ihfft(X32, axis=0),
+    "fft.fft2": lambda m: m.fft.fft2(Z, s=(4, 3)), "fft.ifft2": lambda m: m.fft.ifft2(
+        X32, axes=(1, 0)), "fft.rfft2": lambda m: m.fft.rfft2(X32),
+    "fft.irfft2": lambda m: m.fft.irfft2(Z, s=(2, 6), norm="ortho"),
+    "fft.fftn": lambda m: m.fft.fftn(Z.reshape(3, 2, 2)), "fft.fftn 4 axes": lambda m:
+        m.fft.fftn(np.arange(36.0).reshape(3, 2, 3, 2)),
+    "fft.ifftn": lambda m: m.fft.ifftn(Z, s=(2, 2)), "fft.rfftn": lambda m: m.fft.rfftn(
+        X32.reshape(3, 2, 2), axes=(0, 2)), "fft.rfftn 4 axes": lambda m: m.fft.rfftn(
+        np.cos(np.arange(48.0)).reshape(2, 3, 2, 4)),
+    "fft.irfftn": lambda m: m.fft.irfftn(Z), "fft.irfftn 4 axes": lambda m: m.fft.irfftn(
+        np.sin(np.arange(36.0)).reshape(3, 2, 3, 2) + 1j),
+    "fft.fftfreq": lambda m: [m.fft.fftfreq(7), m.fft.fftfreq(8, 0.1)],
+    "fft.fftfreq dtype": lambda m: m.fft.fftfreq(4, dtype=np.float16),
+    "fft.rfftfreq": lambda m: [m.fft.rfftfreq(7, d=2.0), m.fft.rfftfreq(8)],
+    "fft.fftshift": lambda m: [m.fft.fftshift(X), m.fft.fftshift(P, axes=0)],
+    "fft.ifftshift": lambda m: m.fft.ifftshift(X, axes=(1,)),
     # types
     "dtype names": lambda m: [m.zeros(2, getattr(m, n)) for n in DTYPE_NAMES],
     "abstract types": lambda m: [m.issubdtype(m.float32, getattr(m, n))
@@ -202,6 +222,26 @@ def test_values_match_jax(first_half):
 
 # ------------------------------------------------------------- under transformations
 
+FFT_MISUSE = {
+    "rfft of complex": lambda m: m.fft.rfft(Z),
+    "bad norm": lambda m: m.fft.fft(X, norm="unitary"),
+    "repeated axes": lambda m: m.fft.fftn(X, axes=(0, 0)),
+    "s and axes lengths": lambda m: m.fft.fftn(X, s=(2, 2), axes=(0,)),
+    "non-positive s": lambda m: m.fft.fft(X, n=0),
+    "fft2 with 3 axes": lambda m: m.fft.fft2(X.reshape(3, 2, 2), axes=(0, 1, 2)),
+    "fft with 2 axes": lambda m: m.fft.fft(X, axis=(0, 1)),
+    "fftfreq of a list": lambda m: m.fft.fftfreq([3]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FFT_MISUSE))
+def test_fft_misuse_raises_as_jax(name):
+    with pytest.raises(ValueError):
+        FFT_MISUSE[name](jnp)
+    with pytest.raises(ValueError):
+        FFT_MISUSE[name](inp)
+
+
 def _normal(*shape, seed=0):
     return rng_for("names", shape, seed).standard_normal(shape)
 
@@ -258,3 +298,25 @@ TRANSFORMED = [
 @pytest.mark.parametrize("name, fn, args", TRANSFORMED)
 def test_transformed_matches_jax(name, fn, args):
     check_transforms(name, fn(inp), fn(jnp), args, fd=True)
+
+
+def test_a_wrong_fft_transpose_is_caught():
+    """Negative test: the rfft transpose without the weights for the dropped half of
+    the spectrum gives wrong gradients, and the comparison with JAX says so."""
+    from impl.interpreters import ad
+    from impl.primitives.fft import fft_p
+    right = ad.transpose_rules[fft_p]
+
+    def unweighted(ct, x, *, fft_type, fft_lengths):
+        if fft_type != "rfft":
+            return right(ct, x, fft_type=fft_type, fft_lengths=fft_lengths)
+        out = fft_p.bind(inp.conj(ct), fft_type="irfft", fft_lengths=fft_lengths)
+        return [out * float(np.prod(fft_lengths))]
+    fn = lambda m: lambda x: m.abs(m.fft.rfft(x))  # noqa: E731
+    ad.transpose_rules[fft_p] = unweighted
+    try:
+        with pytest.raises(AssertionError, match="grad"):
+            check_transforms("wrong rfft transpose", fn(inp), fn(jnp), [X64[0]], vmap=False)
+    finally:
+        ad.transpose_rules[fft_p] = right
+    check_transforms("rfft transpose", fn(inp), fn(jnp), [X64[0]], vmap=False)
