@@ -320,3 +320,24 @@ def test_a_wrong_fft_transpose_is_caught():
     finally:
         ad.transpose_rules[fft_p] = right
     check_transforms("rfft transpose", fn(inp), fn(jnp), [X64[0]], vmap=False)
+
+
+SEARCH_A = np.array([0.0, 1, 1, 2, 4, 4, np.nan, np.nan], np.float32)
+SEARCH_UNSORTED = np.array([3.0, -1, 2, 0.5, 7], np.float32)   # each method's own answer
+SEARCH_V = np.array([[-1, 0, 1, 2.5], [3, 4, 5, np.nan]], np.float32)
+
+
+@pytest.mark.parametrize("method", ["scan", "scan_unrolled", "sort", "compare_all"])
+def test_searchsorted_methods_match_jax(method):
+    def calls(api, m):
+        return [api.jit(lambda a, v: m.searchsorted(a, v, side=side, method=method))(a, SEARCH_V)
+                for side in ("left", "right") for a in (SEARCH_A, SEARCH_UNSORTED)] + [
+            api.vmap(lambda v: m.searchsorted(SEARCH_A, v, method=method))(SEARCH_V),
+            m.searchsorted(SEARCH_A[:0], SEARCH_V, method=method)]
+    _assert_same(calls(impl, inp), calls(jax, jnp))
+
+
+def test_searchsorted_unknown_method_raises_as_jax():
+    for m in (jnp, inp):
+        with pytest.raises(ValueError, match="method='binary'"):
+            m.searchsorted(SEARCH_A, 1.0, method="binary")
