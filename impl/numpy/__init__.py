@@ -30,3 +30,8 @@ from impl.numpy._scalar_types import *  # noqa: F401,F403,E402
 from impl.numpy._math import *  # noqa: F401,F403,E402
 from impl.numpy._manipulation import *  # noqa: F401,F403,E402
 from impl.numpy._polynomials import *  # noqa: F401,F403,E402
+
+# Exported: the public names above that jax.numpy also has (nothing impl-only).
+import jax.numpy as _jax_numpy  # noqa: E402
+__all__ = sorted(_n for _n in dir() if not _n.startswith("_") and hasattr(_jax_numpy, _n))
+del _jax_numpy
