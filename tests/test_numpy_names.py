@@ -4,7 +4,6 @@ differentiable ones under jit, jvp, grad and vmap in one compiled program per gr
 (see _against_jax.py), float64 with the jvp also checked against finite differences."""
 from __future__ import annotations
 
-import io
 
 import jax
 import jax.numpy as jnp
