@@ -13,7 +13,8 @@ import impl
 import impl.numpy as inp
 from impl import lax as ilax
 
-PAIRS = {"impl": (impl, jax), "impl.numpy": (inp, jjnp), "impl.lax": (ilax, jlax)}
+PAIRS = {"impl": (impl, jax), "impl.numpy": (inp, jjnp), "impl.lax": (ilax, jlax),
+         "impl.numpy.fft": (inp.fft, jjnp.fft), "impl.numpy.linalg": (inp.linalg, jjnp.linalg)}
 
 
 def _public(module):
@@ -41,7 +42,7 @@ def _kind(obj):
 def test_print_coverage():
     for label, (shared, jax_names, missing) in coverage().items():
         print(f"{label}: {len(shared)} of {len(jax_names)} JAX names "
-              f"({100 * len(shared) / len(jax_names):.0f}%)")
+              f"({100 * len(shared) / len(jax_names):.0f}%); missing: {' '.join(missing)}")
     assert all(shared for shared, _, _ in coverage().values())
 
 
@@ -62,3 +63,13 @@ def test_impl_submodules_are_impl_modules():
         module = importlib.import_module(name)
         assert module.__name__ == name and module.__file__.startswith(
             impl.__file__.rsplit("/", 1)[0])
+
+
+def test_numpy_all_exports_only_jax_names():
+    for mine, theirs in ((inp, jjnp), (inp.fft, jjnp.fft)):
+        exported = set(mine.__all__)
+        assert exported <= _public(theirs), sorted(exported - _public(theirs))
+        assert all(hasattr(mine, n) for n in exported)
+        # and everything impl shares with JAX is exported
+        assert exported == _public(mine) & _public(theirs), sorted(
+            (_public(mine) & _public(theirs)) - exported)

@@ -23,7 +23,7 @@ import impl.numpy as inp
 from impl import lax as ilax
 
 MODULES = {"impl": (impl, jax), "impl.numpy": (inp, jjnp), "impl.lax": (ilax, jlax),
-           "impl.nn": (impl.nn, jax.nn)}
+           "impl.nn": (impl.nn, jax.nn), "impl.numpy.fft": (inp.fft, jjnp.fft)}
 
 # (module, function, parameter) -> why the rule does not apply.
 DELIBERATE = {

@@ -25,3 +25,13 @@ from impl.numpy._searching import *  # noqa: F401,F403,E402
 from impl.numpy._histogram import *  # noqa: F401,F403,E402
 from impl.numpy._comparison import *  # noqa: F401,F403,E402
 from impl.numpy._vectorize import *  # noqa: F401,F403,E402
+from impl.numpy import fft  # noqa: F401,E402  (the module jax.numpy.fft)
+from impl.numpy._scalar_types import *  # noqa: F401,F403,E402
+from impl.numpy._math import *  # noqa: F401,F403,E402
+from impl.numpy._manipulation import *  # noqa: F401,F403,E402
+from impl.numpy._polynomials import *  # noqa: F401,F403,E402
+
+# Exported: the public names above that jax.numpy also has (nothing impl-only).
+import jax.numpy as _jax_numpy  # noqa: E402
+__all__ = sorted(_n for _n in dir() if not _n.startswith("_") and hasattr(_jax_numpy, _n))
+del _jax_numpy

@@ -123,19 +123,20 @@ def _total_less(x, y):
                          uf.logical_and(uf.isnan(y), uf.logical_not(uf.isnan(x))))
 
 
-_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
+_SEARCH_METHODS = ("compare_all", "scan", "scan_unrolled", "sort")
 
 
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     """Where the elements of v would be inserted into the sorted 1-d `a` to keep it
-    sorted. Every `method` (an algorithm choice in JAX) gives the same indices here: impl
-    counts the elements of `a` before each v (compare_all)."""
+    sorted. `method` picks the algorithm, as in JAX: 'scan' (a binary search in a loop),
+    'scan_unrolled' (the same search unrolled), 'sort' (ranks in a joint sort) or
+    'compare_all' (count the elements of `a` before each v)."""
     if side not in ("left", "right"):
         raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one "
                          "of ['left', 'right']")
     if method not in _SEARCH_METHODS:
-        raise ValueError(f"{method!r} is an invalid value for keyword 'method'. Expected "
-                         f"one of {sorted(_SEARCH_METHODS)}")
+        raise ValueError(f"invalid argument method={method!r}, expected one of "
+                         f"{list(_SEARCH_METHODS)}")
     a, v = _arr(a), _arr(v)
     if get_aval(a).ndim != 1:
         raise ValueError("a should be 1-dimensional")
@@ -145,10 +146,57 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     dtype = np.int32 if n <= np.iinfo(np.int32).max // 2 else np.int64
     common = np.result_type(get_aval(a).dtype, get_aval(v).dtype)
     a, v = c.astype(a, common), c.astype(v, common)
-    vs = c.reshape(v, get_aval(v).shape + (1,))
-    # left: count a < v; right: count a <= v, i.e. not (v < a).
-    before = _total_less(a, vs) if side == "left" else uf.logical_not(_total_less(vs, a))
-    return c.sum(before, axis=-1, dtype=dtype)
+    if method == "compare_all":
+        vs = c.reshape(v, get_aval(v).shape + (1,))
+        # left: count a < v; right: count a <= v, i.e. not (v < a).
+        before = _total_less(a, vs) if side == "left" else uf.logical_not(_total_less(vs, a))
+        return c.sum(before, axis=-1, dtype=dtype)
+    if method == "sort":
+        return _search_by_sorting(a, v, side, dtype)
+    return _binary_search(a, v, side, dtype, unrolled=method == "scan_unrolled")
+
+
+def _binary_search(a, v, side, dtype, unrolled):
+    """ceil(log2(n + 1)) halvings of [low, high), for every query at once: the query
+    goes left of a[mid] when v <= a[mid] (side='left') or v < a[mid] (side='right')."""
+    n = get_aval(a).shape[0]
+    low, high = c.zeros(get_aval(v).shape, dtype), c.full(get_aval(v).shape, n, dtype)
+    if n == 0:
+        return high
+
+    def halve(_, bounds):
+        low, high = bounds
+        mid = uf.add(low, uf.floor_divide(uf.subtract(high, low), 2))
+        pivot = take(a, mid, mode="clip")
+        left = uf.logical_not(_total_less(pivot, v)) if side == "left" else \
+            _total_less(v, pivot)
+        return uf.where(left, low, mid), uf.where(left, mid, high)
+    levels = int(np.ceil(np.log2(n + 1)))
+    if unrolled:
+        bounds = (low, high)
+        for i in range(levels):
+            bounds = halve(i, bounds)
+    else:
+        from impl.lax import fori_loop
+        bounds = fori_loop(0, levels, halve, (low, high))
+    return bounds[1]
+
+
+def _search_by_sorting(a, v, side, dtype):
+    """The insertion index of each query is its rank among the queries and `a` sorted
+    together (queries first for side='left', last for 'right') minus its rank among the
+    queries alone."""
+    from impl.numpy._reductions import argsort
+    queries = c.ravel(v)
+    nq, n = get_aval(queries).shape[0], get_aval(a).shape[0]
+
+    def rank(x):  # the inverse of the sorting permutation
+        return argsort(argsort(x, stable=True), stable=True)
+    if side == "left":
+        joint = ix.slice(rank(concatenate([queries, a], 0)), [0], [nq])
+    else:
+        joint = ix.slice(rank(concatenate([a, queries], 0)), [n], [n + nq])
+    return c.reshape(c.astype(uf.subtract(joint, rank(queries)), dtype), get_aval(v).shape)
 
 
 # ------------------------------------------------------------------ closeness

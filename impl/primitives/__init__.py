@@ -43,3 +43,4 @@ from impl.primitives import mapping  # noqa: F401,E402
 from impl.primitives import prng  # noqa: F401
 from impl.primitives import callbacks  # noqa: F401
 from impl.primitives import special  # noqa: F401
+from impl.primitives import complex_parts, fft  # noqa: F401

@@ -1,0 +1,213 @@
+"""More elementwise math of jax.numpy, composed from impl's primitives: inverse
+hyperbolic functions, complex parts, sign and exponent helpers, bit shifts."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from impl import core
+from impl.core import get_aval
+from impl.numpy import _ufuncs as uf
+from impl.numpy._util import asarray, broadcast_operands, check_no_out
+from impl.primitives import complex_parts as cp
+from impl.primitives import elementwise as ew
+
+__all__ = ["arcsinh", "arccosh", "arctanh", "asinh", "acosh", "atanh", "cbrt", "copysign",
+           "fabs", "float_power", "ldexp", "logaddexp2", "modf", "divmod", "sinc", "nextafter",
+           "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift",
+           "bitwise_invert", "pow", "real", "imag", "conj", "conjugate", "angle", "iscomplex",
+           "isreal", "isneginf", "isposinf"]
+
+
+def _arr(x):
+    return x if isinstance(x, core.Tracer) else asarray(x)
+
+
+def _real_float(name, x):
+    x = uf._float_operand(x)
+    if get_aval(x).dtype.kind == "c":
+        raise TypeError(f"impl.numpy.{name} does not support complex input yet")
+    return x
+
+
+# ---------------------------------------------------------- inverse hyperbolic
+# Written with log1p, so they keep full precision near zero (asinh, atanh) and one
+# (acosh), where log(1 + small) would round the small part away.
+
+def arcsinh(x, /):
+    x = _real_float("arcsinh", x)
+    a = uf.absolute(x)
+    a2 = uf.multiply(a, a)
+    small = uf.true_divide(a2, uf.add(1.0, uf.sqrt(uf.add(a2, 1.0))))
+    return uf.multiply(uf.sign(x), uf.log1p(uf.add(a, small)))
+
+
+def arccosh(x, /):
+    x = _real_float("arccosh", x)
+    y = uf.subtract(x, 1.0)
+    return uf.log1p(uf.add(y, uf.sqrt(uf.multiply(y, uf.add(y, 2.0)))))
+
+
+def arctanh(x, /):
+    x = _real_float("arctanh", x)
+    return uf.multiply(0.5, uf.log1p(uf.true_divide(uf.multiply(2.0, x),
+                                                    uf.subtract(1.0, x))))
+
+
+asinh, acosh, atanh = arcsinh, arccosh, arctanh
+
+
+def cbrt(x, /):
+    """The real cube root (negative for negative x)."""
+    x = _real_float("cbrt", x)
+    return uf.multiply(uf.sign(x), uf.power(uf.absolute(x), ew.full_like(x, 1 / 3)))
+
+
+def copysign(x1, x2, /):
+    """|x1| with the sign bit of x2 (so -0.0 counts as negative)."""
+    x1, x2 = uf._float_pair(x1, x2, "copysign")
+    magnitude = uf.absolute(x1)
+    return uf.where(uf.signbit(x2), uf.negative(magnitude), magnitude)
+
+
+def fabs(x, /):
+    return uf.absolute(_real_float("fabs", x))
+
+
+def float_power(x, y, /):
+    """x ** y computed in the widest floating dtype available."""
+    x, y = uf._float_pair(x, y, "float_power")
+    return uf.power(x, y)
+
+
+def ldexp(x1, x2, /):
+    """x1 * 2 ** x2 for an integer exponent x2."""
+    x2 = _arr(x2)
+    if get_aval(x2).dtype.kind not in "iub":
+        raise ValueError(f"ldexp: the exponent x2 must be an integer array, got dtype "
+                         f"{get_aval(x2).dtype}")
+    x1 = uf._float_operand(x1)
+    dtype = get_aval(x1).dtype
+    return uf.multiply(x1, uf.exp2(ew.convert_element_type(x2, dtype)))
+
+
+def logaddexp2(x1, x2, /):
+    """log2(2**x1 + 2**x2) without overflow."""
+    x1, x2 = uf._float_pair(x1, x2, "logaddexp2")
+    ln2 = float(np.log(2))
+    return uf.true_divide(uf.logaddexp(uf.multiply(x1, ln2), uf.multiply(x2, ln2)), ln2)
+
+
+def modf(x, /, out=None):
+    """(fractional part, integral part), both with x's sign."""
+    check_no_out("modf", out)
+    x = _real_float("modf", x)
+    whole = uf.where(uf.less(x, 0), uf.ceil(x), uf.floor(x))
+    return uf.subtract(x, whole), whole
+
+
+def divmod(x1, x2, /):  # noqa: A001  (jax.numpy's name)
+    return uf.floor_divide(x1, x2), uf.remainder(x1, x2)
+
+
+def sinc(x, /):
+    """sin(pi x) / (pi x), 1 at 0 (where its derivative is 0)."""
+    x = _real_float("sinc", x)
+    zero = uf.equal(x, 0)
+    safe = uf.where(zero, ew.full_like(x, 1.0), x)
+    pix = uf.multiply(safe, math.pi)
+    return uf.where(zero, ew.full_like(x, 1.0), uf.true_divide(uf.sin(pix), pix))
+
+
+def nextafter(x, y, /):
+    x, y = uf._float_pair(x, y, "nextafter")
+    return ew.nextafter_p.bind(x, y)
+
+
+def _integer_pair(name, x, y):
+    x, y = broadcast_operands(name, uf._scalar(x), uf._scalar(y))
+    if get_aval(x).dtype.kind not in "iu":
+        raise TypeError(f"{name} takes integer operands, got {get_aval(x).dtype}")
+    return x, y
+
+
+def left_shift(x, y, /):
+    return ew.shift_left_p.bind(*_integer_pair("left_shift", x, y))
+
+
+def right_shift(x1, x2, /):
+    """Arithmetic shift for signed integers (keeps the sign), logical for unsigned."""
+    x, y = _integer_pair("right_shift", x1, x2)
+    prim = ew.shift_right_arithmetic_p if get_aval(x).dtype.kind == "i" else \
+        ew.shift_right_logical_p
+    return prim.bind(x, y)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+def bitwise_invert(x, /):
+    return uf.invert(x)
+
+
+def pow(x1, x2, /):  # noqa: A001  (jax.numpy's name)
+    return uf.power(x1, x2)
+
+
+# ---------------------------------------------------------------- complex parts
+
+def _is_complex(x):
+    return get_aval(x).dtype.kind == "c"
+
+
+def real(val, /):
+    x = _arr(val)
+    return cp.real(x) if _is_complex(x) else x
+
+
+def imag(val, /):
+    x = _arr(val)
+    return cp.imag(x) if _is_complex(x) else ew.zeros_like(x)
+
+
+def conjugate(x, /):
+    x = _arr(x)
+    return cp.conj(x) if _is_complex(x) else x
+
+
+conj = conjugate
+
+
+def angle(z, deg=False):
+    """The argument of z (in degrees if deg)."""
+    z = _arr(z)
+    if _is_complex(z):
+        out = uf.arctan2(cp.imag(z), cp.real(z))
+    else:
+        z = uf._float_operand(z)
+        out = uf.arctan2(ew.zeros_like(z), z)
+    return uf.multiply(out, float(180 / np.pi)) if deg else out
+
+
+def iscomplex(x):
+    """Elementwise: a nonzero imaginary part."""
+    return uf.not_equal(imag(x), 0)
+
+
+def isreal(x):
+    return uf.equal(imag(x), 0)
+
+
+def isneginf(x, /, out=None):
+    check_no_out("isneginf", out)
+    x = _arr(x)
+    return uf.equal(x, -np.inf) if get_aval(x).dtype.kind == "f" else ew.full_like(
+        ew.ne_p.bind(x, x), False)
+
+
+def isposinf(x, /, out=None):
+    check_no_out("isposinf", out)
+    x = _arr(x)
+    return uf.equal(x, np.inf) if get_aval(x).dtype.kind == "f" else ew.full_like(
+        ew.ne_p.bind(x, x), False)

@@ -1,0 +1,84 @@
+"""jax.numpy's scalar types, abstract type hierarchy and dtype predicates.
+
+The abstract hierarchy (generic, number, floating, ...), the index helpers s_ and
+index_exp, and the printing and saving functions are NumPy's own objects, as in
+jax.numpy. The concrete types are NumPy's where NumPy has them and JAX's (from
+ml_dtypes) for the narrow floats and integers NumPy lacks; either kind names a dtype
+impl's functions accept (without x64, 64-bit requests become 32-bit as in JAX).
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as _jax_jnp
+import numpy as np
+from numpy import (generic, number, integer, signedinteger, unsignedinteger,  # noqa: F401
+                   inexact, floating, complexfloating, character, flexible, object_,
+                   uint16, uint64, can_cast, iterable, array_repr, array_str, index_exp, s_,
+                   euler_gamma, save, savez, get_printoptions, set_printoptions,
+                   printoptions)
+from numpy.exceptions import ComplexWarning  # noqa: F401
+
+from impl import core
+
+__all__ = ["generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact",
+           "floating", "complexfloating", "character", "flexible", "object_", "uint16",
+           "uint64", "can_cast", "iterable", "array_repr", "array_str", "index_exp", "s_",
+           "euler_gamma", "save", "savez", "get_printoptions", "set_printoptions",
+           "printoptions", "ComplexWarning", "bool", "int_", "uint", "single", "double",
+           "csingle", "cdouble", "complex_", "isdtype", "issubdtype", "ndarray", "isscalar",
+           "iscomplexobj", "isrealobj"]
+
+bool = np.bool_  # noqa: A001  (jax.numpy's name)
+int_, uint = np.int64, np.uint64
+single, double = np.float32, np.float64
+csingle, cdouble = np.complex64, np.complex128
+complex_ = np.complex128
+
+_NARROW = ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
+           "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+           "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4", "uint1", "uint2",
+           "uint4")
+globals().update({name: np.dtype(getattr(_jax_jnp, name)).type for name in _NARROW})
+__all__ += list(_NARROW)
+
+# Predicates on dtypes (not arrays): JAX's own, which also know its extended dtypes.
+isdtype, issubdtype = _jax_jnp.isdtype, _jax_jnp.issubdtype
+
+
+class _ArrayType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, (jax.Array, core.Tracer))
+
+
+class ndarray(metaclass=_ArrayType):  # noqa: N801  (jax.numpy's name)
+    """The type of impl's arrays, for isinstance checks: concrete arrays and tracers."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("jax.numpy.ndarray cannot be instantiated; use impl.numpy.array")
+
+
+def _dtype_of(x):
+    return core.get_aval(x).dtype if isinstance(x, core.Tracer) else np.result_type(x)
+
+
+def isscalar(element):
+    """A Python or NumPy scalar, or a rank-0 array (concrete or traced)."""
+    if isinstance(element, core.Tracer):
+        return core.get_aval(element).ndim == 0
+    if isinstance(element, (jax.Array, np.ndarray)):
+        return element.ndim == 0
+    return np.isscalar(element)
+
+
+def iscomplexobj(x):
+    """Whether x's dtype is complex (whatever its values)."""
+    if x is None:
+        return False
+    try:
+        return np.issubdtype(_dtype_of(x), np.complexfloating)
+    except (TypeError, ValueError):
+        return np.iscomplexobj(x)
+
+
+def isrealobj(x):
+    return not iscomplexobj(x)

@@ -1,0 +1,114 @@
+"""The parts of complex numbers: real, imag, conj and complex (building one from two
+reals). All four are linear, so each jvp applies the primitive to the tangent; their
+transposes follow JAX's convention for complex cotangents (no conjugation except by
+conj itself), so gradients through complex intermediates agree with JAX's."""
+from __future__ import annotations
+
+import numpy as np
+from jax import lax
+
+from impl.core import ShapedArray
+from impl.interpreters import ad, batching
+from impl.interpreters.ad import Zero
+from impl.primitives._define import define
+from impl.primitives.elementwise import neg, zeros_like
+
+
+def real_dtype_of(dtype):
+    """float32 for complex64, float64 for complex128."""
+    return np.dtype(np.finfo(np.dtype(dtype)).dtype)
+
+
+def complex_dtype_of(dtype):
+    """complex64 for float32 (and smaller floats), complex128 for float64."""
+    return np.dtype(np.complex128 if np.dtype(dtype).itemsize >= 8 else np.complex64)
+
+
+def _complex_only(name):
+    def rule(x):
+        if x.dtype.kind != "c":
+            raise TypeError(f"{name} takes a complex operand, got {x.str_short()}")
+        return x
+    return rule
+
+
+def _to_real_aval(name):
+    def rule(x):
+        _complex_only(name)(x)
+        return ShapedArray(x.shape, real_dtype_of(x.dtype), x.weak_type)
+    return rule
+
+
+# ------------------------------------------------------------------------ real
+
+def _real_transpose(ct, x):
+    if type(ct) is Zero:
+        return [None]
+    return [complex(ct, zeros_like(ct))]
+
+
+real_p = define("real", abstract_eval=_to_real_aval("real"), lowering=lax.real,
+                jvp=ad.linear_jvp, transpose=_real_transpose, batching=batching.vectorized)
+
+
+def real(x):
+    return real_p.bind(x)
+
+
+# ------------------------------------------------------------------------ imag
+
+def _imag_transpose(ct, x):
+    if type(ct) is Zero:
+        return [None]
+    return [complex(zeros_like(ct), neg(ct))]
+
+
+imag_p = define("imag", abstract_eval=_to_real_aval("imag"), lowering=lax.imag,
+                jvp=ad.linear_jvp, transpose=_imag_transpose, batching=batching.vectorized)
+
+
+def imag(x):
+    return imag_p.bind(x)
+
+
+# ------------------------------------------------------------------------ conj
+
+conj_p = define("conj", abstract_eval=_complex_only("conj"), lowering=lax.conj,
+                jvp=ad.linear_jvp,
+                transpose=lambda ct, x: [None if type(ct) is Zero else conj(ct)],
+                batching=batching.vectorized)
+
+
+def conj(x):
+    return conj_p.bind(x)
+
+
+# --------------------------------------------------------------------- complex
+
+def _complex_aval(x, y):
+    if x.dtype != y.dtype or x.dtype.kind != "f" or x.dtype.itemsize < 4:
+        raise TypeError("complex takes two float32 or two float64 operands of one dtype, "
+                        f"got {x.str_short()} and {y.str_short()}")
+    if x.shape != y.shape:
+        raise TypeError(f"complex got operands of different shapes: {x.shape} and {y.shape}")
+    return ShapedArray(x.shape, complex_dtype_of(x.dtype), x.weak_type and y.weak_type)
+
+
+def _complex_transpose(ct, x, y):
+    if type(ct) is Zero:
+        return [None, None]
+    return [real(ct), neg(imag(ct))]
+
+
+def _complex_batch(axis_data, vals, dims):
+    frame = batching.frame_shape(vals, dims)
+    x, y = (batching.to_batched_shape(v, d, axis_data.size, frame) for v, d in zip(vals, dims))
+    return complex_p.bind(x, y), 0
+
+
+complex_p = define("complex", abstract_eval=_complex_aval, lowering=lax.complex,
+                   jvp=ad.linear_jvp, transpose=_complex_transpose, batching=_complex_batch)
+
+
+def complex(x, y):  # noqa: A001  (jax.lax's name)
+    return complex_p.bind(x, y)
