@@ -65,7 +65,7 @@ UNEXERCISED: dict[str, str] = {
     "same-typed perturbed inputs; every drawn custom_vjp returns residuals (gap)",
     "jvp:clamp:swap": "swaps the tangents of clamp's bound and operand, which applies only when both have "
     "the same type; the drawn clamp has scalar constant bounds, so only a scalar operand exposes it, and "
-    "the quick profile's focused draws did not produce one (weak draw, not equivalent)",
+    "whether the strategies ever draw a scalar clamp operand was not checked (not equivalent)",
 }
 
 #: families whose primitives only 8-device laws reach; this single-device run cannot kill them
