@@ -46,6 +46,8 @@ EQUIVALENT: dict[str, str] = {
     **{f"transpose:while:{op}": "while's transpose rule always raises (while_loop has no reverse mode), "
        "before the mutant's change could apply: the mutant raises the same error" for op in ("scale", "drop_first",
                                                                                            "swap")},
+    "transpose:add:swap": "as transpose:add_any:swap: when both operands are linear and of the same type "
+    "both cotangents are unbroadcast(ct) to that type, equal, so swapping them changes nothing",
     "transpose:add_any:swap": "the swap applies only when both operands are linear and of the same type; "
     "both cotangents are then unbroadcast(ct) to that same type, i.e. equal: swapping them changes nothing",
 }
@@ -60,6 +62,9 @@ OPEN_GAPS: dict[str, str] = {
     "in loop bodies (gap)",
     "jvp:scan:swap": "as jvp:while:swap: scan's operands 0 and 1 are closed-over constants of the drawn "
     "bodies, without tangents; no drawn scan closes over differentiated values (gap)",
+    "transpose:scan:swap": "as jvp:scan:swap: scan's operands 0 and 1 are the drawn bodies' closed-over "
+    "constants, never linear, so their cotangents are None and the swap never applies; no drawn scan closes "
+    "over differentiated values (gap)",
     "transpose:checkpoint:swap": "swaps the cotangents of checkpoint's first two operands, which in the "
     "drawn remat programs are constants (no cotangent) or of different types; no drawn checkpoint takes "
     "two same-typed differentiated leading inputs (gap)",
@@ -695,7 +700,8 @@ def wilson(k, n, z=1.96):
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def report(results, report_dir="reports", profile="quick", seconds=None, total=None, workers=None, planned=None):
+def report(results, report_dir="reports", profile="quick", seconds=None, total=None, workers=None, planned=None,
+           notes=()):
     """Write mutation.json and mutation.md; return their paths. ``total`` mutants were
     generated and ``planned`` chosen; when ``results`` cover fewer (a run cut short: a
     random prefix of the shuffled list), the kill rate is given with its 95% Wilson interval."""
@@ -705,15 +711,18 @@ def report(results, report_dir="reports", profile="quick", seconds=None, total=N
     for r in results:
         if r["killed"]:
             continue
-        why = EQUIVALENT.get(r["mutant"]) or OPEN_GAPS.get(r["mutant"]) or r.get("why") or (
+        analysed = EQUIVALENT.get(r["mutant"]) or OPEN_GAPS.get(r["mutant"])
+        why = analysed or r.get("why") or (
             f"no law failed ({len(r['laws_run'])} laws run, {profile} profile): " + ", ".join(r["laws_run"]))
+        if analysed and r.get("why"):
+            why += f" [this run: {r['why']}]"
         survivors.append({"mutant": r["mutant"], "rule": f"{r['table']} rule of {r['primitive']}", "why": why})
     n, k = len(results), sum(r["killed"] for r in results)
     drawn = [r for r in results if r.get("why") != "no strategy draws this primitive"]
     data = {"mutants": n, "killed": k, "survivors": survivors, "profile": profile, "generated": total,
             "seconds": seconds, "workers": workers,
             "reachable": {"mutants": len(drawn), "killed": sum(r["killed"] for r in drawn)},
-            "planned": planned, "kill_rate_ci95": list(wilson(k, n)) if planned and n < planned else None, "results": results}
+            "planned": planned, "notes": list(notes), "kill_rate_ci95": list(wilson(k, n)) if planned and n < planned else None, "results": results}
     json_path = os.path.join(report_dir, "mutation.json")
     with open(json_path, "w") as fh:
         json.dump(data, fh, indent=1)
@@ -749,6 +758,8 @@ def _markdown(data):
         g[1] += r["killed"]
     for (fam, table), (total, killed) in sorted(groups.items()):
         lines.append(f"| {fam} | {table} | {total} | {killed} |")
+    if data.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in data["notes"]]
     lines += ["", "## Survivors", ""]
     if not data["survivors"]:
         lines.append("None.")
