@@ -749,8 +749,8 @@ def _markdown(data):
     lines += [f"Of the mutants of primitives some strategy draws, {reach['killed']} of {reach['mutants']} were "
               f"killed ({100.0 * reach['killed'] / max(reach['mutants'], 1):.1f}%); the other "
               f"{n - reach['mutants']} mutate primitives no strategy draws yet, which no law can reach.", "",
-              "Regenerate: `python -m properties.mutation --profile quick -n 2` (all mutants) or "
-              "`--sample N`.", "", "## By family", "", "| family | table | mutants | killed |", "|---|---|---|---|"]
+              "Regenerate: `python -m properties.mutation --profile quick -n 2 --report-dir reports` "
+              "(all mutants; `--minutes M` for a sample of what fits in M minutes).", "", "## By family", "", "| family | table | mutants | killed |", "|---|---|---|---|"]
     groups = {}
     for r in data["results"]:
         g = groups.setdefault((r["family"], r["table"]), [0, 0])
@@ -788,6 +788,7 @@ def _earlier_results(path, profile, names):
 
 
 def main(argv=None):
+    from properties.__main__ import cache_dir
     parser = argparse.ArgumentParser(prog="python -m properties.mutation", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="quick", choices=("quick", "default", "thorough"))
     parser.add_argument("-n", "--workers", type=int, default=2, help="mutants run at once")
@@ -799,7 +800,10 @@ def main(argv=None):
     parser.add_argument("--resume", action="store_true",
                         help=f"keep the results in REPORT_DIR/{PROGRESS} of an interrupted run")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
-    parser.add_argument("--report-dir", default="reports")
+    parser.add_argument("--report-dir", default=os.environ.get("PROPERTIES_REPORT_DIR")
+                        or os.path.join(cache_dir(), "reports"),
+                        help="where mutation.{json,md} go (default: %(default)s); the committed reference "
+                        "report is written with --report-dir reports")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.workers < 1:

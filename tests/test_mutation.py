@@ -148,7 +148,7 @@ def test_unary_primitives_get_no_swap_mutants(mutants):
 
 def _run_cli(tmp_path, *args):
     out = subprocess.run([sys.executable, "-m", "properties.mutation", "--report-dir", str(tmp_path), *args],
-                         capture_output=True, text=True, cwd=ROOT, timeout=3600)
+                         capture_output=True, text=True, cwd=ROOT, timeout=8 * 3600)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads((tmp_path / "mutation.json").read_text())
 
@@ -170,11 +170,8 @@ def test_a_sample_of_mutants_is_killed_by_the_laws_alone(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_whole_mutation_run_kills_nine_in_ten():
-    """Nightly: every mutant; writes reports/mutation.{json,md}."""
-    out = subprocess.run([sys.executable, "-m", "properties.mutation", "-n", "2", "--profile", "quick"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=6 * 3600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    data = json.loads((Path(ROOT) / "reports" / "mutation.json").read_text())
+def test_the_whole_mutation_run_kills_nine_in_ten(tmp_path):
+    """Nightly: every mutant (about 6 hours on 2 loaded cores)."""
+    data = _run_cli(tmp_path, "-n", "2", "--profile", "quick")
     assert data["mutants"] >= 30 and data["killed"] >= 0.9 * data["mutants"]
     assert all(s["why"] for s in data["survivors"])
