@@ -515,12 +515,12 @@ def _reachable(focus):
     return any([focus["ops"], focus["named"], focus["control"], focus["families"]])
 
 
-def _sample(mutants, n, seed):
+def _sample(mutants, n, seed, cov=None):
     """n mutants spread over families and tables (round robin over shuffled groups), of
     primitives some strategy draws: the sample measures the laws, not the strategies'
     coverage (which tests/test_strategies.py checks against impl's registry)."""
     rnd = random.Random(seed)
-    cov = coverage()
+    cov = cov or coverage()
     groups = {}
     for m in mutants:
         if m.family not in NEEDS_DEVICES and _reachable(focus_for(m.primitive, cov)):
@@ -627,12 +627,13 @@ def _worker_loop(profile):
         forget_derived_programs()
 
 
-def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=None, done=None, minutes=None):
+def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=None, done=None, minutes=None,
+        cov=None):
     """Run ``mutants`` in that order on ``workers`` worker processes; results in order of
     completion. Each result is appended to ``progress`` (a JSON-lines file) as it
     arrives; ``done`` holds results of an earlier run to keep. With ``minutes``, no
     mutant is started after that many minutes (the run is then a prefix of ``mutants``)."""
-    cov = coverage()
+    cov = cov or coverage()
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -822,13 +823,14 @@ def main(argv=None):
         for m in mutants:
             print(m.name, m.family)
         return 0
+    unknown = [n for n in args.mutant if n not in by_name]
+    if unknown:
+        parser.error(f"unknown mutants {unknown}; see --list")
+    cov = coverage()   # which strategy sources reach each primitive (the focus of its laws)
     if args.mutant:
-        unknown = [n for n in args.mutant if n not in by_name]
-        if unknown:
-            parser.error(f"unknown mutants {unknown}; see --list")
         chosen = [by_name[n] for n in args.mutant]
     elif args.sample:
-        chosen = _sample(mutants, args.sample, args.seed)
+        chosen = _sample(mutants, args.sample, args.seed, cov)
     else:  # shuffled, so that a run cut short by --minutes is a uniform random sample
         chosen = list(mutants)
         random.Random(args.seed).shuffle(chosen)
@@ -838,7 +840,7 @@ def main(argv=None):
     if not args.resume and os.path.exists(progress):
         os.remove(progress)
     start = time.perf_counter()
-    results = run(chosen, args.profile, args.workers, progress=progress, done=done, minutes=args.minutes)
+    results = run(chosen, args.profile, args.workers, progress=progress, done=done, minutes=args.minutes, cov=cov)
     paths = report(results, args.report_dir, args.profile, time.perf_counter() - start, len(mutants), args.workers,
                    len(chosen))
     killed = sum(r["killed"] for r in results)

@@ -161,7 +161,7 @@ def test_a_sample_of_mutants_is_killed_by_the_laws_alone(tmp_path):
     """CI's mutation run: a fixed sample of impl's own rules made wrong, run in a worker
     subprocess; the laws (never the differential comparison with JAX) must kill
     most of them (the whole run's target, 90%, is checked by the slow test)."""
-    data = _run_cli(tmp_path, "--sample", str(CI_SAMPLE), "-n", "1", "--profile", "quick")
+    data = _run_cli(tmp_path, "--sample", str(CI_SAMPLE), "-n", "2", "--profile", "quick")
     assert data["mutants"] == CI_SAMPLE and len(data["results"]) == CI_SAMPLE
     assert all(not r["by"] or not r["by"].startswith("differential") for r in data["results"])
     assert all(s["why"] for s in data["survivors"])
