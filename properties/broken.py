@@ -585,6 +585,54 @@ def loop_vmap(base):
     return {"vmap": vmap}
 
 
+class _ForwardModeCustomVJP:
+    """custom_vjp with forward mode, as impl does it: a custom_jvp whose tangent is the
+    transpose of ``ct -> bwd(res, ct)`` (so bwd must be linear in ct)."""
+
+    def __init__(self, base, fun, **kw):
+        self.base, self.fun, self.kw, self.rule = base, fun, kw, None
+
+    def defvjp(self, fwd, bwd, **kw):
+        b = self.base
+        f = b.custom_jvp(self.fun, **self.kw)
+
+        def rule(primals, tangents):
+            out, res = fwd(*primals)
+            (t_out,) = b.linear_transpose(lambda ct: bwd(res, ct), out)(tuple(tangents))
+            return out, t_out
+        f.defjvp(rule)
+        self.rule = f
+
+    def __call__(self, *args):
+        if self.rule is None:
+            raise TypeError("custom_vjp function called before defvjp")
+        return self.rule(*args)
+
+
+def custom_vjp_by_transposed_bwd(base):
+    """A *correct* forward mode for custom_vjp (which JAX refuses): the tangent is
+    bwd transposed in the output cotangent."""
+    return {"custom_vjp": lambda fun, **kw: _ForwardModeCustomVJP(base, fun, **kw)}
+
+
+def custom_vjp_residuals_constant(base):
+    """custom_vjp's fwd residuals are cut from differentiation (stop_gradient):
+    first derivatives stay right, second derivatives through bwd lose the terms
+    that come from the residuals' dependence on the inputs."""
+    def custom_vjp(fun, **kw):
+        f = base.custom_vjp(fun, **kw)
+        plain_defvjp = f.defvjp
+
+        def defvjp(fwd, bwd, **kw2):
+            def cut(*xs):
+                out, res = fwd(*xs)
+                return out, tree_map(base.lax.stop_gradient, res)
+            return plain_defvjp(cut, bwd, **kw2)
+        f.defvjp = defvjp
+        return f
+    return {"custom_vjp": custom_vjp}
+
+
 BREAKS = {f.__name__: f for f in (
     vmap_slice0, jit_perturb, forward_drops_term, linearize_stale, vjp_jv,
     reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
@@ -592,7 +640,8 @@ BREAKS = {f.__name__: f for f in (
     control_flow_derivative_damped, collectives_wrong, collectives_derivative_damped,
     collectives_transpose_wrong, extrema_by_gather, checkpoint_damped, chunked_vmap, chunks_reordered,
     reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted, materialized_symbolic_zeros,
-    jit_drops_shardings, spmd_axis_name_ignored)}
+    jit_drops_shardings, spmd_axis_name_ignored, custom_vjp_by_transposed_bwd,
+    custom_vjp_residuals_constant)}
 
 
 def broken(base, *labels):

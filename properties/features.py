@@ -60,6 +60,12 @@ def _custom_vjp_symbolic_zeros(b):
     b.grad(f)(1.0)
 
 
+def _custom_vjp_forward_mode(b):
+    f = b.custom_vjp(lambda x: x * x)
+    f.defvjp(lambda x: (f(x), x), lambda x, g: (2.0 * x * g,))
+    b.jvp(lambda x: b.jvp(f, (x,), (1.0,))[1], (1.0,), (1.0,))
+
+
 def _piles(b):
     p = b.pile([np.ones(2), np.ones(1)], axis=0)
     axis = _pile_axis(b)
@@ -86,6 +92,7 @@ PROBES = {
     "symbolic_zeros": _symbolic_zeros,
     "custom_vjp_symbolic_zeros": _custom_vjp_symbolic_zeros,
     "piles": _piles,
+    "custom_vjp_forward_mode": _custom_vjp_forward_mode,
     "jit_shardings": _jit_shardings,
 }
 

@@ -101,6 +101,28 @@ def test_report_lists_survivors_with_reasons(tmp_path):
     assert "1 of 2 mutants killed" in Path(md_path).read_text()
 
 
+def test_a_run_cut_short_reports_the_kill_rate_with_its_interval(tmp_path):
+    r = {"table": "jvp", "primitive": "sin", "operator": "scale", "family": "elementwise", "by": None,
+         "kind": None, "message": "", "laws_run": ["x"], "seconds": 1.0}
+    results = [dict(r, mutant=f"jvp:p{i}:scale", killed=i < 8) for i in range(10)]
+    json_path, md_path = mutation.report(results, str(tmp_path), total=100, planned=100)
+    data = json.loads(Path(json_path).read_text())
+    lo, hi = data["kill_rate_ci95"]
+    # Wilson interval of 8/10 (z = 1.96): centre 0.7167, half-width 0.2266
+    assert abs(lo - 0.4902) < 1e-3 and abs(hi - 0.9433) < 1e-3
+    assert "uniform random sample of 10 of the 100" in Path(md_path).read_text()
+    json_path, _ = mutation.report(results, str(tmp_path), total=100, planned=10)
+    assert json.loads(Path(json_path).read_text())["kill_rate_ci95"] is None  # the whole plan ran
+
+
+def test_forgetting_derived_programs_empties_impl_caches():
+    f = impl.jit(lambda x: impl.numpy.sin(x) * 2.0)
+    impl.grad(f)(np.float64(0.3))
+    assert f._programs
+    mutation.forget_derived_programs()
+    assert not f._programs
+
+
 def test_sample_spreads_over_families(mutants):
     chosen = mutation._sample(mutants, 8, seed=0)
     assert len(chosen) == 8 and len({m.family for m in chosen}) >= 4
@@ -126,7 +148,7 @@ def test_unary_primitives_get_no_swap_mutants(mutants):
 
 def _run_cli(tmp_path, *args):
     out = subprocess.run([sys.executable, "-m", "properties.mutation", "--report-dir", str(tmp_path), *args],
-                         capture_output=True, text=True, cwd=ROOT, timeout=3600)
+                         capture_output=True, text=True, cwd=ROOT, timeout=8 * 3600)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads((tmp_path / "mutation.json").read_text())
 
@@ -136,12 +158,10 @@ CI_SAMPLE = 5
 
 
 def test_a_sample_of_mutants_is_killed_by_the_laws_alone(tmp_path):
-    """CI's mutation run: a fixed sample of impl's own rules made wrong, each in a
+    """CI's mutation run: a fixed sample of impl's own rules made wrong, run in a worker
     subprocess; the laws (never the differential comparison with JAX) must kill
-    most of them (the whole run's target, 90%, is checked by the slow test).
-    Open survivors of this sample after merging main: jvp:while:swap and
-    jvp:custom_lin:scale (not yet analysed: a missing law or an equivalent mutant)."""
-    data = _run_cli(tmp_path, "--sample", str(CI_SAMPLE), "-n", "1", "--profile", "quick")
+    most of them (the whole run's target, 90%, is checked by the slow test)."""
+    data = _run_cli(tmp_path, "--sample", str(CI_SAMPLE), "-n", "2", "--profile", "quick")
     assert data["mutants"] == CI_SAMPLE and len(data["results"]) == CI_SAMPLE
     assert all(not r["by"] or not r["by"].startswith("differential") for r in data["results"])
     assert all(s["why"] for s in data["survivors"])
@@ -150,11 +170,8 @@ def test_a_sample_of_mutants_is_killed_by_the_laws_alone(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_whole_mutation_run_kills_nine_in_ten():
-    """Nightly: every mutant; writes reports/mutation.{json,md}."""
-    out = subprocess.run([sys.executable, "-m", "properties.mutation", "-n", "2", "--profile", "quick"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=6 * 3600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    data = json.loads((Path(ROOT) / "reports" / "mutation.json").read_text())
+def test_the_whole_mutation_run_kills_nine_in_ten(tmp_path):
+    """Nightly: every mutant (about 6 hours on 2 loaded cores)."""
+    data = _run_cli(tmp_path, "-n", "2", "--profile", "quick")
     assert data["mutants"] >= 30 and data["killed"] >= 0.9 * data["mutants"]
     assert all(s["why"] for s in data["survivors"])

@@ -104,6 +104,7 @@ LAWS = [
          lambda: cases.custom_wrappers(rules=("true", "symbolic_zeros"))),
     _law(7, custom.custom_wrapper_symbolic_zeros,
          lambda: cases.custom_wrappers(rules=("symbolic_zeros",))),
+    _law(7, custom.custom_vjp_forward_over_forward, lambda: cases.custom_cases(rules=("true",))),
     _law(14, sharding.sharded_jit_matches_unsharded,
          lambda: cases.shardings(kinds=("jit", "constraint")), devices=8),
     _law(14, sharding.spmd_axis_name_places_batch_axis, lambda: cases.shardings(kinds=("spmd",)),

@@ -119,6 +119,31 @@ def custom_vjp_true_rule(backend, case):
     _true_vjp_checks(backend, case, "custom_vjp_true_rule", make_custom_vjp(backend, case))
 
 
+def custom_vjp_forward_over_forward(backend, case):
+    """Second-order forward mode through a custom_vjp function whose bwd is the
+    derivative (its tangents come from transposing bwd, which impl does and JAX
+    refuses): <g, jvp of jvp(F)(u) along v> agrees with float64 finite differences
+    along v of the primal's reverse-mode <vjp(g), u>."""
+    law = "custom_vjp_forward_over_forward"
+    from .. import features
+    features.require(backend, "custom_vjp_forward_mode")
+    F = make_custom_vjp(backend, case)
+    primals = _point(case)
+    primal = case.primal(backend.numpy)
+    y = check_conditioning(primal, primals)
+    u, v = directions(primals, salt=25), directions(primals, salt=26)
+    (g,) = directions((y,), salt=27)
+    got = evaluate(lambda: backend.jvp(lambda *p: backend.jvp(F, p, u)[1], primals, v)[1])
+    require_finite(got, what="second-order tangent")
+
+    def reverse(*p):   # <vjp(primal)(g), u>, by reverse mode of the primal alone
+        cts = evaluate(backend.vjp(primal, *p)[1], g.astype(p[0].dtype))
+        return np.float64(sum(np.vdot(c, t) for c, t in zip(cts, u)))
+    want = fd_jvp(reverse, primals, v)
+    assert_dot_equal(law, case, "<g, d/dv jvp(F)(u)> vs FD_v <vjp(primal)(g), u>",
+                     ((g,), (got,)), ((np.float64(1.0),), (want,)), kind="reference")
+
+
 def custom_gradient_uses_rule(backend, case):
     """custom_gradient: F's value is the primal and vjp returns the rule's cotangents."""
     _uses_bwd(backend, case, "custom_gradient_uses_rule", make_custom_gradient(backend, case))

@@ -58,3 +58,8 @@ def test_custom_wrapper_true_rule_matches_finite_differences(law_run, case):
 @law_test
 def test_custom_wrapper_symbolic_zeros(law_run, case):
     law_run.check(case)
+
+
+@law_test
+def test_custom_vjp_forward_over_forward(law_run, case):
+    law_run.check(case)

@@ -63,6 +63,7 @@ BACKEND_BREAKS = [
     ("prng_vmap_matches_loop", ("vmap_slice0",)),
     ("custom_wrapper_uses_rule", ("ignore_custom_rules",)),
     ("custom_wrapper_symbolic_zeros", ("materialized_symbolic_zeros",)),
+    ("custom_vjp_forward_over_forward", ("custom_vjp_by_transposed_bwd", "custom_vjp_residuals_constant")),
     ("differential_value", ("numpy_perturbed",)),
     ("differential_jvp", ("numpy_perturbed",)),
     ("differential_vjp", ("vjp_jv",)),
@@ -90,6 +91,7 @@ POSITIVE_CONTROLS = [
     ("pile_grad_matches_loop", ("piles_by_loop",), None),
     ("named_extrema_derivatives_match_reference", ("extrema_by_gather",),
      STRATEGIES["named_extrema_derivatives_match_reference"]),
+    ("custom_vjp_forward_over_forward", ("custom_vjp_by_transposed_bwd",), None),
 ]
 
 RULE_BREAKS = {
