@@ -121,7 +121,9 @@ def _trace_all(backend, draws, per_strategy, names):
     ordinary, custom = ops_by_name()
     for op in ordinary + custom:
         kw = dict(custom_rules=(op,)) if op in custom else dict(ops=(op,), min_ops=1)
-        for p, args in draws(programs.program_cases(max_ops=3, **kw), per_strategy):
+        # only programs the op made it into (some ops need operands a draw may lack, e.g. log1p)
+        strategy = programs.program_cases(max_ops=3, **kw).filter(lambda case, op=op: op in case[0].ops)
+        for p, args in draws(strategy, per_strategy):
             names |= primitives_of_program(backend, p, args)
             try:
                 names |= primitives_of_jaxpr(backend.make_jaxpr(backend.jit(p.build(backend)))(*args))

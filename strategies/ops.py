@@ -1215,7 +1215,8 @@ class NextAfter(Op):
 
 class RandomNoise(Op):
     """The operand plus uniform or normal noise drawn with ``backend.random``
-    from a key made of a drawn integer seed (threefry bits inside the program)."""
+    from a key made of drawn integers (``PRNGKey`` then ``fold_in``: threefry
+    hashes and random bits inside the program)."""
 
     name, category = "random", "prng"
     #: normal noise is scaled by 1/8; a normal made from a float64 uniform stays within 9
@@ -1223,9 +1224,9 @@ class RandomNoise(Op):
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
-        seed = draw(st.integers(0, 2 ** 16))
+        seed, data = draw(st.integers(0, 2 ** 16)), draw(upto(3))
         normal = draw(_BOOL)
-        key = f"backend.random.PRNGKey({seed})"
+        key = f"backend.random.fold_in(backend.random.PRNGKey({seed}), {data})"
         if normal:
             noise = f"0.125 * backend.random.normal({key}, {t.shape!r}, jnp.{ctx.dtype})"
             lo, hi = t.lo - self.NORMAL_BOUND, t.hi + self.NORMAL_BOUND
@@ -1233,7 +1234,7 @@ class RandomNoise(Op):
             noise = f"0.25 * backend.random.uniform({key}, {t.shape!r}, jnp.{ctx.dtype})"
             lo, hi = t.lo, t.hi + 0.25
         return Node(self.name, (a,), f"{ctx.name(a)} + {noise}", t.with_(lo=lo, hi=hi),
-                    (("seed", seed), ("normal", normal)))
+                    (("seed", seed), ("data", data), ("normal", normal)))
 
 
 def _erf_inv(y):
