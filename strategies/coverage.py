@@ -134,7 +134,9 @@ def _trace_all(backend, draws, per_strategy, names):
                 *[(lambda c: c.build(backend), control.control_flow_cases(kinds=(kind,)), per_strategy)
                   for kind in control.CONTROL_KINDS],
                 (lambda c: c.build(backend), remat.remat_cases(), 4 * per_strategy),
-                (lambda c: c.make(backend)[0], custom_rules.custom_wrapper_cases(), per_strategy)]
+                (lambda c: c.make(backend)[0], custom_rules.custom_wrapper_cases(), per_strategy),
+                (lambda c: c.make(backend)[0], custom_rules.custom_wrapper_cases(
+                    kinds=("custom_vjp",), rules=("true",)).filter(lambda c: c.optimize_remat), 1)]
     for build, strategy, n in builders:
         for case in draws(strategy, n):
             try:
