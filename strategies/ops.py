@@ -1014,7 +1014,8 @@ class Conv(Op):
         raw = t.bound * taps * max(abs(c) for c in flat)
         scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9) / 4.0)))
         bound = raw * scale
-        kernel_text = f"jnp.asarray({np.array(flat).reshape(rhs_shape).tolist()!r}, jnp.{ctx.dtype})"
+        # the operand's own dtype: conv takes no mixed dtypes (laws re-run programs in float64)
+        kernel_text = f"jnp.asarray({np.array(flat).reshape(rhs_shape).tolist()!r}, {ctx.name(a)}.dtype)"
         if scale != 1.0:
             kernel_text += f" * {scale!r}"
         pad_text = repr(padding) if isinstance(padding, str) else repr((padding,) * len(spatial))
@@ -1173,18 +1174,15 @@ class Bits(Op):
     def make(self, draw, ctx, a):
         t = ctx.values[a]
         k = ctx.pick(draw, list(self.shifts))
-        wide = ctx.dtype == "float64"
         int_of = _INT.format(x=ctx.name(a))
         expr = self.template.format(
-            x=ctx.name(a), n=int_of, k=k, dtype=ctx.dtype, scale=2.0 ** -(k + 2), up=2.0 ** (k - 2),
-            bits_int="int64" if wide else "int32", mantissa=52 if wide else 23,
-            exponent_scale=2.0 ** -10 if wide else 2.0 ** -7)
+            x=ctx.name(a), n=int_of, k=k, scale=2.0 ** -(k + 2), up=2.0 ** (k - 2))
         lo, hi = self.bounds(t, k)
         return Node(self.name, (a,), expr, t.with_(lo=lo, hi=hi), (("k", k),))
 
 
 def _bits_ops():
-    back = "lax.convert_element_type({inner}, jnp.{{dtype}})"
+    back = "lax.convert_element_type({inner}, {{x}}.dtype)"
     return [
         Bits("shift_left", back.format(inner="lax.shift_left({n}, jnp.int32({k}))") + " * {scale!r}",
              lambda t, k: (t.lo - 0.25, t.hi), shifts=(1, 2, 3)),
@@ -1192,10 +1190,11 @@ def _bits_ops():
              back.format(inner="lax.shift_right_arithmetic({n}, jnp.int32({k}))") + " * {up!r}",
              lambda t, k: (t.lo - 2.0 ** (k - 2) - 0.25, t.hi), shifts=(1, 2, 3)),
         Bits("clz", back.format(inner="lax.clz({n})") + " * 0.125", lambda t, k: (0.0, 4.0)),
-        # the sign and exponent bits of the float itself
-        Bits("float_bits", back.format(inner="lax.shift_right_logical(lax.bitcast_convert_type({x}, "
-                                             "jnp.{bits_int}), jnp.{bits_int}({mantissa}))")
-             + " * {exponent_scale!r}", lambda t, k: (0.0, 4.0)),
+        # the sign and exponent bits of the operand as a float32 (the same bits when a
+        # float32 program is re-run in float64)
+        Bits("float_bits", back.format(inner="lax.shift_right_logical(lax.bitcast_convert_type("
+                                             "lax.convert_element_type({x}, jnp.float32), jnp.int32), "
+                                             "jnp.int32(23))") + " * 0.0078125", lambda t, k: (0.0, 4.0)),
     ]
 
 
@@ -1209,18 +1208,19 @@ class NextAfter(Op):
         t = ctx.values[a]
         c = draw(st.sampled_from(CONSTANTS))
         ulp = 1e-6 * max(1.0, t.bound)
-        expr = f"lax.nextafter(lax.stop_gradient({ctx.name(a)}), jnp.asarray({c!r}, jnp.{ctx.dtype}))"
+        x = ctx.name(a)
+        expr = f"lax.nextafter(lax.stop_gradient({x}), jnp.asarray({c!r}, {x}.dtype))"
         return Node(self.name, (a,), expr, t.with_(lo=t.lo - ulp, hi=t.hi + ulp), (("c", c),))
 
 
 class RandomNoise(Op):
-    """The operand plus uniform or normal noise drawn with ``backend.random``
+    """The operand plus float32 uniform or normal noise drawn with ``backend.random``
     from a key made of drawn integers (``PRNGKey`` then ``fold_in``: threefry
     hashes and random bits inside the program)."""
 
     name, category = "random", "prng"
-    #: normal noise is scaled by 1/8; a normal made from a float64 uniform stays within 9
-    NORMAL_BOUND = 1.125
+    #: normal noise is scaled by 1/8; a normal made from a float32 uniform stays within 6
+    NORMAL_BOUND = 0.75
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
@@ -1228,10 +1228,10 @@ class RandomNoise(Op):
         normal = draw(_BOOL)
         key = f"backend.random.fold_in(backend.random.PRNGKey({seed}), {data})"
         if normal:
-            noise = f"0.125 * backend.random.normal({key}, {t.shape!r}, jnp.{ctx.dtype})"
+            noise = f"0.125 * backend.random.normal({key}, {t.shape!r}, jnp.float32)"
             lo, hi = t.lo - self.NORMAL_BOUND, t.hi + self.NORMAL_BOUND
         else:
-            noise = f"0.25 * backend.random.uniform({key}, {t.shape!r}, jnp.{ctx.dtype})"
+            noise = f"0.25 * backend.random.uniform({key}, {t.shape!r}, jnp.float32)"
             lo, hi = t.lo, t.hi + 0.25
         return Node(self.name, (a,), f"{ctx.name(a)} + {noise}", t.with_(lo=lo, hi=hi),
                     (("seed", seed), ("data", data), ("normal", normal)))
