@@ -121,7 +121,9 @@ def _trace_all(backend, draws, per_strategy, names):
     ordinary, custom = ops_by_name()
     for op in ordinary + custom:
         kw = dict(custom_rules=(op,)) if op in custom else dict(ops=(op,), min_ops=1)
-        for p, args in draws(programs.program_cases(max_ops=3, **kw), per_strategy):
+        # only programs the op made it into (some ops need operands a draw may lack, e.g. log1p)
+        strategy = programs.program_cases(max_ops=3, **kw).filter(lambda case, op=op: op in case[0].ops)
+        for p, args in draws(strategy, per_strategy):
             names |= primitives_of_program(backend, p, args)
             try:
                 names |= primitives_of_jaxpr(backend.make_jaxpr(backend.jit(p.build(backend)))(*args))
@@ -132,7 +134,9 @@ def _trace_all(backend, draws, per_strategy, names):
                 *[(lambda c: c.build(backend), control.control_flow_cases(kinds=(kind,)), per_strategy)
                   for kind in control.CONTROL_KINDS],
                 (lambda c: c.build(backend), remat.remat_cases(), 4 * per_strategy),
-                (lambda c: c.make(backend)[0], custom_rules.custom_wrapper_cases(), per_strategy)]
+                (lambda c: c.make(backend)[0], custom_rules.custom_wrapper_cases(), per_strategy),
+                (lambda c: c.make(backend)[0], custom_rules.custom_wrapper_cases(
+                    kinds=("custom_vjp",), rules=("true",)).filter(lambda c: c.optimize_remat), 1)]
     for build, strategy, n in builders:
         for case in draws(strategy, n):
             try:

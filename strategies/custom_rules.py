@@ -35,6 +35,7 @@ class CustomWrapperCase:
     args: tuple
     perturbed: tuple[bool, ...]
     claims_true: bool
+    optimize_remat: bool = False  # custom_vjp's defvjp(..., optimize_remat=True)
 
     @property
     def dtype(self):
@@ -69,7 +70,8 @@ class CustomWrapperCase:
                       "    def f_bwd(res, g):",
                       "        cts = backend.vjp(body, *res)[1](g)",
                       f"        return tuple({k}c for c in cts)", "",
-                      f"    f.defvjp(f_fwd, f_bwd{', symbolic_zeros=True' if symbolic else ''})",
+                      f"    f.defvjp(f_fwd, f_bwd{', symbolic_zeros=True' if symbolic else ''}"
+                      f"{', optimize_remat=True' if self.optimize_remat else ''})",
                       "    return f, (f_fwd, f_bwd)"]
         return "\n".join(lines) + "\n"
 
@@ -82,7 +84,7 @@ class CustomWrapperCase:
 
     def describe(self):
         shapes = ", ".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in self.args)
-        return (f"{self.kind} with a {self.rule} rule (scale {self.scale}"
+        return (f"{self.kind}{' (optimize_remat)' if self.optimize_remat else ''} with a {self.rule} rule (scale {self.scale}"
                 f"{', claimed true' if self.claims_true and self.rule == 'scaled' else ''}) around "
                 f"{self.program.ops} on ({shapes}), perturbed {self.perturbed}")
 
@@ -107,8 +109,10 @@ def _wrapper_case(draw, kinds, rules, claims_true, dtype, max_ops):
     if not any(perturbed):
         perturbed = (True,) + perturbed[1:]
     claims = rule != "scaled" if claims_true is None else claims_true
+    # JAX's optimize_remat takes no symbolic-zero rule
+    optimize_remat = kind == "custom_vjp" and rule != "symbolic_zeros" and draw(st.booleans())
     return CustomWrapperCase(program, kind, rule, scale, tuple(draw(program_args(program))), perturbed,
-                             claims)
+                             claims, optimize_remat)
 
 
 def custom_wrapper_cases(*, kinds=CUSTOM_WRAPPER_KINDS, rules=RULES, claims_true=None, dtype=None,

@@ -701,6 +701,8 @@ class Cumulative(Op):
             return -top, top
         if self.name == "cumsum":
             return n * min(t.lo, 0.0), n * max(t.hi, 0.0)
+        if self.name == "cumlogsumexp":  # between the running max and it plus log(n)
+            return t.lo, t.hi + math.log(n)
         return t.lo, t.hi
 
     def accepts(self, t, ctx):
@@ -861,6 +863,411 @@ def _more_ops():
     ]
 
 
+class AtUpdate(Op):
+    """``x.at[indices].multiply/min/max(c)``: a scatter with constant indices along axis 0."""
+
+    category = "slicing"
+
+    def __init__(self, name, method, *, smooth, linear=False):
+        self.name, self.method, self.smooth, self.linear = name, method, smooth, linear
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1 and (self.method != "multiply" or fits((), t.bound * 2.0))
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        idx = draw(st.lists(st.integers(0, t.shape[0] - 1), min_size=1, max_size=3, unique=True))
+        c = draw(st.sampled_from(CONSTANTS))
+        if self.method == "multiply":
+            lo, hi = min(t.lo, t.lo * c, t.hi * c), max(t.hi, t.lo * c, t.hi * c)
+        else:
+            lo, hi = (min(t.lo, c), t.hi) if self.method == "min" else (t.lo, max(t.hi, c))
+        expr = f"jnp.asarray({ctx.name(a)}).at[jnp.asarray({idx!r})].{self.method}({c!r})"
+        return Node(self.name, (a,), expr, t.with_(lo=lo, hi=hi), (("indices", tuple(idx)), ("c", c)))
+
+
+class TopK(Op):
+    """``lax.top_k(x, k)[0]``: the k largest along the last axis (not smooth at ties)."""
+
+    name, smooth, category = "top_k", False, "reduction"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        k = draw(st.integers(1, t.shape[-1]))
+        return Node(self.name, (a,), f"lax.top_k({ctx.name(a)}, {k})[0]", t.with_(shape=t.shape[:-1] + (k,)),
+                    (("k", k),))
+
+
+# ------------------------------------------------------- windows and convolution
+
+
+def _window_out(n, window, stride, dilation, padding):
+    """Output length of a window op along one axis (None: the window does not fit)."""
+    span = (window - 1) * dilation + 1
+    if padding == "SAME":
+        return -(-n // stride)
+    lo, hi = (0, 0) if padding == "VALID" else padding
+    return (n + lo + hi - span) // stride + 1 if n + lo + hi >= span else None
+
+
+def _draw_padding(draw, span, same_ok=True, valid_ok=True):
+    """'VALID', 'SAME' or an explicit (lo, hi) pair each below ``span``."""
+    kind = draw(st.integers(0 if valid_ok else 1, 2 if same_ok else 1))
+    if kind == 2:
+        return "SAME"
+    if kind == 1:
+        return (draw(upto(span - 1)), draw(upto(span - 1)))
+    return "VALID"
+
+
+class Pool(Op):
+    """``lax.reduce_window`` with add (sum pooling, linear), max or min (not
+    smooth at ties) over drawn windows, strides, dilations and padding."""
+
+    category = "window"
+
+    def __init__(self, name, computation, init, *, smooth, linear=False):
+        self.name, self.computation, self.init = name, computation, init
+        self.smooth, self.linear = smooth, linear
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        summing = self.computation == "lax.add"
+        window, strides, dilation = [], [], []
+        for n in t.shape:
+            window.append(draw(st.integers(1, min(n, 3))))
+            strides.append(draw(st.integers(1, 2)))
+            # max/min pooling has no VJP with window dilation (neither in JAX)
+            dilation.append(draw(st.integers(1, 2)) if summing and window[-1] > 1 else 1)
+        spans = [(w - 1) * d + 1 for w, d in zip(window, dilation)]
+        padding = _draw_padding(draw, min(spans), same_ok=all(d == 1 for d in dilation))
+        shape = tuple(_window_out(n, w, s, d, padding) for n, w, s, d in zip(t.shape, window, strides, dilation))
+        if None in shape:  # a dilated window longer than the padded axis: undilated, 'SAME'
+            padding, dilation = "SAME", [1] * t.rank
+            shape = tuple(_window_out(n, w, s, 1, padding) for n, w, s in zip(t.shape, window, strides))
+        count = math.prod(window)
+        lo, hi = (count * min(t.lo, 0.0), count * max(t.hi, 0.0)) if summing else (t.lo, t.hi)
+        pad_text = repr(padding) if isinstance(padding, str) else repr((padding,) * t.rank)
+        dil = f", window_dilation={tuple(dilation)!r}" if any(d > 1 for d in dilation) else ""
+        expr = (f"lax.reduce_window({ctx.name(a)}, {self.init}, {self.computation}, {tuple(window)!r}, "
+                f"{tuple(strides)!r}, {pad_text}{dil})")
+        return Node(self.name, (a,), expr, t.with_(shape=shape, lo=lo, hi=hi),
+                    (("window", tuple(window)), ("strides", tuple(strides)), ("padding", padding)))
+
+
+class Conv(Op):
+    """``lax.conv_general_dilated`` of a rank-3 or rank-4 value with a constant
+    kernel (so linear): drawn dimension numbers, strides, padding, lhs and rhs
+    dilation and feature groups."""
+
+    name, linear, category = "conv", True, "linear algebra"
+
+    def accepts(self, t, ctx):
+        return t.rank in (3, 4)
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        spatial = "HW"[:t.rank - 2]
+        lhs_spec = "".join(draw(st.permutations("NC" + spatial)))
+        rhs_spec = "".join(draw(st.permutations("OI" + spatial)))
+        out_spec = "".join(draw(st.permutations("NC" + spatial)))
+        size = dict(zip(lhs_spec, t.shape))
+        channels = size["C"]
+        groups = ctx.pick(draw, [g for g in range(1, channels + 1) if channels % g == 0])
+        out_features = groups * draw(st.integers(1, 2))
+        kernel, strides, lhs_dil, rhs_dil = {}, [], [], []
+        for d in spatial:
+            kernel[d] = draw(st.integers(1, min(3, size[d])))
+            strides.append(draw(st.integers(1, 2)))
+            lhs_dil.append(draw(st.integers(1, 2)))
+            rhs_dil.append(draw(st.integers(1, 2)) if kernel[d] > 1 else 1)
+        spans = [(kernel[d] - 1) * r + 1 for d, r in zip(spatial, rhs_dil)]
+        dilated = [(size[d] - 1) * ld + 1 for d, ld in zip(spatial, lhs_dil)]
+        # JAX takes string padding only without lhs dilation (a transposed convolution)
+        plain = all(ld == 1 for ld in lhs_dil)
+        padding = _draw_padding(draw, min(spans), same_ok=plain, valid_ok=plain)
+        if padding == "VALID" and any(s > n for s, n in zip(spans, dilated)):
+            padding = (min(spans) - 1, min(spans) - 1)
+        out_sizes = {}
+        for d, n, s, span in zip(spatial, dilated, strides, spans):
+            if padding == "SAME":
+                out_sizes[d] = -(-size[d] // s)
+            else:
+                lo, hi = (0, 0) if padding == "VALID" else padding
+                out_sizes[d] = max(0, (n + lo + hi - span) // s + 1)
+        if any(v < 1 for v in out_sizes.values()):  # the window is longer than the padded input
+            padding, out_sizes = "SAME", {d: -(-size[d] // s) for d, s in zip(spatial, strides)}
+            lhs_dil = [1] * len(spatial)
+        out_sizes.update(N=size["N"], C=out_features)
+        shape = tuple(out_sizes[d] for d in out_spec)
+        rhs_sizes = dict(kernel, O=out_features, I=channels // groups)
+        rhs_shape = tuple(rhs_sizes[d] for d in rhs_spec)
+        flat = draw(st.lists(st.sampled_from(CONSTANTS), min_size=math.prod(rhs_shape),
+                             max_size=math.prod(rhs_shape)))
+        taps = rhs_sizes["I"] * math.prod(kernel.values())
+        raw = t.bound * taps * max(abs(c) for c in flat)
+        scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9) / 4.0)))
+        bound = raw * scale
+        # the operand's own dtype: conv takes no mixed dtypes (laws re-run programs in float64)
+        kernel_text = f"jnp.asarray({np.array(flat).reshape(rhs_shape).tolist()!r}, {ctx.name(a)}.dtype)"
+        if scale != 1.0:
+            kernel_text += f" * {scale!r}"
+        pad_text = repr(padding) if isinstance(padding, str) else repr((padding,) * len(spatial))
+        extras = ""
+        if any(ld > 1 for ld in lhs_dil):
+            extras += f", lhs_dilation={tuple(lhs_dil)!r}"
+        if any(r > 1 for r in rhs_dil):
+            extras += f", rhs_dilation={tuple(rhs_dil)!r}"
+        if groups > 1:
+            extras += f", feature_group_count={groups}"
+        expr = (f"lax.conv_general_dilated({ctx.name(a)}, {kernel_text}, {tuple(strides)!r}, {pad_text}"
+                f"{extras}, dimension_numbers={(lhs_spec, rhs_spec, out_spec)!r})")
+        return Node(self.name, (a,), expr, t.with_(shape=shape, lo=-bound, hi=bound),
+                    (("dimension_numbers", (lhs_spec, rhs_spec, out_spec)), ("padding", padding)))
+
+
+# -------------------------------------------- well-conditioned matrix functions
+
+#: Helpers of the matrix ops: each takes matrices with entries in [-1, 1] and
+#: returns a well-conditioned one, so every decomposition is smooth there.
+MATRIX_PREAMBLES = {
+    "spd": """\
+    def spd(m):
+        # m m^T + n I: symmetric positive definite, eigenvalues in [n, n + n^2]
+        n = m.shape[-1]
+        return jnp.matmul(m, jnp.swapaxes(m, -1, -2)) + n * jnp.eye(n, dtype=m.dtype)
+""",
+    "dominant": """\
+    def dominant(m):
+        # strictly diagonally dominant by rows and columns (margin >= 1): no pivoting,
+        # |inverse| <= 1, positive diagonal kept through Householder steps
+        n = m.shape[-1]
+        return m + (n + 1) * jnp.eye(n, dtype=m.dtype)
+""",
+    "separated": """\
+    def separated(m, symmetric):
+        # diag(2, 4, ..., 2n) plus a perturbation of 2-norm <= 0.5: eigenvalues
+        # (singular values) at least 1 apart and >= 1.5, so their derivatives exist
+        n = m.shape[-1]
+        e = (m + jnp.swapaxes(m, -1, -2)) * (0.25 / n) if symmetric else m * (0.5 / n)
+        return jnp.eye(n, dtype=m.dtype) * (2 * jnp.arange(1, n + 1, dtype=m.dtype)) + e
+""",
+}
+
+
+PREAMBLES.update(MATRIX_PREAMBLES)
+
+
+def _square_matrix(draw, ctx, a):
+    """Source of a batch of n x n matrices with entries in [-1, 1] built from
+    value ``a``: the value itself when its last two axes are square, else its
+    last axis times a constant matrix; with the batch shape and n."""
+    t = ctx.values[a]
+    x = ctx.name(a)
+    if t.rank >= 2 and t.shape[-1] == t.shape[-2]:
+        text, batch, raw = x, t.shape[:-2], t.bound
+    else:
+        n = t.shape[-1]
+        const, cmax = ctx.const_literal(draw, (n, n))
+        text, batch, raw = f"{x}[..., None, :] * {const}", t.shape[:-1], t.bound * cmax
+    scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9))))
+    return (text if scale == 1.0 else f"{scale!r} * {text}"), batch, t.shape[-1]
+
+
+def _matrix_ok(t):
+    if t.rank == 0 or t.shape[-1] > 5:
+        return False
+    return (t.rank >= 2 and t.shape[-1] == t.shape[-2]) or fits(t.shape + t.shape[-1:])
+
+
+class MatrixOp(Op):
+    """A decomposition or solve of a well-conditioned matrix made from the
+    operand (see :data:`MATRIX_PREAMBLES`): ``template`` is formatted with the
+    matrix ``m`` (entries in [-1, 1]), ``n`` and drawn ``flags``."""
+
+    category = "linear algebra"
+
+    def __init__(self, name, templates, out, bound, helper, *, smooth=True, flags=()):
+        self.name, self.templates, self.out, self.bound, self.helper = name, templates, out, bound, helper
+        self.smooth, self.flags = smooth, flags
+
+    def accepts(self, t, ctx):
+        return _matrix_ok(t)
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        m, batch, n = _square_matrix(draw, ctx, a)
+        i = ctx.pick(draw, list(range(len(self.templates))))
+        flags = {f: draw(_BOOL) for f in self.flags}
+        expr = self.templates[i].format(m=m, n=n, **flags)
+        shape = batch + ((n, n) if self.out[i] == "matrix" else (n,))
+        lo, hi = self.bound(n, i, flags)
+        return Node(self.name, (a,), expr, t.with_(shape=shape, lo=lo, hi=hi), (("variant", i),) + tuple(flags.items()),
+                    needs=(self.helper,) if self.helper else ())
+
+
+def _matrix_ops():
+    """Cholesky, triangular solve, LU, solve, QR, eigh and SVD of
+    well-conditioned matrices (smooth), and LU pivoting of a general one."""
+    tri = ("lax.linalg.triangular_solve(jnp.{{tri}}(dominant({m})), {m}, left_side={left_side}, "
+           "lower={lower}, transpose_a={transpose_a}, unit_diagonal={unit_diagonal})")
+    return [
+        MatrixOp("cholesky", ["jnp.linalg.cholesky(spd({m}))"], ["matrix"],
+                 lambda n, i, f: (-math.sqrt(2 * n), math.sqrt(2 * n)), "spd"),
+        _TriangularSolve("triangular_solve", [tri], ["matrix"], lambda n, i, f: (-1.0, 1.0), "dominant",
+                         flags=("left_side", "lower", "transpose_a", "unit_diagonal")),
+        MatrixOp("lu", ["lax.linalg.lu(dominant({m}))[0]"], ["matrix"],
+                 lambda n, i, f: (-(2 * n + 4), 2 * n + 4), "dominant"),
+        MatrixOp("solve", ["jnp.linalg.solve(dominant({m}), {m})"], ["matrix"], lambda n, i, f: (-1.0, 1.0),
+                 "dominant"),
+        MatrixOp("qr", ["jnp.linalg.qr(dominant({m}))[0]", "jnp.linalg.qr(dominant({m}))[1]"],
+                 ["matrix", "matrix"], lambda n, i, f: (-math.sqrt(n) * (n + 2), math.sqrt(n) * (n + 2)),
+                 "dominant"),
+        # eigenvectors and singular vectors are defined up to sign: their squares are not
+        MatrixOp("eigh", ["jnp.linalg.eigh(separated({m}, True))[0]",
+                          "jnp.square(jnp.linalg.eigh(separated({m}, True))[1])"],
+                 ["vector", "matrix"], lambda n, i, f: (0.0, 2 * n + 0.5), "separated"),
+        MatrixOp("svd", ["jnp.linalg.svd(separated({m}, False), compute_uv=False)",
+                         "jnp.square(jnp.linalg.svd(separated({m}, False))[0])"],
+                 ["vector", "matrix"], lambda n, i, f: (0.0, 2 * n + 0.5), "separated"),
+        # the rows of m in LU's pivot order: piecewise linear, so not smooth
+        MatrixOp("lu_pivots", ["jnp.take_along_axis({m}, lax.linalg.lu_pivots_to_permutation("
+                               "lax.linalg.lu(lax.stop_gradient({m}))[1], {n})[..., :, None], axis=-2)"],
+                 ["matrix"], lambda n, i, f: (-1.0, 1.0), None, smooth=False),
+    ]
+
+
+class _TriangularSolve(MatrixOp):
+    """The triangle (lower or upper, as ``lower`` says) of a dominant matrix
+    solved against m; with a unit diagonal the inverse may grow to 2^n."""
+
+    def make(self, draw, ctx, a):
+        node = super().make(draw, ctx, a)
+        flags = dict(node.params[1:])
+        expr = node.expr.replace("{tri}", "tril" if flags["lower"] else "triu")
+        bound = 2.0 ** ctx.values[a].shape[-1] if flags["unit_diagonal"] else 1.0
+        return Node(node.op, node.inputs, expr, node.type.with_(lo=-bound, hi=bound), node.params, node.needs)
+
+
+# ----------------------------------------------- integer bits, ulps and PRNG draws
+
+#: floor(4 x) as int32: the integer operand of the bit ops
+_INT = "lax.convert_element_type(jnp.floor(4.0 * {x}), jnp.int32)"
+
+
+class Bits(Op):
+    """Integer bit operations on an integer made from the operand (``floor(4 x)``
+    or the float's own bits), converted back to the program's float dtype.
+    Piecewise constant, so not smooth; the derivative is zero."""
+
+    smooth, category = False, "integer bits"
+
+    def __init__(self, name, template, bounds, shifts=(0,)):
+        self.name, self.template, self.bounds, self.shifts = name, template, bounds, shifts
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        k = ctx.pick(draw, list(self.shifts))
+        int_of = _INT.format(x=ctx.name(a))
+        expr = self.template.format(
+            x=ctx.name(a), n=int_of, k=k, scale=2.0 ** -(k + 2), up=2.0 ** (k - 2))
+        lo, hi = self.bounds(t, k)
+        return Node(self.name, (a,), expr, t.with_(lo=lo, hi=hi), (("k", k),))
+
+
+def _bits_ops():
+    back = "lax.convert_element_type({inner}, {{x}}.dtype)"
+    return [
+        Bits("shift_left", back.format(inner="lax.shift_left({n}, jnp.int32({k}))") + " * {scale!r}",
+             lambda t, k: (t.lo - 0.25, t.hi), shifts=(1, 2, 3)),
+        Bits("shift_right_arithmetic",
+             back.format(inner="lax.shift_right_arithmetic({n}, jnp.int32({k}))") + " * {up!r}",
+             lambda t, k: (t.lo - 2.0 ** (k - 2) - 0.25, t.hi), shifts=(1, 2, 3)),
+        Bits("clz", back.format(inner="lax.clz({n})") + " * 0.125", lambda t, k: (0.0, 4.0)),
+        # the sign and exponent bits of the operand as a float32 (the same bits when a
+        # float32 program is re-run in float64)
+        Bits("float_bits", back.format(inner="lax.shift_right_logical(lax.bitcast_convert_type("
+                                             "lax.convert_element_type({x}, jnp.float32), jnp.int32), "
+                                             "jnp.int32(23))") + " * 0.0078125", lambda t, k: (0.0, 4.0)),
+    ]
+
+
+class NextAfter(Op):
+    """``lax.nextafter`` towards a constant, one ulp from the operand. JAX gives
+    nextafter no derivative, so the operand's gradient is stopped first."""
+
+    name, smooth, category = "nextafter", False, "elementwise unary"
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        c = draw(st.sampled_from(CONSTANTS))
+        ulp = 1e-6 * max(1.0, t.bound)
+        x = ctx.name(a)
+        expr = f"lax.nextafter(lax.stop_gradient({x}), jnp.asarray({c!r}, {x}.dtype))"
+        return Node(self.name, (a,), expr, t.with_(lo=t.lo - ulp, hi=t.hi + ulp), (("c", c),))
+
+
+class RandomNoise(Op):
+    """The operand plus float32 uniform or normal noise drawn with ``backend.random``
+    from a key made of drawn integers (``PRNGKey`` then ``fold_in``: threefry
+    hashes and random bits inside the program)."""
+
+    name, category = "random", "prng"
+    #: normal noise is scaled by 1/8; a normal made from a float32 uniform stays within 6
+    NORMAL_BOUND = 0.75
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        seed, data = draw(st.integers(0, 2 ** 16)), draw(upto(3))
+        normal = draw(_BOOL)
+        key = f"backend.random.fold_in(backend.random.PRNGKey({seed}), {data})"
+        if normal:
+            noise = f"0.125 * backend.random.normal({key}, {t.shape!r}, jnp.float32)"
+            lo, hi = t.lo - self.NORMAL_BOUND, t.hi + self.NORMAL_BOUND
+        else:
+            noise = f"0.25 * backend.random.uniform({key}, {t.shape!r}, jnp.float32)"
+            lo, hi = t.lo, t.hi + 0.25
+        return Node(self.name, (a,), f"{ctx.name(a)} + {noise}", t.with_(lo=lo, hi=hi),
+                    (("seed", seed), ("data", data), ("normal", normal)))
+
+
+def _erf_inv(y):
+    """Inverse of math.erf on (-1, 1), by bisection (for bounds only)."""
+    lo, hi = -6.0, 6.0
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if math.erf(mid) < y else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def _primitive_ops():
+    """Ops that bring in the rest of impl's primitive registry: scatters with
+    multiply/min/max, cumlogsumexp, top_k, pooling, convolution, matrix
+    decompositions, integer bit operations, nextafter, erf_inv and PRNG draws."""
+    return [
+        AtUpdate("at_multiply", "multiply", smooth=True, linear=True),
+        AtUpdate("at_min", "min", smooth=False),
+        AtUpdate("at_max", "max", smooth=False),
+        Cumulative("cumlogsumexp"),
+        TopK(),
+        Pool("sum_pool", "lax.add", "0.0", smooth=True, linear=True),
+        Pool("max_pool", "lax.max", "-jnp.inf", smooth=False),
+        Pool("min_pool", "lax.min", "jnp.inf", smooth=False),
+        Conv(),
+        *_matrix_ops(),
+        *_bits_ops(),
+        NextAfter(),
+        RandomNoise(),
+        BoundedUnary("erf_inv", "lax.erf_inv", 0.9, _erf_inv),
+    ]
+
+
 # ----------------------------------------------------------------- vocabulary
 
 
@@ -907,7 +1314,7 @@ def _build_vocabulary():
         CustomUnary("custom_jvp", "custom_sin", lambda lo, hi: (-1.0, 1.0)),
         CustomUnary("custom_vjp", "custom_tanh", lambda lo, hi: (math.tanh(lo), math.tanh(hi))),
         LinearCall(),
-    ] + _more_ops()
+    ] + _more_ops() + _primitive_ops()
     return {op.name: op for op in ops}
 
 

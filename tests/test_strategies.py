@@ -538,33 +538,6 @@ EXEMPT_PRIMITIVES = {
                      "properties.cases.reduce_axes_cases for reduce_axes_matches_summed_grads",
     "pbroadcast": "not drawn yet: JAX 0.10.2's pbroadcast jvp under vmap is broken (strict xfail in "
                   "tests/test_collectives.py), so no reference-checked law draws it; impl's own tests cover it",
-    "cholesky": "not drawn yet (needs a strategy of well-conditioned matrices): tested against JAX and float64 finite differences in tests/test_linalg.py",
-    "eigh": "not drawn yet (needs a strategy of well-conditioned matrices): tested against JAX and float64 finite differences in tests/test_linalg.py",
-    "lu": "not drawn yet (needs a strategy of well-conditioned matrices): tested against JAX and float64 finite differences in tests/test_linalg.py",
-    "lu_pivots_to_permutation": "not drawn yet (needs a strategy of well-conditioned matrices): tested against JAX and float64 finite differences in tests/test_linalg.py",
-    "qr": "not drawn yet (needs a strategy of well-conditioned matrices): tested against JAX and float64 finite differences in tests/test_linalg.py",
-    "svd": "not drawn yet (needs a strategy of well-conditioned matrices): tested against JAX and float64 finite differences in tests/test_linalg.py",
-    "triangular_solve": "not drawn yet (needs a strategy of well-conditioned matrices): tested against JAX and float64 finite differences in tests/test_linalg.py",
-    "conv_general_dilated": "not drawn yet (needs drawn dimension numbers): tests/test_convolution.py against JAX",
-    "reduce_window_sum": "not drawn yet (needs drawn window shapes): pooling tests against JAX in tests/test_convolution.py",
-    "reduce_window_max": "not drawn yet (needs drawn window shapes): pooling tests against JAX in tests/test_convolution.py",
-    "reduce_window_min": "not drawn yet (needs drawn window shapes): pooling tests against JAX in tests/test_convolution.py",
-    "select_and_gather_add": "not drawn yet (needs drawn window shapes): pooling tests against JAX in tests/test_convolution.py",
-    "select_and_scatter_add": "not drawn yet (needs drawn window shapes): pooling tests against JAX in tests/test_convolution.py",
-    "cumlogsumexp": "not drawn yet: tests against JAX in tests/test_reductions.py",
-    "top_k": "not drawn yet: tests against JAX in tests/test_reductions.py",
-    "scatter_mul": "not drawn yet: .at[] tests against JAX in tests/test_scatter_update.py",
-    "scatter_min": "not drawn yet: .at[] tests against JAX in tests/test_scatter_update.py",
-    "scatter_max": "not drawn yet: .at[] tests against JAX in tests/test_scatter_update.py",
-    "bitcast_convert_type": "not drawn yet (integer bit operations and erf_inv, added for impl.random): tests/test_random.py against JAX",
-    "clz": "not drawn yet (integer bit operations and erf_inv, added for impl.random): tests/test_random.py against JAX",
-    "nextafter": "not drawn yet (integer bit operations and erf_inv, added for impl.random): tests/test_random.py against JAX",
-    "shift_left": "not drawn yet (integer bit operations and erf_inv, added for impl.random): tests/test_random.py against JAX",
-    "shift_right_arithmetic": "not drawn yet (integer bit operations and erf_inv, added for impl.random): tests/test_random.py against JAX",
-    "shift_right_logical": "not drawn yet (integer bit operations and erf_inv, added for impl.random): tests/test_random.py against JAX",
-    "erf_inv": "not drawn yet (integer bit operations and erf_inv, added for impl.random): tests/test_random.py against JAX",
-    "threefry2x32": "not drawn yet by a program strategy: impl.random is checked bit for bit against jax.random in tests/test_random.py",
-    "random_bits": "not drawn yet by a program strategy: impl.random is checked bit for bit against jax.random in tests/test_random.py",
     "debug_callback": "a host callback with no outputs (impl.debug.print/callback): no law "
                       "reads it; tests/test_toplevel.py compares its printed output with JAX's "
                       "eagerly and under jit, vmap and grad",
@@ -592,7 +565,6 @@ EXEMPT_PRIMITIVES = {
     "imag": "not drawn yet (the program strategies draw no complex values): tests/test_numpy_names.py complex_parts and fft groups against JAX",
     "conj": "not drawn yet (the program strategies draw no complex values): tests/test_numpy_names.py complex_parts and fft groups against JAX",
     "complex": "not drawn yet (the program strategies draw no complex values): tests/test_numpy_names.py complex_parts and fft groups against JAX",
-    "remat_opt": "bound by custom_vjp(optimize_remat=True): tests/test_custom_options.py and test_custom_control_flow.py against JAX",
 }
 
 

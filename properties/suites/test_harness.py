@@ -227,7 +227,8 @@ def test_cases_with_ops_the_backend_lacks_make_the_law_skipped():
             return getattr(jax.numpy._module, name)
 
     partial = Backend("no-transcendentals", types.SimpleNamespace(
-        numpy=NoTranscendentals(), lax=jax.lax._module, jit=jax.jit, vmap=jax.vmap))
+        numpy=NoTranscendentals(), lax=jax.lax._module, jit=jax.jit, vmap=jax.vmap,
+        random=jax.random))  # programs may draw PRNG noise
     s = settings(FEW, max_examples=30)
     with pytest.raises(LawSkipped, match=r"has no numpy\.(tanh|sin|cos|exp|log)"):
         run_law(get("jit_matches_eager"), partial, settings=s)
