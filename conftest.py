@@ -1,3 +1,78 @@
 """Root conftest: registers the properties pytest plugin (options --backend, --profile, ...)
-for every test run from the repository, so `pytest -n 2 --profile quick` works here."""
+for every test run from the repository, so `pytest -n 2 --profile quick` works here.
+
+It also keeps the CI budget in one place: the tests below are marked ``slow`` (nightly:
+``pytest -m slow`` or ``-m ""``) so that the README's test command stays under 20 minutes
+on 2 cores.  What stays in CI: every function of the op tables under value, jit, jvp, grad
+and vmap (float64, with float32 values); every law; for the negative tests, one law for each of 10 kinds of break (every law's own
+negative test runs nightly).
+"""
+import pytest
+
 pytest_plugins = ["properties.plugin"]
+
+# file -> test functions that run nightly only, each with why it is not in CI.
+NIGHTLY = {
+    # Compositions of transformations already checked one by one in CI.
+    "tests/test_elementwise.py": ("test_jit_vmap_grad", "test_jacfwd", "test_jacrev",
+                                  "test_grad_of_vmap", "test_vmap_of_grad"),
+    "tests/test_reductions.py": ("test_jit_vmap_grad", "test_vmap_of_grad"),
+    "tests/test_indexing.py": ("test_jit_vmap_grad", "test_vmap_of_grad", "test_grad_of_vmap",
+                               "test_vmap_of_vmap"),
+    # Checks of the harness itself that run whole law suites in subprocesses.
+    "properties/suites/test_harness.py": ("test_failures_replay_first_from_the_database",
+                                          "test_cases_with_ops_the_backend_lacks_make_the_law_skipped",
+                                          "test_hypothesis_options_work_on_the_law_tests",
+                                          "test_a_law_that_filters_too_much_fails"),
+    # Controls showing the emulations used by negative tests are correct.
+    "properties/suites/test_negative.py": ("test_law_holds_on_a_correct_emulation",),
+    # Shrinking demonstrations (minutes of hypothesis shrinking each).
+    "tests/test_strategies.py": ("test_planted_failure_shrinks_to_a_tiny_program",
+                                 "test_failing_given_reports_a_shrunk_program"),
+}
+
+# file::function -> how many of its parametrized cases run in CI (the first ones; the
+# cases are option mixes of the same check, the rest run nightly).
+FIRST_CASES = {
+    "tests/test_strategies.py::test_drawn_cases_run_on_jax": 3,
+    "tests/test_strategies.py::test_linear_functions_transposes": 1,
+    "tests/test_convolution.py::test_conv_transpose": 3,
+    "tests/test_convolution.py::test_conv_general_dilated": 7,
+    "tests/test_scatter_update.py::test_at_update": 18,
+    "tests/test_collectives.py::test_outer_axis_jvp_and_grad": 8,
+    "tests/test_collectives.py::test_tuple_of_names_grad": 6,
+    "tests/test_collectives.py::test_tuple_of_names": 7,
+    "tests/test_collectives.py::test_grad_under_vmap": 8,
+    "tests/test_numpy_api.py::test_logsumexp": 3,
+}
+
+# Tests run in float64 and float32: CI runs the float64 case (the float32 one nightly).
+FLOAT64_ONLY = {"tests/test_indexing.py::test_vjp", "tests/test_reductions.py::test_grad",
+                "tests/test_reductions.py::test_jvp", "tests/test_reductions.py::test_vmap"}
+
+# Negative tests: in CI, the first law of each of the first kinds of break (the break set
+# in the id); every law's negative test runs nightly.
+NEGATIVE_BREAK_KINDS_IN_CI = 10
+ONE_PER_BREAK = "properties/suites/test_negative.py::test_law_catches_broken_backend"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    seen_cases, seen_breaks = {}, set()
+    ids = {item.name for item in items}
+    for item in items:
+        path, _, name = item.nodeid.partition("::")
+        function = name.split("[")[0]
+        key = f"{path}::{function}"
+        nightly = function in NIGHTLY.get(path, ())
+        if key in FIRST_CASES:
+            seen_cases[key] = seen_cases.get(key, 0) + 1
+            nightly = seen_cases[key] > FIRST_CASES[key]
+        elif key == ONE_PER_BREAK and "[" in name:
+            breaks = name[name.index("[") + 1:-1].split("-", 1)[-1]
+            nightly = breaks in seen_breaks or len(seen_breaks) >= NEGATIVE_BREAK_KINDS_IN_CI
+            seen_breaks.add(breaks)
+        elif key in FLOAT64_ONLY:
+            nightly = name.endswith("-float32]") and name.replace("-float32]", "-float64]") in ids
+        if nightly:
+            item.add_marker(pytest.mark.slow)
