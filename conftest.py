@@ -14,7 +14,7 @@ pytest_plugins = ["properties.plugin"]
 # file -> test functions that run nightly only, each with why it is not in CI.
 NIGHTLY = {
     # Compositions of transformations already checked one by one in CI.
-    "tests/test_elementwise.py": ("test_jit_vmap_grad", "test_jacfwd", "test_jacrev",
+    "tests/test_elementwise.py": ("test_jit_vmap_grad", "test_jacfwd", "test_jacrev", "test_hessian",
                                   "test_grad_of_vmap", "test_vmap_of_grad"),
     "tests/test_reductions.py": ("test_jit_vmap_grad", "test_vmap_of_grad"),
     "tests/test_indexing.py": ("test_jit_vmap_grad", "test_vmap_of_grad", "test_grad_of_vmap",
@@ -50,6 +50,16 @@ FIRST_CASES = {
 FLOAT64_ONLY = {"tests/test_indexing.py::test_vjp", "tests/test_reductions.py::test_grad",
                 "tests/test_reductions.py::test_jvp", "tests/test_reductions.py::test_vmap"}
 
+# file::function -> case-id suffixes (transformation stacks) that run nightly only: CI keeps
+# each custom rule under eval, jit, jvp, vjp, grad, vmap, linearize, hessian and the
+# two-level stacks grad_grad, jvp_grad, vmap_grad, grad_vmap.
+NIGHTLY_CASE_SUFFIXES = {
+    "tests/test_custom_derivatives.py::test_against_jax": (
+        "-grad_jit]", "-grad_of_jit_of_vmap]", "-grad_vmap_unbatched]", "-jacfwd]", "-jacrev]",
+        "-jit_grad]", "-jit_jvp]", "-jit_vmap_grad]", "-jvp_jit]", "-jvp_jvp]", "-jvp_vmap]",
+        "-vmap_grad_unbatched]", "-vmap_in_axes]", "-vmap_jit_grad]", "-vmap_jvp]", "-vmap_vmap]"),
+}
+
 # Negative tests: in CI, the first law of each of the first kinds of break (the break set
 # in the id); every law's negative test runs nightly.
 NEGATIVE_BREAK_KINDS_IN_CI = 10
@@ -72,6 +82,8 @@ def pytest_collection_modifyitems(config, items):
             breaks = name[name.index("[") + 1:-1].split("-", 1)[-1]
             nightly = breaks in seen_breaks or len(seen_breaks) >= NEGATIVE_BREAK_KINDS_IN_CI
             seen_breaks.add(breaks)
+        elif key in NIGHTLY_CASE_SUFFIXES:
+            nightly = name.endswith(NIGHTLY_CASE_SUFFIXES[key])
         elif key in FLOAT64_ONLY:
             nightly = name.endswith("-float32]") and name.replace("-float32]", "-float64]") in ids
         if nightly:
