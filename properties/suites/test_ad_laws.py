@@ -11,6 +11,11 @@ def test_jvp_matches_finite_differences(law_run, case):
 
 
 @law_test
+def test_piecewise_jvp_matches_finite_differences(law_run, case):
+    law_run.check(case)
+
+
+@law_test
 def test_linearize_matches_jvp(law_run, case):
     law_run.check(case)
 
