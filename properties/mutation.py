@@ -46,6 +46,11 @@ EQUIVALENT: dict[str, str] = {
     **{f"transpose:while:{op}": "while's transpose rule always raises (while_loop has no reverse mode), "
        "before the mutant's change could apply: the mutant raises the same error" for op in ("scale", "drop_first",
                                                                                            "swap")},
+    "transpose:div:swap": "div is linear only in its numerator: the rule returns [ct / y, None] (it raises "
+    "when the denominator is linear), so the swap, which needs two non-zero same-typed cotangents, never "
+    "applies: the rule is unchanged",
+    "transpose:gather:swap": "gather is linear only in its operand: the rule returns [cotangent, None] (it "
+    "raises when the indices are linear), so the swap never applies: the rule is unchanged",
     "transpose:add:swap": "as transpose:add_any:swap: when both operands are linear and of the same type "
     "both cotangents are unbroadcast(ct) to that type, equal, so swapping them changes nothing",
     "transpose:add_any:swap": "the swap applies only when both operands are linear and of the same type; "
@@ -71,10 +76,18 @@ OPEN_GAPS: dict[str, str] = {
     "transpose:custom_lin:swap": "custom_lin's leading operands are fwd's residuals (never linear: their "
     "cotangents are None), so the swap applies only when fwd returns no residual and the function has two "
     "same-typed perturbed inputs; every drawn custom_vjp returns residuals (gap)",
-    "jvp:cummax:drop_first": "cummax's only tangent dropped makes its jvp zero, and grad/vjp (built by "
-    "linearizing the same jvp) agree with it; only finite differences are independent, and the laws using "
-    "them draw smooth programs, which never contain cummax. A finite-difference law over non-smooth "
-    "ops away from their kinks would kill it (gap)",
+    "jvp:dynamic_update_slice:drop_last": "the rule (linear in operand and update) never reads the "
+    "tangents of the start indices, and for an operand of rank >= 1 the last operand is a start index, so "
+    "there the mutant is the true rule; for a rank-0 operand (no indices) the last operand is the update, "
+    "and dropping its tangent is a real bug. dynamic_update_slice reaches the laws only as the transpose "
+    "of a drawn dynamic_slice (rank >= 1); no strategy draws lax.dynamic_update_slice itself, let alone "
+    "on a scalar (gap)",
+    "batching:pmax:move_batch_axis": "the mutant changes only the rule's branch for a pmax over names "
+    "other than the vmap's own (there the output keeps its batch axis; over its own axis the output is "
+    "unbatched and the mutant does nothing): it needs two nested named vmaps, pmax over the outer name, "
+    "a value of rank >= 1 batched along the inner one. named_collectives_match_reference kills it when "
+    "that is drawn; the quick profile's 10 derandomized cases focused on pmax draw none (gap of the "
+    "quick profile)",
     "jvp:clamp:swap": "swaps the tangents of clamp's bound and operand, which applies only when both have "
     "the same type; the drawn clamp has scalar constant bounds, so only a scalar operand exposes it, and "
     "whether the strategies ever draw a scalar clamp operand was not checked (not equivalent)",
@@ -431,12 +444,24 @@ _KEYWORDS = {
 }
 
 
+#: laws that check a table's rules against something independent of the other rules
+#: (finite differences, references, loops): a wrong rule that the other rules agree
+#: with (a jvp scaled consistently through grad and vjp) only these can kill, so
+#: they run first; the order changes only how soon a kill is found, not whether.
+_INDEPENDENT = {
+    "jvp": ("finite_differences", "reference"),
+    "transpose": ("adjoint", "dot_product", "vjp_matches_finite", "reference"),
+    "batching": ("vmap_matches_loop", "loops", "reference"),
+}
+
+
 def laws_for(table):
     """The laws alone (no differential law, no 8-device law), most relevant first."""
     from properties.laws import LAWS
     laws = [law for law in LAWS if not law.differential and law.devices == 1]
-    keys = _KEYWORDS[table]
-    return sorted(laws, key=lambda law: (not any(k in law.name for k in keys), LAWS.index(law)))
+    keys, first = _KEYWORDS[table], _INDEPENDENT[table]
+    return sorted(laws, key=lambda law: (not any(k in law.name for k in keys),
+                                         not any(k in law.name for k in first), LAWS.index(law)))
 
 
 def run_one(mutant, focus, profile="quick", seed=0):
