@@ -54,6 +54,7 @@ LAWS = [
     _law(3, ad.piecewise_jvp_matches_finite_differences, lambda: cases.programs(ops=cases.PIECEWISE_OPS)),
     _law(3, ad.linearize_matches_jvp, lambda: cases.programs()),
     _law(4, ad.vjp_adjoint_of_jvp, lambda: cases.programs()),
+    _law(4, ad.vjp_of_vjp_matches_jvp, lambda: cases.programs()),
     _law(4, ad.jacfwd_matches_jacrev, lambda: cases.programs(dense=True)),
     _law(4, ad.hessian_symmetric, lambda: cases.programs(smooth=True)),
     _law(3, ad.grad_matches_jvp, lambda: cases.programs(dense=True)),

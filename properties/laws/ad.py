@@ -69,6 +69,29 @@ def vjp_adjoint_of_jvp(backend, case):
                      (v, ju), (jtv, u))
 
 
+def vjp_of_vjp_matches_jvp(backend, case):
+    """The pullback c -> J^T c is linear, and its own vjp applied to u is J u:
+    vjp of vjp equals jvp. Transposes the transposed program, so the transpose
+    rules of the primitives only reverse mode emits (scatter_add_along_axis,
+    cumchooser_cotangent, pad, dynamic_update_slice, ...) are checked against
+    jvp, which does not use them."""
+    law = "vjp_of_vjp_matches_jvp"
+    f = case.program.build(backend)
+    y = check_conditioning(f, case.args)
+    u = directions(case.args, salt=5)
+    c = directions((y,), salt=6)[0]
+
+    def run(xs, c, u):
+        _, pullback = backend.vjp(f, *xs)
+        _, pullback_of_pullback = backend.vjp(pullback, c)
+        (ju,) = pullback_of_pullback(tuple(u))
+        return ju, backend.jvp(f, tuple(xs), tuple(u))[1]
+
+    got, want = evaluate_compiled(backend, run, tuple(case.args), c, u)
+    require_finite(got, want, what="derivative")
+    assert_close(law, case, "vjp of vjp (c -> J^T c) applied to u vs jvp J u", got, want)
+
+
 def jacfwd_matches_jacrev(backend, case):
     """jacfwd(f) equals jacrev(f)."""
     f = case.program.build(backend)

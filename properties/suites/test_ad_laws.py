@@ -73,3 +73,8 @@ def test_hessian_matches_jacfwd_jacrev(law_run, case):
 @law_test
 def test_hessian_matches_finite_differences(law_run, case):
     law_run.check(case)
+
+
+@law_test
+def test_vjp_of_vjp_matches_jvp(law_run, case):
+    law_run.check(case)
