@@ -82,6 +82,10 @@ OPEN_GAPS: dict[str, str] = {
     "and dropping its tangent is a real bug. dynamic_update_slice reaches the laws only as the transpose "
     "of a drawn dynamic_slice (rank >= 1); no strategy draws lax.dynamic_update_slice itself, let alone "
     "on a scalar (gap)",
+    "transpose:linear_call:swap": "the rule returns None for linear_call's leading operands (the closed-over "
+    "constants of fun and transpose, then the residuals), so the swap applies only to a linear_call with no "
+    "constants and no residuals and two same-typed linear arguments; every drawn linear function "
+    "(strategies.linear) has residuals (A, c), so out[0] is always None there (gap)",
     "batching:pmax:move_batch_axis": "the mutant changes only the rule's branch for a pmax over names "
     "other than the vmap's own (there the output keeps its batch axis; over its own axis the output is "
     "unbatched and the mutant does nothing): it needs two nested named vmaps, pmax over the outer name, "
@@ -239,10 +243,21 @@ def _scale(c):
     return fn
 
 
+def _operand_aval(x):
+    """The aval of a rule's operand: a transpose rule's linear operands are
+    UndefinedPrimal (their aval is ``.aval``); None for absent ones."""
+    from impl import core
+    if x is None or type(x).__name__ == "Zero":
+        return None
+    if type(x).__name__ == "UndefinedPrimal":
+        return x.aval
+    return core.get_aval(x)
+
+
 def _shift_axis_params(params, args):
     """params with an axis-like parameter moved by one (mod the operand's rank)."""
-    from impl import core
-    ranks = [core.get_aval(a).ndim for a in args if not _is_zero(a) and hasattr(core.get_aval(a), "ndim")]
+    ranks = [_operand_aval(a).ndim for a in args if _operand_aval(a) is not None
+             and hasattr(_operand_aval(a), "ndim")]
     rank = max(ranks) if ranks else 0
     new = dict(params)
     for key in ("axis", "dimension", "split_axis", "concat_axis", "scatter_dimension"):
@@ -408,13 +423,22 @@ def coverage(per_source=3, seed=0):
             with contextlib.suppress(Exception):
                 trace(names, c.build(impl), c.args)
         out[("control", kind)] = names
-    family_cases = {"custom": (S.custom_wrapper_cases(), lambda c: c.make(impl)[0]),
-                    "remat": (S.remat_cases(), lambda c: c.build(impl))}
-    for fam, (strategy, build) in family_cases.items():
+    from properties.backends import load_backend
+    from properties.laws.batching import _pile_run
+
+    def prng_map(c):   # what prng_vmap_matches_loop runs: vmap over the split keys
+        return lambda x: impl.vmap(c.program(impl), in_axes=(0, None))(c.keys(impl), x)
+
+    family_cases = {"custom": (S.custom_wrapper_cases(), lambda c: c.make(impl)[0], lambda c: c.args),
+                    "remat": (S.remat_cases(), lambda c: c.build(impl), lambda c: c.args),
+                    "prng": (S.prng_cases(), prng_map, lambda c: c.args),
+                    "piles": (S.pile_cases(), lambda c: lambda w: _pile_run(load_backend("impl"), c, w),
+                              lambda c: (c.w,))}
+    for fam, (strategy, build, args) in family_cases.items():
         names = set()
         for c in draws(strategy, per_source):
             with contextlib.suppress(Exception):
-                trace(names, build(c), c.args)
+                trace(names, build(c), args(c))
         out[(fam,)] = names
     out[("custom",)] |= {"custom_jvp_call", "custom_vjp_call", "custom_lin", "linear_call"} & _all_names()
     return out
