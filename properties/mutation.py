@@ -51,6 +51,12 @@ EQUIVALENT: dict[str, str] = {
     "applies: the rule is unchanged",
     "transpose:gather:swap": "gather is linear only in its operand: the rule returns [cotangent, None] (it "
     "raises when the indices are linear), so the swap never applies: the rule is unchanged",
+    **{f"{table}:{prim}:axis_off_by_one": f"{prim}'s only axis-like parameter, axes, holds axis names "
+       "(strings), and the operator shifts integer axes only: the mutant is the true rule"
+       for prim, tables in (("psum", "jvp transpose batching"), ("pmax", "jvp batching"), ("pmin", "jvp batching"),
+                            ("ppermute", "jvp transpose batching"), ("pbroadcast", "jvp transpose batching"),
+                            ("psum_unmapped", "jvp transpose batching"))
+       for table in tables.split()},
     "transpose:add:swap": "as transpose:add_any:swap: when both operands are linear and of the same type "
     "both cotangents are unbroadcast(ct) to that type, equal, so swapping them changes nothing",
     "transpose:add_any:swap": "the swap applies only when both operands are linear and of the same type; "

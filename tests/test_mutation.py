@@ -186,3 +186,9 @@ def test_the_whole_mutation_run_kills_nine_in_ten(tmp_path):
     data = _run_cli(tmp_path, "-n", "2", "--profile", "quick")
     assert data["mutants"] >= 30 and data["killed"] >= 0.9 * data["mutants"]
     assert all(s["why"] for s in data["survivors"])
+
+
+def test_analysed_survivors_name_generated_mutants(mutants):
+    names = {m.name for m in mutants}
+    assert set(mutation.EQUIVALENT) <= names and set(mutation.OPEN_GAPS) <= names
+    assert not set(mutation.EQUIVALENT) & set(mutation.OPEN_GAPS)
