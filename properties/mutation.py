@@ -57,6 +57,9 @@ EQUIVALENT: dict[str, str] = {
                             ("ppermute", "jvp transpose batching"), ("pbroadcast", "jvp transpose batching"),
                             ("psum_unmapped", "jvp transpose batching"))
        for table in tables.split()},
+    "transpose:dynamic_slice:swap": "dynamic_slice is linear only in its operand: the rule returns the "
+    "operand's cotangent followed by None for each start index (it raises when an index is linear), so the "
+    "swap never applies: the rule is unchanged",
     "transpose:add:swap": "as transpose:add_any:swap: when both operands are linear and of the same type "
     "both cotangents are unbroadcast(ct) to that type, equal, so swapping them changes nothing",
     "transpose:add_any:swap": "the swap applies only when both operands are linear and of the same type; "
@@ -480,7 +483,7 @@ _KEYWORDS = {
 #: they run first; the order changes only how soon a kill is found, not whether.
 _INDEPENDENT = {
     "jvp": ("finite_differences", "reference"),
-    "transpose": ("adjoint", "dot_product", "vjp_matches_finite", "reference"),
+    "transpose": ("adjoint", "dot_product", "vjp_matches_finite", "vjp_of_vjp", "reference"),
     "batching": ("vmap_matches_loop", "loops", "reference"),
 }
 
