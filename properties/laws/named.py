@@ -72,10 +72,23 @@ def named_collectives_vjp_matches_reference(backend, case):
 
 
 def named_extrema_derivatives_match_reference(backend, case):
-    """jvp and vjp through pmax/pmin equal finite differences of the reference
-    (JAX has no differentiation rule for pmax/pmin: skipped there)."""
-    _check_jvp("named_extrema_derivatives_match_reference", backend, case)
-    _check_vjp("named_extrema_derivatives_match_reference", backend, case)
+    """jvp and vjp through pmax/pmin equal finite differences of the reference,
+    taken outside and inside the named vmaps (JAX has no differentiation rule
+    for pmax/pmin: skipped there)."""
+    law = "named_extrema_derivatives_match_reference"
+    _check_jvp(law, backend, case)
+    _check_vjp(law, backend, case)
+    _check_member_jvp(law, backend, case)
+    _check_member_vjp(law, backend, case)
+
+
+def named_collectives_member_derivatives_match_reference(backend, case):
+    """jvp and vjp taken by each member inside the named vmaps -- where the
+    collectives' own jvp and transpose rules run, not their batching rules --
+    equal finite differences of the reference (jvp) and <c, FD(u)> (vjp)."""
+    law = "named_collectives_member_derivatives_match_reference"
+    _check_member_vjp(law, backend, case)
+    _check_member_jvp(law, backend, case)
 
 
 def _check_jvp(law, backend, case):
@@ -103,3 +116,28 @@ def _check_vjp(law, backend, case):
     assert_dot_equal(law, case, "<vjp(c), u> vs <c, FD(u)>",
                      ((ct,), (u,)), ((c,), (fd,)), kind="reference")
 
+
+
+def _check_member_jvp(law, backend, case):
+    _, want = _prepare(backend, case, derivatives=True)
+    (u,) = directions((case.x,), salt=43)
+    y, t = evaluate_compiled(backend, case.member_derivative_program(backend, "jvp"), case.x, u)
+    require_finite(t, what="tangent")
+    assert_close(law, case, "per-member jvp primal output", y, want, kind="reference")
+    fd = fd_jvp(case.reference, (case.x,), (u,))
+    assert_close(law, case, "per-member jvp tangent vs float64 finite differences of the reference",
+                 t, fd, kind="reference")
+
+
+def _check_member_vjp(law, backend, case):
+    case = case.batched_everywhere()
+    _, want = _prepare(backend, case, derivatives=True)
+    (u,) = directions((case.x,), salt=44)
+    (c,) = directions((want.astype(case.x.dtype),), salt=45)
+    ct = evaluate_compiled(backend, case.member_derivative_program(backend, "vjp"), case.x, c)
+    require_finite(ct, what="cotangent")
+    if ct.shape != case.x.shape:
+        fail(law, case, f"per-member cotangent shape {ct.shape} != input shape {case.x.shape}")
+    fd = fd_jvp(case.reference, (case.x,), (u,))
+    assert_dot_equal(law, case, "per-member <vjp(c), u> vs <c, FD(u)>",
+                     ((ct,), (u,)), ((c,), (fd,)), kind="reference")
