@@ -1,11 +1,11 @@
 """Root conftest: registers the properties pytest plugin (options --backend, --profile, ...)
-for every test run from the repository, so `pytest -n 2 --profile quick` works here.
+for every test run from the repository, so `pytest -n 2 --dist loadfile --profile quick` works here.
 
 It also keeps the CI budget in one place: the tests below are marked ``slow`` (nightly:
 ``pytest -m slow`` or ``-m ""``) so that the README's test command stays under 20 minutes
 on 2 cores.  What stays in CI: every function of the op tables under value, jit, jvp, grad
-and vmap (float64, with float32 values); every law; for the negative tests, one law for each of 10 kinds of break (every law's own
-negative test runs nightly).
+and vmap (one dtype where a test has both); every law; for the negative tests, one law for
+each of 10 kinds of break (every law's own negative test runs nightly).
 """
 import pytest
 
@@ -46,9 +46,20 @@ FIRST_CASES = {
     "tests/test_numpy_api.py::test_logsumexp": 3,
 }
 
-# Tests run in float64 and float32: CI runs the float64 case (the float32 one nightly).
-FLOAT64_ONLY = {"tests/test_indexing.py::test_vjp", "tests/test_reductions.py::test_grad",
-                "tests/test_reductions.py::test_jvp", "tests/test_reductions.py::test_vmap"}
+# Tests whose cases run in both float32 and float64: CI runs the case in the dtype named
+# here and leaves its twin to the nightly run -- float64 for derivatives (tight
+# tolerances), float32 for values (the dtype programs use, weak types and promotion).
+ONE_DTYPE = {
+    **dict.fromkeys(("tests/test_indexing.py::test_vjp", "tests/test_reductions.py::test_grad",
+                     "tests/test_reductions.py::test_jvp", "tests/test_reductions.py::test_vmap",
+                     "tests/test_elementwise.py::test_grad", "tests/test_elementwise.py::test_linearize",
+                     "tests/test_convolution.py::test_reduce_window",
+                     "tests/test_numpy_api.py::test_gelu"), "float64"),
+    **dict.fromkeys(("tests/test_indexing.py::test_eager", "tests/test_reductions.py::test_eager_and_jit",
+                     "tests/test_elementwise.py::test_jit", "tests/test_elementwise.py::test_eager",
+                     "tests/test_scatter_update.py::test_at_update",
+                     "tests/test_random.py::test_every_sampler_under_jit"), "float32"),
+}
 
 # file::function -> case-id suffixes (transformation stacks) that run nightly only: CI keeps
 # each custom rule under eval, jit, jvp, vjp, grad, vmap, linearize, hessian and the
@@ -61,8 +72,9 @@ NIGHTLY_CASE_SUFFIXES = {
 }
 
 # Negative tests: in CI, the first law of each of the first kinds of break (the break set
-# in the id); every law's negative test runs nightly.
+# in the id), but not the breaks whose laws take longest; every law's negative test runs nightly.
 NEGATIVE_BREAK_KINDS_IN_CI = 10
+NEGATIVE_BREAKS_NIGHTLY = ("hessian_drops_term",)  # 25 s of hypothesis search over hessians
 ONE_PER_BREAK = "properties/suites/test_negative.py::test_law_catches_broken_backend"
 
 
@@ -80,11 +92,16 @@ def pytest_collection_modifyitems(config, items):
             nightly = seen_cases[key] > FIRST_CASES[key]
         elif key == ONE_PER_BREAK and "[" in name:
             breaks = name[name.index("[") + 1:-1].split("-", 1)[-1]
-            nightly = breaks in seen_breaks or len(seen_breaks) >= NEGATIVE_BREAK_KINDS_IN_CI
-            seen_breaks.add(breaks)
+            nightly = (breaks in seen_breaks or breaks in NEGATIVE_BREAKS_NIGHTLY
+                       or len(seen_breaks) >= NEGATIVE_BREAK_KINDS_IN_CI)
+            if breaks not in NEGATIVE_BREAKS_NIGHTLY:
+                seen_breaks.add(breaks)
         elif key in NIGHTLY_CASE_SUFFIXES:
             nightly = name.endswith(NIGHTLY_CASE_SUFFIXES[key])
-        elif key in FLOAT64_ONLY:
-            nightly = name.endswith("-float32]") and name.replace("-float32]", "-float64]") in ids
+        elif key in ONE_DTYPE:
+            keep = ONE_DTYPE[key]
+            other = "float32" if keep == "float64" else "float64"
+            twin = name[:-len(other) - 1] + keep + "]"
+            nightly = name.endswith(f"{other}]") and name[-len(other) - 2] in "-[" and twin in ids
         if nightly:
             item.add_marker(pytest.mark.slow)

@@ -134,10 +134,10 @@ def test_forgetting_derived_programs_empties_impl_caches():
     assert not f._programs
 
 
-def test_sample_spreads_over_families(mutants):
-    chosen = mutation._sample(mutants, 8, seed=0)
+def test_sample_spreads_over_families(mutants, cov):
+    chosen = mutation._sample(mutants, 8, seed=0, cov=cov)
     assert len(chosen) == 8 and len({m.family for m in chosen}) >= 4
-    assert chosen == mutation._sample(mutants, 8, seed=0)
+    assert chosen == mutation._sample(mutants, 8, seed=0, cov=cov)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -200,13 +200,30 @@ def _all_to_all_of_unbatched():
     np.testing.assert_array_equal(got, np.array([[0.5, 0.5], [1.5, 1.5]]))
 
 
+def _all_to_all_transpose_per_member():
+    import jax
+    import numpy as np
+    from jax import lax
+
+    def member_vjp(v, c):  # each member's own vjp: all_to_all's transpose rule runs
+        return jax.vjp(lambda v: lax.all_to_all(v, "i", 1, 0, tiled=False), v)[1](c)[0]
+    x = np.arange(12.0).reshape(2, 3, 2)   # 2 members, each (3, 2): split axis 1, size 2
+    c = np.arange(12.0).reshape(2, 2, 3)   # each member's output is (2, 3)
+    got = np.asarray(jax.vmap(member_vjp, axis_name="i")(x, c))  # JAX: ValueError on the cotangent type
+    # the transpose of "member r receives slice r of every member" sends slice s of the
+    # cotangent back to member s: x-shaped, got[r, :, s] = c[s, r, :]
+    np.testing.assert_array_equal(got, np.einsum("srk->rks", c))
+
+
 KNOWN_JAX_BUGS = {
     "all_to_all of a value unbatched over its axis returns a wrong shape under vmap":
         _all_to_all_of_unbatched,
+    "the transpose of an untiled all_to_all whose split and concat axes differ has the wrong "
+    "shape inside vmap": _all_to_all_transpose_per_member,
 }
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a bug in JAX 0.10.2")
+@pytest.mark.xfail(strict=True, raises=(AssertionError, ValueError), reason="a bug in JAX 0.10.2")
 @pytest.mark.parametrize("bug", sorted(KNOWN_JAX_BUGS))
 def test_known_jax_bug(bug):
     KNOWN_JAX_BUGS[bug]()
