@@ -25,18 +25,22 @@ KNOWN_JAX_BUGS = {
     "shape inside vmap":
         lambda case, check: check == "member_vjp" and any(
             s.op == "all_to_all" and s.kw["split"] != s.kw["concat"] and not s.kw["tiled"] for s in case.steps),
+    "an untiled psum_scatter over an outer vmap axis fails when an inner vmap batches its "
+    "operand along a nonzero axis (all_gather's transpose too)":
+        lambda case, check: _scatter_outside_nonzero_inner_axis(case, check),
 }
 
 
-def _all_to_all_of_invariant(case):
-    invariant = {n for n, a in zip(case.names, case.in_axes) if a is None}
+def _scatter_outside_nonzero_inner_axis(case, check):
+    """An untiled psum_scatter -- or, in a per-member vjp, an untiled all_gather, whose
+    transpose it is -- over a name with an inner level (later in ``names``) that lays
+    its values or cotangents along a nonzero axis."""
+    ops = ("psum_scatter", "all_gather") if check == "member_vjp" else ("psum_scatter",)
     for step in case.steps:
-        if step.op == "all_to_all" and set(step.names) & invariant:
-            return True
-        if step.op in ("psum", "pmean", "pmax", "pmin", "all_gather"):
-            invariant |= set(step.names)
-        elif step.op in ("axis_index", "psum_scatter", "all_to_all"):
-            invariant -= set(step.names)
+        if step.op in ops and not step.kw["tiled"]:
+            k = min(case.names.index(n) for n in step.names)
+            if any(a not in (0, None) for a in case.in_axes[k + 1:] + case.out_axes[k + 1:]):
+                return True
     return False
 
 

@@ -215,15 +215,29 @@ def _all_to_all_transpose_per_member():
     np.testing.assert_array_equal(got, np.einsum("srk->rks", c))
 
 
+def _psum_scatter_inside_inner_axis():
+    import jax
+    import numpy as np
+    from jax import lax
+    # members (i, j) of 2 x 1; member (i, j) holds x[i, :, j] (the inner vmap reads axis 1)
+    x = np.arange(4.0).reshape(2, 2, 1)
+    scatter = jax.vmap(lambda v: lax.psum_scatter(v, "i", tiled=False), in_axes=1, axis_name="j")
+    got = jax.vmap(scatter, axis_name="i")(x)  # JAX: IndexError
+    # member i receives element i of the sum over the members: x.sum(0)[i, j]
+    np.testing.assert_array_equal(np.asarray(got), x.sum(0))
+
+
 KNOWN_JAX_BUGS = {
     "all_to_all of a value unbatched over its axis returns a wrong shape under vmap":
         _all_to_all_of_unbatched,
     "the transpose of an untiled all_to_all whose split and concat axes differ has the wrong "
     "shape inside vmap": _all_to_all_transpose_per_member,
+    "an untiled psum_scatter over an outer vmap axis fails when an inner vmap batches its "
+    "operand along a nonzero axis (all_gather's transpose too)": _psum_scatter_inside_inner_axis,
 }
 
 
-@pytest.mark.xfail(strict=True, raises=(AssertionError, ValueError), reason="a bug in JAX 0.10.2")
+@pytest.mark.xfail(strict=True, raises=(AssertionError, ValueError, IndexError), reason="a bug in JAX 0.10.2")
 @pytest.mark.parametrize("bug", sorted(KNOWN_JAX_BUGS))
 def test_known_jax_bug(bug):
     KNOWN_JAX_BUGS[bug]()
