@@ -1415,7 +1415,7 @@ class Fourier(Op):
     def accepts(self, t, ctx):
         return t.rank >= 1 and (self.name != "power_spectrum" or fits((), t.bound ** 2))
 
-    def _spectrum(self, draw, ctx, x, t, axes, last_half, raw):
+    def _spectrum(self, draw, x, t, axes, last_half, raw):
         """A constant complex H broadcasting against the (half) spectrum; its source and max |H|."""
         shape = [1] * t.rank
         for i in axes:
@@ -1451,7 +1451,7 @@ class Fourier(Op):
         norm = ctx.pick(draw, [None, "ortho", "forward"])
         if self.name == "rfft_filter":
             raw = math.sqrt(m) * t.bound
-            h, peak = self._spectrum(draw, ctx, x, t, axes, True, raw)
+            h, peak = self._spectrum(draw, x, t, axes, True, raw)
             size = f"n={lengths[0]}" if one else f"s={lengths!r}"
             forward = f"jnp.fft.{'rfft' if one else 'rfftn'}({x}, {where}, norm={norm!r})"
             expr = f"jnp.fft.{'irfft' if one else 'irfftn'}({forward} * {h}, {size}, {where}, norm={norm!r})"
@@ -1461,7 +1461,7 @@ class Fourier(Op):
             u = ctx.values[b]
             s = draw(st.sampled_from(CONSTANTS))
             raw = math.sqrt(1 + s * s) * math.sqrt(m) * math.hypot(t.bound, u.bound)
-            h, peak = self._spectrum(draw, ctx, x, t, axes, False, raw)
+            h, peak = self._spectrum(draw, x, t, axes, False, raw)
             fwd, inv = ("fft", "ifft") if one else ("fftn", "ifftn")
             z = f"lax.complex({x}, {ctx.name(b)})"
             w = f"jnp.fft.{inv}(jnp.fft.{fwd}({z}, {where}, norm={norm!r}) * {h}, {where}, norm={norm!r})"
