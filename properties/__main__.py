@@ -11,7 +11,10 @@ reports go to ``--report-dir`` (default ``$PROPERTIES_REPORT_DIR``, else
 hypothesis keeps its files (``$HYPOTHESIS_STORAGE_DIRECTORY``, default the
 same cache folder's ``hypothesis``) and the example database (``--db``,
 default ``hypothesis/properties`` there) out of the current folder too.
-Exits with pytest's status: non-zero when any law (or negative test) fails.
+It runs the law suites (``suites/test_*_laws.py``); ``--self-check`` adds the
+harness' own tests (the negative tests that break each law on purpose, the
+checkers' and the harness' tests), which do not depend on the backend.
+Exits with pytest's status: non-zero when any law (or self-check) fails.
 """
 from __future__ import annotations
 
@@ -47,6 +50,8 @@ def parse(argv):
     p.add_argument("--db", default=os.environ.get("PROPERTIES_DB")
                    or os.path.join(cache_dir(), "hypothesis", "properties"),
                    help="hypothesis example database directory (default: %(default)s)")
+    p.add_argument("--self-check", action="store_true",
+                   help="also run the harness' own tests: negative tests, checkers, harness")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
     args = p.parse_args(argv)
     if args.workers not in (None, "0", "1") and importlib.util.find_spec("xdist") is None:
@@ -56,8 +61,15 @@ def parse(argv):
     return args
 
 
+def law_suites():
+    """The suite files that hold the laws (the others test the harness itself)."""
+    return sorted(os.path.join(SUITES, f) for f in os.listdir(SUITES) if f.startswith("test_")
+                  and f.endswith("_laws.py"))
+
+
 def command(args):
-    cmd = [sys.executable, "-m", "pytest", SUITES, "-c", CONFIG, "--rootdir", SUITES,
+    suites = [SUITES] if args.self_check else law_suites()
+    cmd = [sys.executable, "-m", "pytest", *suites, "-c", CONFIG, "--rootdir", SUITES,
            "-p", "properties.plugin", "-q", "-rs", "--properties-progress",
            "--backend", args.backend, "--profile", args.profile,
            "--properties-db", os.path.abspath(args.db),

@@ -169,12 +169,20 @@ def _program_cases(**options):
     return _real.program_cases(**_program_options(**options))
 
 
-def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False):
+def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False, ops=None):
     """(program, args) cases from strategies.program_cases (``dense``: ending
-    in a constant non-symmetric matrix, so Jacobians are dense and non-square)."""
+    in a constant non-symmetric matrix, so Jacobians are dense and non-square;
+    ``ops``: only these vocabulary ops)."""
+    options = {} if ops is None else {"ops": tuple(ops)}
     return _program_cases(
-        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops, dense=dense).map(
+        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops, dense=dense, **options).map(
         lambda pa: ProgramCase(pa[0], tuple(pa[1])))
+
+
+#: ops whose jvp is the derivative wherever finite differences see one: every op
+#: but those whose gradient is stopped by definition (stop_gradient, nextafter)
+PIECEWISE_OPS = tuple(o for o in _real.ops.VOCABULARY
+                      if o not in ("stop_gradient", "nextafter") and o not in _real.CUSTOM_KINDS)
 
 
 def _out_ndim(program):

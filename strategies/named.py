@@ -12,6 +12,7 @@ named axes, in the linear order of the tuple of names). No vmap, no JAX.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -205,6 +206,49 @@ class NamedAxisCase(OneArrayCase):
         exec(compile(self.text(), "<strategies.named>", "exec"), namespace)
         fn = namespace["program"]
         return lambda x: fn(backend, x)
+
+    def member_derivative_text(self, mode):
+        """Source of ``program(backend, x, w)``: ``jvp`` (w: the tangent, laid out as x)
+        or ``vjp`` (w: the cotangent, laid out as the output) of the body taken by each
+        member *inside* the named vmaps, so the collectives' own jvp and transpose rules
+        run (outside, as in ``jvp(program)``, vmap rewrites them away first). ``vjp``
+        needs every level batched (see :meth:`batched_everywhere`)."""
+        if mode not in ("jvp", "vjp"):
+            raise ValueError(f"mode must be 'jvp' or 'vjp', got {mode!r}")
+        if mode == "vjp" and None in self.in_axes:
+            raise ValueError("vjp per member needs every level batched: use batched_everywhere()")
+        lines = self.text().split("\n")
+        body = lines[:lines.index("    f = body")]
+        body[0] = "def program(backend, x, w):"
+        if mode == "jvp":
+            body += ["    f = lambda v, w: backend.jvp(body, (v,), (w,))"]
+        else:
+            body += ["    f = lambda v, w: backend.vjp(body, v)[1](w)[0]"]
+        for name, size, ia, oa in reversed(list(zip(self.names, self.sizes, self.in_axes, self.out_axes))):
+            extra = f", axis_size={size}" if ia is None else ""
+            axes = (f"in_axes=({ia}, {ia}), out_axes=({oa}, {oa})" if mode == "jvp"
+                    else f"in_axes=({ia}, {oa}), out_axes={ia}")
+            body.append(f"    f = backend.vmap(f, {axes}, axis_name={name!r}{extra})")
+        body.append("    return f(x, w)")
+        return "\n".join(body) + "\n"
+
+    def member_derivative_program(self, backend, mode):
+        """``(x, w) -> jvp pair or cotangent``: see :meth:`member_derivative_text`."""
+        check_backend(backend)
+        namespace: dict = {}
+        exec(compile(self.member_derivative_text(mode), "<strategies.named>", "exec"), namespace)
+        fn = namespace["program"]
+        return lambda x, w: fn(backend, x, w)
+
+    def batched_everywhere(self):
+        """The same case with every unbatched level (in_axes None) batched along
+        axis 0, its input broadcast there: same members, same reference."""
+        if None not in self.in_axes:
+            return self
+        axes = tuple(0 if a is None else a for a in self.in_axes)
+        front = _front(self.x, self.in_axes, self.sizes)
+        x = _layout(front, [a % (r + 1) for a, r in zip(axes, _ranks(self.elem_shape, axes))], len(self.sizes))
+        return dataclasses.replace(self, in_axes=axes, x=np.asarray(x, self.x.dtype))
 
     def reference(self, x, gaps=None):
         """The body on the stacked batch with NumPy, member by member (``gaps``:

@@ -4,7 +4,10 @@
 prevent_cse=...)`` to the inputs and feeds tanh of the result to a drawn
 outer program; ``make(backend, remat=False)`` is the same without
 ``checkpoint``. Some body values are tagged with
-``checkpoint_name`` so the name-based policies have something to save.
+``checkpoint_name`` so the name-based policies have something to save;
+without remat the tags are the identity they stand for, so the program
+without remat binds neither checkpoint nor name (a reference independent
+of both).
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ class RematCase:
     def text(self):
         body = self.body.source().rstrip("\n").split("\n")
         lines = ["def make(backend, remat):", "    jnp, lax = backend.numpy, backend.lax",
-                 "    checkpoint_name = backend.ad_checkpoint.checkpoint_name", ""]
+                 "    # without remat, checkpoint_name is the identity it stands for",
+                 "    checkpoint_name = backend.ad_checkpoint.checkpoint_name if remat else (lambda x, name: x)",
+                 ""]
         lines.append("    " + body[0].replace("def program(backend, ", "def body("))
         for ln in body[2:]:
             stripped = ln.strip()

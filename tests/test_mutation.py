@@ -71,6 +71,17 @@ def test_a_transpose_mutant_drops_a_cotangent(mutants):
     assert float(ct) == 3.0
 
 
+def test_an_axis_mutant_of_a_transpose_rule_moves_the_axis(mutants):
+    # the operands of a transpose rule are UndefinedPrimal: their rank still counts
+    m = _mutant(mutants, "transpose:concatenate:axis_off_by_one")
+    f = lambda a, b: impl.numpy.concatenate([a, b], axis=0)  # noqa: E731
+    a, b, ct = np.ones((2, 2)), np.ones((2, 2)), np.arange(8.0).reshape(4, 2)
+    with mutation.applied(m), pytest.raises(Exception):   # slicing ct along axis 1 cannot fit
+        impl.vjp(f, a, b)[1](ct)
+    ca, cb = impl.vjp(f, a, b)[1](ct)
+    np.testing.assert_array_equal(np.asarray(ca), ct[:2])
+
+
 @pytest.fixture(scope="module")
 def cov():
     return mutation.coverage(per_source=2)
@@ -123,10 +134,10 @@ def test_forgetting_derived_programs_empties_impl_caches():
     assert not f._programs
 
 
-def test_sample_spreads_over_families(mutants):
-    chosen = mutation._sample(mutants, 8, seed=0)
+def test_sample_spreads_over_families(mutants, cov):
+    chosen = mutation._sample(mutants, 8, seed=0, cov=cov)
     assert len(chosen) == 8 and len({m.family for m in chosen}) >= 4
-    assert chosen == mutation._sample(mutants, 8, seed=0)
+    assert chosen == mutation._sample(mutants, 8, seed=0, cov=cov)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -175,3 +186,9 @@ def test_the_whole_mutation_run_kills_nine_in_ten(tmp_path):
     data = _run_cli(tmp_path, "-n", "2", "--profile", "quick")
     assert data["mutants"] >= 30 and data["killed"] >= 0.9 * data["mutants"]
     assert all(s["why"] for s in data["survivors"])
+
+
+def test_analysed_survivors_name_generated_mutants(mutants):
+    names = {m.name for m in mutants}
+    assert set(mutation.EQUIVALENT) <= names and set(mutation.OPEN_GAPS) <= names
+    assert not set(mutation.EQUIVALENT) & set(mutation.OPEN_GAPS)

@@ -29,3 +29,23 @@ def test_weak_result_does_not_widen_a_float32_array():
         return v + 0.25 * impl.lax.axis_index("i")
     out = impl.vmap(f, axis_name="i")(np.zeros(3, np.float32))
     assert out.dtype == np.float32
+
+
+GRAD_CASES = {
+    "maximum": lambda np_: lambda x, y: np_.maximum(x, y),
+    "minimum": lambda np_: lambda x, y: np_.minimum(x, y),
+    "where": lambda np_: lambda x, y: np_.where(x > y, x, y),
+    "abs": lambda np_: lambda x, y: np_.abs(x) * y,
+    "clip": lambda np_: lambda x, y: np_.clip(x, 0.0, y),
+}
+
+
+@pytest.mark.parametrize("name", list(GRAD_CASES))
+def test_gradients_at_python_floats_stay_weak(name):
+    """Rules that build constants (the tie weights of max/min, select's zeros) keep the
+    operands' weak type: JAX's gradient at Python floats is weak."""
+    want = jax.grad(GRAD_CASES[name](jjnp), argnums=(0, 1))(1.0, 1.0)
+    got = impl.grad(GRAD_CASES[name](inp), argnums=(0, 1))(1.0, 1.0)
+    for g, w in zip(got, want):
+        assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w))

@@ -450,13 +450,18 @@ stop_gradient_p = define("stop_gradient", abstract_eval=lambda x: x,
 # ------------------------------------------------------------------ helpers
 
 def zeros_like(x):
-    aval = get_aval(x)
-    return broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+    return full_like(x, 0)
 
 
 def full_like(x, value):
+    """An array of ``value`` with ``x``'s shape, dtype and weak type (a rule's constant must
+    not make a weakly typed result strong: grad of ``maximum(x, 0.)`` at a Python float is
+    weak in JAX)."""
     aval = get_aval(x)
-    return broadcast_in_dim(np.array(value, aval.dtype), aval.shape, ())
+    fill = np.array(value, aval.dtype)
+    if aval.weak_type and _jax_convert is not None:
+        fill = _jax_convert(fill, weak_type=True)
+    return broadcast_in_dim(fill, aval.shape, ())
 
 
 # ------------------------------------------------- bit-level and special functions

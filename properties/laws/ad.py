@@ -5,20 +5,33 @@ import numpy as np
 
 from ._common import (all_argnums, assert_close, assert_dot_equal, check_conditioning,
                       directions, evaluate, evaluate_compiled, fail, fd_jvp, leaves,
-                      require_finite, scalarize)
+                      require_finite, require_no_kink, scalarize)
 
 
 def jvp_matches_finite_differences(backend, case):
     """jvp(f) equals central finite differences computed in float64."""
+    _jvp_vs_finite_differences("jvp_matches_finite_differences", backend, case)
+
+
+def piecewise_jvp_matches_finite_differences(backend, case):
+    """jvp(f) equals float64 central differences also for programs with
+    piecewise-smooth ops (max, sort, top_k, cummax, pooling, floor, ...), at
+    points away from their kinks (where two step sizes disagree the case is
+    filtered): the one check of their jvp rules independent of autodiff."""
+    _jvp_vs_finite_differences("piecewise_jvp_matches_finite_differences", backend, case, kinks=True)
+
+
+def _jvp_vs_finite_differences(law, backend, case, kinks=False):
     f = case.program.build(backend)
     y = check_conditioning(f, case.args)
     t = directions(case.args, salt=1)
+    if kinks:
+        require_no_kink(f, case.args, t)
     y_out, t_out = evaluate(lambda: backend.jvp(f, case.args, t))
     require_finite(t_out, what="tangent")
-    assert_close("jvp_matches_finite_differences", case, "jvp primal output", y_out, y)
+    assert_close(law, case, "jvp primal output", y_out, y)
     want = fd_jvp(f, case.args, t)
-    assert_close("jvp_matches_finite_differences", case, "jvp tangent vs float64 finite differences",
-                 t_out, want, kind="reference")
+    assert_close(law, case, "jvp tangent vs float64 finite differences", t_out, want, kind="reference")
 
 
 def linearize_matches_jvp(backend, case):
@@ -54,6 +67,29 @@ def vjp_adjoint_of_jvp(backend, case):
     assert_close("vjp_adjoint_of_jvp", case, "vjp primal output", evaluate(lambda: y_vjp), y)
     assert_dot_equal("vjp_adjoint_of_jvp", case, "<v, J u> vs <J^T v, u>",
                      (v, ju), (jtv, u))
+
+
+def vjp_of_vjp_matches_jvp(backend, case):
+    """The pullback c -> J^T c is linear, and its own vjp applied to u is J u:
+    vjp of vjp equals jvp. Transposes the transposed program, so the transpose
+    rules of the primitives only reverse mode emits (scatter_add_along_axis,
+    cumchooser_cotangent, pad, dynamic_update_slice, ...) are checked against
+    jvp, which does not use them."""
+    law = "vjp_of_vjp_matches_jvp"
+    f = case.program.build(backend)
+    y = check_conditioning(f, case.args)
+    u = directions(case.args, salt=5)
+    c = directions((y,), salt=6)[0]
+
+    def run(xs, c, u):
+        _, pullback = backend.vjp(f, *xs)
+        _, pullback_of_pullback = backend.vjp(pullback, c)
+        (ju,) = pullback_of_pullback(tuple(u))
+        return ju, backend.jvp(f, tuple(xs), tuple(u))[1]
+
+    got, want = evaluate_compiled(backend, run, tuple(case.args), c, u)
+    require_finite(got, want, what="derivative")
+    assert_close(law, case, "vjp of vjp (c -> J^T c) applied to u vs jvp J u", got, want)
 
 
 def jacfwd_matches_jacrev(backend, case):

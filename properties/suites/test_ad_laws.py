@@ -11,6 +11,11 @@ def test_jvp_matches_finite_differences(law_run, case):
 
 
 @law_test
+def test_piecewise_jvp_matches_finite_differences(law_run, case):
+    law_run.check(case)
+
+
+@law_test
 def test_linearize_matches_jvp(law_run, case):
     law_run.check(case)
 
@@ -67,4 +72,9 @@ def test_hessian_matches_jacfwd_jacrev(law_run, case):
 
 @law_test
 def test_hessian_matches_finite_differences(law_run, case):
+    law_run.check(case)
+
+
+@law_test
+def test_vjp_of_vjp_matches_jvp(law_run, case):
     law_run.check(case)

@@ -193,6 +193,16 @@ def test_cli_says_that_workers_need_xdist(monkeypatch, capsys):
     assert cli.parse(["-n", "1"]).workers == "1"  # one process needs no xdist
 
 
+def test_cli_runs_the_laws_and_self_checks_only_on_request():
+    cli = importlib.import_module("properties.__main__")
+    laws = cli.command(cli.parse(["--report-dir", "r"]))
+    files = {os.path.basename(a) for a in laws if a.endswith(".py")}
+    assert "test_ad_laws.py" in files and "test_vmap_laws.py" in files
+    assert not files & {"test_negative.py", "test_harness.py", "test_checkers.py"}
+    everything = cli.command(cli.parse(["--self-check", "--report-dir", "r"]))
+    assert cli.SUITES in everything and not any(a.endswith("_laws.py") for a in everything)
+
+
 def test_cli_from_another_folder_reports_a_law_nothing_supports_as_skipped(elsewhere):
     out = _run(["-m", "properties", "--backend", "nonumpy", "--profile", "quick",
                 "-k", "jit_matches_eager and not negative"], elsewhere)

@@ -21,3 +21,8 @@ def test_named_collectives_vjp_matches_reference(law_run, case):
 @law_test
 def test_named_extrema_derivatives_match_reference(law_run, case):
     law_run.check(case)
+
+
+@law_test
+def test_named_collectives_member_derivatives_match_reference(law_run, case):
+    law_run.check(case)
