@@ -1268,6 +1268,217 @@ def _primitive_ops():
     ]
 
 
+# ------------------------------------------- special functions and Fourier transforms
+
+
+def _digamma(v):
+    """digamma for v > 0 (for bounds only): the recurrence up to 6, then the asymptotic series."""
+    acc = 0.0
+    while v < 6.0:
+        acc, v = acc - 1.0 / v, v + 1.0
+    return acc + math.log(v) - 1.0 / (2 * v) - 1.0 / (12 * v ** 2) + 1.0 / (120 * v ** 4) - 1.0 / (252 * v ** 6)
+
+
+#: lgamma is convex on (0, inf) with its minimum here
+_LGAMMA_ARGMIN, _LGAMMA_MIN = 1.4616321449683623, -0.12148629053584961
+
+
+def _lgamma_bounds(lo, hi, c):
+    ends = (math.lgamma(lo), math.lgamma(hi))
+    return (_LGAMMA_MIN if lo <= _LGAMMA_ARGMIN <= hi else min(ends)), max(ends)
+
+
+def _polygamma_bounds(lo, hi, m):
+    # psi^(m)(v) = (-1)^(m+1) m! sum_k (v+k)^-(m+1): one sign, magnitude falling in v and
+    # at most m! (v^-(m+1) + v^-m / m)
+    top = math.factorial(int(m)) * (lo ** -(m + 1) + lo ** -m / m)
+    return (0.0, top) if m % 2 else (-top, 0.0)
+
+
+def _zeta_bounds(lo, hi, s):
+    # zeta(s, q) = sum_k (q+k)^-s, at most q^-s + q^(1-s) / (s-1), falling in q
+    return 0.0, lo ** -s + lo ** (1 - s) / (s - 1)
+
+
+def _full(field):
+    """Template of a constant operand (the drawn constant ``field``, e.g. ``c`` or ``c[1]``)
+    of the operand's shape and dtype: lax takes no mixed shapes or dtypes."""
+    return "jnp.full({x}.shape, {%s!r}, {x}.dtype)" % field
+
+
+class DomainFunction(Op):
+    """A special function of the operand mapped into an interval inside its domain:
+    ``center + 2^-k x``, the power of two (exact) chosen so that |2^-k x| <= radius.
+    ``template`` is formatted with the mapped operand ``y``, the operand's name ``x``
+    and a constant ``c`` drawn from ``consts`` (the other argument of a binary
+    function, an order or a shape parameter); ``bounds(lo, hi, c)`` bounds the
+    function on [lo, hi]."""
+
+    category = "special function"
+
+    def __init__(self, name, template, center, radius, bounds, *, consts=(None,), smooth=True):
+        self.name, self.template, self.center, self.radius = name, template, center, radius
+        self.bounds, self.consts, self.smooth = bounds, consts, smooth
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        x = ctx.name(a)
+        k = max(0, math.ceil(math.log2(max(t.bound, 1e-9) / self.radius)))
+        scale = 2.0 ** -k
+        y = f"{self.center!r} + {x}" if k == 0 else f"{self.center!r} + {scale!r} * {x}"
+        c = ctx.pick(draw, list(self.consts))
+        lo, hi = self.bounds(self.center + scale * t.lo, self.center + scale * t.hi, c)
+        expr = self.template.format(y=y, x=x, c=c)
+        return Node(self.name, (a,), expr, t.with_(lo=lo, hi=hi), (("scale", scale), ("c", c)))
+
+
+def _cbrt(v):
+    return math.copysign(abs(v) ** (1.0 / 3.0), v)
+
+
+def _special_function_ops():
+    """impl.lax's special functions on operands inside their domains, with the
+    derivatives finite: smooth except where JAX defines no (second) derivative."""
+    return [
+        Unary("asinh", "lax.asinh({})", lambda lo, hi: (math.asinh(lo), math.asinh(hi))),
+        BoundedUnary("atanh", "lax.atanh", 0.75, math.atanh),
+        DomainFunction("acosh", "lax.acosh({y})", 2.25, 1.0,
+                       lambda lo, hi, c: (math.acosh(lo), math.acosh(hi))),
+        # the cube root's slope is infinite at 0: only operands away from it, smooth or not
+        Unary("cbrt", "lax.cbrt({})", lambda lo, hi: (_cbrt(lo), _cbrt(hi)),
+              accepts=lambda t, ctx: t.away_from_zero()),
+        Unary("exp2", "lax.exp2({})", lambda lo, hi: (2.0 ** lo, 2.0 ** hi), accepts=lambda t, ctx: t.hi <= 4.0),
+        Unary("erfc", "lax.erfc({})", lambda lo, hi: (math.erfc(hi), math.erfc(lo))),
+        DomainFunction("lgamma", "lax.lgamma({y})", 2.5, 2.0, _lgamma_bounds),
+        DomainFunction("digamma", "lax.digamma({y})", 2.5, 2.0, lambda lo, hi, c: (_digamma(lo), _digamma(hi))),
+        DomainFunction("polygamma", "lax.polygamma(" + _full("c") + ", {y})", 2.5, 1.5, _polygamma_bounds,
+                       consts=(1.0, 2.0)),
+        # the regularized incomplete gamma functions in x, of a constant shape a
+        DomainFunction("igamma", "lax.igamma(" + _full("c") + ", {y})", 2.5, 2.0, lambda lo, hi, c: (0.0, 1.0),
+                       consts=(0.5, 1.5, 2.5)),
+        DomainFunction("igammac", "lax.igammac(" + _full("c") + ", {y})", 2.5, 2.0,
+                       lambda lo, hi, c: (0.0, 1.0), consts=(0.5, 1.5, 2.5)),
+        # ... and in a: their derivative in a is igamma_grad_a, which has no derivative
+        # (neither in JAX), so not smooth (no Hessian)
+        DomainFunction("igamma_in_a", "lax.{c[0]}({y}, " + _full("c[1]") + ")", 2.0, 1.0,
+                       lambda lo, hi, c: (0.0, 1.0),
+                       consts=(("igamma", 0.5), ("igammac", 1.5), ("igamma", 2.5)), smooth=False),
+        # JAX defines no derivative of zeta: the operand's gradient is stopped first
+        DomainFunction("zeta", "lax.zeta(" + _full("c") + ", lax.stop_gradient({y}))", 2.0, 1.0, _zeta_bounds,
+                       consts=(2.0, 3.0), smooth=False),
+        # betainc(a, b, x) in x only (JAX defines no derivative in a, b)
+        DomainFunction("betainc", "lax.betainc(" + _full("c[0]") + ", " + _full("c[1]") + ", {y})",
+                       0.5, 0.375, lambda lo, hi, c: (0.0, 1.0),
+                       consts=((1.5, 2.0), (2.0, 1.5), (3.0, 3.0))),
+        # exp(-|x|) I(x): a kink at 0 in the slope (i0e) or the curvature (i1e)
+        Unary("bessel_i0e", "lax.bessel_i0e({})", lambda lo, hi: (0.0, 1.0), accepts=_abs_ok),
+        Unary("bessel_i1e", "lax.bessel_i1e({})", lambda lo, hi: (-0.25, 0.25), accepts=_abs_ok),
+        Bits("population_count", "lax.convert_element_type(lax.population_count({n}), {x}.dtype) * 0.125",
+             lambda t, k: (0.0, 4.0)),
+    ]
+
+
+#: Helpers of the Fourier ops: complex intermediates made real again.
+FOURIER_PREAMBLES = {
+    "fourier": """\
+    def power(z):
+        # |z|^2 as the real part of z conj(z): smooth, unlike |z|
+        return jnp.real(z * jnp.conj(z))
+
+    def real_plus_imag(w, s):
+        # both parts of a complex value in one real value (linear in w)
+        return jnp.real(w) + s * jnp.imag(w)
+""",
+}
+
+
+PREAMBLES.update(FOURIER_PREAMBLES)
+
+
+class Fourier(Op):
+    """A Fourier transform over 1 to 3 drawn axes inside a real-in, real-out composition:
+
+    * ``rfft_filter`` (linear): ``irfftn(rfftn(x) * H)``, H a constant complex half-spectrum;
+    * ``fft_filter`` (linear): ``ifftn(fftn(complex(x, y)) * H)`` of the operand and a value
+      of its shape, its real part plus s times its imaginary part;
+    * ``power_spectrum`` (smooth): ``real(Z conj(Z))`` of ``Z = rfftn(x)``.
+
+    Each pair of transforms shares a drawn ``norm``; one axis is written with
+    ``rfft``/``fft``, more with the ``n``-dimensional names. H is scaled by a power of two
+    that keeps the result within [-4, 4] (the transforms pair into an isometry up to H)."""
+
+    category = "fourier"
+
+    def __init__(self, name, *, linear):
+        self.name, self.linear = name, linear
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1 and (self.name != "power_spectrum" or fits((), t.bound ** 2))
+
+    def _spectrum(self, draw, x, t, axes, last_half, raw):
+        """A constant complex H broadcasting against the (half) spectrum; its source and max |H|."""
+        shape = [1] * t.rank
+        for i in axes:
+            shape[i] = t.shape[i]
+        if last_half:
+            shape[axes[-1]] = t.shape[axes[-1]] // 2 + 1
+        n = math.prod(shape)
+        re = draw(st.lists(st.sampled_from(CONSTANTS), min_size=n, max_size=n))
+        im = draw(st.lists(st.sampled_from(CONSTANTS), min_size=n, max_size=n))
+        peak = max(math.hypot(r, i) for r, i in zip(re, im))
+        scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw * peak, 1e-9) / 4.0)))
+        parts = [f"jnp.asarray({np.array(v).reshape(shape).tolist()!r}, {x}.dtype)" for v in (re, im)]
+        if scale != 1.0:
+            parts = [f"{p} * {scale!r}" for p in parts]
+        return f"lax.complex({parts[0]}, {parts[1]})", peak * scale
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        x = ctx.name(a)
+        axes = sorted(draw(st.lists(upto(t.rank - 1), min_size=1, max_size=min(3, t.rank), unique=True)))
+        lengths = tuple(t.shape[i] for i in axes)
+        one = len(axes) == 1
+        where = f"axis={axes[0]}" if one else f"axes={tuple(axes)!r}"
+        m = math.prod(lengths)
+        if self.name == "power_spectrum":
+            norms = [n for n, gain in (("forward", 1.0), ("ortho", m), (None, m * m)) if fits((), gain * t.bound ** 2)]
+            norm = ctx.pick(draw, norms)
+            gain = {"forward": 1.0, "ortho": m, None: m * m}[norm]
+            z = f"jnp.fft.{'rfft' if one else 'rfftn'}({x}, {where}, norm={norm!r})"
+            shape = tuple(t.shape[i] // 2 + 1 if i == axes[-1] else d for i, d in enumerate(t.shape))
+            return Node(self.name, (a,), f"power({z})", t.with_(shape=shape, lo=0.0, hi=gain * t.bound ** 2),
+                        (("axes", tuple(axes)), ("norm", norm)), needs=("fourier",))
+        norm = ctx.pick(draw, [None, "ortho", "forward"])
+        if self.name == "rfft_filter":
+            raw = math.sqrt(m) * t.bound
+            h, peak = self._spectrum(draw, x, t, axes, True, raw)
+            size = f"n={lengths[0]}" if one else f"s={lengths!r}"
+            forward = f"jnp.fft.{'rfft' if one else 'rfftn'}({x}, {where}, norm={norm!r})"
+            expr = f"jnp.fft.{'irfft' if one else 'irfftn'}({forward} * {h}, {size}, {where}, norm={norm!r})"
+            inputs, deps, bound = (a,), t.deps, raw * peak
+        else:
+            b = ctx.pick(draw, [b for b in ctx.recent() if ctx.values[b].shape == t.shape])
+            u = ctx.values[b]
+            s = draw(st.sampled_from(CONSTANTS))
+            raw = math.sqrt(1 + s * s) * math.sqrt(m) * math.hypot(t.bound, u.bound)
+            h, peak = self._spectrum(draw, x, t, axes, False, raw)
+            fwd, inv = ("fft", "ifft") if one else ("fftn", "ifftn")
+            z = f"lax.complex({x}, {ctx.name(b)})"
+            w = f"jnp.fft.{inv}(jnp.fft.{fwd}({z}, {where}, norm={norm!r}) * {h}, {where}, norm={norm!r})"
+            expr = f"real_plus_imag({w}, {s!r})"
+            inputs, deps, bound = (a, b), t.deps | u.deps, raw * peak
+        out = ValueType(t.shape, t.dtype, -bound, bound, deps)
+        return Node(self.name, inputs, expr, out, (("axes", tuple(axes)), ("norm", norm)),
+                    needs=("fourier",) if self.name == "fft_filter" else ())
+
+
+def _fourier_ops():
+    """FFTs of all four kinds (fft, ifft, rfft, irfft) and the complex parts (complex,
+    real, imag, conj) inside compositions whose values are real."""
+    return [Fourier("rfft_filter", linear=True), Fourier("fft_filter", linear=True),
+            Fourier("power_spectrum", linear=False)]
+
+
 # ----------------------------------------------------------------- vocabulary
 
 
@@ -1314,7 +1525,7 @@ def _build_vocabulary():
         CustomUnary("custom_jvp", "custom_sin", lambda lo, hi: (-1.0, 1.0)),
         CustomUnary("custom_vjp", "custom_tanh", lambda lo, hi: (math.tanh(lo), math.tanh(hi))),
         LinearCall(),
-    ] + _more_ops() + _primitive_ops()
+    ] + _more_ops() + _primitive_ops() + _special_function_ops() + _fourier_ops()
     return {op.name: op for op in ops}
 
 

@@ -543,28 +543,6 @@ EXEMPT_PRIMITIVES = {
                       "eagerly and under jit, vmap and grad",
     "pure_callback": "a host callback (impl.pure_callback), not differentiable: tests/test_toplevel.py "
                      "against JAX under jit and each vmap_method",
-    "acosh": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "asinh": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "atanh": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "cbrt": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "exp2": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "erfc": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "lgamma": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "digamma": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "polygamma": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "igamma": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "igammac": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "igamma_grad_a": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "zeta": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "regularized_incomplete_beta": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "bessel_i0e": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "bessel_i1e": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "population_count": "not drawn yet (special functions of impl.lax, domains differ per function): tests/test_lax_breadth.py against JAX, with jvp and vmap",
-    "fft": "not drawn yet (needs drawn FFT kinds and lengths, complex values): tests/test_numpy_names.py against JAX and float64 finite differences, with a negative test of its transpose",
-    "real": "not drawn yet (the program strategies draw no complex values): tests/test_numpy_names.py complex_parts and fft groups against JAX",
-    "imag": "not drawn yet (the program strategies draw no complex values): tests/test_numpy_names.py complex_parts and fft groups against JAX",
-    "conj": "not drawn yet (the program strategies draw no complex values): tests/test_numpy_names.py complex_parts and fft groups against JAX",
-    "complex": "not drawn yet (the program strategies draw no complex values): tests/test_numpy_names.py complex_parts and fft groups against JAX",
 }
 
 

@@ -102,6 +102,8 @@ from jax.lax import (  # noqa: E402,F401
     Precision, RoundingMethod, PrecisionLike, DotDimensionNumbers,
     ConvGeneralDilatedDimensionNumbers, broadcast_shapes,
 )
+# The parts of complex numbers (jax.lax.complex, real, imag, conj).
+from impl.primitives.complex_parts import complex, conj, imag, real  # noqa: E402,F401,A004
 
 
 def _primitives_named_as_jax():
