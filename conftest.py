@@ -34,7 +34,7 @@ NIGHTLY = {
 # file::function -> how many of its parametrized cases run in CI (the first ones; the
 # cases are option mixes of the same check, the rest run nightly).
 FIRST_CASES = {
-    "tests/test_strategies.py::test_drawn_cases_run_on_jax": 3,
+    "tests/test_strategies.py::test_drawn_cases_run_on_jax": 1,
     "tests/test_strategies.py::test_linear_functions_transposes": 1,
     "tests/test_convolution.py::test_conv_transpose": 3,
     "tests/test_convolution.py::test_conv_general_dilated": 7,

@@ -1,6 +1,6 @@
 """impl/JAX speed ratios measured in one process, for the closing note.
 
-    python -m benchmarks.ratios                 # the three target ratios
+    python -m benchmarks.ratios                 # the target ratios
     python -m benchmarks.ratios --all           # every time_ benchmark
     python -m benchmarks.ratios --output reports/ratios.md
     python -m benchmarks.ratios --from-asv [--commit SHA]  # from stored asv results
@@ -28,6 +28,8 @@ TARGETS = [
     ("Tracing.time_make_jaxpr_vmap_grad_mlp", {}, 1.0),
     ("ConvLayerForward.time_compiled", {}, 1.05),
     ("ConvLayerGrad.time_compiled", {}, 1.05),
+    ("ScanLoop.time_jit", {}, 1.05),
+    ("CondHeavy.time_jit", {}, 1.05),
 ]
 
 

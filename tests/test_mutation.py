@@ -164,20 +164,22 @@ def _run_cli(tmp_path, *args):
     return json.loads((tmp_path / "mutation.json").read_text())
 
 
-#: the CI sample: mutants spread over families and tables (seed 0)
-CI_SAMPLE = 5
+#: CI's mutants: one per family and table of a seed-0 sample, each killed within seconds in
+#: the reference runs -- a regression check that the laws still kill them; the kill rate
+#: itself comes from the sampled and full runs (docs/properties.md), not from CI.
+CI_MUTANTS = ("jvp:expand_dims:drop_first", "jvp:reduce_window_max:drop_first", "batching:cumprod:shift_batch",
+              "jvp:rem:swap", "transpose:transpose:scale")
 
 
-def test_a_sample_of_mutants_is_killed_by_the_laws_alone(tmp_path):
-    """CI's mutation run: a fixed sample of impl's own rules made wrong, run in a worker
-    subprocess; the laws (never the differential comparison with JAX) must kill
-    most of them (the whole run's target, 90%, is checked by the slow test)."""
-    data = _run_cli(tmp_path, "--sample", str(CI_SAMPLE), "-n", "2", "--profile", "quick")
-    assert data["mutants"] == CI_SAMPLE and len(data["results"]) == CI_SAMPLE
+def test_ci_mutants_are_killed_by_the_laws_alone(tmp_path):
+    """CI's mutation run: impl's own rules made wrong, each in a worker subprocess; the
+    laws (never the differential comparison with JAX) must kill every one (the whole
+    run's target, 90%, is checked by the slow test)."""
+    data = _run_cli(tmp_path, *[a for m in CI_MUTANTS for a in ("--mutant", m)], "-n", "2", "--profile", "quick")
+    assert data["mutants"] == len(CI_MUTANTS) and len(data["results"]) == len(CI_MUTANTS)
     assert all(not r["by"] or not r["by"].startswith("differential") for r in data["results"])
-    assert all(s["why"] for s in data["survivors"])
-    assert data["killed"] >= 3, f"mutants no law kills: {data['survivors']}"
-    assert f"{data['killed']} of {CI_SAMPLE} mutants killed" in (tmp_path / "mutation.md").read_text()
+    assert data["killed"] == len(CI_MUTANTS), f"mutants no law kills any more: {data['survivors']}"
+    assert f"{data['killed']} of {len(CI_MUTANTS)} mutants killed" in (tmp_path / "mutation.md").read_text()
 
 
 @pytest.mark.slow
