@@ -32,12 +32,16 @@ KNOWN_JAX_BUGS = {
 }
 
 
+#: steps whose result is the same on every member of the names they reduce over
+_INVARIANT_OVER_NAMES = ("psum", "pmean", "pmax", "pmin", "all_gather")
+
+
 def _all_to_all_of_invariant(case):
     invariant = {n for n, a in zip(case.names, case.in_axes) if a is None}
     for step in case.steps:
         if step.op == "all_to_all" and set(step.names) & invariant:
             return True
-        if step.op in ("psum", "pmean", "pmax", "pmin", "all_gather"):
+        if step.op in _INVARIANT_OVER_NAMES:
             invariant |= set(step.names)
         elif step.op in ("axis_index", "psum_scatter", "all_to_all"):
             invariant -= set(step.names)
@@ -50,7 +54,7 @@ def _all_to_all_before_invariant(case):
     cotangent unbatched over its axis."""
     for i, step in enumerate(case.steps):
         if step.op == "all_to_all" and any(
-                later.op in ("psum", "pmean", "pmax", "pmin", "all_gather") and set(later.names) & set(step.names)
+                later.op in _INVARIANT_OVER_NAMES and set(later.names) & set(step.names)
                 for later in case.steps[i + 1:]):
             return True
     return False
