@@ -61,6 +61,22 @@ EQUIVALENT: dict[str, str] = {
     "both cotangents are unbroadcast(ct) to that type, equal, so swapping them changes nothing",
     "transpose:add_any:swap": "the swap applies only when both operands are linear and of the same type; "
     "both cotangents are then unbroadcast(ct) to that same type, i.e. equal: swapping them changes nothing",
+    **{f"jvp:debug_callback:{op}": "debug_callback has no outputs and its jvp rule never reads the tangents "
+       "(the callback sees primals only): a scaled, dropped or swapped tangent changes nothing"
+       for op in ("scale", "drop_first", "drop_last", "swap")},
+    **{f"transpose:debug_callback:{op}": "debug_callback's transpose returns None for every operand (it has "
+       "no outputs to transpose): there is nothing to scale, drop or swap" for op in ("scale", "drop_first",
+                                                                                        "swap")},
+    **{f"batching:debug_callback:{op}": "debug_callback has no outputs: the batching mutants move or shift "
+       "the batch of each output, and there is none (the callback's own per-element calls are unchanged)"
+       for op in ("move_batch_axis", "shift_batch")},
+    "jvp:psum_unmapped:drop_first": "psum_unmapped(primal, ct) reads its first operand only for which axes "
+    "it is mapped along; the rule never reads that operand's tangent, so dropping it changes nothing",
+    "transpose:psum_unmapped:swap": "the rule returns None for the first operand (the primal, never linear), "
+    "so the swap, which needs two same-typed cotangents, never applies: the rule is unchanged",
+    **{f"jvp:pure_callback:{op}": "pure_callback's jvp rule always raises (callbacks are not "
+       "differentiable, as in JAX) whatever the tangents: the mutant raises the same error"
+       for op in ("scale", "drop_first", "drop_last", "swap")},
 }
 
 #: survivors analysed and found NOT equivalent: the reason names the gap (a strategy that
@@ -82,25 +98,21 @@ OPEN_GAPS: dict[str, str] = {
     "transpose:custom_lin:swap": "custom_lin's leading operands are fwd's residuals (never linear: their "
     "cotangents are None), so the swap applies only when fwd returns no residual and the function has two "
     "same-typed perturbed inputs; every drawn custom_vjp returns residuals (gap)",
-    "jvp:dynamic_update_slice:drop_last": "the rule (linear in operand and update) never reads the "
-    "tangents of the start indices, and for an operand of rank >= 1 the last operand is a start index, so "
-    "there the mutant is the true rule; for a rank-0 operand (no indices) the last operand is the update, "
-    "and dropping its tangent is a real bug. dynamic_update_slice reaches the laws only as the transpose "
-    "of a drawn dynamic_slice (rank >= 1); no strategy draws lax.dynamic_update_slice itself, let alone "
-    "on a scalar (gap)",
     "transpose:linear_call:swap": "the rule returns None for linear_call's leading operands (the closed-over "
     "constants of fun and transpose, then the residuals), so the swap applies only to a linear_call with no "
     "constants and no residuals and two same-typed linear arguments; every drawn linear function "
     "(strategies.linear) has residuals (A, c), so out[0] is always None there (gap)",
+    "transpose:name:drop_first": "checkpoint_name's jvp passes the tangent through unnamed (in impl and "
+    "JAX), so grad, vjp and linearize never transpose a `name`; only linear_transpose of a function that "
+    "names a linear value reaches this rule, and JAX has no transpose rule for `name` (NotImplementedError), "
+    "so no law that must also pass on JAX can draw it. Not equivalent: tests/test_remat.py checks the rule "
+    "against the transpose of the unnamed function",
     "batching:pmax:move_batch_axis": "the mutant changes only the rule's branch for a pmax over names "
     "other than the vmap's own (there the output keeps its batch axis; over its own axis the output is "
     "unbatched and the mutant does nothing): it needs two nested named vmaps, pmax over the outer name, "
     "a value of rank >= 1 batched along the inner one. named_collectives_match_reference kills it when "
     "that is drawn (with --profile default it did, in 18 s); the 10 derandomized quick cases "
     "focused on pmax draw none (gap of the quick profile)",
-    "jvp:clamp:swap": "swaps the tangents of clamp's bound and operand, which applies only when both have "
-    "the same type; the drawn clamp has scalar constant bounds, so only a scalar operand exposes it, and "
-    "whether the strategies ever draw a scalar clamp operand was not checked (not equivalent)",
 }
 
 #: families whose primitives only 8-device laws reach; this single-device run cannot kill them
@@ -435,6 +447,17 @@ def coverage(per_source=3, seed=0):
             with contextlib.suppress(Exception):
                 trace(names, c.build(impl), c.args)
         out[("control", kind)] = names
+    # chunk_map and psum_unmapped are bound by what two laws wrap around a program of any
+    # ops (vmap(f, chunk_size=k); vmap(grad(g, reduce_axes=...))): counted for `sin`'s programs
+    for p, (x, y) in draws(S.program_cases(ops=("sin",), min_ops=1, max_ops=2, num_inputs=2, smooth=True),
+                           per_source):
+        f = p.build(impl)
+        xs, ys = (impl.numpy.stack([v, v]) for v in (x, y))
+        g = impl.grad(lambda a, b: impl.numpy.sum(f(a, b)), reduce_axes=("batch",))
+        for fn, args in ((impl.vmap(f, chunk_size=1), (xs, ys)),
+                         (impl.vmap(g, in_axes=(None, 0), axis_name="batch"), (x, ys))):
+            with contextlib.suppress(Exception):
+                trace(out[("op", "sin")], fn, args)
     from properties.backends import load_backend
     from properties.laws.batching import _pile_run
 
@@ -728,7 +751,9 @@ def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=No
                 while w.job is None and pending and not out_of_time():
                     m = pending.pop(0)
                     focus = focus_for(m.primitive, cov)
-                    if _reachable(focus):
+                    if m.name in EQUIVALENT:
+                        record(_unfinished(m, 0.0, "equivalent (analysed, not run): " + EQUIVALENT[m.name]))
+                    elif _reachable(focus):
                         w.send(m, focus)
                     else:
                         record(_unreachable(m))
@@ -781,10 +806,15 @@ def report(results, report_dir="reports", profile="quick", seconds=None, total=N
         survivors.append({"mutant": r["mutant"], "rule": f"{r['table']} rule of {r['primitive']}", "why": why})
     n, k = len(results), sum(r["killed"] for r in results)
     drawn = [r for r in results if r.get("why") != "no strategy draws this primitive"]
-    data = {"mutants": n, "killed": k, "survivors": survivors, "profile": profile, "generated": total,
+    equivalent = sum(r["mutant"] in EQUIVALENT and not r["killed"] for r in results)
+    data = {"mutants": n, "killed": k, "equivalent": equivalent, "survivors": survivors, "profile": profile,
+            "kill_rate_non_equivalent": k / max(n - equivalent, 1), "generated": total,
             "seconds": seconds, "workers": workers,
             "reachable": {"mutants": len(drawn), "killed": sum(r["killed"] for r in drawn)},
-            "planned": planned, "notes": list(notes), "kill_rate_ci95": list(wilson(k, n)) if planned and n < planned else None, "results": results}
+            "planned": planned, "notes": list(notes),
+            "kill_rate_ci95": list(wilson(k, n)) if planned and n < planned else None,
+            "kill_rate_non_equivalent_ci95": list(wilson(k, n - equivalent)) if planned and n < planned else None,
+            "results": results}
     json_path = os.path.join(report_dir, "mutation.json")
     with open(json_path, "w") as fh:
         json.dump(data, fh, indent=1)
@@ -803,11 +833,18 @@ def _markdown(data):
             + (f", {data['seconds']:.0f} s" if data.get("seconds") else "")
             + (f" with {data['workers']} workers" if data.get("workers") else "") + ".")
     lines = ["# Mutation testing of impl's rule tables", "", head, ""]
+    e = data.get("equivalent") or 0
+    if e:
+        lines += [f"{e} of the survivors are equivalent mutants (the wrong rule computes what the true one does "
+                  f"on every input it can receive; the reasons are below): {k} of the {n - e} others were killed "
+                  f"({100.0 * k / max(n - e, 1):.1f}%).", ""]
     if data.get("kill_rate_ci95"):
         lo, hi = data["kill_rate_ci95"]
         lines += [f"The run was cut short: this is a uniform random sample of {n} of the {data['planned']} mutants "
                   f"(the first {n} of the shuffled list), not the whole run: the kill rate of all mutants lies in "
-                  f"[{100 * lo:.1f}%, {100 * hi:.1f}%] (95% Wilson interval).", ""]
+                  f"[{100 * lo:.1f}%, {100 * hi:.1f}%] (95% Wilson interval)"
+                  + (", that of the non-equivalent ones in [{:.1f}%, {:.1f}%]".format(
+                      *(100 * v for v in data["kill_rate_non_equivalent_ci95"])) if e else "") + ".", ""]
     lines += [f"Of the mutants of primitives some strategy draws, {reach['killed']} of {reach['mutants']} were "
               f"killed ({100.0 * reach['killed'] / max(reach['mutants'], 1):.1f}%); the other "
               f"{n - reach['mutants']} mutate primitives no strategy draws yet, which no law can reach.", "",

@@ -495,6 +495,32 @@ class DynamicSlice(Op):
         return Node(self.name, (a,), expr, t.with_(shape=sizes))
 
 
+class DynamicUpdateSlice(Op):
+    """``lax.dynamic_update_slice`` of the operand by a leading block of a value of the
+    same rank that fits inside it, smaller than the operand where it can be (so the
+    operand's own derivative survives somewhere); scalars need no start indices."""
+
+    name, linear, category = "dynamic_update_slice", True, "slicing"
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        options = [b for b in ctx.recent() if ctx.values[b].rank == t.rank
+                   and all(m <= n for m, n in zip(ctx.values[b].shape, t.shape))]
+        b = ctx.pick(draw, options)   # a itself is always an option
+        u = ctx.values[b]
+        sizes = [draw(st.integers(1, m)) for m in u.shape]
+        if t.size > 1 and tuple(sizes) == t.shape:   # a whole overwrite hides the operand
+            j = next(i for i, n in enumerate(t.shape) if n > 1)
+            sizes[j] -= 1
+        update = ctx.name(b)
+        if tuple(sizes) != u.shape:
+            update += "[" + ", ".join(f":{m}" for m in sizes) + "]"
+        starts = tuple(draw(st.integers(0, n - m)) for n, m in zip(t.shape, sizes))
+        out = ValueType(t.shape, t.dtype, min(t.lo, u.lo), max(t.hi, u.hi), t.deps | u.deps)
+        expr = f"lax.dynamic_update_slice({ctx.name(a)}, {update}, {starts!r})"
+        return Node(self.name, (a, b) if b != a else (a,), expr, out)
+
+
 class Concatenate(Op):
     name, linear, category = "concatenate", True, "shape"
 
@@ -800,9 +826,12 @@ class Select(Op):
 
 
 class AtSet(Op):
-    """``x.at[indices].set(c)`` with constant indices along axis 0 and a constant."""
+    """``x.at[indices].set(u)`` with constant indices along axis 0 and, as update, a
+    constant (0.0 in linear programs) or another value broadcastable to the slice
+    (then linear in both); sometimes with ``unique_indices=True`` (they are unique),
+    which JAX and impl differentiate with a scatter rather than a scatter-add."""
 
-    name, category = "at_set", "slicing"
+    name, linear, category = "at_set", True, "slicing"
 
     def accepts(self, t, ctx):
         return t.rank >= 1
@@ -810,9 +839,20 @@ class AtSet(Op):
     def make(self, draw, ctx, a):
         t = ctx.values[a]
         idx = draw(st.lists(st.integers(0, t.shape[0] - 1), min_size=1, max_size=3, unique=True))
-        c = draw(st.sampled_from(CONSTANTS))
-        expr = f"jnp.asarray({ctx.name(a)}).at[jnp.asarray({idx!r})].set({c!r})"
-        return Node(self.name, (a,), expr, t.with_(lo=min(t.lo, c), hi=max(t.hi, c)), (("indices", tuple(idx)),))
+        target = (len(idx),) + t.shape[1:]
+        values = [b for b in ctx.recent() if b != a and broadcast_shapes(ctx.values[b].shape, target) == target]
+        b = ctx.pick(draw, [None] + values)
+        if b is None:
+            c = 0.0 if ctx.linear else draw(st.sampled_from(CONSTANTS))
+            update, inputs, lo, hi, deps = repr(c), (a,), min(t.lo, c), max(t.hi, c), t.deps
+        else:
+            u = ctx.values[b]
+            update, inputs, lo, hi, deps = ctx.name(b), (a, b), min(t.lo, u.lo), max(t.hi, u.hi), t.deps | u.deps
+        unique = draw(_BOOL)
+        expr = (f"jnp.asarray({ctx.name(a)}).at[jnp.asarray({idx!r})].set({update}"
+                f"{', unique_indices=True' if unique else ''})")
+        return Node(self.name, inputs, expr, ValueType(t.shape, t.dtype, lo, hi, deps),
+                    (("indices", tuple(idx)), ("unique", unique)))
 
 
 def _more_ops():
@@ -1482,6 +1522,34 @@ def _fourier_ops():
 # ----------------------------------------------------------------- vocabulary
 
 
+class InnerJit(Op):
+    """``backend.jit(lambda a, b: ...)(x, y)``: a jitted call inside the program, so the
+    transformations meet the call primitive with several differentiated, batched
+    operands of possibly equal types (a jit outside the program never does). Each
+    body weighs its two operands differently: a rule that drops or swaps one shows."""
+
+    name, linear, category = "jit_call", True, "call"
+    BODIES = (("a - 0.5 * b", True), ("a * jnp.sin(b)", False))
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        bodies = [b for b in self.BODIES if b[1] or not ctx.linear]
+        body, linear = ctx.pick(draw, bodies)
+        options = []
+        for b in ctx.recent():
+            u = ctx.values[b]
+            shape = broadcast_shapes(t.shape, u.shape)
+            lo, hi = (t.lo - 0.5 * u.hi, t.hi - 0.5 * u.lo) if linear else (-t.bound, t.bound)
+            if shape is not None and fits(shape, lo, hi):
+                options.append((b, shape, lo, hi))
+        if not options:  # the operand with itself always fits when it fits alone
+            options = [(a, t.shape, -t.bound, t.bound)]
+        b, shape, lo, hi = ctx.pick(draw, options)
+        out = ValueType(shape, t.dtype, lo, hi, t.deps | ctx.values[b].deps)
+        expr = f"backend.jit(lambda a, b: {body})({ctx.name(a)}, {ctx.name(b)})"
+        return Node(self.name, (a, b), expr, out, (("body", body),))
+
+
 def _build_vocabulary():
     ops = [
         Unary("neg", "jnp.negative({})", lambda lo, hi: (-hi, -lo), linear=True),
@@ -1521,10 +1589,12 @@ def _build_vocabulary():
         Index(),
         Take(),
         DynamicSlice(),
+        DynamicUpdateSlice(),
         Concatenate(),
         CustomUnary("custom_jvp", "custom_sin", lambda lo, hi: (-1.0, 1.0)),
         CustomUnary("custom_vjp", "custom_tanh", lambda lo, hi: (math.tanh(lo), math.tanh(hi))),
         LinearCall(),
+        InnerJit(),
     ] + _more_ops() + _primitive_ops() + _special_function_ops() + _fourier_ops()
     return {op.name: op for op in ops}
 

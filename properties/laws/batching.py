@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import features
-from ._common import (all_argnums, assert_close, check_conditioning, evaluate, evaluate_compiled,
-                      fail, require_finite, scalarize, stack, take)
+from ._common import (all_argnums, assert_close, check_conditioning, directions, evaluate,
+                      evaluate_compiled, fail, require_finite, scalarize, stack, take)
 from .vmap import _example_output, _per_example_check
 
 
@@ -62,6 +62,29 @@ def reduce_axes_matches_summed_grads(backend, case):
     _, got = evaluate(value_total, *case.args)
     assert_close(law, case, "value_and_grad with reduce_axes vs summed per-example gradients",
                  got, want)
+    # Second order, inside the vmap (where the cotangent sum is bound): the summed gradient's
+    # jvp along u is the sum of the per-example gradients' jvps, and its vjp against w is,
+    # on each member, that member's per-example vjp against the sum of every member's w
+    # (the summing step transposes to itself, as psum does). No reduce_axes in the
+    # references: this checks the rules of the summing step itself.
+    x0, rest, rest_axes = case.args[0], case.args[1:], case.in_axes[1:]
+    (u,), (w,) = directions((x0,), salt=11), directions((np.asarray(want),), salt=12)
+    summed = backend.grad(g, argnums=0, reduce_axes=("batch",))
+    forward = backend.vmap(lambda x, *r: backend.jvp(lambda a: summed(a, *r), (x,), (u,))[1],
+                           in_axes=case.in_axes, out_axes=None, axis_name="batch")
+    backward = backend.vmap(lambda x, *r: backend.vjp(lambda a: summed(a, *r), x)[1](w)[0],
+                            in_axes=case.in_axes, out_axes=0, axis_name="batch")
+    forward_want, backward_want = [], []
+    for i in range(case.axis_size):
+        sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(rest, rest_axes)]
+        example = backend.grad(g, argnums=0)
+        forward_want.append(evaluate(lambda x: backend.jvp(lambda a: example(a, *sliced), (x,), (u,))[1], x0))
+        backward_want.append(evaluate(lambda x: backend.vjp(lambda a: example(a, *sliced), x)[1](
+            case.axis_size * w)[0], x0))
+    assert_close(law, case, "jvp of the reduce_axes gradient vs summed per-example jvps",
+                 evaluate(forward, *case.args), np.sum(np.stack(forward_want), axis=0))
+    assert_close(law, case, "per-member vjp of the reduce_axes gradient vs per-example vjps",
+                 evaluate(backward, *case.args), np.stack(backward_want))
 
 
 def _pile_run(backend, case, w, jit=False):
