@@ -82,19 +82,6 @@ EQUIVALENT: dict[str, str] = {
 #: survivors analysed and found NOT equivalent: the reason names the gap (a strategy that
 #: never draws the exposing program, or a law too weak) that lets them live -- work left.
 OPEN_GAPS: dict[str, str] = {
-    "jvp:while:swap": "swaps the tangents of the loop's operands 0 and 1. In every drawn while_loop these "
-    "are the body's closed-over constant arrays (or the int32 bound and counter), whose tangents are "
-    "symbolic zeros, so the swap exchanges two zeros. A loop whose body closes over two same-typed "
-    "differentiated values would expose it; the strategies draw no closures over differentiated values "
-    "in loop bodies (gap)",
-    "jvp:scan:swap": "as jvp:while:swap: scan's operands 0 and 1 are closed-over constants of the drawn "
-    "bodies, without tangents; no drawn scan closes over differentiated values (gap)",
-    "transpose:scan:swap": "as jvp:scan:swap: scan's operands 0 and 1 are the drawn bodies' closed-over "
-    "constants, never linear, so their cotangents are None and the swap never applies; no drawn scan closes "
-    "over differentiated values (gap)",
-    "transpose:checkpoint:swap": "swaps the cotangents of checkpoint's first two operands, which in the "
-    "drawn remat programs are constants (no cotangent) or of different types; no drawn checkpoint takes "
-    "two same-typed differentiated leading inputs (gap)",
     "transpose:custom_lin:swap": "custom_lin's leading operands are fwd's residuals (never linear: their "
     "cotangents are None), so the swap applies only when fwd returns no residual and the function has two "
     "same-typed perturbed inputs; every drawn custom_vjp returns residuals (gap)",

@@ -12,6 +12,16 @@ Every new carry leaf is ``0.5 * c + 0.5 * tanh(fit(v))``, where ``v`` is the
 body's output and ``fit`` a constant matrix mapping it to the leaf's shape:
 carries stay in [-2, 2] however many iterations run, the body's domain, and
 every leaf depends on every body input (derivatives flow through all of it).
+
+Loops (scan, fori_loop, while_loop) sometimes *close over* two more program
+inputs ``k0`` and ``k1`` (``make_step(backend, k0, k1)``), shaped like the
+first carry leaf: the step starts with ``c0 = 0.75 * c0 + 0.25 * tanh(c0 + k0
+- 0.5 * k1)``, so the loop primitive's two leading constant operands are
+differentiated inputs of one type, and a rule that mixes up their tangents
+or cotangents changes the result. In those loops the fits use no constant
+matrix (``tanh(w * sum(v))``) and the while_loop's trip count rides in the
+loop state: the linearized loop then has no constant residual operand ahead
+of ``k0`` and ``k1``.
 """
 
 from __future__ import annotations
@@ -93,6 +103,17 @@ def _fit(draw, program: Program, shape, dtype):
     scaled = "" if scale == 1.0 else f" * {scale!r}"
     m = f"jnp.asarray({matrix.tolist()!r}, jnp.{dtype}){scaled}"
     return f"jnp.tanh(jnp.reshape(jnp.matmul(flat, {m}), {tuple(shape)!r}))"
+
+
+def _sum_fit(draw, program: Program, shape):
+    """Source of tanh(w * sum of the first elements of v), broadcast to ``shape``: no
+    constant array, so a linearized loop body needs no constant residual."""
+    k = min(math.prod(program.output_type[0]), FIT_WIDTH)
+    w = draw(st.sampled_from(CONSTANTS))
+    lo, hi = program.output_bounds
+    raw = max(abs(lo), abs(hi), 1e-9) * abs(w) * max(k, 1)
+    w *= 2.0 ** -max(0, math.ceil(math.log2(raw / 2.0)))
+    return f"jnp.tanh(jnp.broadcast_to({w!r} * jnp.sum(flat), {tuple(shape)!r}))"
 
 
 @st.composite
@@ -187,6 +208,7 @@ def _control_case(draw, kinds, smooth, dtype, max_ops, max_batch):
         x_shapes = draw(_leaf_shapes(1 if kind == "map" else 0, 2))
     x_names = [f"xs{i}" for i in range(len(x_shapes))]
     timed = kind in ("fori_loop", "while_loop")
+    closure = kind in ("scan", "fori_loop", "while_loop") and draw(st.booleans())
     branches = {"cond": 2, "switch": draw(st.integers(1, 3)) if kind == "switch" else 0}.get(kind, 1)
 
     body_inputs = ([(s, dt) for s in carry_shapes] if kind != "map" else []) + [(s, dt) for s in x_shapes]
@@ -195,7 +217,11 @@ def _control_case(draw, kinds, smooth, dtype, max_ops, max_batch):
     opts = dict(smooth=smooth, max_ops=max_ops, input_types=tuple(body_inputs))
     bodies = tuple(draw(random_programs(**opts)) for _ in range(branches))
 
-    lines = ["def make_step(backend):", "    jnp, lax = backend.numpy, backend.lax", ""]
+    closed = ", k0, k1" if closure else ""
+    lines = [f"def make_step(backend{closed}):", "    jnp, lax = backend.numpy, backend.lax", ""]
+
+    def fit(program, shape):
+        return _sum_fit(draw, program, shape) if closure else _fit(draw, program, shape, dt)
     body_params = ([f"c{i}" for i in range(len(carry_shapes))] if kind != "map" else []) + \
         [f"x{i}" for i in range(len(x_shapes))] + (["t"] if timed else [])
     carry_unpack = [f"        c{i} = carry{p}" for i, p in enumerate(carry_paths)]
@@ -203,7 +229,7 @@ def _control_case(draw, kinds, smooth, dtype, max_ops, max_batch):
 
     def new_carry(program, indent="        "):
         out = [f"{indent}flat = jnp.reshape(v, (-1,))[:{FIT_WIDTH}]"]
-        news = [f"0.5 * c{i} + 0.5 * {_fit(draw, program, s, dt)}" for i, s in enumerate(carry_shapes)]
+        news = [f"0.5 * c{i} + 0.5 * {fit(program, s)}" for i, s in enumerate(carry_shapes)]
         text = carry_tree
         for i in reversed(range(len(carry_shapes))):
             text = text.replace(f"c{i}", f"__n{i}__")
@@ -240,12 +266,14 @@ def _control_case(draw, kinds, smooth, dtype, max_ops, max_batch):
             else:
                 lines.append("    def step(carry, t):")
                 lines.append(leaf_of)
+            if closure:  # k0, k1 are the loop's first closed-over values: its leading operands
+                lines.append("        c0 = 0.75 * c0 + 0.25 * jnp.tanh(c0 + k0 - 0.5 * k1)")
             lines.append(f"        v = body({', '.join(body_params)})")
             flat_line, new_text = new_carry(bodies[0])
             lines += flat_line
             if kind == "scan":
                 y_shape = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
-                lines.append(f"        return {new_text}, {_fit(draw, bodies[0], y_shape, dt)}")
+                lines.append(f"        return {new_text}, {fit(bodies[0], y_shape)}")
             else:
                 lines.append(f"        return {new_text}")
             lines += ["", "    return step"]
@@ -290,6 +318,18 @@ def _control_case(draw, kinds, smooth, dtype, max_ops, max_batch):
                    f"        carry = step(carry, backend.numpy.asarray(i * 0.25 - 0.5, backend.numpy.{dt}))",
                    "    return carry"]
             arg_names = carry_names
+        elif kind == "while_loop" and closure:  # the trip count in the state: cond_fun closes over nothing
+            call = ("    def body_fun(state):\n        i, n, carry = state\n"
+                    f"        t = backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5\n"
+                    "        return i + 1, n, step(carry, t)\n\n"
+                    "    return backend.lax.while_loop(lambda state: state[0] < state[1], body_fun, "
+                    f"(backend.numpy.asarray(0, backend.numpy.int32), n, {init}))[2]")
+            ref = [f"    i, carry = 0, {init}",
+                   "    while i < int(n):",
+                   f"        carry = step(carry, backend.numpy.asarray(i * 0.25 - 0.5, backend.numpy.{dt}))",
+                   "        i += 1",
+                   "    return carry"]
+            arg_names = ["n"] + carry_names
         elif kind == "while_loop":
             call = ("    def cond_fun(state):\n        return state[0] < n\n\n"
                     "    def body_fun(state):\n        i, carry = state\n"
@@ -312,15 +352,18 @@ def _control_case(draw, kinds, smooth, dtype, max_ops, max_batch):
             ref = [f"    return branches[min(max(int(index), 0), {branches - 1})]({init})"]
             arg_names = ["index"] + carry_names
     getter = "branches" if kind in ("cond", "switch") else "step"
+    if closure:
+        arg_names = arg_names + ["k0", "k1"]
+        params["closure"] = ("k0", "k1")
     names = ", ".join(arg_names)
     text = "\n".join(lines) + "\n\n\n" + \
-        f"def program(backend, {names}):\n    {getter} = make_step(backend)\n{call}\n\n\n" + \
-        f"def reference(backend, {names}):\n    {getter} = make_step(backend)\n" + "\n".join(ref) + "\n"
+        f"def program(backend, {names}):\n    {getter} = make_step(backend{closed})\n{call}\n\n\n" + \
+        f"def reference(backend, {names}):\n    {getter} = make_step(backend{closed})\n" + "\n".join(ref) + "\n"
 
     # arguments, and a batch of them for vmap laws
     size = draw(st.integers(1, max_batch))
     float_shapes = ([] if kind == "map" else carry_shapes) + \
-        [(length,) + s for s in x_shapes]
+        [(length,) + s for s in x_shapes] + [carry_shapes[0]] * (2 if closure else 0)
     args, batch, float_argnums = [], [], []
     for name in arg_names:
         if name == "pred":

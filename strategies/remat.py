@@ -8,6 +8,11 @@ outer program; ``make(backend, remat=False)`` is the same without
 without remat the tags are the identity they stand for, so the program
 without remat binds neither checkpoint nor name (a reference independent
 of both).
+
+A third of the bodies are linear programs whose first two inputs have one
+type: their linearized checkpoint then has no residual operand, its leading
+operands are those two inputs' tangents, and a transpose rule that mixes up
+their cotangents changes the gradient.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from hypothesis import strategies as st
 
 from .backends import check_backend
 from .programs import Program, program_args, random_programs
+from .types import FLOAT_DTYPES
 
 #: policies from ``checkpoint_policies`` (None: the default, save nothing but inputs)
 POLICIES = (None, "everything_saveable", "nothing_saveable", "dots_saveable",
@@ -98,7 +104,13 @@ class RematCase:
 
 @st.composite
 def _remat_case(draw, smooth, dtype, max_ops):
-    body = draw(random_programs(smooth=smooth, dtype=dtype, min_ops=1, max_ops=max_ops))
+    if draw(st.integers(0, 2)) == 0:   # linear, its leading inputs of one type
+        dt = dtype or draw(st.sampled_from(FLOAT_DTYPES))
+        shape = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
+        inputs = ((shape, dt),) * draw(st.integers(2, 3))
+        body = draw(random_programs(linear=True, input_types=inputs, min_ops=1, max_ops=max_ops))
+    else:
+        body = draw(random_programs(smooth=smooth, dtype=dtype, min_ops=1, max_ops=max_ops))
     outer = draw(random_programs(smooth=smooth, max_ops=2, min_ops=0,
                                  input_types=(body.output_type,)))
     policy = draw(st.sampled_from(POLICIES))

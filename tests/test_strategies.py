@@ -566,3 +566,31 @@ def test_op_table_is_consistent():
     assert set(S.OP_NAMES) == set(VOCABULARY)
     assert set(S.CUSTOM_KINDS) <= set(S.OP_NAMES)
     assert set(S.LINEAR_OPS) <= set(S.SMOOTH_OPS)
+
+
+def test_some_loops_close_over_two_program_inputs():
+    """Drawn scan/fori_loop/while_loop steps sometimes close over the inputs k0, k1
+    (the loop's constant operands, not its carry), and still mean their Python loop."""
+    closed = [c for c in sample(S.control_flow_cases(kinds=("scan", "fori_loop", "while_loop"), dtype="float64"),
+                                12, seed=5) if dict(c.params).get("closure")]
+    assert closed
+    for case in closed[:3]:
+        jaxpr = jax.make_jaxpr(case.build(jax))(*case.args).jaxpr
+        k0, k1 = (jaxpr.invars[case.arg_names.index(k)] for k in ("k0", "k1"))
+        loop = next(e for e in jaxpr.eqns if e.primitive.name in ("scan", "while"))
+        p = loop.params
+        n_consts = p["num_consts"] if "num_consts" in p else p["cond_nconsts"] + p["body_nconsts"]
+        assert {k0, k1} <= set(loop.invars[:n_consts])
+        for got, want in zip(jax.tree_util.tree_leaves(case.build(jax)(*case.args)),
+                             jax.tree_util.tree_leaves(case.reference(jax)(*case.args)), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_some_remat_bodies_are_linear_in_two_same_typed_inputs():
+    linear = [c for c in sample(S.remat_cases(dtype="float64"), 12, seed=5) if c.body.linear]
+    assert linear
+    for case in linear[:3]:
+        assert case.body.input_types[0] == case.body.input_types[1]
+        f = case.body.build(jax)
+        x = [np.asarray(a) for a in case.args]
+        np.testing.assert_allclose(f(*[2.0 * a for a in x]), 2.0 * np.asarray(f(*x)), rtol=1e-9, atol=1e-12)
