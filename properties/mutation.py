@@ -34,6 +34,8 @@ TABLES = ("jvp", "transpose", "batching")
 #: focused examples each law gets per mutant, at least (quick's are sized for the
 #: whole suite's time budget, not for one primitive's)
 MIN_EXAMPLES = 10
+#: ... and the laws that check a table against an independent reference get this many times more
+INDEPENDENT_FACTOR = 3
 
 #: mutants known to be equivalent to the original (the wrong rule computes
 #: the same function on every input the rule can receive), with the reason.
@@ -501,13 +503,17 @@ _INDEPENDENT = {
 }
 
 
+def _is_independent(law, table):
+    return any(k in law.name for k in _INDEPENDENT[table])
+
+
 def laws_for(table):
     """The laws alone (no differential law, no 8-device law), most relevant first."""
     from properties.laws import LAWS
     laws = [law for law in LAWS if not law.differential and law.devices == 1]
-    keys, first = _KEYWORDS[table], _INDEPENDENT[table]
+    keys = _KEYWORDS[table]
     return sorted(laws, key=lambda law: (not any(k in law.name for k in keys),
-                                         not any(k in law.name for k in first), LAWS.index(law)))
+                                         not _is_independent(law, table), LAWS.index(law)))
 
 
 def run_one(mutant, focus, profile="quick", seed=0):
@@ -521,8 +527,11 @@ def run_one(mutant, focus, profile="quick", seed=0):
     from properties.profiles import PROFILES
 
     backend = load_backend("impl")
-    config = settings(max_examples=max(PROFILES[profile], MIN_EXAMPLES), derandomize=True, database=None, deadline=None,
+    examples = max(PROFILES[profile], MIN_EXAMPLES)
+    config = settings(max_examples=examples, derandomize=True, database=None, deadline=None,
                       phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    # the laws with an independent reference are cheap and kill most: they get more cases
+    independent = settings(config, max_examples=INDEPENDENT_FACTOR * examples)
     start = time.perf_counter()
     ran = []
 
@@ -561,7 +570,7 @@ def run_one(mutant, focus, profile="quick", seed=0):
             return True
         try:
             with cases.focus(**focus):
-                find(strategy, killed, settings=config)
+                find(strategy, killed, settings=independent if _is_independent(law, mutant.table) else config)
         except NoSuchExample:
             continue
         except Exception as exc:  # noqa: BLE001 - a strategy that cannot draw under this focus

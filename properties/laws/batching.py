@@ -10,14 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import features
-from ._common import (all_argnums, assert_close, check_conditioning, directions, evaluate,
+from ._common import (all_argnums, assert_close, check_conditioning, directions, discard, evaluate,
                       evaluate_compiled, fail, require_finite, scalarize, stack, take)
 from .vmap import _example_output, _per_example_check
 
 
 def chunked_vmap_matches_vmap(backend, case):
-    """vmap(f, chunk_size=k) equals vmap(f): values, under jit, and the
-    gradient of a weighted sum of the batched outputs."""
+    """vmap(f, chunk_size=k) equals vmap(f): values, under jit and under an outer
+    vmap, and the gradient of a weighted sum of the batched outputs."""
     law = "chunked_vmap_matches_vmap"
     features.require(backend, "chunked_vmap")
     f = case.program.build(backend)
@@ -29,6 +29,13 @@ def chunked_vmap_matches_vmap(backend, case):
                  evaluate(chunked, *case.args), want)
     assert_close(law, case, "jit of the chunked vmap vs vmap(f)",
                  evaluate_compiled(backend, chunked, *case.args), want)
+    # under an outer vmap over the arguments and their batch-reversed copies
+    flipped = [a if ax is None else np.flip(a, ax) for a, ax in zip(case.args, case.in_axes)]
+    outer = backend.vmap(chunked, in_axes=tuple(None if ax is None else 0 for ax in case.in_axes))
+    got = evaluate(outer, *[a if ax is None else np.stack([a, b])
+                            for a, b, ax in zip(case.args, flipped, case.in_axes)])
+    assert_close(law, case, "vmap of the chunked vmap vs vmap(f) of each",
+                 got, np.stack([want, evaluate(backend.vmap(f, **kw), *flipped)]))
     argnums = all_argnums(case.args)
     g_want = evaluate(backend.grad(scalarize(backend, backend.vmap(f, **kw), want), argnums=argnums),
                       *case.args)
@@ -40,23 +47,31 @@ def chunked_vmap_matches_vmap(backend, case):
 def reduce_axes_matches_summed_grads(backend, case):
     """vmap(grad(g, reduce_axes=('batch',)), in_axes=(None, ...), out_axes=None,
     axis_name='batch') returns the sum over the batch of the per-example
-    gradients with respect to the shared (unbatched) first argument."""
+    gradients with respect to the shared (unbatched) first argument, and the
+    per-example gradients with respect to a batched one."""
     law = "reduce_axes_matches_summed_grads"
     features.require(backend, "reduce_axes")
     f = case.program.build(backend)
     _per_example_check(f, case)
     out0, _ = _example_output(f, case)
     g = scalarize(backend, f, out0)
+    # a batched argument's gradient is not summed: it stays per example
+    k = next((i for i, ax in enumerate(case.in_axes) if ax is not None), None)
+    if k is None:
+        discard("no batched argument")
+    mapped = case.in_axes[k]
     per_example = []
     for i in range(case.axis_size):
         sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(case.args, case.in_axes)]
-        per_example.append(evaluate(backend.grad(g, argnums=0), *sliced))
+        per_example.append(evaluate(backend.grad(g, argnums=(0, k)), *sliced))
     require_finite(per_example, what="per-example gradient")
-    want = np.sum(np.stack(per_example), axis=0)
-    total = backend.vmap(backend.grad(g, argnums=0, reduce_axes=("batch",)), in_axes=case.in_axes,
-                         out_axes=None, axis_name="batch")
-    assert_close(law, case, "grad with reduce_axes vs summed per-example gradients",
-                 evaluate(total, *case.args), want)
+    want = np.sum(np.stack([p[0] for p in per_example]), axis=0)
+    total = backend.vmap(backend.grad(g, argnums=(0, k), reduce_axes=("batch",)), in_axes=case.in_axes,
+                         out_axes=(None, mapped), axis_name="batch")
+    got, got_mapped = evaluate(total, *case.args)
+    assert_close(law, case, "grad with reduce_axes vs summed per-example gradients", got, want)
+    assert_close(law, case, "grad with reduce_axes of a batched argument vs per-example gradients",
+                 got_mapped, np.stack([p[1] for p in per_example], axis=mapped))
     value_total = backend.vmap(backend.value_and_grad(g, argnums=0, reduce_axes=("batch",)),
                                in_axes=case.in_axes, out_axes=(0, None), axis_name="batch")
     _, got = evaluate(value_total, *case.args)
