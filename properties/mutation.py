@@ -79,19 +79,20 @@ OPEN_GAPS: dict[str, str] = {
     "transpose:checkpoint:swap": "swaps the cotangents of checkpoint's first two operands, which in the "
     "drawn remat programs are constants (no cotangent) or of different types; no drawn checkpoint takes "
     "two same-typed differentiated leading inputs (gap)",
-    "transpose:custom_lin:swap": "custom_lin's leading operands are fwd's residuals (never linear: their "
-    "cotangents are None), so the swap applies only when fwd returns no residual and the function has two "
-    "same-typed perturbed inputs; every drawn custom_vjp returns residuals (gap)",
+    "jvp:custom_lin:drop_last": "custom_lin's jvp rule runs only in forward-over-forward mode through a "
+    "custom_vjp function (custom_vjp_forward_over_forward, impl only); the mutant zeroes the outer tangent of "
+    "its last operand, the last inner input tangent. That law differentiates p -> jvp(F)(p; u) along v with "
+    "u constant and F's inputs the differentiated values themselves, so the inner tangents never depend on "
+    "the outer point and their outer tangents are symbolic zeros: dropping one changes nothing there. Not "
+    "equivalent: jvp along v of p -> jvp(F o g)(p; u) with g nonlinear (or with the inner tangent "
+    "perturbed too) gives a different value under the mutant (checked by hand: 0.328 vs -0.182); the law "
+    "draws neither (gap in properties/laws/custom.py)",
     "jvp:dynamic_update_slice:drop_last": "the rule (linear in operand and update) never reads the "
     "tangents of the start indices, and for an operand of rank >= 1 the last operand is a start index, so "
     "there the mutant is the true rule; for a rank-0 operand (no indices) the last operand is the update, "
     "and dropping its tangent is a real bug. dynamic_update_slice reaches the laws only as the transpose "
     "of a drawn dynamic_slice (rank >= 1); no strategy draws lax.dynamic_update_slice itself, let alone "
     "on a scalar (gap)",
-    "transpose:linear_call:swap": "the rule returns None for linear_call's leading operands (the closed-over "
-    "constants of fun and transpose, then the residuals), so the swap applies only to a linear_call with no "
-    "constants and no residuals and two same-typed linear arguments; every drawn linear function "
-    "(strategies.linear) has residuals (A, c), so out[0] is always None there (gap)",
     "batching:pmax:move_batch_axis": "the mutant changes only the rule's branch for a pmax over names "
     "other than the vmap's own (there the output keeps its batch axis; over its own axis the output is "
     "unbatched and the mutant does nothing): it needs two nested named vmaps, pmax over the outer name, "
