@@ -84,18 +84,19 @@ EQUIVALENT: dict[str, str] = {
 #: survivors analysed and found NOT equivalent: the reason names the gap (a strategy that
 #: never draws the exposing program, or a law too weak) that lets them live -- work left.
 OPEN_GAPS: dict[str, str] = {
-    "transpose:custom_lin:swap": "custom_lin's leading operands are fwd's residuals (never linear: their "
-    "cotangents are None), so the swap applies only when fwd returns no residual and the function has two "
-    "same-typed perturbed inputs; every drawn custom_vjp returns residuals (gap)",
-    "transpose:linear_call:swap": "the rule returns None for linear_call's leading operands (the closed-over "
-    "constants of fun and transpose, then the residuals), so the swap applies only to a linear_call with no "
-    "constants and no residuals and two same-typed linear arguments; every drawn linear function "
-    "(strategies.linear) has residuals (A, c), so out[0] is always None there (gap)",
     "transpose:name:drop_first": "checkpoint_name's jvp passes the tangent through unnamed (in impl and "
     "JAX), so grad, vjp and linearize never transpose a `name`; only linear_transpose of a function that "
     "names a linear value reaches this rule, and JAX has no transpose rule for `name` (NotImplementedError), "
     "so no law that must also pass on JAX can draw it. Not equivalent: tests/test_remat.py checks the rule "
     "against the transpose of the unnamed function",
+    "jvp:custom_lin:drop_last": "custom_lin's jvp rule runs only in forward-over-forward mode through a "
+    "custom_vjp function (custom_vjp_forward_over_forward, impl only); the mutant zeroes the outer tangent of "
+    "its last operand, the last inner input tangent. That law differentiates p -> jvp(F)(p; u) along v with "
+    "u constant and F's inputs the differentiated values themselves, so the inner tangents never depend on "
+    "the outer point and their outer tangents are symbolic zeros: dropping one changes nothing there. Not "
+    "equivalent: jvp along v of p -> jvp(F o g)(p; u) with g nonlinear (or with the inner tangent "
+    "perturbed too) gives a different value under the mutant (checked by hand: 0.328 vs -0.182); the law "
+    "draws neither (gap in properties/laws/custom.py)",
     "batching:pmax:move_batch_axis": "the mutant changes only the rule's branch for a pmax over names "
     "other than the vmap's own (there the output keeps its batch axis; over its own axis the output is "
     "unbatched and the mutant does nothing): it needs two nested named vmaps, pmax over the outer name, "

@@ -3,7 +3,9 @@
 A :class:`LinearFunction` holds plain NumPy data (a matrix, a scale) and
 hands out ``fun``/``transpose`` for a backend, shaped for
 ``backend.linear_call(fun, transpose, residual_args, linear_args)``: both
-take ``(residual_args, linear_args)``. With ``wrong_transpose=True`` the
+take ``(residual_args, linear_args)``. The ``pair`` kind has no residual at
+all: its coefficients are Python floats inside ``fun`` and ``transpose``, so
+the call's only operands are its two same-typed linear arguments. With ``wrong_transpose=True`` the
 transpose is deliberately wrong, for negative tests.
 """
 
@@ -19,7 +21,7 @@ from .backends import check_backend, linear_call_of
 from .pytree_strategies import Pair
 from .types import CONSTANTS, FLOAT_DTYPES
 
-LINEAR_KINDS = ("matvec", "scale", "pytree")
+LINEAR_KINDS = ("matvec", "scale", "pytree", "pair")
 
 
 @dataclass(frozen=True, repr=False)
@@ -27,7 +29,9 @@ class LinearFunction:
     """A linear map ``linear_args -> output`` with residuals and its transpose.
 
     kinds: ``matvec`` (``A @ x``; transpose ``A.T @ ct``), ``scale``
-    (``x * c``), ``pytree`` (``Pair(x, {"y": y}) -> (A @ x, c * y)``).
+    (``x * c``), ``pytree`` (``Pair(x, {"y": y}) -> (A @ x, c * y)``),
+    ``pair`` (``(x, y) -> a * x + b * y`` with ``coefficients`` ``(a, b)``,
+    ``a != b``, and no residual; transpose ``(a * ct, b * ct)``).
     Wrong transposes: the untransposed ``A @ ct`` for a square
     non-symmetric ``A``, otherwise the true transpose times 2.
     """
@@ -37,6 +41,7 @@ class LinearFunction:
     linear_args: object
     example_cotangent: object
     wrong_transpose: bool = False
+    coefficients: tuple[float, ...] = ()  # the pair kind's (a, b)
 
     @property
     def example_args(self):
@@ -49,6 +54,9 @@ class LinearFunction:
             return lambda r, x: jnp.matmul(r, x)
         if self.kind == "scale":
             return lambda r, x: x * r
+        if self.kind == "pair":
+            a, b = self.coefficients
+            return lambda r, x: a * x[0] + b * x[1]
         return lambda r, x: (jnp.matmul(r["A"], x.first), r["c"] * x.second["y"])
 
     def transpose(self, backend):
@@ -60,6 +68,9 @@ class LinearFunction:
             return lambda r, ct: k * jnp.matmul(jnp.transpose(r), ct)
         if self.kind == "scale":
             return lambda r, ct: k * (ct * r)
+        if self.kind == "pair":
+            a, b = self.coefficients
+            return lambda r, ct: (k * a * ct, k * b * ct)
         return lambda r, ct: Pair(k * jnp.matmul(jnp.transpose(r["A"]), ct[0]), {"y": r["c"] * ct[1]})
 
     def call(self, backend):
@@ -80,6 +91,9 @@ class LinearFunction:
             fun, tr = "jnp.matmul(r, x)", t
         elif self.kind == "scale":
             fun, tr = "x * r", f"{k}(ct * r)"
+        elif self.kind == "pair":
+            a, b = self.coefficients
+            fun, tr = f"{a!r} * x[0] + {b!r} * x[1]", f"({k}{a!r} * ct, {k}{b!r} * ct)"
         else:
             fun = '(jnp.matmul(r["A"], x.first), r["c"] * x.second["y"])'
             tr = f'Pair({k}jnp.matmul(jnp.transpose(r["A"]), ct[0]), {{"y": r["c"] * ct[1]}})'
@@ -97,7 +111,8 @@ class LinearFunction:
     def __repr__(self):
         shapes = lambda t: _tree_shapes(t)  # noqa: E731
         return (f"LinearFunction(kind={self.kind!r}, wrong_transpose={self.wrong_transpose}, "
-                f"residual_args={self.residual_args!r}, linear_shapes={shapes(self.linear_args)!r})")
+                f"residual_args={self.residual_args!r}, linear_shapes={shapes(self.linear_args)!r}"
+                + (f", coefficients={self.coefficients!r})" if self.coefficients else ")"))
 
 
 def _tree_source(t):
@@ -107,6 +122,8 @@ def _tree_source(t):
         return f"Pair({_tree_source(t.first)}, {_tree_source(t.second)})"
     if isinstance(t, dict):
         return "{" + ", ".join(f"{k!r}: {_tree_source(v)}" for k, v in t.items()) + "}"
+    if isinstance(t, tuple):
+        return "(" + "".join(f"{_tree_source(v)}, " for v in t).rstrip(" ") + ")"
     return repr(t)
 
 
@@ -146,6 +163,12 @@ def _linear_function(draw, kinds, wrong, dtype):
         c = np.asarray(draw(st.sampled_from(CONSTANTS)), dtype=dt)
         shape = draw(_arrays.shapes(max_dims=2, max_side=4))
         return LinearFunction(kind, c, draw(_vec(shape, dt)), draw(_vec(shape, dt)), wrong)
+    if kind == "pair":
+        a = draw(st.sampled_from(CONSTANTS))
+        b = draw(st.sampled_from([c for c in CONSTANTS if c != a]))
+        shape = draw(_arrays.shapes(max_dims=2, max_side=4))
+        lin = (draw(_vec(shape, dt)), draw(_vec(shape, dt)))
+        return LinearFunction(kind, (), lin, draw(_vec(shape, dt)), wrong, (a, b))
     m, n, k = draw(side), draw(side), draw(side)
     res = {"A": draw(_matrix(m, n, dt)), "c": np.asarray(draw(st.sampled_from(CONSTANTS)), dtype=dt)}
     lin = Pair(draw(_vec((n,), dt)), {"y": draw(_vec((k,), dt))})
@@ -155,7 +178,8 @@ def _linear_function(draw, kinds, wrong, dtype):
 
 def linear_functions(*, wrong_transpose=False, kinds=("matvec", "scale"), dtype=None) -> st.SearchStrategy[LinearFunction]:
     """Draw a :class:`LinearFunction`: ``matvec`` and ``scale`` by default,
-    ``kinds=LINEAR_KINDS`` adds ``pytree`` (Pair/dict in, tuple out).
+    ``kinds=LINEAR_KINDS`` adds ``pytree`` (Pair/dict in, tuple out) and
+    ``pair`` (two same-typed linear arguments, no residual).
 
     >>> @given(linear_functions())
     ... def test_linear_call_transpose(lf):

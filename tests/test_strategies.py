@@ -484,6 +484,42 @@ def test_linear_function_source_runs():
         assert _leaves_close(got, lf.transpose(jax)(lf.residual_args, lf.example_cotangent))
 
 
+def test_linear_function_pair_kind_has_no_residual():
+    """The pair kind's call has two same-typed linear operands and nothing else,
+    with distinct coefficients: a transpose that swaps the two cotangents is wrong."""
+    pairs = [lf for lf in sample(S.linear_functions(kinds=("pair",)), 6, seed=23)]
+    for lf in pairs:
+        x, y = lf.linear_args
+        a, b = lf.coefficients
+        assert lf.residual_args == () and a != b and x.shape == y.shape and x.dtype == y.dtype
+        ct = lf.example_cotangent
+        got = jax.linear_transpose(lf.call(jax), lf.linear_args)(ct)[0]
+        assert _leaves_close(got, (a * ct, b * ct)), lf
+        assert not _leaves_close(got, (b * ct, a * ct)), lf
+
+
+# ----------------------------------------------------------------- custom wrappers
+
+
+def test_custom_wrapper_weighted_sums_save_no_residual():
+    """One drawn wrapper in three is w0 * x0 + w1 * x1 (w0 != w1, same-typed
+    inputs) whose custom_vjp fwd saves no residual; its source runs, and vjp
+    returns the rule's (scaled) weights times the cotangent."""
+    drawn = sample(S.custom_wrapper_cases(kinds=("custom_vjp",), rules=("true", "scaled")), 30, seed=24)
+    cases = [c for c in drawn if c.weights]
+    assert 4 <= len(cases) < len(drawn)
+    for c in cases[:4]:
+        namespace = {}
+        exec(c.source().replace("print(f(*args))", ""), namespace)
+        f, (fwd, _) = namespace["make"](jax, [])
+        w0, w1 = c.weights
+        assert w0 != w1 and c.args[0].shape == c.args[1].shape and c.args[0].dtype == c.args[1].dtype
+        assert fwd(*c.args)[1] is None
+        g = np.ones_like(np.asarray(f(*c.args)))
+        cts = jax.vjp(f, *c.args)[1](g)
+        assert _leaves_close(cts, (c.scale * w0 * g, c.scale * w1 * g)), c
+
+
 # ----------------------------------------------------------------- bad input
 
 
