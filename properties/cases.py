@@ -431,6 +431,7 @@ class CustomCase:
     batch: np.ndarray = None  # a batch of x for vmap laws
     claims_true: bool = None
     bad_fwd: bool = False
+    optimize_remat: bool = False   # custom_vjp's defvjp(..., optimize_remat=True)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -479,13 +480,15 @@ class CustomCase:
     def describe(self):
         return (f"F(w, x) = {self.h}(w*x) + w with a {self.rule} rule"
                 f"{' claimed true' if self.claims_true and self.rule != 'true' else ''}"
-                f"{' and a fwd with the wrong primal' if self.bad_fwd else ''},"
+                f"{' and a fwd with the wrong primal' if self.bad_fwd else ''}"
+                f"{' (custom_vjp with optimize_remat=True)' if self.optimize_remat else ''},"
                 f" w={self.w.tolist()}, x={self.x.tolist()}")
 
     def source(self):
         h = self.h
         return (f"# F(w, x) = {h}(w*x) + w, rule for {h}' is {self.rule}"
-                f"{' (bad fwd)' if self.bad_fwd else ''}\nimport numpy as np\n"
+                f"{' (bad fwd)' if self.bad_fwd else ''}"
+                f"{', custom_vjp with optimize_remat=True' if self.optimize_remat else ''}\nimport numpy as np\n"
                 f"w = {array_source(self.w)}\nx = {array_source(self.x)}\n"
                 + (f"batch = {array_source(self.batch)}\n" if self.batch is not None else ""))
 
@@ -510,4 +513,5 @@ def _custom_cases(draw, rules, claims_true, bad_fwd, dtype):
     batch = draw(arr((size, n)))
     return CustomCase(draw(st.sampled_from(sorted(ELEMENTARY))),
                       draw(st.sampled_from(list(rules))), w, x, batch,
-                      claims_true=claims_true, bad_fwd=bad_fwd)
+                      claims_true=claims_true, bad_fwd=bad_fwd,
+                      optimize_remat=not bad_fwd and draw(st.booleans()))

@@ -28,6 +28,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+from . import multidevice
+
 #: factor of the "scale" operators: big enough to be seen in float32
 SCALE = 1.5
 TABLES = ("jvp", "transpose", "batching")
@@ -76,6 +78,32 @@ EQUIVALENT: dict[str, str] = {
     "it is mapped along; the rule never reads that operand's tangent, so dropping it changes nothing",
     "transpose:psum_unmapped:swap": "the rule returns None for the first operand (the primal, never linear), "
     "so the swap, which needs two same-typed cotangents, never applies: the rule is unchanged",
+    # An operand of integer dtype (indices, a predicate, a branch index) has a symbolic-zero
+    # tangent and no cotangent, whatever the program: the mutants below touch only such slots.
+    **{f"jvp:{prim}:swap": f"{prim}'s operands 0 and 1 are {what}: the swap applies only when both have one "
+       "type, i.e. both are integer, and then both tangents are symbolic zeros: the rule is unchanged"
+       for prim, what in (("gather", "the array and its integer indices"),
+                          ("dynamic_slice", "the array (rank >= 1) and a scalar integer start index"),
+                          ("scatter", "the array and its integer indices"),
+                          ("scatter_add", "the array and its integer indices"),
+                          ("scatter_mul", "the array and its integer indices"),
+                          ("scatter_min", "the array and its integer indices"),
+                          ("scatter_max", "the array and its integer indices"),
+                          ("scatter_add_along_axis", "the updates and their integer indices"),
+                          ("cond", "the integer branch index and the first branch operand"),
+                          ("select_n", "the boolean or integer predicate and the first case"))},
+    **{f"jvp:{prim}:{op}": f"the {which} operand of {prim} is {what}, whose tangent is always a symbolic "
+       "zero (the rule never reads it): dropping it changes nothing"
+       for prim, op, which, what in (("gather", "drop_last", "last", "the integer index array"),
+                                     ("dynamic_slice", "drop_last", "last", "an integer start index"),
+                                     ("scatter_add_along_axis", "drop_last", "last", "the integer index array"),
+                                     ("cond", "drop_first", "first", "the integer branch index"),
+                                     ("select_n", "drop_first", "first", "the predicate"))},
+    **{f"transpose:{prim}:swap": f"{prim}'s rule returns None for its {what} (never linear), so the swap, "
+       "which needs two same-typed cotangents, never applies: the rule is unchanged"
+       for prim, what in (("cond", "branch index, operand 0"), ("select_n", "predicate, operand 0"),
+                          ("scatter", "indices, operand 1"), ("scatter_mul", "indices and updates"),
+                          ("take_along_axis", "indices, operand 1"))},
     **{f"jvp:pure_callback:{op}": "pure_callback's jvp rule always raises (callbacks are not "
        "differentiable, as in JAX) whatever the tangents: the mutant raises the same error"
        for op in ("scale", "drop_first", "drop_last", "swap")},
@@ -84,19 +112,11 @@ EQUIVALENT: dict[str, str] = {
 #: survivors analysed and found NOT equivalent: the reason names the gap (a strategy that
 #: never draws the exposing program, or a law too weak) that lets them live -- work left.
 OPEN_GAPS: dict[str, str] = {
-    "transpose:name:drop_first": "checkpoint_name's jvp passes the tangent through unnamed (in impl and "
+    **{f"transpose:name:{op}": "checkpoint_name's jvp passes the tangent through unnamed (in impl and "
     "JAX), so grad, vjp and linearize never transpose a `name`; only linear_transpose of a function that "
     "names a linear value reaches this rule, and JAX has no transpose rule for `name` (NotImplementedError), "
     "so no law that must also pass on JAX can draw it. Not equivalent: tests/test_remat.py checks the rule "
-    "against the transpose of the unnamed function",
-    "jvp:custom_lin:drop_last": "custom_lin's jvp rule runs only in forward-over-forward mode through a "
-    "custom_vjp function (custom_vjp_forward_over_forward, impl only); the mutant zeroes the outer tangent of "
-    "its last operand, the last inner input tangent. That law differentiates p -> jvp(F)(p; u) along v with "
-    "u constant and F's inputs the differentiated values themselves, so the inner tangents never depend on "
-    "the outer point and their outer tangents are symbolic zeros: dropping one changes nothing there. Not "
-    "equivalent: jvp along v of p -> jvp(F o g)(p; u) with g nonlinear (or with the inner tangent "
-    "perturbed too) gives a different value under the mutant (checked by hand: 0.328 vs -0.182); the law "
-    "draws neither (gap in properties/laws/custom.py)",
+    "against the transpose of the unnamed function" for op in ("scale", "drop_first")},
     "batching:pmax:move_batch_axis": "the mutant changes only the rule's branch for a pmax over names "
     "other than the vmap's own (there the output keeps its batch axis; over its own axis the output is "
     "unbatched and the mutant does nothing): it needs two nested named vmaps, pmax over the outer name, "
@@ -105,8 +125,6 @@ OPEN_GAPS: dict[str, str] = {
     "focused on pmax draw none (gap of the quick profile)",
 }
 
-#: families whose primitives only 8-device laws reach; this single-device run cannot kill them
-NEEDS_DEVICES = ("sharding",)
 
 
 @dataclass(frozen=True)
@@ -402,8 +420,10 @@ def coverage(per_source=3, seed=0):
     "prng", "piles")."""
     import impl
     import strategies as S
+    from properties.backends import load_backend
     from strategies.coverage import (draw_examples, primitives_of_jaxpr, primitives_of_program,
                                      recording_binds)
+    load_backend("impl")   # float64 on, as in the laws (astype(float64) is a no-op without it)
 
     rnd = random.Random(seed)
     out = {}
@@ -421,7 +441,9 @@ def coverage(per_source=3, seed=0):
     for op in S.OP_NAMES:
         names = set()
         kw = dict(custom_rules=(op,)) if op in S.CUSTOM_KINDS else dict(ops=(op,), min_ops=1)
-        for p, args in draws(S.program_cases(max_ops=3, **kw), per_source):
+        drawn = draws(S.program_cases(max_ops=3, **kw), 4 * per_source)
+        # a draw whose inputs the op does not accept (e.g. scalars) is a program without it
+        for p, args in [(p, a) for p, a in drawn if op in p.ops + p.custom_ops][:per_source]:
             with recording_binds(impl, names):
                 names |= primitives_of_program(impl, p, args)
         out[("op", op)] = names
@@ -448,7 +470,6 @@ def coverage(per_source=3, seed=0):
                          (impl.vmap(g, in_axes=(None, 0), axis_name="batch"), (x, ys))):
             with contextlib.suppress(Exception):
                 trace(out[("op", "sin")], fn, args)
-    from properties.backends import load_backend
     from properties.laws.batching import _pile_run
 
     def prng_map(c):   # what prng_vmap_matches_loop runs: vmap over the split keys
@@ -465,7 +486,12 @@ def coverage(per_source=3, seed=0):
             with contextlib.suppress(Exception):
                 trace(names, build(c), args(c))
         out[(fam,)] = names
-    out[("custom",)] |= {"custom_jvp_call", "custom_vjp_call", "custom_lin", "linear_call"} & _all_names()
+    # bound by some draws only (optimize_remat=True; checkpoint_name tags), which a few draws can miss
+    out[("custom",)] |= {"custom_jvp_call", "custom_vjp_call", "custom_lin", "linear_call", "remat_opt"} & _all_names()
+    out[("remat",)] |= {"name"} & _all_names()
+    # strategies.sharding's cases need 8 devices to trace, which this process may not have;
+    # they bind these two (with_sharding_constraint, shard_map), which nothing else draws
+    out[("sharding",)] = {"sharding_constraint", "shard_map"} & _all_names()
     return out
 
 
@@ -509,9 +535,10 @@ def _is_independent(law, table):
 
 
 def laws_for(table):
-    """The laws alone (no differential law, no 8-device law), most relevant first."""
+    """The laws alone (no differential law), most relevant first. The 8-device laws run in
+    the workers, which have 8 host devices (elsewhere they skip themselves)."""
     from properties.laws import LAWS
-    laws = [law for law in LAWS if not law.differential and law.devices == 1]
+    laws = [law for law in LAWS if not law.differential]
     keys = _KEYWORDS[table]
     return sorted(laws, key=lambda law: (not any(k in law.name for k in keys),
                                          not _is_independent(law, table), LAWS.index(law)))
@@ -604,7 +631,7 @@ def _sample(mutants, n, seed, cov=None):
     cov = cov or coverage()
     groups = {}
     for m in mutants:
-        if m.family not in NEEDS_DEVICES and _reachable(focus_for(m.primitive, cov)):
+        if _reachable(focus_for(m.primitive, cov)):
             groups.setdefault((m.family, m.table), []).append(m)
     for g in groups.values():
         rnd.shuffle(g)
@@ -718,6 +745,7 @@ def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=No
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + multidevice.FLAG).strip()   # for the 8-device laws
     done = dict(done or {})
     pending = [m for m in mutants if m.name not in done]
     results = [done[m.name] for m in mutants if m.name in done]

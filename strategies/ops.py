@@ -825,34 +825,95 @@ class Select(Op):
         return Node(self.name, (a, b), f"jnp.where({pred}, {x}, {y})", out)
 
 
-class AtSet(Op):
-    """``x.at[indices].set(u)`` with constant indices along axis 0 and, as update, a
-    constant (0.0 in linear programs) or another value broadcastable to the slice
-    (then linear in both); sometimes with ``unique_indices=True`` (they are unique),
-    which JAX and impl differentiate with a scatter rather than a scatter-add."""
+class AtUpdate(Op):
+    """``x.at[indices].<method>(u)`` with constant indices along axis 0 and, as update,
+    a constant or another value broadcastable to the indexed slice. ``set`` sometimes
+    says its (unique) indices are unique (``unique_indices=True``: differentiated with
+    a scatter rather than a scatter-add), ``multiply`` by a value always does (JAX
+    requires it); ``add``, ``min`` and ``max`` may repeat an index."""
 
-    name, linear, category = "at_set", True, "slicing"
+    category = "slicing"
+
+    def __init__(self, name, method, bounds, *, linear=False, smooth=True, unique=False):
+        self.name, self.method, self.bounds = name, method, bounds
+        self.linear, self.smooth, self.unique = linear, smooth, unique
+
+    def _fits(self, t, u):
+        return fits((), *self.bounds(t, u, 1 if self.unique else 3))
 
     def accepts(self, t, ctx):
-        return t.rank >= 1
+        return t.rank >= 1 and self._fits(t, ValueType((), t.dtype, -2.0, 2.0))
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
-        idx = draw(st.lists(st.integers(0, t.shape[0] - 1), min_size=1, max_size=3, unique=True))
+        idx = draw(st.lists(st.integers(0, t.shape[0] - 1), min_size=1, max_size=3, unique=self.unique))
         target = (len(idx),) + t.shape[1:]
-        values = [b for b in ctx.recent() if b != a and broadcast_shapes(ctx.values[b].shape, target) == target]
+        values = [b for b in ctx.recent() if b != a and broadcast_shapes(ctx.values[b].shape, target) == target
+                  and self._fits(t, ctx.values[b])]
+        if ctx.linear and self.method == "multiply":
+            values = []   # x times a value is not linear
         b = ctx.pick(draw, [None] + values)
-        if b is None:
-            c = 0.0 if ctx.linear else draw(st.sampled_from(CONSTANTS))
-            update, inputs, lo, hi, deps = repr(c), (a,), min(t.lo, c), max(t.hi, c), t.deps
+        if b is None:   # a linear program sets or adds 0.0, or multiplies by a constant
+            c = 0.0 if ctx.linear and self.method != "multiply" else draw(st.sampled_from(CONSTANTS))
+            u, update, inputs = ValueType((), t.dtype, c, c), repr(c), (a,)
         else:
-            u = ctx.values[b]
-            update, inputs, lo, hi, deps = ctx.name(b), (a, b), min(t.lo, u.lo), max(t.hi, u.hi), t.deps | u.deps
-        unique = draw(_BOOL)
-        expr = (f"jnp.asarray({ctx.name(a)}).at[jnp.asarray({idx!r})].set({update}"
-                f"{', unique_indices=True' if unique else ''})")
-        return Node(self.name, inputs, expr, ValueType(t.shape, t.dtype, lo, hi, deps),
-                    (("indices", tuple(idx)), ("unique", unique)))
+            u, update, inputs = ctx.values[b], ctx.name(b), (a, b)
+        lo, hi = self.bounds(t, u, len(idx))
+        # JAX differentiates a multiply's updates only when told the indices are unique
+        say_unique = (self.method == "multiply" and b is not None) or (self.method == "set" and draw(_BOOL))
+        flag = ", unique_indices=True" if say_unique else ""
+        expr = f"jnp.asarray({ctx.name(a)}).at[jnp.asarray({idx!r})].{self.method}({update}{flag})"
+        return Node(self.name, inputs, expr, ValueType(t.shape, t.dtype, lo, hi, t.deps | u.deps),
+                    (("indices", tuple(idx)), ("unique", bool(flag))))
+
+
+def _at_ops():
+    return [
+        AtUpdate("at_set", "set", lambda t, u, n: (min(t.lo, u.lo), max(t.hi, u.hi)), linear=True, unique=True),
+        AtUpdate("at_add", "add", lambda t, u, n: (t.lo + n * min(u.lo, 0.0), t.hi + n * max(u.hi, 0.0)),
+                 linear=True),
+        AtUpdate("at_multiply", "multiply",
+                 lambda t, u, n: (min(t.lo, *interval_mul(t, u)), max(t.hi, *interval_mul(t, u))), linear=True,
+                 unique=True),
+        AtUpdate("at_min", "min", lambda t, u, n: (min(t.lo, u.lo), t.hi), smooth=False),
+        AtUpdate("at_max", "max", lambda t, u, n: (t.lo, max(t.hi, u.hi)), smooth=False),
+    ]
+
+
+class Clamp(Op):
+    """``lax.clamp(lo, x, hi)`` with constant scalar bounds, or bounds made from another
+    value of x's shape, so that the bounds' tangents count too. (A traced scalar bound
+    of an array x is left out: JAX 0.10.2's jvp of it raises, see docs/properties.md.)"""
+
+    name, smooth, category = "clamp", False, "elementwise unary"
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        x = ctx.name(a)
+        b = ctx.pick(draw, [None] + [b for b in ctx.recent() if b != a and ctx.values[b].shape == t.shape])
+        if b is None:
+            lo, hi, inputs, deps = f"jnp.asarray(-0.5, {x}.dtype)", f"jnp.asarray(1.25, {x}.dtype)", (a,), t.deps
+        else:   # lo in [-1, -0.5], hi in [0.75, 1.25]
+            v = ctx.name(b)
+            lo, hi = f"-0.75 + 0.25 * jnp.tanh({v})", f"1.0 + 0.25 * jnp.tanh({v})"
+            inputs, deps = (a, b), t.deps | ctx.values[b].deps
+        out = ValueType(t.shape, t.dtype, max(-1.0, min(t.lo, 1.25)), min(1.25, max(t.hi, -1.0)), deps)
+        return Node(self.name, inputs, f"lax.clamp({lo}, {x}, {hi})", out)
+
+
+class Astype(Op):
+    """Mixed precision: a float32 value scaled in float64 and converted back (exact), so
+    the dtype conversion's rules meet differentiated, batched values."""
+
+    name, linear, category = "astype", True, "elementwise unary"
+
+    def accepts(self, t, ctx):
+        return t.dtype == "float32"
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        expr = f"(0.5 * {ctx.name(a)}.astype(jnp.float64)).astype(jnp.float32)"
+        return Node(self.name, (a,), expr, t.with_(lo=0.5 * t.lo, hi=0.5 * t.hi))
 
 
 def _more_ops():
@@ -878,8 +939,8 @@ def _more_ops():
         Unary("sign", "jnp.sign({})", lambda lo, hi: (-1.0, 1.0), smooth=False),
         Unary("stop_gradient", "lax.stop_gradient({})", lambda lo, hi: (lo, hi), smooth=False),
         Unary("is_finite", "jnp.where(jnp.isfinite({0}), {0}, 0.0)", lambda lo, hi: (min(lo, 0.0), max(hi, 0.0))),
-        Unary("clamp", "lax.clamp(jnp.asarray(-0.5, {0}.dtype), {0}, jnp.asarray(1.25, {0}.dtype))", lambda lo, hi: (max(-0.5, min(lo, 1.25)), min(1.25, max(hi, -0.5))),
-              smooth=False),
+        Clamp(),
+        Astype(),
         Binary("arctan2", "arctan2", lambda t, u: (-math.pi / 2, math.pi / 2), partner_ok=lambda u: u.lo >= MARGIN),
         Binary("rem", "remainder", lambda t, u: (-u.bound, u.bound), smooth=False,
                partner_ok=lambda u: u.away_from_zero(0.5), self_partner=False),
@@ -899,31 +960,7 @@ def _more_ops():
         ExpandDims(),
         AddIota(),
         Select(),
-        AtSet(),
     ]
-
-
-class AtUpdate(Op):
-    """``x.at[indices].multiply/min/max(c)``: a scatter with constant indices along axis 0."""
-
-    category = "slicing"
-
-    def __init__(self, name, method, *, smooth, linear=False):
-        self.name, self.method, self.smooth, self.linear = name, method, smooth, linear
-
-    def accepts(self, t, ctx):
-        return t.rank >= 1 and (self.method != "multiply" or fits((), t.bound * 2.0))
-
-    def make(self, draw, ctx, a):
-        t = ctx.values[a]
-        idx = draw(st.lists(st.integers(0, t.shape[0] - 1), min_size=1, max_size=3, unique=True))
-        c = draw(st.sampled_from(CONSTANTS))
-        if self.method == "multiply":
-            lo, hi = min(t.lo, t.lo * c, t.hi * c), max(t.hi, t.lo * c, t.hi * c)
-        else:
-            lo, hi = (min(t.lo, c), t.hi) if self.method == "min" else (t.lo, max(t.hi, c))
-        expr = f"jnp.asarray({ctx.name(a)}).at[jnp.asarray({idx!r})].{self.method}({c!r})"
-        return Node(self.name, (a,), expr, t.with_(lo=lo, hi=hi), (("indices", tuple(idx)), ("c", c)))
 
 
 class TopK(Op):
@@ -1090,6 +1127,13 @@ MATRIX_PREAMBLES = {
         n = m.shape[-1]
         return m + (n + 1) * jnp.eye(n, dtype=m.dtype)
 """,
+    "reflectable": """\
+    def reflectable(m):
+        # as dominant(m), plus 1/8 below the diagonal: no column is exactly zero below
+        # the diagonal, where LAPACK skips a reflection and QR's factors flip sign
+        n = m.shape[-1]
+        return m + (n + 1) * jnp.eye(n, dtype=m.dtype) + 0.125 * jnp.tri(n, k=-1, dtype=m.dtype)
+""",
     "separated": """\
     def separated(m, symmetric):
         # diag(2, 4, ..., 2n) plus a perturbation of 2-norm <= 0.5: eigenvalues
@@ -1166,9 +1210,9 @@ def _matrix_ops():
                  lambda n, i, f: (-(2 * n + 4), 2 * n + 4), "dominant"),
         MatrixOp("solve", ["jnp.linalg.solve(dominant({m}), {m})"], ["matrix"], lambda n, i, f: (-1.0, 1.0),
                  "dominant"),
-        MatrixOp("qr", ["jnp.linalg.qr(dominant({m}))[0]", "jnp.linalg.qr(dominant({m}))[1]"],
+        MatrixOp("qr", ["jnp.linalg.qr(reflectable({m}))[0]", "jnp.linalg.qr(reflectable({m}))[1]"],
                  ["matrix", "matrix"], lambda n, i, f: (-math.sqrt(n) * (n + 2), math.sqrt(n) * (n + 2)),
-                 "dominant"),
+                 "reflectable"),
         # eigenvectors and singular vectors are defined up to sign: their squares are not
         MatrixOp("eigh", ["jnp.linalg.eigh(separated({m}, True))[0]",
                           "jnp.square(jnp.linalg.eigh(separated({m}, True))[1])"],
@@ -1291,9 +1335,6 @@ def _primitive_ops():
     multiply/min/max, cumlogsumexp, top_k, pooling, convolution, matrix
     decompositions, integer bit operations, nextafter, erf_inv and PRNG draws."""
     return [
-        AtUpdate("at_multiply", "multiply", smooth=True, linear=True),
-        AtUpdate("at_min", "min", smooth=False),
-        AtUpdate("at_max", "max", smooth=False),
         Cumulative("cumlogsumexp"),
         TopK(),
         Pool("sum_pool", "lax.add", "0.0", smooth=True, linear=True),
@@ -1542,8 +1583,8 @@ class InnerJit(Op):
             lo, hi = (t.lo - 0.5 * u.hi, t.hi - 0.5 * u.lo) if linear else (-t.bound, t.bound)
             if shape is not None and fits(shape, lo, hi):
                 options.append((b, shape, lo, hi))
-        if not options:  # the operand with itself always fits when it fits alone
-            options = [(a, t.shape, -t.bound, t.bound)]
+        # another value first: with the operand twice, swapping the two changes nothing
+        options = [o for o in options if o[0] != a] or options or [(a, t.shape, -t.bound, t.bound)]
         b, shape, lo, hi = ctx.pick(draw, options)
         out = ValueType(shape, t.dtype, lo, hi, t.deps | ctx.values[b].deps)
         expr = f"backend.jit(lambda a, b: {body})({ctx.name(a)}, {ctx.name(b)})"
@@ -1595,7 +1636,7 @@ def _build_vocabulary():
         CustomUnary("custom_vjp", "custom_tanh", lambda lo, hi: (math.tanh(lo), math.tanh(hi))),
         LinearCall(),
         InnerJit(),
-    ] + _more_ops() + _primitive_ops() + _special_function_ops() + _fourier_ops()
+    ] + _at_ops() + _more_ops() + _primitive_ops() + _special_function_ops() + _fourier_ops()
     return {op.name: op for op in ops}
 
 

@@ -23,7 +23,7 @@ def make_custom_jvp(backend, case):
 def make_custom_vjp(backend, case):
     np_ = backend.numpy
     F = backend.custom_vjp(case.primal(np_))
-    F.defvjp(case.fwd(np_), case.bwd(np_))
+    F.defvjp(case.fwd(np_), case.bwd(np_), optimize_remat=case.optimize_remat)
     return F
 
 
@@ -122,8 +122,9 @@ def custom_vjp_true_rule(backend, case):
 def custom_vjp_forward_over_forward(backend, case):
     """Second-order forward mode through a custom_vjp function whose bwd is the
     derivative (its tangents come from transposing bwd, which impl does and JAX
-    refuses): <g, jvp of jvp(F)(u) along v> agrees with float64 finite differences
-    along v of the primal's reverse-mode <vjp(g), u>."""
+    refuses): <g, jvp along (v, s) of (p, u) -> jvp(F)(p; u)> agrees with float64
+    finite differences along v of the primal's reverse-mode <vjp(g), u>, plus
+    <vjp(g), s> (the inner tangent moves too, so every outer tangent is live)."""
     law = "custom_vjp_forward_over_forward"
     from .. import features
     features.require(backend, "custom_vjp_forward_mode")
@@ -131,16 +132,18 @@ def custom_vjp_forward_over_forward(backend, case):
     primals = _point(case)
     primal = case.primal(backend.numpy)
     y = check_conditioning(primal, primals)
-    u, v = directions(primals, salt=25), directions(primals, salt=26)
+    u, v, s = (directions(primals, salt=salt) for salt in (25, 26, 28))
     (g,) = directions((y,), salt=27)
-    got = evaluate(lambda: backend.jvp(lambda *p: backend.jvp(F, p, u)[1], primals, v)[1])
+    n = len(primals)
+    got = evaluate(lambda: backend.jvp(lambda *pu: backend.jvp(F, pu[:n], pu[n:])[1],
+                                       tuple(primals) + tuple(u), tuple(v) + tuple(s))[1])
     require_finite(got, what="second-order tangent")
 
-    def reverse(*p):   # <vjp(primal)(g), u>, by reverse mode of the primal alone
+    def reverse(*p, along=u):   # <vjp(primal)(g), along>, by reverse mode of the primal alone
         cts = evaluate(backend.vjp(primal, *p)[1], g.astype(p[0].dtype))
-        return np.float64(sum(np.vdot(c, t) for c, t in zip(cts, u)))
-    want = fd_jvp(reverse, primals, v)
-    assert_dot_equal(law, case, "<g, d/dv jvp(F)(u)> vs FD_v <vjp(primal)(g), u>",
+        return np.float64(sum(np.vdot(c, t) for c, t in zip(cts, along)))
+    want = fd_jvp(reverse, primals, v) + reverse(*primals, along=s)
+    assert_dot_equal(law, case, "<g, d/d(v, s) jvp(F)(p; u)> vs FD_v <vjp(primal)(g), u> + <vjp(primal)(g), s>",
                      ((g,), (got,)), ((np.float64(1.0),), (want,)), kind="reference")
 
 
@@ -219,7 +222,8 @@ def _rule_output(backend, case, rule, t_or_c):
 
 def custom_wrapper_uses_rule(backend, case):
     """jvp of a custom_jvp wrapper (vjp of a custom_vjp wrapper) returns what
-    the rule returns -- true, scaled or symbolic-zero -- eagerly and under jit."""
+    the rule returns -- true, scaled or symbolic-zero -- eagerly and under jit;
+    linear_transpose of a custom_jvp wrapper of a linear body transposes the body."""
     law = "custom_wrapper_uses_rule"
     _require_symbolic(backend, case)
     f, rule = case.make(backend)
@@ -233,6 +237,11 @@ def custom_wrapper_uses_rule(backend, case):
         assert_close(law, case, "jvp vs the rule", got, want)
         got = evaluate(backend.jit(lambda xs, ts: backend.jvp(f, xs, ts)), case.args, t)
         assert_close(law, case, "jit(jvp) vs the rule", got, want)
+        if case.weights:   # a linear body: linear_transpose transposes it, the rule plays no part
+            (c,) = directions((y,), salt=63)
+            got = evaluate(backend.linear_transpose(f, *case.args), c)
+            assert_close(law, case, "linear_transpose vs the weights times the cotangent", got,
+                         tuple(w * np.asarray(c) for w in case.weights))
     else:
         (c,) = directions((y,), salt=61)
         want = _rule_output(backend, case, rule, c)

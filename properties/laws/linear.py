@@ -108,6 +108,9 @@ def _involution(backend, case, form, law):
     us = (tree_directions(x, 8), tree_directions(x, 9))
     vs = (tree_directions(y, 10), tree_directions(y, 11))
     checks = [("linear_call(fun) vs fun", lc, lambda a: fun(res, a), us),
+              # a linear function is its own derivative: jvp at x along a is fun(a)
+              ("jvp of linear_call(fun) vs fun", lambda a: backend.jvp(lc, (x,), (a,))[1],
+               lambda a: fun(res, a), us),
               ("transpose once vs fun_transpose", T1, lambda a: fun_t(res, a), vs),
               ("transpose twice vs fun", T2, lambda a: fun(res, a), us),
               ("transpose three times vs fun_transpose", T3, lambda a: fun_t(res, a), vs)]
@@ -132,7 +135,7 @@ def _dot_product(backend, case, form, law):
 
 def linear_call_involution(backend, case):
     """Transposing linear_call once gives fun_transpose, twice fun, three
-    times fun_transpose again -- plain and under jit.  (A wrong
+    times fun_transpose again, and its jvp is fun -- plain and under jit.  (A wrong
     fun_transpose passes this law: see linear_call_dot_product.)"""
     for form in FORMS:
         _involution(backend, case, form, "linear_call_involution")

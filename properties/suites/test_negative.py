@@ -227,6 +227,23 @@ def _psum_scatter_inside_inner_axis():
     np.testing.assert_array_equal(np.asarray(got), x.sum(0))
 
 
+def _clamp_scalar_bound_jvp():
+    import jax
+    import numpy as np
+    from jax import lax
+    # lo = 0.5 (tangent 1) clamps x[0]; x[1] is inside (tangent 1); hi = 2 (constant) clamps x[2]
+    _, t = jax.jvp(lambda lo, x: lax.clamp(lo, x, 2.0), (0.5, np.array([0.0, 1.0, 3.0])),
+                   (1.0, np.ones(3)))   # JAX: TypeError (select cases must have the same shapes)
+    np.testing.assert_array_equal(np.asarray(t), [1.0, 1.0, 0.0])
+
+
+#: JAX bugs the strategies steer around instead (no law draws the failing form)
+AVOIDED_JAX_BUGS = {
+    "jvp of lax.clamp with a traced scalar bound and an array operand raises TypeError "
+    "(strategies.ops.Clamp draws traced bounds of the operand's shape only)": _clamp_scalar_bound_jvp,
+}
+
+
 KNOWN_JAX_BUGS = {
     "all_to_all of a value unbatched over its axis returns a wrong shape under vmap":
         _all_to_all_of_unbatched,
@@ -237,10 +254,11 @@ KNOWN_JAX_BUGS = {
 }
 
 
-@pytest.mark.xfail(strict=True, raises=(AssertionError, ValueError, IndexError), reason="a bug in JAX 0.10.2")
-@pytest.mark.parametrize("bug", sorted(KNOWN_JAX_BUGS))
+@pytest.mark.xfail(strict=True, raises=(AssertionError, ValueError, IndexError, TypeError),
+                   reason="a bug in JAX 0.10.2")
+@pytest.mark.parametrize("bug", sorted(KNOWN_JAX_BUGS) + sorted(AVOIDED_JAX_BUGS))
 def test_known_jax_bug(bug):
-    KNOWN_JAX_BUGS[bug]()
+    {**KNOWN_JAX_BUGS, **AVOIDED_JAX_BUGS}[bug]()
 
 
 def test_known_jax_bugs_are_the_ones_the_laws_filter():
