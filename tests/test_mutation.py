@@ -126,6 +126,21 @@ def test_a_run_cut_short_reports_the_kill_rate_with_its_interval(tmp_path):
     assert json.loads(Path(json_path).read_text())["kill_rate_ci95"] is None  # the whole plan ran
 
 
+def test_equivalent_survivors_are_counted_apart(tmp_path):
+    equivalent = sorted(mutation.EQUIVALENT)[0]
+    table, prim, op = equivalent.split(":")
+    base = {"family": "f", "by": None, "kind": None, "message": "", "laws_run": [], "seconds": 0.0}
+    results = [dict(base, mutant=equivalent, table=table, primitive=prim, operator=op, killed=False),
+               dict(base, mutant="jvp:sin:scale", table="jvp", primitive="sin", operator="scale", killed=True),
+               dict(base, mutant="jvp:cos:scale", table="jvp", primitive="cos", operator="scale", killed=False)]
+    json_path, md_path = mutation.report(results, str(tmp_path))
+    data = json.loads(Path(json_path).read_text())
+    assert data["equivalent"] == 1 and data["kill_rate_non_equivalent"] == 0.5
+    assert "1 of the 2 others were killed (50.0%)" in Path(md_path).read_text()
+    why = {s["mutant"]: s["why"] for s in data["survivors"]}
+    assert why[equivalent] == mutation.EQUIVALENT[equivalent]
+
+
 def test_forgetting_derived_programs_empties_impl_caches():
     f = impl.jit(lambda x: impl.numpy.sin(x) * 2.0)
     impl.grad(f)(np.float64(0.3))
