@@ -893,11 +893,11 @@ class Clamp(Op):
         b = ctx.pick(draw, [None] + [b for b in ctx.recent() if b != a and ctx.values[b].shape == t.shape])
         if b is None:
             lo, hi, inputs, deps = f"jnp.asarray(-0.5, {x}.dtype)", f"jnp.asarray(1.25, {x}.dtype)", (a,), t.deps
-        else:   # lo in [-1, -0.5], hi in [0.75, 1.25]
+        else:   # lo in [-0.5, 0], hi in [0.75, 1.25]: inside the constant bounds, which keep them
             v = ctx.name(b)
-            lo, hi = f"-0.75 + 0.25 * jnp.tanh({v})", f"1.0 + 0.25 * jnp.tanh({v})"
+            lo, hi = f"-0.25 + 0.25 * jnp.tanh({v})", f"1.0 + 0.25 * jnp.tanh({v})"
             inputs, deps = (a, b), t.deps | ctx.values[b].deps
-        out = ValueType(t.shape, t.dtype, max(-1.0, min(t.lo, 1.25)), min(1.25, max(t.hi, -1.0)), deps)
+        out = ValueType(t.shape, t.dtype, max(-0.5, min(t.lo, 1.25)), min(1.25, max(t.hi, -0.5)), deps)
         return Node(self.name, inputs, f"lax.clamp({lo}, {x}, {hi})", out)
 
 
