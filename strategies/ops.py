@@ -829,8 +829,9 @@ class AtUpdate(Op):
     """``x.at[indices].<method>(u)`` with constant indices along axis 0 and, as update,
     a constant or another value broadcastable to the indexed slice. ``set`` sometimes
     says its (unique) indices are unique (``unique_indices=True``: differentiated with
-    a scatter rather than a scatter-add), ``multiply`` by a value always does (JAX
-    requires it); ``add``, ``min`` and ``max`` may repeat an index."""
+    a scatter rather than a scatter-add) and always does in linear programs, as
+    ``multiply`` by a value does (JAX requires both); ``add``, ``min`` and ``max`` may
+    repeat an index."""
 
     category = "slicing"
 
@@ -859,8 +860,10 @@ class AtUpdate(Op):
         else:
             u, update, inputs = ctx.values[b], ctx.name(b), (a, b)
         lo, hi = self.bounds(t, u, len(idx))
-        # JAX differentiates a multiply's updates only when told the indices are unique
-        say_unique = (self.method == "multiply" and b is not None) or (self.method == "set" and draw(_BOOL))
+        # JAX differentiates a multiply's updates, and transposes a set, only when told the
+        # indices are unique
+        say_unique = ((self.method == "multiply" and b is not None)
+                      or (self.method == "set" and (ctx.linear or draw(_BOOL))))
         flag = ", unique_indices=True" if say_unique else ""
         expr = f"jnp.asarray({ctx.name(a)}).at[jnp.asarray({idx!r})].{self.method}({update}{flag})"
         return Node(self.name, inputs, expr, ValueType(t.shape, t.dtype, lo, hi, t.deps | u.deps),
