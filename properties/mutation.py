@@ -104,6 +104,28 @@ EQUIVALENT: dict[str, str] = {
        for prim, what in (("cond", "branch index, operand 0"), ("select_n", "predicate, operand 0"),
                           ("scatter", "indices, operand 1"), ("scatter_mul", "indices and updates"),
                           ("take_along_axis", "indices, operand 1"))},
+    **{f"transpose:{prim}:swap": f"{prim} is bilinear: in a linear program (what transposition sees) at most "
+       "one operand is linear, so the rule returns None for the other and the swap, which needs two "
+       "same-typed cotangents, never applies" for prim in ("mul", "dot_general", "conv_general_dilated")},
+    **{f"transpose:{prim}:swap": f"{prim} is linear only in {what}: the rule returns None for {other} (it "
+       "raises when that is linear), so the swap, which needs two same-typed cotangents, never applies: the "
+       "rule is unchanged"
+       for prim, what, other in (("triangular_solve", "b", "the matrix a"),
+                                 ("linear_recurrence", "b", "the coefficients a"),
+                                 ("select_and_gather_add", "the tangent", "the operand"),
+                                 ("cumchooser_tangent", "the tangent", "the operand"),
+                                 ("cumchooser_cotangent", "the cotangent", "the operand"))},
+    **{f"jvp:{prim}:swap": f"{prim}'s tangent is the sum of its operands' tangents, and the swap applies only "
+       "when both have one type (then one shape, no broadcasting): the sum is unchanged"
+       for prim in ("add", "add_any")},
+    "jvp:select_and_scatter_add:drop_last": "the rule is linear in operand 0 only (ad.linear_in_jvp((0,))) and "
+    "never reads the tangent of operand 1 (the values that select): dropping it changes nothing",
+    **{f"jvp:{prim}:drop_last": "the rule is linear in operand 0 only (ad.linear_in_jvp((0,))) and never "
+       "reads the tangent of operand 1 (the values that select): dropping it changes nothing"
+       for prim in ("select_and_gather_add", "cumchooser_tangent", "cumchooser_cotangent")},
+    "jvp:regularized_incomplete_beta:swap": "the rule raises the same error for a tangent of a and of b (no "
+    "derivative in a or b, as in JAX): with either nonzero it raises before and after the swap, with both "
+    "zero the swap exchanges two zeros",
     **{f"jvp:pure_callback:{op}": "pure_callback's jvp rule always raises (callbacks are not "
        "differentiable, as in JAX) whatever the tangents: the mutant raises the same error"
        for op in ("scale", "drop_first", "drop_last", "swap")},
@@ -117,6 +139,30 @@ OPEN_GAPS: dict[str, str] = {
     "names a linear value reaches this rule, and JAX has no transpose rule for `name` (NotImplementedError), "
     "so no law that must also pass on JAX can draw it. Not equivalent: tests/test_remat.py checks the rule "
     "against the transpose of the unnamed function" for op in ("scale", "drop_first")},
+    **{f"{t}:chunk_map:swap": "swaps the (co)tangents of chunk_map's first two operands, which applies only "
+       "when they have one type: two arguments of one shape batched along the same axis (or two closed-over "
+       "constants). chunked_vmap_matches_vmap kills it on such a case, but its focused cases (programs of "
+       "independent random input shapes and in_axes) seldom draw one (gap)" for t in ("jvp", "transpose")},
+    "jvp:clamp:drop_first": "drops the tangent of clamp's lower bound, which only a traced bound has "
+    "(strategies.ops.Clamp draws one of the operand's shape) and which shows only where the operand is below "
+    "it and that clamp reaches the output; the focused programs keep dead nodes and further clamps, so of "
+    "the piecewise law's 30 cases about one fails, and not always on a case the true rule passes (gap: "
+    "programs whose every node feeds the output would expose it)",
+    **{f"jvp:{prim}:drop_first": f"{prim}'s rule raises for a tangent of its first operand ({what}: no "
+       "derivative there, as in JAX); the mutant drops that tangent and returns a silent zero instead. The "
+       "laws must also pass on JAX, which raises there, so none perturbs it; "
+       "tests/test_lax_breadth.py::test_derivatives_jax_lacks_raise_as_jax checks the error (gap)"
+       for prim, what in (("polygamma", "the order m"), ("regularized_incomplete_beta", "a"))},
+    **{f"jvp:{prim}:{op}": f"{prim}(tangent, operand) is the tangent map of {what}: its own jvp runs only in "
+       "second-order forward derivatives of that op, which no law takes (the Hessian laws draw smooth "
+       "programs, and it is not smooth) (gap)"
+       for prim, what in (("select_and_gather_add", "max/min pooling"), ("cumchooser_tangent", "cummax/cummin"),
+                          ("cumchooser_cotangent", "cummax/cummin's transpose"))
+       for op in ("scale", "drop_first", "swap")},
+    "transpose:shard_map:swap": "swaps the cotangents of shard_map's first two operands; the drawn shard_map "
+    "cases (strategies.sharding) take one input, so there is never a second (gap)",
+    **{f"batching:shard_map:{op}": "no law vmaps a shard_map (shard_map_matches_reference checks values, jvp "
+       "and vjp) (gap)" for op in ("move_batch_axis", "shift_batch")},
     "batching:pmax:move_batch_axis": "the mutant changes only the rule's branch for a pmax over names "
     "other than the vmap's own (there the output keeps its batch axis; over its own axis the output is "
     "unbatched and the mutant does nothing): it needs two nested named vmaps, pmax over the outer name, "

@@ -521,6 +521,36 @@ class DynamicUpdateSlice(Op):
         return Node(self.name, (a, b) if b != a else (a,), expr, out)
 
 
+class Pad(Op):
+    """``lax.pad`` with drawn low/high/interior padding and, as padding value, a constant
+    (0.0 in linear programs) or another scalar value of the program (linear in both)."""
+
+    name, linear, category = "pad", True, "shape"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        config = []
+        for n in t.shape:
+            lo, hi, interior = draw(upto(2)), draw(upto(2)), draw(upto(1))
+            config.append((lo, hi, interior))
+        shape = tuple(lo + hi + n + max(n - 1, 0) * i for (lo, hi, i), n in zip(config, t.shape))
+        if not fits(shape):
+            config, shape = [(0, 0, 0)] * t.rank, t.shape
+        scalars = [b for b in ctx.recent() if ctx.values[b].rank == 0 and b != a]
+        b = ctx.pick(draw, [None] + scalars)
+        if b is None:
+            c = 0.0 if ctx.linear else draw(st.sampled_from(CONSTANTS))
+            value, inputs, u = f"jnp.asarray({c!r}, {ctx.name(a)}.dtype)", (a,), ValueType((), t.dtype, c, c)
+        else:
+            value, inputs, u = ctx.name(b), (a, b), ctx.values[b]
+        out = ValueType(shape, t.dtype, min(t.lo, u.lo), max(t.hi, u.hi), t.deps | u.deps)
+        return Node(self.name, inputs, f"lax.pad({ctx.name(a)}, {value}, {config!r})", out,
+                    (("config", tuple(config)),))
+
+
 class Concatenate(Op):
     name, linear, category = "concatenate", True, "shape"
 
@@ -1635,6 +1665,7 @@ def _build_vocabulary():
         DynamicSlice(),
         DynamicUpdateSlice(),
         Concatenate(),
+        Pad(),
         CustomUnary("custom_jvp", "custom_sin", lambda lo, hi: (-1.0, 1.0)),
         CustomUnary("custom_vjp", "custom_tanh", lambda lo, hi: (math.tanh(lo), math.tanh(hi))),
         LinearCall(),

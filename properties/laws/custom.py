@@ -124,7 +124,8 @@ def custom_vjp_forward_over_forward(backend, case):
     derivative (its tangents come from transposing bwd, which impl does and JAX
     refuses): <g, jvp along (v, s) of (p, u) -> jvp(F)(p; u)> agrees with float64
     finite differences along v of the primal's reverse-mode <vjp(g), u>, plus
-    <vjp(g), s> (the inner tangent moves too, so every outer tangent is live)."""
+    <vjp(g), s> (the inner tangent moves too, so every outer tangent is live);
+    and vmap of jvp(F) equals a loop of it."""
     law = "custom_vjp_forward_over_forward"
     from .. import features
     features.require(backend, "custom_vjp_forward_mode")
@@ -145,6 +146,11 @@ def custom_vjp_forward_over_forward(backend, case):
     want = fd_jvp(reverse, primals, v) + reverse(*primals, along=s)
     assert_dot_equal(law, case, "<g, d/d(v, s) jvp(F)(p; u)> vs FD_v <vjp(primal)(g), u> + <vjp(primal)(g), s>",
                      ((g,), (got,)), ((np.float64(1.0),), (want,)), kind="reference")
+    # forward mode through F under vmap (over the batch of x) equals a loop of it
+    w = primals[0]
+    batched = evaluate(backend.vmap(lambda x: backend.jvp(F, (w, x), tuple(u))[1]), case.batch)
+    loop = np.stack([np.asarray(evaluate(lambda: backend.jvp(F, (w, x), tuple(u))[1])) for x in case.batch])
+    assert_close(law, case, "vmap of jvp(F) vs a loop of it", batched, loop)
 
 
 def custom_gradient_uses_rule(backend, case):
