@@ -180,9 +180,10 @@ def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False, 
 
 
 #: ops whose jvp is the derivative wherever finite differences see one: every op
-#: but those whose gradient is stopped by definition (stop_gradient, nextafter)
+#: but those whose gradient is stopped by definition (stop_gradient; nextafter and
+#: zeta, drawn of a stopped gradient: JAX defines no derivative for them)
 PIECEWISE_OPS = tuple(o for o in _real.ops.VOCABULARY
-                      if o not in ("stop_gradient", "nextafter") and o not in _real.CUSTOM_KINDS)
+                      if o not in ("stop_gradient", "nextafter", "zeta") and o not in _real.CUSTOM_KINDS)
 
 
 def _out_ndim(program):
