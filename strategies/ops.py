@@ -497,28 +497,39 @@ class DynamicSlice(Op):
 
 class DynamicUpdateSlice(Op):
     """``lax.dynamic_update_slice`` of the operand by a leading block of a value of the
-    same rank that fits inside it, smaller than the operand where it can be (so the
-    operand's own derivative survives somewhere); scalars need no start indices."""
+    same rank that fits inside it (or a constant block), smaller than the operand where
+    it can be (so the operand's own derivative survives somewhere); scalars need no start
+    indices. The update never depends on the operand's inputs: XLA's CPU compiler
+    miscompiles an update computed from the operand itself (docs/properties.md)."""
 
     name, linear, category = "dynamic_update_slice", True, "slicing"
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
-        options = [b for b in ctx.recent() if ctx.values[b].rank == t.rank
+        options = [b for b in ctx.recent() if ctx.values[b].rank == t.rank and not ctx.values[b].deps & t.deps
                    and all(m <= n for m, n in zip(ctx.values[b].shape, t.shape))]
-        b = ctx.pick(draw, options)   # a itself is always an option
-        u = ctx.values[b]
-        sizes = [draw(st.integers(1, m)) for m in u.shape]
+        b = ctx.pick(draw, [None] + options)
+        limit = t.shape if b is None else ctx.values[b].shape
+        sizes = [draw(st.integers(1, m)) for m in limit]
         if t.size > 1 and tuple(sizes) == t.shape:   # a whole overwrite hides the operand
             j = next(i for i, n in enumerate(t.shape) if n > 1)
             sizes[j] -= 1
-        update = ctx.name(b)
-        if tuple(sizes) != u.shape:
-            update += "[" + ", ".join(f":{m}" for m in sizes) + "]"
+        if b is None:   # a constant block (zeros in a linear program)
+            if ctx.linear:
+                update, u = f"jnp.zeros({tuple(sizes)!r}, {ctx.name(a)}.dtype)", ValueType((), t.dtype, 0.0, 0.0)
+            else:
+                flat = draw(st.lists(st.sampled_from(CONSTANTS), min_size=math.prod(sizes), max_size=math.prod(sizes)))
+                update = f"jnp.asarray({np.array(flat).reshape(sizes).tolist()!r}, {ctx.name(a)}.dtype)"
+                u = ValueType((), t.dtype, min(flat), max(flat))
+            inputs = (a,)
+        else:
+            u, update, inputs = ctx.values[b], ctx.name(b), (a, b)
+            if tuple(sizes) != u.shape:
+                update += "[" + ", ".join(f":{m}" for m in sizes) + "]"
         starts = tuple(draw(st.integers(0, n - m)) for n, m in zip(t.shape, sizes))
         out = ValueType(t.shape, t.dtype, min(t.lo, u.lo), max(t.hi, u.hi), t.deps | u.deps)
         expr = f"lax.dynamic_update_slice({ctx.name(a)}, {update}, {starts!r})"
-        return Node(self.name, (a, b) if b != a else (a,), expr, out)
+        return Node(self.name, inputs, expr, out)
 
 
 class Pad(Op):
