@@ -318,25 +318,20 @@ def _control_case(draw, kinds, smooth, dtype, max_ops, max_batch):
                    f"        carry = step(carry, backend.numpy.asarray(i * 0.25 - 0.5, backend.numpy.{dt}))",
                    "    return carry"]
             arg_names = carry_names
-        elif kind == "while_loop" and closure:  # the trip count in the state: cond_fun closes over nothing
-            call = ("    def body_fun(state):\n        i, n, carry = state\n"
-                    f"        t = backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5\n"
-                    "        return i + 1, n, step(carry, t)\n\n"
-                    "    return backend.lax.while_loop(lambda state: state[0] < state[1], body_fun, "
-                    f"(backend.numpy.asarray(0, backend.numpy.int32), n, {init}))[2]")
-            ref = [f"    i, carry = 0, {init}",
-                   "    while i < int(n):",
-                   f"        carry = step(carry, backend.numpy.asarray(i * 0.25 - 0.5, backend.numpy.{dt}))",
-                   "        i += 1",
-                   "    return carry"]
-            arg_names = ["n"] + carry_names
         elif kind == "while_loop":
-            call = ("    def cond_fun(state):\n        return state[0] < n\n\n"
-                    "    def body_fun(state):\n        i, carry = state\n"
-                    f"        t = backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5\n"
-                    "        return i + 1, step(carry, t)\n\n"
-                    f"    return backend.lax.while_loop(cond_fun, body_fun, "
-                    f"(backend.numpy.asarray(0, backend.numpy.int32), {init}))[1]")
+            if closure:  # the trip count in the state: cond_fun closes over nothing
+                call = ("    def body_fun(state):\n        i, n, carry = state\n"
+                        f"        t = backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5\n"
+                        "        return i + 1, n, step(carry, t)\n\n"
+                        "    return backend.lax.while_loop(lambda state: state[0] < state[1], body_fun, "
+                        f"(backend.numpy.asarray(0, backend.numpy.int32), n, {init}))[2]")
+            else:
+                call = ("    def cond_fun(state):\n        return state[0] < n\n\n"
+                        "    def body_fun(state):\n        i, carry = state\n"
+                        f"        t = backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5\n"
+                        "        return i + 1, step(carry, t)\n\n"
+                        f"    return backend.lax.while_loop(cond_fun, body_fun, "
+                        f"(backend.numpy.asarray(0, backend.numpy.int32), {init}))[1]")
             ref = [f"    i, carry = 0, {init}",
                    "    while i < int(n):",
                    f"        carry = step(carry, backend.numpy.asarray(i * 0.25 - 0.5, backend.numpy.{dt}))",
