@@ -22,7 +22,7 @@ def mlp_data(size, seed=0):
     widths = [d_in, hidden, hidden, d_out]
     params = []
     for a, b in zip(widths[:-1], widths[1:]):
-        w = rng.standard_normal((a, b)).astype(np.float32) / np.sqrt(a)
+        w = (rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)
         params.append((w, np.zeros((b,), np.float32)))
     xs = rng.standard_normal((batch, d_in)).astype(np.float32)
     ys = rng.standard_normal((batch, d_out)).astype(np.float32)

@@ -32,8 +32,8 @@ def make_rnn_loss(be):
 
 def rnn_data(seed=0):
     rng = np.random.default_rng(seed)
-    wx = rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) / np.sqrt(HIDDEN)
-    wh = rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) / np.sqrt(HIDDEN)
+    wx = (rng.standard_normal((HIDDEN, HIDDEN)) / np.sqrt(HIDDEN)).astype(np.float32)
+    wh = (rng.standard_normal((HIDDEN, HIDDEN)) / np.sqrt(HIDDEN)).astype(np.float32)
     xs = rng.standard_normal((SCAN_STEPS, BATCH, HIDDEN)).astype(np.float32)
     return (wx, wh), xs
 
@@ -85,9 +85,9 @@ class CondHeavy(BenchBase):
         jit = self.be.require("jit")
         self.fn = jit(make_cond_program(self.be))
         rng = np.random.default_rng(1)
+        w = rng.standard_normal((COND_WIDTH, COND_WIDTH)) / np.sqrt(COND_WIDTH)
         self.args = (self.put(rng.standard_normal((COND_BATCH, COND_WIDTH)).astype(np.float32)),
-                     self.put(rng.standard_normal((COND_WIDTH, COND_WIDTH)).astype(np.float32)
-                              / np.sqrt(COND_WIDTH)))
+                     self.put(w.astype(np.float32)))
         self.be.block(self.fn(*self.args))
 
     def time_jit(self, backend, device):

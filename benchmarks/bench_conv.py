@@ -20,7 +20,8 @@ def conv_data(size, seed=0):
     """Host float32 kernel, bias and an NHWC batch for one conv layer."""
     n, h, w, c_in, c_out, k = CONV_SIZES[size]
     rng = np.random.default_rng(seed)
-    kernel = rng.standard_normal((k, k, c_in, c_out)).astype(np.float32) / np.sqrt(k * k * c_in)
+    kernel = rng.standard_normal((k, k, c_in, c_out)) / np.sqrt(k * k * c_in)
+    kernel = kernel.astype(np.float32)
     bias = np.zeros((c_out,), np.float32)
     xs = rng.standard_normal((n, h, w, c_in)).astype(np.float32)
     return kernel, bias, xs

@@ -8,11 +8,15 @@
 Both backends are set up side by side and their repeats are interleaved
 (impl, jax, jax, impl, ...) so drift in machine load hits both equally.
 Each repeat times ``number`` back-to-back calls (calibrated so a repeat
-lasts ``--min-time``); the per-call median over repeats is reported, and
-ratio = median(impl) / median(jax).  The benchmark bodies are the asv ones.
+lasts ``--min-time``).  The ratio reported is the median over repeats of
+impl/jax within a repeat (the two timings of a repeat are seconds apart, so
+slow drift of the machine cancels), with a distribution-free 95% interval of
+that median; a target counts as met only when the whole interval is under it.
+The benchmark bodies are the asv ones.
 """
 
 import argparse
+import math
 import os
 import platform
 import statistics
@@ -53,8 +57,33 @@ def _repeat(fn, number):
     return (time.perf_counter() - start) / number
 
 
+def median_interval(values, confidence=0.95):
+    """(low, high): a distribution-free interval for the median of ``values``,
+    from the order statistics whose ranks the binomial(n, 1/2) law brackets."""
+    xs = sorted(values)
+    n = len(xs)
+    tail, k = 0.0, 0   # k = how many order statistics fall outside on each side
+    while True:
+        nxt = tail + math.comb(n, k) / 2 ** n
+        if nxt > (1 - confidence) / 2:
+            break
+        tail, k = nxt, k + 1
+    if k == 0:
+        return xs[0], xs[-1]   # too few repeats for the confidence asked
+    return xs[k - 1], xs[n - k]
+
+
+def verdict(low, high, target):
+    if high <= target:
+        return "meets target"
+    if low > target:
+        return "misses target"
+    return "undecided: interval straddles target"
+
+
 def measure_pair(case, repeats, min_time):
-    """(impl median s, jax median s) for one case, or a skip reason string."""
+    """{"impl": [s per call], "jax": [...]} per repeat (paired by index) for one
+    case, or a skip reason string."""
     pair = {b: case.with_param("backend", b) for b in ("impl", "jax")}
     objs = {}
     try:
@@ -71,7 +100,7 @@ def measure_pair(case, repeats, min_time):
             # cache/branch-predictor state the other one left behind.
             for b in (("impl", "jax") if i % 2 == 0 else ("jax", "impl")):
                 samples[b].append(_repeat(fns[b], numbers[b]))
-        return statistics.median(samples["impl"]), statistics.median(samples["jax"])
+        return samples
     finally:
         for b in reversed(list(objs)):
             pair[b].teardown(objs[b])
@@ -162,6 +191,7 @@ def from_asv(commit, machine, device):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--all", action="store_true", help="every time_ benchmark")
+    parser.add_argument("-k", dest="only", help="only benchmarks whose name contains this")
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--min-time", type=float, default=0.05, help="seconds per repeat")
@@ -182,31 +212,35 @@ def main(argv=None):
 
     rows = []
     for case, target in select(args.all, args.device):
+        if args.only and args.only not in case.id:
+            continue
         try:
             res = measure_pair(case, args.repeats, args.min_time)
         except Exception as exc:  # a broken impl commit: report, keep going
             res = f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
         label = case.id.replace("-jax-", "-").replace("[jax-", "[")
+        target_text = "" if target is None else f"<= {target}"
         if isinstance(res, str):
-            rows.append((label, "", "", "", "" if target is None else f"<= {target}", res))
+            rows.append((label, "", "", "", "", target_text, res))
         else:
-            impl_t, jax_t = res
-            ratio = impl_t / jax_t
-            verdict = ""
-            if target is not None:
-                verdict = "meets target" if ratio <= target else "misses target"
+            ratios = [i / j for i, j in zip(res["impl"], res["jax"])]
+            low, high = median_interval(ratios)
             rows.append(
-                (label, fmt_time(impl_t), fmt_time(jax_t), f"{ratio:.3f}",
-                 "" if target is None else f"<= {target}", verdict)
+                (label, fmt_time(statistics.median(res["impl"])),
+                 fmt_time(statistics.median(res["jax"])),
+                 f"{statistics.median(ratios):.3f}", f"{low:.3f}-{high:.3f}", target_text,
+                 "" if target is None else verdict(low, high, target))
             )
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
 
-    header = ("benchmark [params]", "impl median", "jax median", "impl/jax", "target", "note")
+    header = ("benchmark [params]", "impl median", "jax median", "impl/jax",
+              "95% interval", "target", "note")
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [
         f"Machine: {machine_line(args.device)}",
         f"Load average (1/5/15 min) at the end: {load} -- other work shares these cores.",
-        f"Medians of {args.repeats} interleaved repeats (>= {args.min_time}s each) per backend.",
+        f"{args.repeats} interleaved repeats (>= {args.min_time}s each) per backend; "
+        "impl/jax is the median of the per-repeat ratios, with its 95% interval.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",
