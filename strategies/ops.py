@@ -59,9 +59,8 @@ class Node:
 class Context:
     """What an op may look at while it is drawn: the values made so far."""
 
-    def __init__(self, n_inputs, dtype, *, smooth, linear):
+    def __init__(self, n_inputs, *, smooth, linear):
         self.n_inputs = n_inputs
-        self.dtype = dtype
         self.smooth = smooth
         self.linear = linear
         self.values: list[ValueType] = []
@@ -77,12 +76,13 @@ class Context:
         """Draw one of ``candidates`` (a non-empty list), shrinking to the first."""
         return candidates[draw(upto(len(candidates) - 1))]
 
-    def const_literal(self, draw, shape):
-        """A constant array literal (exact binary fractions) and its bound."""
+    def const_literal(self, draw, shape, dtype):
+        """A constant array literal of ``dtype`` (exact binary fractions) and its bound;
+        ``dtype`` is the operand's, so mixed-dtype programs do not promote."""
         n = math.prod(shape)
         flat = draw(st.lists(st.sampled_from(CONSTANTS), min_size=n, max_size=n))
         text = repr(np.array(flat).reshape(shape).tolist())
-        return f"jnp.asarray({text}, jnp.{self.dtype})", max(abs(c) for c in flat)
+        return f"jnp.asarray({text}, jnp.{dtype})", max(abs(c) for c in flat)
 
 
 class Op:
@@ -320,7 +320,7 @@ class Contraction(Op):
             shape = self.shape_rule(t.shape, cshape)
             if not fits(shape):
                 cshape, shape = (k,), self.shape_rule(t.shape, (k,))
-            text, cmax = ctx.const_literal(draw, cshape)
+            text, cmax = ctx.const_literal(draw, cshape, t.dtype)
             b_text, inputs, deps, bound = text, (a,), t.deps, t.bound * cmax * k
         else:
             b, shape = partners[choice - 1]
@@ -354,7 +354,7 @@ class Mix(Op):
         raw = t.bound * float(np.max(np.sum(np.abs(matrix), axis=0)))
         scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9) / 4.0)))
         bound = raw * scale
-        text = f"jnp.asarray({matrix.tolist()!r}, jnp.{ctx.dtype})"
+        text = f"jnp.asarray({matrix.tolist()!r}, jnp.{t.dtype})"
         operand = f"jnp.reshape({ctx.name(a)}, (-1,))" if whole else ctx.name(a)
         expr = f"jnp.matmul({operand}, {text}{'' if scale == 1.0 else f' * {scale!r}'})"
         return Node(self.name, (a,), expr, t.with_(shape=lead + (m,), lo=-bound, hi=bound),
@@ -693,7 +693,7 @@ class LinearCall(Op):
         t = ctx.values[a]
         if t.rank == 0:
             helper, c = "lc_scale", draw(st.sampled_from(CONSTANTS))
-            res = f"jnp.asarray({c!r}, jnp.{ctx.dtype})"
+            res = f"jnp.asarray({c!r}, jnp.{t.dtype})"
             shape, bound = (), t.bound * abs(c)
         else:
             helper, k = "lc_matmul", t.shape[-1]
@@ -701,7 +701,7 @@ class LinearCall(Op):
             shape = t.shape[:-1] + (m,)
             if not fits(shape):
                 m, shape = 1, t.shape[:-1] + (1,)
-            res, cmax = ctx.const_literal(draw, (k, m))
+            res, cmax = ctx.const_literal(draw, (k, m), t.dtype)
             bound = t.bound * cmax * k
         needs = ("linear_call", helper) + ((helper + "_wrong",) if wrong else ())
         transpose = helper + ("_wrong_t" if wrong else "_t")
@@ -840,7 +840,7 @@ class AddIota(Op):
     def make(self, draw, ctx, a):
         t = ctx.values[a]
         axis = draw(upto(t.rank - 1))
-        expr = (f"{ctx.name(a)} + 0.25 * lax.broadcasted_iota(jnp.{ctx.dtype}, {t.shape!r}, {axis})")
+        expr = (f"{ctx.name(a)} + 0.25 * lax.broadcasted_iota(jnp.{t.dtype}, {t.shape!r}, {axis})")
         return Node(self.name, (a,), expr, t.with_(hi=t.hi + 0.25 * (t.shape[axis] - 1)), (("axis", axis),))
 
 
@@ -1202,7 +1202,7 @@ def _square_matrix(draw, ctx, a):
         text, batch, raw = x, t.shape[:-2], t.bound
     else:
         n = t.shape[-1]
-        const, cmax = ctx.const_literal(draw, (n, n))
+        const, cmax = ctx.const_literal(draw, (n, n), t.dtype)
         text, batch, raw = f"{x}[..., None, :] * {const}", t.shape[:-1], t.bound * cmax
     scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9))))
     return (text if scale == 1.0 else f"{scale!r} * {text}"), batch, t.shape[-1]

@@ -297,7 +297,7 @@ def _program(draw, opts: _Options, input_types=None):
         input_types, input_bounds = draw(_input_types(dtype, opts.num_inputs))
     else:
         input_bounds = ((-INPUT_BOUND, INPUT_BOUND),) * len(input_types)
-    ctx = Context(len(input_types), input_types[0][1], smooth=opts.smooth, linear=opts.linear)
+    ctx = Context(len(input_types), smooth=opts.smooth, linear=opts.linear)
     ctx.values = [
         ValueType(shape, dtype, lo, hi, frozenset({i}))
         for i, ((shape, dtype), (lo, hi)) in enumerate(zip(input_types, input_bounds))
