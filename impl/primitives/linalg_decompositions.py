@@ -347,9 +347,9 @@ lu_p = define("lu", multiple_results=True, abstract_eval=_lu_aval,
 
 
 def lu(x):
-    """LU decomposition with partial pivoting, P A = L U: returns (lu, pivots,
-    permutation) as jax.lax.linalg.lu does."""
-    return tuple(lu_p.bind(x))
+    """LU decomposition with partial pivoting, P A = L U: returns [lu, pivots,
+    permutation], a list as jax.lax.linalg.lu does."""
+    return list(lu_p.bind(x))
 
 
 def _pivots_aval(pivots, *, permutation_size):
