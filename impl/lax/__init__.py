@@ -116,3 +116,8 @@ def _primitives_named_as_jax():
 
 
 globals().update(_primitives_named_as_jax())
+
+# Directives to XLA (impl/primitives/compiler_controls.py).
+from impl.primitives.compiler_controls import (  # noqa: E402,F401
+    optimization_barrier, reduce_precision,
+)
