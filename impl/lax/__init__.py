@@ -121,3 +121,10 @@ globals().update(_primitives_named_as_jax())
 from impl.primitives.compiler_controls import (  # noqa: E402,F401
     optimization_barrier, reduce_precision,
 )
+
+# lax.reduce (impl/lax/_reduce.py), recognising impl.lax's monoids as well as JAX's.
+from impl.lax import _reduce  # noqa: E402
+from impl.lax._reduce import reduce  # noqa: E402,F401
+_reduce.monoid_functions.update({add: "add", mul: "mul", max: "max", min: "min",
+                                 bitwise_and: "bitwise_and", bitwise_or: "bitwise_or",
+                                 bitwise_xor: "bitwise_xor"})
