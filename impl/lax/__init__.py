@@ -128,3 +128,5 @@ from impl.lax._reduce import reduce  # noqa: E402,F401
 _reduce.monoid_functions.update({add: "add", mul: "mul", max: "max", min: "min",
                                  bitwise_and: "bitwise_and", bitwise_or: "bitwise_or",
                                  bitwise_xor: "bitwise_xor"})
+# Solvers differentiated implicitly (impl/lax/_solves.py).
+from impl.lax._solves import custom_linear_solve, custom_root  # noqa: E402,F401
