@@ -195,3 +195,144 @@ def test_reduce_errors_as_jax(bad):
         jlax.reduce(*args)
     with pytest.raises(theirs.type):
         ilax.reduce(*args)
+
+
+# ------------------------------------------------------------ custom_linear_solve
+
+_A = rng_for("matrix").randn(3, 3) + 3 * np.eye(3)
+_SPD = _A @ _A.T + np.eye(3)
+
+
+def _linear_solve_program(L, N, a, b, *, transpose=True, symmetric=False, has_aux=False):
+    """x with a x = b by a dense solve; matvec closes over `a`, so derivatives with
+    respect to a flow through the implicit rule (dA x)."""
+    def solve(matvec, r):
+        x = N.linalg.solve(a, r)
+        return (x, N.sum(x)) if has_aux else x
+
+    def transpose_solve(vecmat, r):
+        x = N.linalg.solve(a.T, r)
+        return (x, N.sum(x)) if has_aux else x
+    return L.custom_linear_solve(lambda x: N.dot(a, x), b, solve,
+                                 transpose_solve if transpose and not symmetric else None,
+                                 symmetric=symmetric, has_aux=has_aux)
+
+
+def _solve_fns(**kw):
+    import impl.numpy as inp
+    import jax.numpy as jnp
+    return (lambda a, b: _linear_solve_program(ilax, inp, a, b, **kw),
+            lambda a, b: _linear_solve_program(jlax, jnp, a, b, **kw))
+
+
+@pytest.mark.parametrize("kind", ["general", "symmetric", "has_aux"])
+def test_custom_linear_solve_transforms(kind):
+    a = _SPD if kind == "symmetric" else _A
+    kw = {"general": {}, "symmetric": {"symmetric": True}, "has_aux": {"has_aux": True}}[kind]
+    mine, theirs = _solve_fns(**kw)
+    batched = [np.stack([a, a.T, a + np.eye(3)]), _u(3, 3, key="bs")]
+    if kind == "symmetric":
+        batched[0] = np.stack([a, 2 * a, a + np.eye(3)])
+    # (auxiliary outputs have zero tangents by definition: no finite differences there)
+    check_transforms(f"custom_linear_solve {kind}", mine, theirs, (a, _u(3, key="b")),
+                     batched_args=batched, fd=kind != "has_aux")
+
+
+def test_custom_linear_solve_pytree_b_and_jaxpr():
+    import impl.numpy as inp
+    import jax.numpy as jnp
+
+    def prog(L, N, s, v):
+        def matvec(x):
+            return {"s": 2.0 * x["s"], "v": N.dot(_A, x["v"])}
+        solve = lambda mv, r: {"s": r["s"] / 2.0, "v": N.linalg.solve(_A, r["v"])}  # noqa
+        tsolve = lambda vm, r: {"s": r["s"] / 2.0, "v": N.linalg.solve(_A.T, r["v"])}  # noqa
+        out = L.custom_linear_solve(matvec, {"s": s, "v": v}, solve, tsolve)
+        return out["s"] + N.sum(out["v"])
+    args = (np.float64(3.0), _u(3, key="v"))
+    check_transforms("custom_linear_solve pytree", lambda *a: prog(ilax, inp, *a),
+                     lambda *a: prog(jlax, jnp, *a), args)
+    assert "custom_linear_solve" in _prims(impl.make_jaxpr(lambda *a: prog(ilax, inp, *a))(*args))
+
+
+def test_custom_linear_solve_without_transpose_solve():
+    mine, theirs = _solve_fns(transpose=False)
+    b = _u(3, key="b")
+    # forward mode needs no transpose_solve
+    assert_close(impl.jvp(lambda b: mine(_A, b), (b,), (b,)),
+                 jax.jvp(lambda b: theirs(_A, b), (b,), (b,)), TOL)
+    # reverse mode does, with JAX's exception type
+    for T, fn in ((jax, theirs), (impl, mine)):
+        with pytest.raises(TypeError, match="transpose_solve"):
+            T.grad(lambda b: fn(_A, b).sum())(b)
+
+
+@pytest.mark.parametrize("bad", ["matvec_tree", "solve_shape", "missing_aux"])
+def test_custom_linear_solve_errors_as_jax(bad):
+    b = np.ones(3)
+    matvec = {"matvec_tree": lambda x: (x, x)}.get(bad, lambda x: 2 * x)
+    solve = {"solve_shape": lambda mv, r: r[:2]}.get(bad, lambda mv, r: r / 2)
+    has_aux = bad == "missing_aux"
+    with pytest.raises(Exception) as theirs:
+        jlax.custom_linear_solve(matvec, b, solve, has_aux=has_aux)
+    with pytest.raises(theirs.type):
+        ilax.custom_linear_solve(matvec, b, solve, has_aux=has_aux)
+
+
+# -------------------------------------------------------------------- custom_root
+
+def _root_program(L, a, c, *, has_aux=False):
+    """The positive root of x^2 + c x - a by Newton's method (unrolled, not
+    differentiated: custom_root's implicit rule gives the derivative)."""
+    f = lambda x: x * x + c * x - a  # noqa: E731
+
+    def solve(f, x):
+        for _ in range(25):
+            x = x - f(x) / (2 * x + c)
+        return (x, f(x)) if has_aux else x
+    return L.custom_root(f, 1.0 + 0 * a, solve, lambda g, y: y / g(1.0), has_aux=has_aux)
+
+
+@pytest.mark.parametrize("has_aux", [False, True])
+def test_custom_root_transforms(has_aux):
+    mine = lambda a, c: _root_program(ilax, a, c, has_aux=has_aux)  # noqa: E731
+    theirs = lambda a, c: _root_program(jlax, a, c, has_aux=has_aux)  # noqa: E731
+    args = (np.float64(2.5), np.float64(0.5))
+    check_transforms(f"custom_root aux={has_aux}", mine, theirs, args, fd=not has_aux)
+
+
+def test_custom_root_vector_tangent_solve_and_jaxpr():
+    import impl.numpy as inp
+    import jax.numpy as jnp
+
+    def prog(L, N, T, m):
+        f = lambda x: N.dot(m, x) + x ** 3 - 1.0  # noqa: E731
+
+        def solve(f, x):
+            for _ in range(8):
+                x = x - N.linalg.solve(T.jacfwd(f)(x), f(x))
+            return x
+        tangent_solve = lambda g, y: N.linalg.solve(T.jacfwd(g)(y), y)  # noqa: E731
+        return L.custom_root(f, N.zeros(2), solve, tangent_solve)
+    m = np.array([[2.0, 0.3], [0.1, 1.5]])
+    check_transforms("custom_root vector", lambda m: prog(ilax, inp, impl, m),
+                     lambda m: prog(jlax, jnp, jax, m), (m,), fd=True, vmap=False)
+    want = _prims(jax.make_jaxpr(lambda m: prog(jlax, jnp, jax, m))(m))
+    got = _prims(impl.make_jaxpr(lambda m: prog(ilax, inp, impl, m))(m))
+    assert "custom_jvp_call" in want and "custom_jvp_call" in got
+
+
+@pytest.mark.parametrize("bad", ["f_tree", "solve_tree", "missing_aux", "tangent_tree"])
+def test_custom_root_errors_as_jax(bad):
+    f = {"f_tree": lambda x: (x, x)}.get(bad, lambda x: x - 2.0)
+    solve = {"solve_tree": lambda f, x: (x, x)}.get(bad, lambda f, x: x + 1.0)
+    tangent_solve = {"tangent_tree": lambda g, y: [y]}.get(bad, lambda g, y: y)
+    has_aux = bad == "missing_aux"
+
+    def run(L, T):
+        return T.grad(lambda a: L.custom_root(lambda x: f(x) * a, 1.0, solve,
+                                              tangent_solve, has_aux=has_aux))(1.0)
+    with pytest.raises(Exception) as theirs:
+        run(jlax, jax)
+    with pytest.raises(theirs.type):
+        run(ilax, impl)

@@ -42,14 +42,14 @@ def _with_tree(fun, tree, fun_name, expected_name, has_aux, aux_box, check_shape
                                  "True.")
             out, aux = out
         out_leaves, out_tree = tree_util.tree_flatten(out)
-        if out_tree != tree:
-            raise TypeError(f"{fun_name}() output pytree structure must match "
-                            f"{expected_name}, got {out_tree} and {tree}.")
-        if check_shapes is not None:
+        if check_shapes is not None:   # checked first, as JAX
             got = [get_aval(x).shape for x in out_leaves]
             if got != check_shapes:
                 raise ValueError(f"{fun_name}() output shapes must match {expected_name}, "
                                  f"got {got} and {check_shapes}")
+        if out_tree != tree:
+            raise TypeError(f"{fun_name}() output pytree structure must match "
+                            f"{expected_name}, got {out_tree} and {tree}.")
         aux_leaves, aux_box["tree"] = tree_util.tree_flatten(aux)
         return list(out_leaves) + list(aux_leaves)
     return flat
@@ -112,6 +112,17 @@ def _tangent_or_zero(primal, tangent):
     return tangent
 
 
+def _checked_tangents(avals, tangents):
+    """Tangents for the linearized f, which must have the types of its inputs."""
+    for a, t in zip(avals, tangents):
+        got = get_aval(t)
+        if got.shape != a.shape or got.dtype != a.dtype:
+            raise ValueError("custom_root: the linearized function given to tangent_solve "
+                             f"was called on a tangent of type {got.str_short()} where its "
+                             f"input has type {a.str_short()}")
+    return list(tangents)
+
+
 def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     """solve(f, initial_guess), differentiated (with respect to what f closes over) by
     the implicit function theorem at the root, with `tangent_solve(g, y)` solving the
@@ -129,8 +140,8 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     def linearize_and_solve(*args):
         x, rhs = args[:n], args[n:]
         _, linear = ad.linearize_flat(f_flat, list(x))
-        g = _as_tree_fun(lambda *t: [instantiate_zeros(o) for o in linear.jvp(list(t))],
-                         tree)
+        g = _as_tree_fun(lambda *t: [instantiate_zeros(o) for o in linear.jvp(
+            _checked_tangents(linear.in_avals, t))], tree)
         return _with_tree(lambda y: tangent_solve(g, y), tree, "tangent_solve", "x", False,
                           {})(*rhs)
     ls_prog, ls_consts = _stage(linearize_and_solve, avals * 2)
