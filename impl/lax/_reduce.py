@@ -7,13 +7,13 @@ import numpy as np
 from jax import lax as jax_lax
 from jax import tree_util
 
-from impl import core
 from impl.core import get_aval
 from impl.lax._composites import reduce_and, reduce_or, reduce_xor
 from impl.primitives import elementwise as ew
 from impl.primitives.general_reduce import canonical_dimensions, reduce_general
 from impl.primitives.reductions import reduce_max, reduce_min, reduce_prod
 from impl.primitives.shape import reduce_sum
+from impl.primitives.windows import concrete_scalar
 
 
 def _max_identity(dtype):
@@ -48,15 +48,6 @@ _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
 monoid_functions = {getattr(jax_lax, name): name for name in _MONOIDS}
 
 
-def _concrete_scalar(x):
-    if isinstance(x, core.Tracer):
-        x = x.concrete_value()
-    if x is None:
-        return None
-    x = np.asarray(x)
-    return x if x.shape == () else None
-
-
 def _monoid_reducer(computation, inits):
     """The dedicated reduction for `computation` and the single initial value in `inits`,
     or None when they are not a known monoid with its identity."""
@@ -66,7 +57,7 @@ def _monoid_reducer(computation, inits):
         return None
     if name is None or len(inits) != 1:
         return None
-    init = _concrete_scalar(inits[0])
+    init = concrete_scalar(inits[0])
     if init is None:
         return None
     dtype = get_aval(inits[0]).dtype
