@@ -334,3 +334,36 @@ def test_custom_root_errors_as_jax(bad):
         run(jlax, jax)
     with pytest.raises(theirs.type):
         run(ilax, impl)
+
+
+# ------------------------------------------------------ broadcast_like, index_take
+
+@pytest.mark.parametrize("shapes", [((3,), (2, 3)), ((2, 1), (2, 3)), ((), (2,)), ((2,), (2,))])
+def test_broadcast_like(shapes):
+    a, like = _u(*shapes[0], key="bl"), np.zeros(shapes[1])
+    check_transforms(f"broadcast_like{shapes}", lambda a: ilax.broadcast_like(a, like),
+                     lambda a: jlax.broadcast_like(a, like), (a,))
+    got, want = ilax.broadcast_like(1.0, like), jlax.broadcast_like(1.0, like)
+    assert_close(got, want, TOL)
+    assert impl.numpy.asarray(got).weak_type == want.weak_type
+
+
+@pytest.mark.parametrize("shapes", [((4,), (2, 3)), ((2, 3), (3,))])
+def test_broadcast_like_errors_as_jax(shapes):
+    a, like = np.ones(shapes[0]), np.zeros(shapes[1])
+    with pytest.raises(Exception) as theirs:
+        jlax.broadcast_like(a, like)
+    with pytest.raises(theirs.type):
+        ilax.broadcast_like(a, like)
+
+
+def test_index_take():
+    idxs = (np.array([0, 1, -1, 3]), np.array([2, 5, 1, -6]))   # wrapped like Python's %
+    mine = lambda x: ilax.index_take(x, idxs, (0, 2))  # noqa: E731
+    theirs = lambda x: jlax.index_take(x, idxs, (0, 2))  # noqa: E731
+    check_transforms("index_take", mine, theirs, (_u(2, 3, 4, key="it"),))
+    assert "gather" in _prims(impl.make_jaxpr(mine)(np.ones((2, 3, 4))))
+    with pytest.raises(ValueError):
+        jlax.index_take(np.ones(3), (np.array([0.0]),), (0,))
+    with pytest.raises(ValueError):
+        ilax.index_take(np.ones(3), (np.array([0.0]),), (0,))

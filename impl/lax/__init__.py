@@ -130,3 +130,4 @@ _reduce.monoid_functions.update({add: "add", mul: "mul", max: "max", min: "min",
                                  bitwise_xor: "bitwise_xor"})
 # Solvers differentiated implicitly (impl/lax/_solves.py).
 from impl.lax._solves import custom_linear_solve, custom_root  # noqa: E402,F401
+from impl.lax._composites import broadcast_like, index_take  # noqa: E402,F401
