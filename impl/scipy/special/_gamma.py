@@ -33,8 +33,7 @@ def gammasgn(x):
     negative = x < 0
     pole = (negative & (x == fl)) | jnp.isnan(x)
     minus = (negative & (jnp.remainder(fl, 2) != 0)) | ((x == 0) & jnp.signbit(x))
-    one = jnp.ones_like(x)
-    return jnp.where(pole, jnp.full_like(x, np.nan), jnp.where(minus, -one, one))
+    return jnp.where(pole, np.nan, jnp.where(minus, -1.0, 1.0)).astype(dtype_of(x))
 
 
 def gamma(x):
@@ -48,7 +47,7 @@ def loggamma(x):
     x = inexact_arg(x)
     if dtype_of(x).kind == "c":
         raise NotImplementedError("loggamma of complex inputs is not supported by impl")
-    return jnp.where(x > 0, lax.lgamma(x), jnp.full_like(x, np.nan))
+    return jnp.where(x > 0, lax.lgamma(x), np.nan)
 
 
 def _log1p_ratio_correction(a, b):
@@ -66,7 +65,7 @@ def _log1p_ratio_correction(a, b):
     inv_b2 = (1.0 / b) ** 2
     w = c[5] * s[5]
     for k in (4, 3, 2, 1):
-        w = w * inv_b2 + c[k] * s[k - 1]
+        w = w * inv_b2 + c[k] * s[k]
     w = (w * inv_b2 + c[0]) * (r / b)
     u = (b + (a - 0.5)) * jnp.log1p(a / b)
     v = a * (jnp.log(b) - 1.0)
@@ -169,7 +168,7 @@ def multigammaln(a, d):
     """log of the multivariate gamma function of dimension d (a Python int)."""
     d = int(d)  # a Python int: it sets the number of terms
     a, d_arr = inexact_args(a, d)
-    constant = 0.25 * d_arr * (d_arr - 1) * np.log(np.pi)
+    constant = 0.25 * d_arr * (d_arr - 1) * math.log(math.pi)
     half_steps = jnp.arange(d, dtype=dtype_of(a)) / 2
     terms = lax.lgamma(jnp.expand_dims(a, -1) - half_steps)
     return jnp.sum(terms, axis=-1) + constant

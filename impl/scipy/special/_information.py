@@ -6,6 +6,7 @@ import numpy as np
 
 import impl.numpy as jnp
 from impl import lax
+from impl.core import get_aval
 from impl.custom_derivatives import custom_jvp
 from impl.numpy._util import asarray
 from impl.scipy.special._args import dtype_of, inexact_arg, inexact_args, reject_complex
@@ -17,7 +18,7 @@ def xlogy(x, y):
     product rule's, as in JAX."""
     x, y = inexact_args(x, y)
     keep = (x != 0) | jnp.isnan(y)
-    return jnp.where(keep, x * jnp.log(y), jnp.zeros_like(x))
+    return jnp.where(keep, x * jnp.log(y), 0.0)
 
 
 @xlogy.defjvp
@@ -32,7 +33,7 @@ def xlog1py(x, y):
     """x log(1 + y), 0 where x is 0 (unless y is NaN)."""
     x, y = inexact_args(x, y)
     keep = (x != 0) | jnp.isnan(y)
-    return jnp.where(keep, x * jnp.log1p(y), jnp.zeros_like(x))
+    return jnp.where(keep, x * jnp.log1p(y), 0.0)
 
 
 @xlog1py.defjvp
@@ -54,7 +55,7 @@ def entr(x):
     """-x log x, -inf for negative x."""
     x = inexact_arg(x)
     reject_complex("entr", x)
-    return jnp.where(x < 0, jnp.full_like(x, -np.inf), -_xlogx(x))
+    return jnp.where(x < 0, -np.inf, -_xlogx(x))
 
 
 def rel_entr(p, q):
@@ -66,7 +67,10 @@ def rel_entr(p, q):
     safe_p = jnp.where(both_positive, p, 1)
     safe_q = jnp.where(both_positive, q, 1)
     inside = _xlogx(safe_p) - xlogy(safe_p, safe_q)
-    return jnp.where(both_positive, inside, jnp.where(p_zero, 0.0, np.inf))
+    # JAX's zero here is weak only for a weakly typed scalar p (the result's type follows)
+    weak_scalar = get_aval(p).weak_type and get_aval(p).ndim == 0
+    zero = 0.0 if weak_scalar else np.zeros((), dtype_of(p))
+    return jnp.where(both_positive, inside, jnp.where(p_zero, zero, np.inf))
 
 
 def kl_div(p, q):

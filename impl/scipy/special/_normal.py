@@ -82,7 +82,7 @@ def ndtri(p):
     # central region
     w = tail_p - 0.5
     w2 = w * w
-    central = (w + w * w2 * _rational(_NDTRI_P0, _NDTRI_Q0, w2)) * np.sqrt(2 * np.pi)
+    central = (w + w * w2 * _rational(_NDTRI_P0, _NDTRI_Q0, w2)) * math.sqrt(2 * math.pi)
     # tails
     z = jnp.sqrt(-2.0 * jnp.log(tail_p))
     lead = z - jnp.log(z) / z
@@ -104,7 +104,7 @@ def _log_ndtr_asymptotic(x, series_order):
         term = float(math.prod(range(2 * n - 1, 0, -2))) / power
         series = series - term if n % 2 else series + term
         power = power * x2
-    return -0.5 * x2 - jnp.log(-x) - 0.5 * np.log(2 * np.pi) + jnp.log(series)
+    return -0.5 * x2 - jnp.log(-x) - 0.5 * math.log(2 * math.pi) + jnp.log(series)
 
 
 # Where log_ndtr switches from log(ndtr(x)) to -ndtr(-x) above and to the asymptotic
@@ -112,27 +112,26 @@ def _log_ndtr_asymptotic(x, series_order):
 _LOG_NDTR_SEGMENTS = {np.dtype(np.float64): (-20.0, 8.0), np.dtype(np.float32): (-10.0, 5.0)}
 
 
-@functools.partial(custom_jvp, nondiff_argnums=(1,))
-def _log_ndtr(x, series_order):
-    lower, upper = _LOG_NDTR_SEGMENTS[dtype_of(x)]
-    above = x > upper
-    phi = _ndtr(jnp.where(above, -x, jnp.maximum(x, lower)))
-    middle = jnp.where(x > lower, jnp.log(phi),
-                       _log_ndtr_asymptotic(jnp.minimum(x, lower), series_order))
-    return jnp.where(above, -phi, middle)
+@functools.lru_cache(maxsize=None)
+def _log_ndtr_of_order(series_order):
+    """log_ndtr with a fixed series order, its derivative exp(log pdf - log cdf)
+    (one custom_jvp function per order: the order is not an array)."""
+    @custom_jvp
+    def log_ndtr_fixed(x):
+        lower, upper = _LOG_NDTR_SEGMENTS[dtype_of(x)]
+        above = x > upper
+        phi = _ndtr(jnp.where(above, -x, jnp.maximum(x, lower)))
+        middle = jnp.where(x > lower, jnp.log(phi),
+                           _log_ndtr_asymptotic(jnp.minimum(x, lower), series_order))
+        return jnp.where(above, -phi, middle)
 
-
-@_log_ndtr.defjvp
-def _log_ndtr_jvp(series_order, primals, tangents):
-    (x,), (t,) = primals, tangents
-    ans = _log_ndtr(x, series_order)
-    log_pdf = -0.5 * x * x - 0.5 * np.log(2 * np.pi)
-    return ans, t * jnp.exp(log_pdf - ans)
+    log_ndtr_fixed.defjvps(lambda t, ans, x: t * jnp.exp(
+        -0.5 * x * x - 0.5 * math.log(2 * math.pi) - ans))
+    return log_ndtr_fixed
 
 
 def log_ndtr(x, series_order=3):
-    """log of the standard normal CDF, accurate far into both tails; its derivative is
-    exp(log pdf - log cdf)."""
+    """log of the standard normal CDF, accurate far into both tails."""
     if not isinstance(series_order, int):
         raise TypeError("series_order must be a Python integer.")
     if series_order < 0:
@@ -142,19 +141,19 @@ def log_ndtr(x, series_order=3):
     x = asarray(x)
     if dtype_of(x) not in _LOG_NDTR_SEGMENTS:
         raise TypeError(f"x.dtype={dtype_of(x)} is not supported.")
-    return _log_ndtr(x, series_order)
+    return _log_ndtr_of_order(series_order)(x)
 
 
 def _erfcx_asymptotic(x, nterms):
     # erfcx(x) ~ 1/(x sqrt(pi)) sum_k (-1)^k (2k-1)!! / (2 x^2)^k
     coeffs = [(-1) ** k * math.prod(range(2 * k - 1, 0, -2)) / 2 ** k
               for k in reversed(range(nterms))]
-    return jnp.polyval(np.asarray(coeffs, dtype_of(x)), 1.0 / (x * x)) / (x * np.sqrt(np.pi))
+    return jnp.polyval(np.asarray(coeffs, dtype_of(x)), 1.0 / (x * x)) / (x * math.sqrt(math.pi))
 
 
 def _erfcx_float(x, nterms):
     # exp(x^2) erfc(x) directly until exp(x^2) would overflow, then the asymptotic series
-    large = x > np.sqrt(np.log(np.finfo(dtype_of(x)).max))
+    large = x > float(np.sqrt(np.log(np.finfo(dtype_of(x)).max)))
     safe = jnp.where(large, 1.0, x)
     return jnp.where(large, _erfcx_asymptotic(x, nterms), jnp.exp(safe * safe) * lax.erfc(safe))
 
@@ -169,7 +168,7 @@ def _erfcx(x):
     return _erfcx_float(x.astype(np.float32), 5).astype(dtype)
 
 
-_erfcx.defjvps(lambda t, ans, x: t * (2 * x * ans - 2 / np.sqrt(np.pi)))
+_erfcx.defjvps(lambda t, ans, x: t * (2 * x * ans - 2 / math.sqrt(math.pi)))
 
 
 def erfcx(x):

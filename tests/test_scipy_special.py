@@ -1,0 +1,244 @@
+"""impl.scipy.special against jax.scipy.special: values, jit, jvp, grad and vmap in
+float64 (many functions per compiled program, to keep the file fast), result dtypes and weak types, and the
+exceptions JAX raises for bad input."""
+from __future__ import annotations
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.scipy.special as jsp  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import impl  # noqa: E402
+import impl.numpy as inp  # noqa: E402
+import impl.scipy.special as isp  # noqa: E402
+
+F = np.float64
+
+
+def arr(*values):
+    return np.array(values, F)
+
+
+POS = arr(0.4, 1.3, 2.7, 7.5)      # positive reals
+REAL = arr(-2.3, -0.6, 0.4, 1.9)   # reals avoiding the poles of gamma
+UNIT = arr(0.02, 0.3, 0.55, 0.93)  # inside (0, 1)
+
+# name -> (arguments, argnums differentiated); the function is isp.name / jsp.name.
+CASES = {
+    "gammaln": ([REAL], None),
+    "digamma": ([REAL], None),
+    "gammasgn": ([REAL], None),
+    "gamma": ([REAL], None),
+    "loggamma": ([POS], None),
+    "betaln": ([POS, arr(0.7, 3.1, 9.5, 12.0)], None),
+    "beta": ([POS, arr(0.7, 3.1, 1.5, 2.0)], None),
+    "betainc": ([POS, arr(0.7, 3.1, 1.5, 2.0), UNIT], (2,)),
+    "gammainc": ([POS, arr(0.3, 1.0, 2.5, 9.0)], None),
+    "gammaincc": ([POS, arr(0.3, 1.0, 2.5, 9.0)], None),
+    "polygamma": ([np.array([0, 1, 2, 3]), POS], (1,)),
+    "zeta": ([arr(1.5, 2.0, 3.3, 6.0), POS], None),
+    "factorial": ([arr(0.0, 1.5, 4.0, 6.2)], None),
+    "comb": ([arr(5.0, 7.5, 10.0, 3.0), arr(2.0, 3.0, 4.5, 1.0)], None),
+    "poch": ([POS, arr(0.0, 1.5, 2.0, -0.3)], None),
+    "erfinv": ([arr(-0.9, -0.2, 0.35, 0.99)], None),
+    "ndtr": ([arr(-9.0, -0.5, 0.3, 2.5)], None),
+    "ndtri": ([arr(1e-12, 0.01, 0.3, 0.55, 0.9, 0.999)], None),
+    "log_ndtr": ([arr(-40.0, -12.0, -0.5, 1.2, 9.0)], None),
+    "erfcx": ([arr(-3.0, -0.4, 0.7, 5.0, 30.0)], None),
+    "xlogy": ([arr(0.0, 0.5, 2.0, 3.0), POS], None),
+    "xlog1py": ([arr(0.0, 0.5, 2.0, 3.0), arr(-0.5, 0.3, 2.0, 9.0)], None),
+    "entr": ([arr(0.1, 0.5, 1.0, 4.0)], None),
+    "rel_entr": ([arr(0.1, 0.5, 1.0, 4.0), POS], None),
+    "kl_div": ([arr(0.1, 0.5, 1.0, 4.0), POS], None),
+    "i0": ([REAL], None),
+    "i0e": ([REAL], None),
+    "i1": ([REAL], None),
+    "i1e": ([REAL], None),
+    "spence": ([arr(0.1, 0.45, 0.9, 1.2, 1.7, 3.5)], None),
+    "erfc": ([REAL], None),
+}
+
+
+def _transforms(lib, np_, sp, cases, full):
+    """{name: {grad, vmap[, value, jvp]}} of every case: the grad of a weighted sum, a
+    vmap over the arguments stacked with their reverses (which stay in the domain; its
+    first row is the value) and, when `full`, the plain value and the jvp along the
+    tangent `args[i] / 3` (XLA's compile time is most of this file's time: the fast
+    tests compile the two transformations that cover the others)."""
+    def run(all_args):
+        out = {}
+        for name, (fn, diff) in cases.items():
+            f, args = fn(sp), all_args[name]
+            diff = tuple(i for i, a in enumerate(args) if a.dtype == F) if diff is None else diff
+
+            def of_diff(*values, f=f, args=args, diff=diff):
+                full = list(args)
+                for i, v in zip(diff, values):
+                    full[i] = v
+                return f(*full)
+            primals = tuple(args[i] for i in diff)
+            weights = np_.cos(np_.arange(args[0].shape[0]) + 1.0)
+            out[name] = {
+                "grad": lib.grad(lambda *v: np_.sum(weights * of_diff(*v)),
+                                 tuple(range(len(diff))))(*primals),
+                "vmap": lib.vmap(f)(*(np_.stack([a, a[::-1]]) for a in args)),
+            }
+            if full:
+                out[name]["value"] = f(*args)
+                out[name]["jvp"] = lib.jvp(of_diff, primals, tuple(p / 3 for p in primals))[1]
+        return out
+    return run
+
+
+def check_group(cases, args, full=False):
+    """One jax.jit and one impl.jit hold every case (one compilation each side)."""
+    want = jax.jit(_transforms(jax, jax.numpy, jsp, cases, full))(args)
+    got = impl.jit(_transforms(impl, inp, isp, cases, full))(args)
+    for name in cases:
+        for key in want[name]:
+            for g, w in zip(jax.tree_util.tree_leaves(got[name][key]),
+                            jax.tree_util.tree_leaves(want[name][key])):
+                assert np.shape(g) == np.shape(w) and g.dtype == w.dtype, (name, key)
+                np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-10,
+                                           err_msg=f"{name}: {key}")
+
+
+def _by_name(name):
+    return lambda sp: getattr(sp, name)
+
+
+HEAVY = ("gammainc", "gammaincc")  # igamma's derivative in `a` compiles slowly in JAX too
+
+
+def _group(names, full=False):
+    check_group({n: (_by_name(n), CASES[n][1]) for n in names},
+                {n: CASES[n][0] for n in names}, full)
+
+
+def test_values_grads_and_vmap_against_jax():
+    _group(sorted(set(CASES) - set(HEAVY)))
+
+
+@pytest.mark.slow
+def test_all_transformations_against_jax():
+    _group(sorted(CASES), full=True)
+
+
+def test_incomplete_gamma_values_and_x_derivative():
+    a, x = CASES["gammainc"][0]
+    for name in HEAVY:
+        def run(lib, sp, name=name):
+            return lib.jit(lambda a, x: lib.jvp(lambda x: getattr(sp, name)(a, x), (x,),
+                                                (x / 3,)))(a, x)
+        np.testing.assert_allclose(run(impl, isp), run(jax, jsp), rtol=1e-9, err_msg=name)
+
+
+def test_options_against_jax():
+    """multigammaln's dimension, comb's repetition, log_ndtr's series order."""
+    cases = {
+        "multigammaln1": (lambda sp: lambda a: sp.multigammaln(a, 1), None),
+        "multigammaln3": (lambda sp: lambda a: sp.multigammaln(a, 3), None),
+        "comb_repetition": (lambda sp: lambda n, k: sp.comb(n, k, repetition=True), None),
+        "log_ndtr5": (lambda sp: lambda x: sp.log_ndtr(x, series_order=5), None),
+        "log_ndtr0": (lambda sp: lambda x: sp.log_ndtr(x, series_order=0), None),
+    }
+    args = {"multigammaln1": [arr(2.5, 3.0, 7.1)], "multigammaln3": [arr(2.5, 3.0, 7.1)],
+            "comb_repetition": [arr(5.0, 7.5, 0.0, 3.0), arr(2.0, 3.0, 0.0, 1.0)],
+            "log_ndtr5": [arr(-45.0, -25.0, -21.0)], "log_ndtr0": [arr(-45.0, -25.0, -1.0)]}
+    check_group(cases, args)
+
+
+def _edge_values(sp, x, p, s, q):
+    out = {name: getattr(sp, name)(x) for name in
+           ("gammasgn", "gamma", "loggamma", "factorial", "i0", "entr")}
+    out["ndtri"], out["spence"] = sp.ndtri(p), sp.spence(s)
+    for name in ("rel_entr", "kl_div", "xlogy", "xlog1py"):
+        out[name] = getattr(sp, name)(arr(0.0, 0.0, 2.0), q)
+    return out
+
+
+def test_edge_values_match_jax():
+    """Poles, signed zeros, the ends of the domains and NaN give JAX's values."""
+    args = (arr(-np.inf, -3.0, -2.5, -0.0, 0.0, np.inf, np.nan), arr(-0.1, 0.0, 1.0, 1.1),
+            arr(-1.0, 0.0, 1.0), arr(0.0, 1.0, -1.0))
+    want = jax.jit(lambda *a: _edge_values(jsp, *a))(*args)
+    got = impl.jit(lambda *a: _edge_values(isp, *a))(*args)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], name)
+
+
+def test_derivative_rules_at_zero_follow_jax():
+    """xlogy/xlog1py/entr differentiate by their custom rules, not through `where`."""
+    for name in ("xlogy", "xlog1py"):
+        want = jax.grad(getattr(jsp, name), (0, 1))(0.0, 2.0)
+        got = impl.grad(getattr(isp, name), (0, 1))(0.0, 2.0)
+        np.testing.assert_allclose(got, want, err_msg=name)
+    np.testing.assert_allclose(impl.grad(isp.entr)(1.0), jax.grad(jsp.entr)(1.0))
+
+
+SCALAR_INPUTS = [1.5, 2, np.float32(0.5), np.int32(3), np.array([0.5, 0.7], np.float32)]
+UNARY = ["gammaln", "digamma", "gamma", "gammasgn", "loggamma", "factorial", "erfinv",
+         "erfcx", "entr", "i0", "i0e", "i1", "i1e"]
+
+
+def _types(lib, fn, *args):
+    """(shape, dtype, weak) of fn(*args) under `lib`, from tracing only (no compiling)."""
+    if lib is jax:
+        out = jax.eval_shape(fn, *args)
+    else:
+        out = impl.make_jaxpr(fn)(*args).out_avals[0]
+    return out.shape, np.dtype(out.dtype), bool(out.weak_type)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_dtypes_and_weak_types(name):
+    for x in SCALAR_INPUTS:
+        if name == "erfinv" and np.ndim(x) == 0 and float(x) >= 1:
+            x = x / 4
+        want = _types(jax, getattr(jsp, name), x)
+        assert _types(impl, getattr(isp, name), x) == want, (name, x)
+
+
+BINARY = ["betaln", "beta", "betainc", "gammainc", "gammaincc", "xlogy", "xlog1py",
+          "rel_entr", "kl_div", "poch", "zeta", "comb"]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_dtypes_and_broadcasting(name):
+    pairs = [(1.5, 2), (np.float32(1.5), 2.5), (np.ones(3, np.int32) * 2, 1.5),
+             (np.full((2, 1), 2.0), np.array([1.5, 2.5, 3.5], np.float32))]
+    for a, b in pairs:
+        args = (a, b, 0.5) if name == "betainc" else (a, b)
+        want = _types(jax, getattr(jsp, name), *args)
+        assert _types(impl, getattr(isp, name), *args) == want, (name, args)
+
+
+def test_broadcast_values():
+    a, b = np.full((2, 1), 2.0), np.array([1.5, 2.5, 3.5], np.float32)
+    np.testing.assert_allclose(impl.jit(isp.betaln)(a, b), jax.jit(jsp.betaln)(a, b))
+
+
+def test_strict_float_inputs():
+    for name in ("ndtr", "ndtri", "spence"):
+        assert _types(impl, getattr(isp, name), 0.5) == _types(jax, getattr(jsp, name), 0.5)
+        for lib in (isp, jsp):
+            with pytest.raises(TypeError, match="x.dtype=int"):
+                getattr(lib, name)(np.array([1, 2]))
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda m: m.polygamma(1.0, 2.0), ValueError, "must be of integer type"),
+    (lambda m: m.zeta(2.0), NotImplementedError, "Riemann zeta"),
+    (lambda m: m.factorial(3.0, exact=True), NotImplementedError, "exact=True"),
+    (lambda m: m.log_ndtr(1.0, series_order=2.0), TypeError, "series_order"),
+    (lambda m: m.log_ndtr(1.0, series_order=31), ValueError, "series_order"),
+    (lambda m: m.log_ndtr(np.array([1, 2])), TypeError, "x.dtype=int"),
+    (lambda m: m.entr(1j), ValueError, "complex"),
+])
+def test_bad_input_errors_match_jax(call, exc, match):
+    for module in (jsp, isp):
+        with pytest.raises(exc, match=match):
+            call(module)
