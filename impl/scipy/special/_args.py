@@ -6,12 +6,17 @@ from __future__ import annotations
 from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.numpy._ufuncs import inexact_dtype
-from impl.numpy._util import broadcast_arrays, result_dtype
+from impl.numpy._util import asarray, broadcast_arrays, result_dtype
 
 
 def inexact_args(*args):
     """The arguments broadcast together, in their common floating dtype."""
-    args = broadcast_arrays(*args)
+    return promote_inexact(*broadcast_arrays(*args))
+
+
+def promote_inexact(*args):
+    """The arguments (arrays, unbroadcast) in their common floating dtype."""
+    args = [asarray(a) for a in args]
     dtype, weak = result_dtype(*args)
     dtype = inexact_dtype(dtype)
     out = []
