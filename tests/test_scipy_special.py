@@ -12,8 +12,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import impl  # noqa: E402
-import impl.numpy as inp  # noqa: E402
 import impl.scipy.special as isp  # noqa: E402
+from tests._scipy_compare import check_group  # noqa: E402
 
 F = np.float64
 
@@ -62,50 +62,6 @@ CASES = {
 }
 
 
-def _transforms(lib, np_, sp, cases, full):
-    """{name: {grad, vmap[, value, jvp]}} of every case: the grad of a weighted sum, a
-    vmap over the arguments stacked with their reverses (which stay in the domain; its
-    first row is the value) and, when `full`, the plain value and the jvp along the
-    tangent `args[i] / 3` (XLA's compile time is most of this file's time: the fast
-    tests compile the two transformations that cover the others)."""
-    def run(all_args):
-        out = {}
-        for name, (fn, diff) in cases.items():
-            f, args = fn(sp), all_args[name]
-            diff = tuple(i for i, a in enumerate(args) if a.dtype == F) if diff is None else diff
-
-            def of_diff(*values, f=f, args=args, diff=diff):
-                full = list(args)
-                for i, v in zip(diff, values):
-                    full[i] = v
-                return f(*full)
-            primals = tuple(args[i] for i in diff)
-            weights = np_.cos(np_.arange(args[0].shape[0]) + 1.0)
-            out[name] = {
-                "grad": lib.grad(lambda *v: np_.sum(weights * of_diff(*v)),
-                                 tuple(range(len(diff))))(*primals),
-                "vmap": lib.vmap(f)(*(np_.stack([a, a[::-1]]) for a in args)),
-            }
-            if full:
-                out[name]["value"] = f(*args)
-                out[name]["jvp"] = lib.jvp(of_diff, primals, tuple(p / 3 for p in primals))[1]
-        return out
-    return run
-
-
-def check_group(cases, args, full=False):
-    """One jax.jit and one impl.jit hold every case (one compilation each side)."""
-    want = jax.jit(_transforms(jax, jax.numpy, jsp, cases, full))(args)
-    got = impl.jit(_transforms(impl, inp, isp, cases, full))(args)
-    for name in cases:
-        for key in want[name]:
-            for g, w in zip(jax.tree_util.tree_leaves(got[name][key]),
-                            jax.tree_util.tree_leaves(want[name][key])):
-                assert np.shape(g) == np.shape(w) and g.dtype == w.dtype, (name, key)
-                np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-10,
-                                           err_msg=f"{name}: {key}")
-
-
 def _by_name(name):
     return lambda sp: getattr(sp, name)
 
@@ -114,7 +70,7 @@ HEAVY = ("gammainc", "gammaincc")  # igamma's derivative in `a` compiles slowly 
 
 
 def _group(names, full=False):
-    check_group({n: (_by_name(n), CASES[n][1]) for n in names},
+    check_group(jsp, isp, {n: (_by_name(n), CASES[n][1]) for n in names},
                 {n: CASES[n][0] for n in names}, full)
 
 
@@ -148,7 +104,7 @@ def test_options_against_jax():
     args = {"multigammaln1": [arr(2.5, 3.0, 7.1)], "multigammaln3": [arr(2.5, 3.0, 7.1)],
             "comb_repetition": [arr(5.0, 7.5, 0.0, 3.0), arr(2.0, 3.0, 0.0, 1.0)],
             "log_ndtr5": [arr(-45.0, -25.0, -21.0)], "log_ndtr0": [arr(-45.0, -25.0, -1.0)]}
-    check_group(cases, args)
+    check_group(jsp, isp, cases, args)
 
 
 def _edge_values(sp, x, p, s, q):
