@@ -14,17 +14,19 @@ def _weighted_sum(np_, out):
     return np_.sum(weights * out)
 
 
-def _transforms(lib, np_, sp, cases, full):
-    """{name: {grad, vmap[, value, jvp]}} of every case: the grad of a weighted sum, a
-    vmap over the arguments stacked with their reverses (which stay in the domain; its
-    first row is the value) and, when `full`, the plain value and the jvp along the
-    tangent `args[i] / 3` (XLA's compile time is most of this file's time: the fast
-    tests compile the two transformations that cover the others)."""
+ALL = ("value", "jvp", "grad", "vmap")
+
+
+def _transforms(lib, np_, sp, cases, keys):
+    """{name: {key: result}} of every case for the transformations in `keys`: the plain
+    value, the jvp along the tangent `args[i] / 3`, the grad of a weighted sum, and a
+    vmap over the arguments stacked with their reverses (which stay in the domain)."""
     def run(all_args):
         out = {}
         for name, (fn, diff) in cases.items():
             f, args = fn(sp), all_args[name]
-            diff = tuple(i for i, a in enumerate(args) if a.dtype == np.float64) if diff is None else diff
+            if diff is None:
+                diff = tuple(i for i, a in enumerate(args) if a.dtype == np.float64)
 
             def of_diff(*values, f=f, args=args, diff=diff):
                 full = list(args)
@@ -32,25 +34,26 @@ def _transforms(lib, np_, sp, cases, full):
                     full[i] = v
                 return f(*full)
             primals = tuple(args[i] for i in diff)
-            out[name] = {
-                "grad": lib.grad(lambda *v: _weighted_sum(np_, of_diff(*v)),
-                                 tuple(range(len(diff))))(*primals),
-                "vmap": lib.vmap(f)(*(np_.stack([a, a[::-1] if a.ndim else a / 2])
-                                      for a in args)),
+            compute = {
+                "value": lambda: f(*args),
+                "jvp": lambda: lib.jvp(of_diff, primals, tuple(p / 3 for p in primals))[1],
+                "grad": lambda: lib.grad(lambda *v: _weighted_sum(np_, of_diff(*v)),
+                                         tuple(range(len(diff))))(*primals),
+                "vmap": lambda: lib.vmap(f)(*(np_.stack([a, a[::-1] if a.ndim else a / 2])
+                                              for a in args)),
             }
-            if full:
-                out[name]["value"] = f(*args)
-                out[name]["jvp"] = lib.jvp(of_diff, primals, tuple(p / 3 for p in primals))[1]
+            out[name] = {key: compute[key]() for key in keys}
         return out
     return run
 
 
-def check_group(jax_module, impl_module, cases, args, full=False):
+def check_group(jax_module, impl_module, cases, args, keys=("grad", "vmap")):
     """cases: {name: (function of the module, argnums differentiated or None for every
     float64 argument)}; args: {name: [numpy arrays]}. One jax.jit and one impl.jit
-    hold every case (one compilation on each side)."""
-    want = jax.jit(_transforms(jax, jax.numpy, jax_module, cases, full))(args)
-    got = impl.jit(_transforms(impl, inp, impl_module, cases, full))(args)
+    hold every case (one compilation on each side); by default the grad and the vmap
+    (whose first row is the value), ALL for every transformation."""
+    want = jax.jit(_transforms(jax, jax.numpy, jax_module, cases, keys))(args)
+    got = impl.jit(_transforms(impl, inp, impl_module, cases, keys))(args)
     for name in cases:
         for key in want[name]:
             for g, w in zip(jax.tree_util.tree_leaves(got[name][key]),

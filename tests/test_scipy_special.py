@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 
 import impl  # noqa: E402
 import impl.scipy.special as isp  # noqa: E402
-from tests._scipy_compare import check_group  # noqa: E402
+from tests._scipy_compare import ALL, check_group  # noqa: E402
 
 F = np.float64
 
@@ -69,9 +69,9 @@ def _by_name(name):
 HEAVY = ("gammainc", "gammaincc")  # igamma's derivative in `a` compiles slowly in JAX too
 
 
-def _group(names, full=False):
+def _group(names, keys=("grad", "vmap")):
     check_group(jsp, isp, {n: (_by_name(n), CASES[n][1]) for n in names},
-                {n: CASES[n][0] for n in names}, full)
+                {n: CASES[n][0] for n in names}, keys)
 
 
 def test_values_grads_and_vmap_against_jax():
@@ -80,7 +80,7 @@ def test_values_grads_and_vmap_against_jax():
 
 @pytest.mark.slow
 def test_all_transformations_against_jax():
-    _group(sorted(CASES), full=True)
+    _group(sorted(CASES), ALL)
 
 
 def test_incomplete_gamma_values_and_x_derivative():

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 
 import impl  # noqa: E402
 import impl.scipy.stats as ist  # noqa: E402
-from tests._scipy_compare import check_group  # noqa: E402
+from tests._scipy_compare import ALL, check_group  # noqa: E402
 
 
 def arr(*values):
@@ -40,7 +40,8 @@ def _fn(dist, name, **kw):
     return lambda st: (lambda *a: getattr(getattr(st, dist), name)(*a, **kw))
 
 
-def _cases():
+def _cases(defaults):
+    """Every function with loc and scale given; with `defaults`, also without them."""
     cases, args = {}, {}
 
     def add(key, fn, values, diff=None):
@@ -51,7 +52,8 @@ def _cases():
         x = UNIT * 2 - 0.2 if dist == "uniform" else x
         for name in names:
             add(f"{dist}.{name}", _fn(dist, name), [x, LOC, SCALE])
-            add(f"{dist}.{name}/default", _fn(dist, name), [x])
+            if defaults or dist == "norm":
+                add(f"{dist}.{name}/default", _fn(dist, name), [x])
     for dist, names in QUANTILES.items():
         for name in names:
             add(f"{dist}.{name}", _fn(dist, name), [UNIT, LOC, SCALE])
@@ -82,8 +84,26 @@ def _cases():
     return cases, args
 
 
-def test_distributions_against_jax():
-    check_group(jst, ist, *_cases())
+# The cases whose grads and vmaps the fast tests check (those over special functions,
+# with custom derivative rules or linear algebra); the rest nightly, all values always.
+TRANSFORMED = ("norm.logpdf", "norm.logcdf", "norm.ppf", "t.logpdf", "beta.logpdf",
+               "gamma.logpdf", "bernoulli.logpmf", "poisson.logpmf",
+               "multivariate_normal.logpdf", "beta.cdf", "cauchy.logpdf")
+
+
+def test_distribution_values_against_jax():
+    check_group(jst, ist, *_cases(defaults=False), keys=("value",))
+
+
+def test_distribution_grads_and_vmap_against_jax():
+    cases, args = _cases(defaults=False)
+    chosen = [k for k in cases if k.split('/')[0] in TRANSFORMED]
+    check_group(jst, ist, {k: cases[k] for k in chosen}, {k: args[k] for k in chosen})
+
+
+@pytest.mark.slow
+def test_distributions_all_transformations_against_jax():
+    check_group(jst, ist, *_cases(defaults=True), ALL)
 
 
 def test_cdfs_of_incomplete_gamma():
@@ -129,6 +149,35 @@ def test_dtypes_and_weak_types(call):
     want = jax.eval_shape(lambda: call(jst))
     got = impl.make_jaxpr(lambda: call(ist))().out_avals[0]
     assert (got.shape, got.dtype, got.weak_type) == (want.shape, want.dtype, want.weak_type)
+
+
+WEAK_ARRAY_CALLS = [(d, n) for d, names in LOC_SCALE.items() for n in names] + [
+    (d, n) for d, names in QUANTILES.items() for n in names if d != "norm"] + [
+    ("t", "logpdf"), ("beta", "logpdf"), ("beta", "cdf"), ("beta", "sf"), ("gamma", "logpdf"),
+    ("gamma", "cdf"), ("gamma", "sf"), ("bernoulli", "logpmf"), ("bernoulli", "cdf"),
+    ("bernoulli", "ppf"), ("poisson", "logpmf"), ("poisson", "cdf")]
+
+
+def test_weak_array_arguments_give_jax_types():
+    """An integer array with Python-scalar parameters: a weakly typed float array whose
+    result is weak or strong as in JAX (it depends on how JAX forms its constants)."""
+    wrong = []
+    k = np.array([1, 2, 0], np.int32)
+    for dist, name in WEAK_ARRAY_CALLS:
+        extra = {"t": (3.0,), "beta": (2.0, 3.0), "gamma": (2.0,), "bernoulli": (0.3,),
+                 "poisson": (1.5,)}.get(dist, ())
+        x = np.array([0.2, 0.5, 0.7]) if name in ("ppf", "isf") else k
+        if name in ("ppf", "isf"):  # a weak float array: the int array times a Python float
+            def call(st, dist=dist, name=name, extra=extra):
+                return getattr(getattr(st, dist), name)(k * 0.25, *extra)
+        else:
+            def call(st, dist=dist, name=name, extra=extra, x=x):
+                return getattr(getattr(st, dist), name)(x, *extra)
+        want = jax.eval_shape(lambda: call(jst))
+        got = impl.make_jaxpr(lambda: call(ist))().out_avals[0]
+        if (got.dtype, got.weak_type) != (want.dtype, want.weak_type):
+            wrong.append((dist, name, got, want))
+    assert not wrong, wrong
 
 
 @pytest.mark.parametrize("call,exc,match", [

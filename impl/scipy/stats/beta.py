@@ -3,12 +3,12 @@ import numpy as np
 
 import impl.numpy as jnp
 from impl.scipy.special import betainc, betaln, xlog1py, xlogy
-from impl.scipy.stats._common import inexact_args, standardized
+from impl.scipy.stats._common import const_typed_args, standardized
 
 
 def logpdf(x, a, b, loc=0, scale=1):
     """-inf outside the support, NaN for non-positive a, b or scale."""
-    x, a, b, loc, scale = inexact_args(x, a, b, loc, scale)
+    x, a, b, loc, scale = const_typed_args(x, a, b, loc, scale)
     y = standardized(x, loc, scale)
     log_probs = xlogy(a - 1, y) + xlog1py(b - 1, -y) - betaln(a, b) - jnp.log(scale)
     log_probs = jnp.where((x > loc + scale) | (x < loc), -np.inf, log_probs)
@@ -24,7 +24,7 @@ def _unit(x, loc, scale):
 
 
 def cdf(x, a, b, loc=0, scale=1):
-    x, a, b, loc, scale = inexact_args(x, a, b, loc, scale)
+    x, a, b, loc, scale = const_typed_args(x, a, b, loc, scale)
     return betainc(a, b, _unit(x, loc, scale))
 
 
@@ -34,7 +34,7 @@ def logcdf(x, a, b, loc=0, scale=1):
 
 def sf(x, a, b, loc=0, scale=1):
     """I_{1-y}(b, a): the upper tail without cancellation."""
-    x, a, b, loc, scale = inexact_args(x, a, b, loc, scale)
+    x, a, b, loc, scale = const_typed_args(x, a, b, loc, scale)
     return betainc(b, a, 1 - _unit(x, loc, scale))
 
 

@@ -3,11 +3,11 @@ import numpy as np
 
 import impl.numpy as jnp
 from impl.scipy.special import gammainc, gammaincc, gammaln, xlogy
-from impl.scipy.stats._common import inexact_args, standardized
+from impl.scipy.stats._common import const_typed_args, inexact_args, standardized
 
 
 def logpdf(x, a, loc=0, scale=1):
-    x, a, loc, scale = inexact_args(x, a, loc, scale)
+    x, a, loc, scale = const_typed_args(x, a, loc, scale)
     inside = x >= loc
     y = jnp.where(inside, standardized(x, loc, scale), 1.0)
     log_probs = xlogy(a - 1, y) - y - (gammaln(a) + jnp.log(scale))
@@ -19,7 +19,7 @@ def pdf(x, a, loc=0, scale=1):
 
 
 def cdf(x, a, loc=0, scale=1):
-    x, a, loc, scale = inexact_args(x, a, loc, scale)
+    x, a, loc, scale = const_typed_args(x, a, loc, scale)
     return gammainc(a, jnp.clip(standardized(x, loc, scale), 0, np.inf))
 
 

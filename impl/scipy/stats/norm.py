@@ -3,11 +3,11 @@ import math
 
 import impl.numpy as jnp
 from impl.scipy import special
-from impl.scipy.stats._common import inexact_args, standardized
+from impl.scipy.stats._common import const_typed_args, inexact_args, standardized
 
 
 def logpdf(x, loc=0, scale=1):
-    x, loc, scale = inexact_args(x, loc, scale)
+    x, loc, scale = const_typed_args(x, loc, scale)
     variance = scale * scale
     return -(jnp.log(2 * math.pi * variance) + (x - loc) ** 2 / variance) / 2
 

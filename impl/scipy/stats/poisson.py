@@ -3,7 +3,7 @@ import numpy as np
 
 import impl.numpy as jnp
 from impl.scipy.special import gammaincc, gammaln, xlogy
-from impl.scipy.stats._common import inexact_args
+from impl.scipy.stats._common import const_typed_args, inexact_args
 
 
 def logpmf(k, mu, loc=0):
@@ -20,6 +20,6 @@ def pmf(k, mu, loc=0):
 
 def cdf(k, mu, loc=0):
     """P(K <= k) = Q(floor(k - loc) + 1, mu), the regularized upper incomplete gamma."""
-    k, mu, loc = inexact_args(k, mu, loc)
+    k, mu, loc = const_typed_args(k, mu, loc)
     x = k - loc
     return jnp.where(x < 0, 0.0, gammaincc(jnp.floor(1 + x), mu))

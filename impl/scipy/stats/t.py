@@ -3,11 +3,11 @@ import math
 
 import impl.numpy as jnp
 from impl import lax
-from impl.scipy.stats._common import inexact_args, standardized
+from impl.scipy.stats._common import const_typed_args, standardized
 
 
 def logpdf(x, df, loc=0, scale=1):
-    x, df, loc, scale = inexact_args(x, df, loc, scale)
+    x, df, loc, scale = const_typed_args(x, df, loc, scale)
     y = standardized(x, loc, scale)
     half_df = df / 2
     normalizer = (lax.lgamma(half_df) + jnp.log(scale * scale * math.pi * df) / 2
