@@ -1,5 +1,5 @@
-"""Checks of impl.scipy modules against jax.scipy: many functions per compiled program
-(XLA's compile time is most of the cost of these tests)."""
+"""Checks of impl.scipy modules against jax.scipy under jit, for many functions at
+once (XLA's compile time is most of the cost of these tests)."""
 from __future__ import annotations
 
 import jax
@@ -49,12 +49,13 @@ def _transforms(lib, np_, sp, cases, keys):
 
 def check_group(jax_module, impl_module, cases, args, keys=("grad", "vmap")):
     """cases: {name: (function of the module, argnums differentiated or None for every
-    float64 argument)}; args: {name: [numpy arrays]}. One jax.jit and one impl.jit
-    hold every case (one compilation on each side); by default the grad and the vmap
-    (whose first row is the value), ALL for every transformation."""
-    want = jax.jit(_transforms(jax, jax.numpy, jax_module, cases, keys))(args)
-    got = impl.jit(_transforms(impl, inp, impl_module, cases, keys))(args)
-    for name in cases:
+    float64 argument)}; args: {name: [numpy arrays]}. Each case is one jax.jit and one
+    impl.jit (XLA compiles many small programs faster than their union); by default
+    the grad and the vmap (whose first row is the value), ALL for every transformation."""
+    for name, case in cases.items():
+        one = {name: case}
+        want = jax.jit(_transforms(jax, jax.numpy, jax_module, one, keys))({name: args[name]})
+        got = impl.jit(_transforms(impl, inp, impl_module, one, keys))({name: args[name]})
         for key in want[name]:
             for g, w in zip(jax.tree_util.tree_leaves(got[name][key]),
                             jax.tree_util.tree_leaves(want[name][key])):
