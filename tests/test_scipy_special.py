@@ -1,5 +1,5 @@
-"""impl.scipy.special against jax.scipy.special: values, jit, jvp, grad and vmap in
-float64 (many functions per compiled program, to keep the file fast), result dtypes and weak types, and the
+"""impl.scipy.special against jax.scipy.special in float64: values, grads and vmap
+under jit (jvp too, nightly), result dtypes and weak types, edge values, and the
 exceptions JAX raises for bad input."""
 from __future__ import annotations
 
@@ -198,3 +198,20 @@ def test_bad_input_errors_match_jax(call, exc, match):
     for module in (jsp, isp):
         with pytest.raises(exc, match=match):
             call(module)
+
+
+def test_the_comparison_catches_a_wrong_value_or_derivative():
+    """Negative tests of check_group: an ndtr off by 1e-7 and one whose derivative
+    rule is doubled (its values right) are both reported."""
+    import types
+
+    @impl.custom_jvp
+    def doubled_slope(x):
+        return isp.ndtr(x)
+    doubled_slope.defjvps(
+        lambda t, ans, x: 2 * t * impl.numpy.exp(-x * x / 2) / np.sqrt(2 * np.pi))
+    x = arr(-0.5, 0.3, 2.5)
+    for broken, key in ((lambda x: isp.ndtr(x) + 1e-7, "vmap"), (doubled_slope, "grad")):
+        with pytest.raises(AssertionError, match=f"ndtr: {key}"):
+            check_group(jsp, types.SimpleNamespace(ndtr=broken),
+                        {"ndtr": (_by_name("ndtr"), None)}, {"ndtr": [x]})
