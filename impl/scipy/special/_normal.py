@@ -20,7 +20,7 @@ def erfinv(x):
     return lax.erf_inv(inexact_arg(x))
 
 
-def _strong_float(name, x):
+def _strong_float(x):
     """x as a strongly typed float32/float64 array: these functions, as in JAX, accept
     no other dtype (integers included) and return strong types."""
     x = asarray(x)
@@ -42,7 +42,7 @@ def _ndtr(x):
 
 def ndtr(x):
     """The standard normal CDF."""
-    return _ndtr(_strong_float("ndtr", x))
+    return _ndtr(_strong_float(x))
 
 
 # Cephes' ndtri rational approximations, highest power first: (P0, Q0) on the central
@@ -75,7 +75,7 @@ def _rational(p, q, x):
 
 def ndtri(p):
     """The inverse of ndtr (Cephes' algorithm): -inf at 0, inf at 1, NaN outside [0, 1]."""
-    p = _strong_float("ndtri", p)
+    p = _strong_float(p)
     upper = p > -np.expm1(-2.0)
     tail_p = jnp.where(upper, 1.0 - p, p)           # the smaller of p and 1 - p, roughly
     tail_p = jnp.where(tail_p == 0.0, 0.5, tail_p)  # keeps log() finite below
