@@ -351,7 +351,16 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def _like(fn, a, dtype, shape):
     aval = get_aval(_arr(a))
-    return fn(aval.shape if shape is None else shape, dtype or aval.dtype)
+    return _keep_weak(fn(aval.shape if shape is None else shape, dtype or aval.dtype),
+                      aval, dtype)
+
+
+def _keep_weak(out, aval, dtype):
+    """As in JAX, a `*_like` result without a dtype is weakly typed when its
+    prototype is (so `zeros_like(x * 1.0)` still promotes like a Python scalar)."""
+    if dtype is None and aval.weak_type:
+        return ew.convert_element_type(out, aval.dtype, weak_type=True)
+    return out
 
 
 def zeros_like(a, dtype=None, shape=None):
@@ -364,7 +373,8 @@ def ones_like(a, dtype=None, shape=None):
 
 def full_like(a, fill_value, dtype=None, shape=None):
     aval = get_aval(_arr(a))
-    return full(aval.shape if shape is None else shape, fill_value, dtype or aval.dtype)
+    return _keep_weak(full(aval.shape if shape is None else shape, fill_value,
+                           dtype or aval.dtype), aval, dtype)
 
 
 def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)
