@@ -93,83 +93,90 @@ def assert_same_draws(got, want):
             raise AssertionError(f"case {name}: {e}") from None
 
 
-@pytest.mark.parametrize("dtype", [F32, F64], ids=["float32", "float64"])
-def test_every_distribution_under_jit(dtype):
-    for seed in (0, 1701):
+# XLA spends ~1 s compiling each rejection loop (on each side), so the default run
+# compiles a few loops only: the matrices, the Lp ball and dirichlet, and
+# below gamma under nested vmap, poisson under vmap over its rate, and gradients. The
+# nightly run (`-m slow`) has every case, both dtypes, seeds and key kinds.
+FAST = ("mvn_cholesky", "mvn_eigh_batched_cov", "mvn_svd", "orthogonal", "orthogonal_wide",
+        "ball", "dirichlet")
+
+
+@pytest.mark.parametrize("dtype,names,seeds", [
+    (F32, FAST, (1701,)),
+    pytest.param(F32, tuple(CASES), (0, 1701), marks=pytest.mark.slow),
+    pytest.param(F64, tuple(CASES), (0, 1701), marks=pytest.mark.slow)],
+    ids=["float32", "float32-all", "float64-all"])
+def test_distributions_under_jit(dtype, names, seeds):
+    for seed in seeds:
         k, jk = ir.key(seed), jr.key(seed)
-        assert_same_draws(impl.jit(all_draws(ir, dtype, tuple(CASES)))(k),
-                          jax.jit(all_draws(jr, dtype, tuple(CASES)))(jk))
+        assert_same_draws(impl.jit(all_draws(ir, dtype, names))(k),
+                          jax.jit(all_draws(jr, dtype, names))(jk))
 
 
-EAGER = ("mvn_cholesky", "orthogonal", "gamma", "beta", "poisson", "binomial",
-         "multinomial")
+@pytest.mark.slow
+@pytest.mark.parametrize("name", tuple(CASES))
+def test_eagerly_with_typed_raw_and_jax_keys(name):
+    f = CASES[name]
+    k, jk = ir.key(7), jr.key(7)
+    want = f(jr, jk, F32)
+    assert_same(f(ir, k, F32), want)
+    assert_same(f(ir, jk, F32), want)
+    assert_same(f(ir, ir.PRNGKey(7), F32), f(jr, jr.PRNGKey(7), F32))
 
 
-def test_eagerly_with_typed_raw_and_jax_keys():
-    for name in EAGER:
-        f = CASES[name]
-        k, jk = ir.key(7), jr.key(7)
-        want = f(jr, jk, F32)
-        assert_same(f(ir, k, F32), want)
-        assert_same(f(ir, jk, F32), want)
-        assert_same(f(ir, ir.PRNGKey(7), F32), f(jr, jr.PRNGKey(7), F32))
-
-
-VMAPPED = ("mvn_eigh_batched_cov", "orthogonal", "generalized_normal", "ball", "gamma",
-           "loggamma", "beta", "dirichlet", "t", "f", "poisson", "binomial", "multinomial")
-
-
+@pytest.mark.slow
 def test_jit_of_vmap_over_split_keys():
+    names = tuple(CASES)
     keys, jkeys = ir.split(ir.key(3), 3), jr.split(jr.key(3), 3)
-    assert_same_draws(impl.jit(impl.vmap(all_draws(ir, F32, VMAPPED)))(keys),
-                      jax.jit(jax.vmap(all_draws(jr, F32, VMAPPED)))(jkeys))
+    assert_same_draws(impl.jit(impl.vmap(all_draws(ir, F32, names)))(keys),
+                      jax.jit(jax.vmap(all_draws(jr, F32, names)))(jkeys))
 
 
-def test_eager_vmap_over_split_keys_and_nested():
-    keys, jkeys = ir.split(ir.key(4), (2, 3)), jr.split(jr.key(4), (2, 3))
+def test_gamma_under_nested_vmap_over_split_keys():
+    """Eager vmap of vmap over raw keys: the batching rule of random_gamma runs twice
+    (float64)."""
+    keys, jkeys = ir.split(ir.PRNGKey(4), (2, 3)), jr.split(jr.PRNGKey(4), (2, 3))
     f = CASES["gamma"]
     assert_same(impl.vmap(impl.vmap(lambda k: f(ir, k, F64)))(keys),
                 jax.vmap(jax.vmap(lambda k: f(jr, k, F64)))(jkeys))
-    g = CASES["poisson"]
-    assert_same(impl.vmap(lambda k: g(ir, k, F32))(keys[0]),
-                jax.vmap(lambda k: g(jr, k, F32))(jkeys[0]))
 
 
 # Batched parameters, with the key unbatched (JAX's gamma then gives every batch
-# element the same key) or batched too.
-def _param_draws(R):
+# element the same key, so the draws differ from one unbatched draw of the stack) or
+# batched too.
+def _param_draws(R, names):
     def draws(key, a, lam, p, mean):
         k = R.split(key, 6)
-        return dict(
-            gamma=R.gamma(k[0], a, (2,), F64),
-            loggamma=R.loggamma(k[1], a, dtype=F32),
-            beta=R.beta(k[2], a, 2., dtype=F64),
-            poisson=R.poisson(k[3], lam, (2,)),
-            binomial=R.binomial(k[4], 30., p, (2,)),
-            mvn=R.multivariate_normal(k[5], mean, np.eye(2) * 2.),
+        every = dict(
+            poisson=lambda: R.poisson(k[0], lam, (2,)),
+            mvn=lambda: R.multivariate_normal(k[1], mean, np.eye(2) * 2.),
+            gamma=lambda: R.gamma(k[2], a, (2,), F64),
+            loggamma=lambda: R.loggamma(k[3], a, dtype=F32),
+            beta=lambda: R.beta(k[4], a, 2., dtype=F64),
+            binomial=lambda: R.binomial(k[5], 30., p, (2,)),
         )
+        return {n: every[n]() for n in names}
     return draws
 
 
 PARAMS = (np.array([0.4, 3.]), np.array([2., 30.], F32), np.array([0.2, 0.7]),
           np.array([[1., 2.], [3., 4.]]))
+ALL_PARAM_DRAWS = ("poisson", "mvn", "gamma", "loggamma", "beta", "binomial")
 
 
-@pytest.mark.parametrize("key_axis", [None, 0])
-def test_vmap_over_parameters(key_axis):
+@pytest.mark.parametrize("key_axis,names", [
+    (None, ("poisson", "mvn")),
+    pytest.param(None, ALL_PARAM_DRAWS, marks=pytest.mark.slow),
+    pytest.param(0, ALL_PARAM_DRAWS, marks=pytest.mark.slow)],
+    ids=["unbatched-key", "unbatched-key-all", "batched-key-all"])
+def test_vmap_over_parameters(key_axis, names):
     if key_axis is None:
         k, jk = ir.key(5), jr.key(5)
     else:
         k, jk = ir.split(ir.key(5), 2), jr.split(jr.key(5), 2)
     in_axes = (key_axis, 0, 0, 0, 0)
-    assert_same_draws(impl.jit(impl.vmap(_param_draws(ir), in_axes))(k, *PARAMS),
-                      jax.jit(jax.vmap(_param_draws(jr), in_axes))(jk, *PARAMS))
-
-
-def test_vmap_of_gamma_over_a_only_eagerly():
-    a = np.array([[0.5, 1.5, 2.5], [4., 0.1, 9.]], F32)
-    assert_same(impl.vmap(lambda x: ir.gamma(ir.key(1), x, dtype=F32), in_axes=1)(a),
-                jax.vmap(lambda x: jr.gamma(jr.key(1), x, dtype=F32), in_axes=1)(a))
+    assert_same_draws(impl.jit(impl.vmap(_param_draws(ir, names), in_axes))(k, *PARAMS),
+                      jax.jit(jax.vmap(_param_draws(jr, names), in_axes))(jk, *PARAMS))
 
 
 # ------------------------------------------------------------------ gradients
@@ -178,6 +185,12 @@ def _grad_cases(R, key):
     k = R.split(key, 10)
     return {
         "gamma": lambda a: R.gamma(k[0], a).sum(),
+        "mvn_cholesky_mean_cov": lambda a: R.multivariate_normal(
+            k[8], a, a[:, None] * np.eye(3) + _cov(F64), (2,)).sum(),
+        "mvn_eigh_cov": lambda a: R.multivariate_normal(
+            k[9], np.zeros(3), a[:, None] * np.eye(3) + _cov(F64), method="eigh").sum(),
+        "mvn_svd_cov": lambda a: R.multivariate_normal(
+            k[9], np.zeros(3), a[:, None] * np.eye(3) + _cov(F64), method="svd").sum(),
         "loggamma": lambda a: R.loggamma(k[1], a).sum(),
         "beta": lambda a: R.beta(k[2], a, a[::-1] + 1.).sum(),
         "dirichlet": lambda a: (R.dirichlet(k[3], a) * np.arange(3.)).sum(),
@@ -185,28 +198,49 @@ def _grad_cases(R, key):
         "t": lambda a: R.t(k[5], a + 2.).sum(),
         "f": lambda a: R.f(k[6], a + 1., a[::-1] + 3.).sum(),
         "generalized_normal": lambda a: R.generalized_normal(k[7], a[1] + 1., (3,)).sum(),
-        "mvn_cholesky_mean_cov": lambda a: R.multivariate_normal(
-            k[8], a, np.diag(a) + _cov(F64), (2,)).sum(),
-        "mvn_eigh_cov": lambda a: R.multivariate_normal(
-            k[9], np.zeros(3), np.diag(a) + _cov(F64), method="eigh").sum(),
     }
 
 
 A = np.array([0.6, 1.7, 3.2])
+FAST_GRADS = ("mvn_cholesky_mean_cov", "mvn_eigh_cov", "mvn_svd_cov")
 
 
-@pytest.mark.parametrize("wrap", ["plain", "jit"])
-def test_grads_match_jax(wrap):
+@pytest.mark.parametrize("wrap,names", [
+    ("plain", FAST_GRADS),
+    pytest.param("plain", None, marks=pytest.mark.slow),
+    pytest.param("jit", None, marks=pytest.mark.slow)],
+    ids=["plain", "plain-all", "jit-all"])
+def test_grads_match_jax(wrap, names):
     got_cases, want_cases = _grad_cases(ir, ir.key(11)), _grad_cases(jr, jr.key(11))
-    for name in got_cases:
+    for name in names or got_cases:
         got_fn, want_fn = impl.grad(got_cases[name]), jax.grad(want_cases[name])
         if wrap == "jit":
             got_fn, want_fn = impl.jit(got_fn), jax.jit(want_fn)
-        got, want = got_fn(A), want_fn(A)
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10, atol=1e-12,
-                                   err_msg=name)
+        np.testing.assert_allclose(np.asarray(got_fn(A)), np.asarray(want_fn(A)),
+                                   rtol=1e-10, atol=1e-12, err_msg=name)
 
 
+def test_gamma_a_derivative_matches_jax_and_finite_differences():
+    """d sample / d a by implicit reparameterization, against jax.grad and against
+    -(dF/da) / f(sample) (F the gamma CDF, f its density), dF/da by float64 central
+    differences (independent of random_gamma_grad)."""
+    a = np.array([0.3, 1., 2.5, 8.])
+    k, jk = ir.key(9), jr.key(9)
+    sample, vjp = impl.vjp(lambda x: ir.gamma(k, x), a)
+    want_sample, want_vjp = jax.vjp(lambda x: jr.gamma(jk, x), a)
+    assert_same(sample, want_sample)
+    cotangent = np.array([1., -2., 0.5, 3.])
+    np.testing.assert_allclose(vjp(cotangent)[0], want_vjp(cotangent)[0], rtol=1e-12)
+    # The sample depends on each a[i] alone, so the vjp gives the elementwise derivative.
+    got = vjp(np.ones(4))[0]
+    sample, h = np.asarray(sample), 1e-6
+    dcdf_da = (np.asarray(jsp.gammainc(a + h, sample)) -
+               np.asarray(jsp.gammainc(a - h, sample))) / (2 * h)
+    pdf = np.exp((a - 1) * np.log(sample) - sample - np.asarray(jsp.gammaln(a)))
+    np.testing.assert_allclose(got, -dcdf_da / pdf, rtol=1e-5)
+
+
+@pytest.mark.slow
 def test_grad_of_gamma_under_vmap_over_keys():
     def per_key(R):
         return lambda k, a: R.gamma(k, a, (3,), F32).sum()
@@ -216,29 +250,11 @@ def test_grad_of_gamma_under_vmap_over_keys():
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
 
 
-def test_gamma_a_derivative_matches_finite_differences():
-    """d sample / d a at a fixed CDF value: -(dF/da) / f(sample), F the gamma CDF, by
-    central differences in float64 (independent of random_gamma_grad)."""
-    a = np.array([0.3, 1., 2.5, 8.])
-    k = ir.key(9)
-    sample = np.asarray(ir.gamma(k, a))
-    got = np.asarray(impl.vmap(impl.grad(lambda x, i: ir.gamma(k, a.at[i].set(x) if False
-                                                              else x * (np.arange(4) == i)
-                                                              + a * (np.arange(4) != i))[i]),
-                               (0, 0))(a, np.arange(4)))
-    h = 1e-6
-    dcdf_da = (np.asarray(jsp.gammainc(a + h, sample)) -
-               np.asarray(jsp.gammainc(a - h, sample))) / (2 * h)
-    pdf = np.exp((a - 1) * np.log(sample) - sample - np.asarray(jsp.gammaln(a)))
-    np.testing.assert_allclose(got, -dcdf_da / pdf, rtol=1e-5)
-
-
-def test_random_gamma_grad_matches_jax():
+def test_random_gamma_grad_under_vmap_matches_jax():
     a = np.array([0.2, 1., 4.], F32)
     x = np.array([0.1, 1.3, 2.], F32)
-    assert_same(impl.lax.random_gamma_grad(a, x), jax.lax.random_gamma_grad(a, x))
-    assert_same(impl.jit(impl.vmap(impl.lax.random_gamma_grad))(a, x),
-                jax.jit(jax.vmap(jax.lax.random_gamma_grad))(a, x))
+    assert_same(impl.vmap(impl.lax.random_gamma_grad, (0, None))(a, x[1]),
+                jax.lax.random_gamma_grad(a, np.full(3, x[1])))
 
 
 # ------------------------------------------------------------------- errors
@@ -263,6 +279,13 @@ ERRORS = [
     ("binomial_shape", lambda R, k: R.binomial(k, np.ones(3), 0.5, (2,))),
     ("binomial_list", lambda R, k: R.binomial(k, [3.], 0.5)),
     ("batched_key", lambda R, k: R.gamma(R.split(k), 1.)),
+    ("poisson_float_dtype", lambda R, k: R.poisson(k, 1., dtype=np.float32)),
+    ("poisson_list", lambda R, k: R.poisson(k, [1.])),
+    ("poisson_shape", lambda R, k: R.poisson(k, np.ones(3), (2,))),
+    ("multinomial_list", lambda R, k: R.multinomial(k, 3., [0.5, 0.5])),
+    ("multinomial_shape", lambda R, k: R.multinomial(k, 3., np.ones(2) / 2, shape=(3,))),
+    ("orthogonal_float_n", lambda R, k: R.orthogonal(k, 2.5)),
+    ("ball_float_d", lambda R, k: R.ball(k, 2.5)),
 ]
 
 
