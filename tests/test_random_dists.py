@@ -21,6 +21,8 @@ import pytest
 
 import impl
 import impl.random as ir
+from impl.interpreters import ad, batching
+from impl.primitives import prng
 
 jax.config.update("jax_enable_x64", True)
 
@@ -234,8 +236,16 @@ def test_gamma_a_derivative_matches_jax_and_finite_differences():
     np.testing.assert_allclose(got, want_vjp(cotangent)[0], rtol=1e-12)
     # Each sample depends on its own a[i] alone: the vjp is the elementwise derivative
     # times the cotangent.
-    got = got / cotangent
-    sample, h = np.asarray(sample), 1e-6
+    _check_against_cdf(a, np.asarray(sample), got / cotangent)
+
+
+def _check_gamma_derivative(a, key):
+    sample, vjp = impl.vjp(lambda x: ir.gamma(key, x), a)
+    _check_against_cdf(a, np.asarray(sample), np.asarray(vjp(np.ones_like(a))[0]))
+
+
+def _check_against_cdf(a, sample, got):
+    h = 1e-6
     dcdf_da = (np.asarray(jsp.gammainc(a + h, sample)) -
                np.asarray(jsp.gammainc(a - h, sample))) / (2 * h)
     pdf = np.exp((a - 1) * np.log(sample) - sample - np.asarray(jsp.gammaln(a)))
@@ -298,3 +308,39 @@ def test_errors_like_jax(name, f):
         f(jr, jr.key(0))
     with pytest.raises(want.type):
         f(ir, ir.key(0))
+
+
+# ---------------------------------------------------------- negative tests
+
+def test_comparison_catches_a_batching_rule_that_folds_the_batch_into_the_draw(
+        monkeypatch):
+    """A plausible wrong random_gamma batching rule: with one key and batched `a`, draw
+    the whole stack from the one key (instead of giving each batch element that key, as
+    JAX does). The vmap-over-parameters comparison must fail."""
+    original = batching.batching_rules[prng.random_gamma_p]
+
+    def fold_batch(axis_data, vals, dims, **params):
+        (keys, a), (key_dim, a_dim) = vals, dims
+        if key_dim is None:
+            return prng.random_gamma_p.bind(keys, batching.moveaxis(a, a_dim, 0),
+                                            **params), 0
+        return original(axis_data, vals, dims, **params)
+
+    monkeypatch.setitem(batching.batching_rules, prng.random_gamma_p, fold_batch)
+    a = np.array([[0.5, 1.5], [2.5, 3.5], [4.5, 5.5]], F32)   # a shape no other test uses
+    with pytest.raises(AssertionError):
+        assert_same(impl.vmap(lambda x: ir.gamma(ir.key(1), x, dtype=F32))(a),
+                    jax.vmap(lambda x: jr.gamma(jr.key(1), x, dtype=F32))(a))
+
+
+def test_finite_differences_catch_a_scaled_gamma_jvp(monkeypatch):
+    """random_gamma's jvp scaled by 1.5: the finite-difference check must fail."""
+    original = ad.jvp_rules[prng.random_gamma_p]
+
+    def scaled(primals, tangents, **params):
+        out, t = original(primals, tangents, **params)
+        return out, impl.lax.mul(t, np.float64(1.5))
+
+    monkeypatch.setitem(ad.jvp_rules, prng.random_gamma_p, scaled)
+    with pytest.raises(AssertionError):
+        _check_gamma_derivative(np.array([0.4, 1.2, 6.]), ir.key(10))
