@@ -190,7 +190,9 @@ def fold_in_key_data(key, data):
 # per-element key splitting JAX does inside its gamma primitive). Each primitive takes
 # key data of shape (*K, 2) and parameters of shape (*K, *S): keys with leading axes
 # K (a batch of keys from vmap) each draw for their slice of the parameters, which the
-# lowering expresses as jax.vmap over K, exactly as JAX batches its samplers.
+# lowering expresses as jax.vmap over K, exactly as JAX batches its samplers. (Under
+# vmap with one key, JAX's gamma primitive broadcasts the key, and JAX's poisson and
+# binomial, plain code, hash the one key once: the same bits as broadcasting it.)
 
 def _check_sampler_operands(name, keys, *params):
     check_key_data(name, keys)
