@@ -6,9 +6,10 @@ numbers bit for bit for the same key, under jit and under vmap (over split keys 
 over parameters), and the same gradients as jax.grad where JAX differentiates (gamma
 in `a` by implicit reparameterization, the distributions built on it, and
 multivariate_normal in mean and cov). One float64 check compares gamma's derivative
-in `a` with finite differences of the gamma CDF; bad input raises JAX's exception type.
-Draws are grouped into a few programs, since each compile of a rejection loop costs
-XLA a fraction of a second on each side.
+in `a` with finite differences of the gamma CDF; bad input raises JAX's exception type;
+two negative tests break random_gamma's batching and jvp rules and check that the
+comparisons catch it. XLA spends ~1 s compiling each rejection loop (on each side), so
+the default run compiles a handful; the nightly run (`-m slow`) has the full matrix.
 """
 from __future__ import annotations
 
