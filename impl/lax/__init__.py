@@ -95,7 +95,7 @@ from impl.lax._composites import (  # noqa: E402,F401
     igamma_grad_a, zeta, betainc, bessel_i0e, bessel_i1e, population_count, reciprocal,
     select, full, full_like, empty, broadcast, broadcast_to_rank, collapse, tile, split,
     stack, unstack, dynamic_update_index_in_dim, dtype, dot, batch_matmul, reduce_and,
-    reduce_or, reduce_xor,
+    reduce_or, reduce_xor, random_gamma_grad,
 )
 # Types and shape arithmetic with no arrays involved: JAX's own.
 from jax.lax import (  # noqa: E402,F401
