@@ -79,7 +79,8 @@ igammac_p = _binop("igammac", lax.igammac, by_parts(
     lambda t, a, x: neg(_igamma_dx(t, a, x))), accepted=_float)
 
 # d x / d a of a Gamma(a) sample x at fixed CDF value (the implicit reparameterization
-# derivative the gamma sampler's jvp uses); like JAX, it has no derivative itself.
+# derivative the gamma sampler's jvp uses). It has no derivative of its own: JAX, whose
+# version is JAX code, differentiates it in forward mode (a known gap, docs/random.md).
 random_gamma_grad_p = _binop("random_gamma_grad", lax.random_gamma_grad, None,
                              accepted=_float)
 
