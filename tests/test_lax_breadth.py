@@ -214,3 +214,27 @@ def eval_in_jax(call, x):
     import types
     g = dict(call.__globals__, ilax=jlax)
     return types.FunctionType(call.__code__, g)(x)
+
+
+@pytest.mark.parametrize("fft_type, lengths, dtype", [
+    (jlax.FftType.FFT, (8,), np.complex128), ("IFFT", (2, 8), np.complex128),
+    ("rfft", (8,), np.float64), (jlax.FftType.IRFFT, (8,), np.complex128)])
+def test_lax_fft_against_jax(fft_type, lengths, dtype):
+    """lax.fft with an FftType member or its name, under value, jit, jvp, grad and vmap."""
+    shape = (3, 2, 8) if fft_type != jlax.FftType.IRFFT else (3, 2, 5)
+    rng = rng_for("fft", str(fft_type))
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    x = x.astype(dtype)
+    impl_type = ilax.FftType[fft_type.name] if isinstance(fft_type, jlax.FftType) else fft_type
+    check_transforms("fft", lambda v: ilax.fft(v, impl_type, lengths),
+                     lambda v: jlax.fft(v, fft_type, lengths), [x])
+
+
+def test_lax_fft_unknown_type_raises_as_jax():
+    x = np.ones(4, np.complex64)
+    with pytest.raises(ValueError, match="Unknown FFT type"):
+        jlax.fft(x, "dct", (4,))
+    with pytest.raises(ValueError, match="Unknown FFT type"):
+        ilax.fft(x, "dct", (4,))

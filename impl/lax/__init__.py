@@ -100,7 +100,7 @@ from impl.lax._composites import (  # noqa: E402,F401
 # Types and shape arithmetic with no arrays involved: JAX's own.
 from jax.lax import (  # noqa: E402,F401
     Precision, RoundingMethod, PrecisionLike, DotDimensionNumbers,
-    ConvGeneralDilatedDimensionNumbers, broadcast_shapes,
+    ConvGeneralDilatedDimensionNumbers, broadcast_shapes, FftType,
 )
 # The parts of complex numbers (jax.lax.complex, real, imag, conj).
 from impl.primitives.complex_parts import complex, conj, imag, real  # noqa: E402,F401,A004
@@ -131,3 +131,4 @@ _reduce.monoid_functions.update({add: "add", mul: "mul", max: "max", min: "min",
 # Solvers differentiated implicitly (impl/lax/_solves.py).
 from impl.lax._solves import custom_linear_solve, custom_root  # noqa: E402,F401
 from impl.lax._composites import broadcast_like, index_take  # noqa: E402,F401
+from impl.primitives.fft import fft  # noqa: E402,F401

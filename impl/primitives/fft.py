@@ -98,5 +98,5 @@ def fft(x, fft_type, fft_lengths):
     its last len(fft_lengths) axes (as jax.lax.fft, with the type given as a string)."""
     kind = str(getattr(fft_type, "name", fft_type)).lower()
     if kind not in FFT_TYPES:
-        raise TypeError(f"fft: unknown FFT type {fft_type!r}; expected one of {FFT_TYPES}")
+        raise ValueError(f"Unknown FFT type {fft_type!r}; expected one of {FFT_TYPES}")
     return fft_p.bind(x, fft_type=kind, fft_lengths=tuple(int(n) for n in fft_lengths))
