@@ -231,3 +231,6 @@ def logmeanexp(x, axis=None, where=None, keepdims=False):
     ones = ew.full_like(_float(x), 1)
     count = c.sum(ones, axis=axis, where=where, keepdims=keepdims)
     return uf.subtract(lse, uf.log(c.astype(count, get_aval(lse).dtype)))
+
+
+from impl.nn import initializers  # noqa: E402,F401  (jax.nn.initializers)
