@@ -1,2 +1,3 @@
 """jax.scipy's surface over impl (special functions)."""
 from impl.scipy import special  # noqa: F401
+from impl.scipy import linalg  # noqa: F401,E402
