@@ -163,22 +163,27 @@ def _matvec(a, x):
     return inp.matmul(a, x[..., None])[..., 0] if get_aval(x).ndim == 1 else inp.matmul(a, x)
 
 
-@functools.partial(custom_jvp, nondiff_argnums=(2,))
-def _positive_definite_solve(a, b, lower):
-    """x with a x = b for one positive definite a (through its Cholesky factor; only
-    the `lower` or upper triangle is read)."""
-    return _cho_solve_core(cholesky(a, lower=lower), b, lower=lower)
+def _positive_definite_solver(lower):
+    """x with a x = b for one positive definite a through its Cholesky factor (only the
+    `lower` or upper triangle is read), differentiated as JAX's linear solve: every
+    entry of a's tangent counts. (`lower` is closed over: a custom_jvp's nondiff bool
+    argument would be traced.)"""
+    @custom_jvp
+    def solve_pd(a, b):
+        return _cho_solve_core(cholesky(a, lower=lower), b, lower=lower)
+
+    @solve_pd.defjvp
+    def solve_pd_jvp(primals, tangents):
+        # x = a^-1 b  =>  dx = a^-1 (db - da x)
+        (a, b), (da, db) = primals, tangents
+        factor = cholesky(lax.stop_gradient(a), lower=lower)
+        x = _cho_solve_core(factor, b, lower=lower)
+        return x, _cho_solve_core(factor, inp.subtract(db, _matvec(da, x)), lower=lower)
+
+    return solve_pd
 
 
-@_positive_definite_solve.defjvp
-def _positive_definite_solve_jvp(lower, primals, tangents):
-    # x = a^-1 b  =>  dx = a^-1 (db - da x), with the whole of da (as JAX's linear solve)
-    a, b = primals
-    da, db = tangents
-    factor = cholesky(lax.stop_gradient(a), lower=lower)
-    x = _cho_solve_core(factor, b, lower=lower)
-    dx = _cho_solve_core(factor, inp.subtract(db, _matvec(da, x)), lower=lower)
-    return x, dx
+_POSITIVE_DEFINITE_SOLVERS = {lower: _positive_definite_solver(lower) for lower in (False, True)}
 
 
 _ASSUME_A = ["gen", "sym", "her", "pos"]
@@ -199,8 +204,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
         raise ValueError("The arguments to solve must have shapes a=[..., m, m] and "
                          f"b=[..., m, k] or b=[..., m]; got a={a_shape} and b={b_shape}")
     rhs = "(n)" if len(a_shape) == len(b_shape) + 1 else "(n,k)"
-    solve_one = functools.partial(_positive_definite_solve, lower=bool(lower))
-    return inp.vectorize(lambda a, b: solve_one(a, b),
+    return inp.vectorize(_POSITIVE_DEFINITE_SOLVERS[bool(lower)],
                          signature=f"(n,n),{rhs}->{rhs}")(a, b)
 
 
