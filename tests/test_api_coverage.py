@@ -15,6 +15,9 @@ from impl import lax as ilax
 
 PAIRS = {"impl": (impl, jax), "impl.numpy": (inp, jjnp), "impl.lax": (ilax, jlax),
          "impl.numpy.fft": (inp.fft, jjnp.fft), "impl.numpy.linalg": (inp.linalg, jjnp.linalg)}
+PAIRS["impl.nn"] = (impl.nn, jax.nn)
+PAIRS["impl.nn.initializers"] = (impl.nn.initializers, jax.nn.initializers)
+PAIRS["impl.scipy.linalg"] = (impl.scipy.linalg, __import__("jax.scipy.linalg").scipy.linalg)
 
 
 def _public(module):
