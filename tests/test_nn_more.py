@@ -90,11 +90,14 @@ def test_log1mexp_derivative_is_jaxs_custom_rule():
 @pytest.mark.parametrize("dtype", [np.int32, np.float32])
 def test_result_dtypes_follow_jaxs_promotion(dtype):
     x = np.array([-3, -1, 0, 2, 7]).astype(dtype)
-    for name in ACTIVATIONS + ["mish", "log1mexp", "gelu", "softplus"]:
-        arg = np.abs(x) + 1 if name == "log1mexp" else x
-        got, want = getattr(impl.nn, name)(arg), getattr(jax.nn, name)(arg)
-        assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    names = ACTIVATIONS + ["mish", "log1mexp", "gelu", "softplus"]
+
+    def every(nn, x):
+        return {n: getattr(nn, n)(abs(x) + 1 if n == "log1mexp" else x) for n in names}
+    got, want = impl.jit(lambda x: every(impl.nn, x))(x), jax.jit(lambda x: every(jax.nn, x))(x)
+    for name in names:
+        assert got[name].dtype == want[name].dtype, (name, got[name].dtype, want[name].dtype)
+        np.testing.assert_allclose(np.asarray(got[name]), np.asarray(want[name]), rtol=1e-6)
 
 
 def test_glu_needs_an_even_axis():
@@ -109,8 +112,8 @@ def test_glu_needs_an_even_axis():
 def test_new_names_are_exported():
     missing = {n for n in dir(jax.nn) if not n.startswith("_")} - set(dir(impl.nn))
     # FP8/FP4 block-scaled matmuls (GPU formats) are the only names impl.nn leaves out
-    assert missing == {"get_scaled_dot_general_config", "scaled_dot_general", "scaled_matmul",
-                       "dot_product_attention"} - set(dir(impl.nn)), missing
+    assert missing == {"get_scaled_dot_general_config", "scaled_dot_general",
+                       "scaled_matmul"}, missing
 
 
 # ------------------------------------------------------------------ initializers
@@ -135,27 +138,55 @@ SHAPES = [(3, 4), (5, 2), (2, 3, 6), (4, 3, 2, 5)]
 DTYPES = [np.float32, np.float64, None]
 
 
-def draw_all(module, key_fn):
+def draw_all(module, key_fn, factories):
     """Each factory's draw for one shape and dtype (taken in turn), in one program."""
     out = {}
-    for f, (name, args) in enumerate(FACTORIES + BATCHED_FACTORIES):
+    for f, (name, args) in enumerate(factories):
         init = getattr(module, name) if args is None else getattr(module, name)(*args)
-        shape = SHAPES[f % len(SHAPES)]
-        if (name, args) in BATCHED_FACTORIES:
-            shape = SHAPES[2 + f % 2]
+        shape = SHAPES[2 + f % 2] if (name, args) in BATCHED_FACTORIES else SHAPES[f % 2]
         dtype = DTYPES[f % len(DTYPES)]
         out[f"{f}:{name}{args}{shape}{dtype}"] = init(key_fn(f), shape, dtype)
     return out
 
 
-def test_initializers_give_jaxs_numbers_for_the_same_key():
-    """Bit for bit, under jit (one compilation for all factories)."""
-    got = impl.jit(lambda: draw_all(I, impl.random.key))()
-    want = jax.jit(lambda: draw_all(J, jax.random.key))()
+def assert_same_draws(factories, delta_shapes=()):
+    """Bit for bit, under jit (one compilation per backend: XLA's compile time is most
+    of the cost)."""
+    def both(module, key_fn):
+        out = draw_all(module, key_fn, factories)
+        for i, shape in enumerate(delta_shapes):
+            out[f"delta_orthogonal{shape}"] = module.delta_orthogonal(1.5)(
+                key_fn(100 + i), shape, DTYPES[i])
+        return out
+    got = impl.jit(lambda: both(I, impl.random.key))()
+    want = jax.jit(lambda: both(J, jax.random.key))()
     assert got.keys() == want.keys()
     for k in want:
         assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape, k
         np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)
+
+
+# one of each sampling path: constant, normal, uniform, truncated normal, the three
+# variance_scaling distributions (one with batch axes), orthogonal, delta_orthogonal
+CORE_FACTORIES = [("constant", (2.5,)), ("normal", (0.3,)), ("uniform", (2.0,)),
+                  ("truncated_normal", (1.0, None, -1.0, 0.5)), ("glorot_uniform", ()),
+                  ("he_normal", ()), ("orthogonal", (2.0, 0)), BATCHED_FACTORIES[1]]
+
+
+def test_initializers_give_jaxs_numbers_for_the_same_key():
+    assert_same_draws(CORE_FACTORIES, delta_shapes=[(3, 2, 5, 6)])
+
+
+@pytest.mark.slow
+def test_every_initializer_gives_jaxs_numbers_for_the_same_key():
+    assert_same_draws(FACTORIES + BATCHED_FACTORIES,
+                      delta_shapes=[(3, 4, 4), (3, 2, 5, 6), (2, 3, 1, 4, 4)])
+
+
+def test_aliases_are_jaxs():
+    for alias, name in [("xavier_uniform", "glorot_uniform"), ("xavier_normal", "glorot_normal"),
+                        ("kaiming_uniform", "he_uniform"), ("kaiming_normal", "he_normal")]:
+        assert (getattr(I, alias) is getattr(I, name)) == (getattr(J, alias) is getattr(J, name))
 
 
 @pytest.mark.parametrize("name", ["normal", "glorot_uniform", "orthogonal"])
@@ -170,14 +201,6 @@ def test_the_factory_dtype_is_the_default():
     got = I.he_uniform(dtype=np.float32)(impl.random.key(5), (8, 3))
     want = J.he_uniform(dtype=np.float32)(jax.random.key(5), (8, 3))
     assert got.dtype == want.dtype == np.float32
-    np.testing.assert_array_equal(got, want)
-
-
-@pytest.mark.parametrize("shape", [(3, 4, 4), (3, 2, 5, 6), (2, 3, 1, 4, 4)])
-def test_delta_orthogonal(shape):
-    got = I.delta_orthogonal(1.5)(impl.random.key(2), shape, np.float32)
-    want = J.delta_orthogonal(1.5)(jax.random.key(2), shape, np.float32)
-    assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
 
 
@@ -206,3 +229,53 @@ def test_initializer_bad_input_errors_as_jax(make, shape, exc, match):
 def test_out_sharding_is_refused_by_name():
     with pytest.raises(NotImplementedError, match="out_sharding"):
         I.normal()(impl.random.key(0), (2, 2), out_sharding=object())
+
+
+# ------------------------------------------------------------ dot_product_attention
+
+def attention_program(B):
+    r = np.random.RandomState(4)
+    bias = r.normal(size=(1, 4, 3, 5))
+    mask = r.uniform(size=(2, 1, 3, 5)) > 0.3
+    q_len, kv_len = np.array([2, 3], np.int32), np.array([4, 1], np.int32)
+
+    def f(qkv):   # one argument (one vmap spec, a smaller program)
+        q, k, v = qkv[:, :3, :4], qkv[:, :, 4:6], qkv[:, :, 6:]
+        att = B.api.nn.dot_product_attention
+        return {"bias_mask": att(q, k, v, bias, mask, scale=0.4),
+                "causal_residual": att(q, k, v, is_causal=True, return_residual=True),
+                "lengths": att(q, k, v, query_seq_lengths=q_len,
+                               key_value_seq_lengths=kv_len),
+                "unbatched_mqa_window": att(q[0], k[0, :, :1], v[0, :, :1],
+                                            local_window_size=(1, 0), implementation="xla")}
+    return f
+
+
+def test_dot_product_attention_value_jvp_grad_vmap_under_jit():
+    """Grouped heads (N = 4 query heads, K = 2 key/value heads) and every masking option.
+    The softmax runs in float32 (as JAX's), hence the tolerance."""
+    qkv = np.random.RandomState(3).normal(size=(2, 5, 8, 8))
+    check(attention_program, qkv, batched=(jnp.asarray(stack(qkv)),), eager=False,
+          rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(implementation="flash"), ValueError, "implementation"),
+    (dict(value=np.ones((2, 5, 2, 8), np.float32)), ValueError, "value dtype"),
+    (dict(query=np.ones((2, 3, 3, 8))), ValueError, "multiple of key/value heads"),
+    (dict(mask=np.ones((2, 1, 3, 5))), ValueError, "mask dtype"),
+    (dict(query_seq_lengths=np.array([1, 2])), ValueError, "query_seq_lengths dtype"),
+])
+def test_dot_product_attention_bad_input_as_jax(kwargs, exc, match):
+    args = dict(query=np.ones((2, 3, 4, 8)), key=np.ones((2, 5, 2, 8)),
+                value=np.ones((2, 5, 2, 8)))
+    args.update(kwargs)
+    for nn in (jax.nn, impl.nn):
+        with pytest.raises(exc, match=match):
+            nn.dot_product_attention(**args)
+
+
+def test_cudnn_attention_is_refused_by_name():
+    x = np.ones((1, 2, 1, 4), np.float32)
+    with pytest.raises(NotImplementedError, match="implementation='cudnn'"):
+        impl.nn.dot_product_attention(x, x, x, implementation="cudnn")

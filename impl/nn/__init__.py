@@ -234,3 +234,4 @@ def logmeanexp(x, axis=None, where=None, keepdims=False):
 
 
 from impl.nn import initializers  # noqa: E402,F401  (jax.nn.initializers)
+from impl.nn._attention import dot_product_attention  # noqa: E402,F401
