@@ -142,3 +142,39 @@ def test_bad_input_raises_as_jax(call, exc, match):
         call(jsl)
     with pytest.raises(exc, match=match):
         call(isl)
+
+
+def expm_program(B):
+    sl = B.api.scipy.linalg
+
+    def f(a):
+        return {"expm": sl.expm(a), "small": sl.expm(a * 0.01),
+                "upper": sl.expm(B.np.triu(a), upper_triangular=True)}
+    return f
+
+
+def test_expm_value_jvp_grad_vmap_under_jit():
+    """Norms 3 and 0.03 take different Pade degrees; 3 also needs squarings."""
+    a = A / np.abs(A).sum(0).max() * 3
+    check(expm_program, a, eager=False, **TOL)
+
+
+@pytest.mark.parametrize("scale", [1e-3, 0.5, 1.5, 20.0])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_expm_across_pade_degrees(scale, dtype):
+    a = (A * scale).astype(dtype)
+    want = jsl.expm(a)
+    tol = TOL if dtype == np.float64 else dict(rtol=0, atol=2e-5 * float(np.abs(want).max()))
+    assert_tree_close(isl.expm(a), want, tol=tol)
+
+
+def test_expm_past_max_squarings_is_nan_as_jax():
+    a = np.eye(2) * 1e6
+    assert_tree_close(isl.expm(a, max_squarings=4), jsl.expm(a, max_squarings=4), tol=TOL)
+    assert np.isnan(np.asarray(isl.expm(a, max_squarings=4))).all()
+
+
+def test_expm_needs_square_matrices():
+    for m in (jsl, isl):
+        with pytest.raises(ValueError, match="square"):
+            m.expm(np.ones((2, 3)))

@@ -8,6 +8,7 @@ code cannot check values. Everything else is honoured or refused by name.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 
 import numpy as np
@@ -21,7 +22,7 @@ from impl.numpy.linalg import _floats
 from impl.primitives import linalg_decompositions as dec
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "cholesky", "lu", "lu_factor",
-           "lu_solve", "solve", "inv", "det", "qr", "svd", "eigh", "block_diag"]
+           "lu_solve", "solve", "inv", "det", "qr", "svd", "eigh", "block_diag", "expm"]
 
 
 def _shape(x):
@@ -274,3 +275,92 @@ def block_diag(*arrs):
         rows.append(lax.pad(x, np.zeros((), dtype), padding))
         col += cols
     return inp.concatenate(rows, axis=0)
+
+
+# ------------------------------------------------------------------ expm
+
+def _pade_coefficients(m):
+    """b_0..b_m of the degree-m Pade approximant of exp, scaled so that b_m = 1:
+    b_j = (2m - j)! m! / ((2m)! j! (m - j)!) / (the same for j = m)."""
+    def c(j):
+        return math.factorial(2 * m - j) * math.factorial(m) / (
+            math.factorial(2 * m) * math.factorial(j) * math.factorial(m - j))
+    return [c(j) / c(m) for j in range(m + 1)]
+
+
+def _dot(x, y):
+    return inp.matmul(x, y, precision=lax.Precision.HIGHEST)
+
+
+def _pade(m):
+    """A -> (U, V), the odd and even parts of the numerator of the degree-m Pade
+    approximant r_m(A) = (V - U)^-1 (V + U) (Higham 2005). Degree 13 writes its high
+    powers as A^6 (...) to save products."""
+    b = _pade_coefficients(m)
+    top = 3 if m == 13 else (m - 1) // 2      # the highest even power needed, halved
+
+    def combine(coefficients, powers):     # highest power first, as JAX sums
+        terms = [c * p for c, p in zip(coefficients, powers)][::-1]
+        return functools.reduce(inp.add, terms)
+
+    def approximant(a):
+        eye = np.eye(_shape(a)[0], dtype=get_aval(a).dtype)
+        a2 = _dot(a, a)
+        powers = [eye, a2]                 # A^0, A^2, A^4, ...
+        while len(powers) <= top:
+            powers.append(_dot(powers[-1], a2))
+        odd, even = b[1::2], b[0::2]
+        if m == 13:
+            a6 = powers[3]
+            u = inp.add(_dot(a6, combine(odd[4:], powers[1:])), combine(odd[:4], powers))
+            v = inp.add(_dot(a6, combine(even[4:], powers[1:])), combine(even[:4], powers))
+            return _dot(a, u), v
+        return _dot(a, combine(odd, powers)), combine(even, powers)
+    return approximant
+
+
+# Higham's bounds on ||A||_1 for each degree's accuracy, and the largest norm before
+# scaling: (degrees, thresholds between them, max norm) per precision
+_EXPM_PLANS = {8: ((3, 5, 7, 9, 13), (0.01495585217958292, 0.253939833006323,
+                                      0.9504178996162932, 2.097847961257068),
+                   5.371920351148152),
+               4: ((3, 5, 7), (0.4258730016922831, 1.880152677804762), 3.92572478313866)}
+
+
+def _expm_one(a, upper_triangular, max_squarings):
+    dtype = get_aval(a).dtype
+    if dtype.itemsize not in _EXPM_PLANS:
+        raise TypeError(f"A.dtype={dtype} is not supported.")
+    degrees, thresholds, max_norm = _EXPM_PLANS[dtype.itemsize]
+    norm = inp.max(inp.sum(inp.abs(a), axis=0))
+    n_squarings = inp.maximum(0, inp.floor(inp.log2(inp.divide(norm, max_norm))))
+    a = inp.divide(a, inp.power(2, inp.astype(n_squarings, dtype)))
+    degree = inp.sum(inp.astype(inp.greater_equal(norm, np.array(thresholds, dtype)),
+                                np.int32))
+    u, v = lax.switch(degree, [_pade(m) for m in degrees], a)
+    p, q = inp.add(u, v), inp.subtract(v, u)
+
+    def compute(p, q):
+        r = solve_triangular(q, p) if upper_triangular else inp.linalg.solve(q, p)
+
+        def square_while_needed(r, i):
+            return lax.cond(i < n_squarings, lambda r: _dot(r, r), lambda r: r, r), None
+        steps = np.arange(max_squarings, dtype=get_aval(n_squarings).dtype)
+        return lax.scan(square_while_needed, r, steps)[0]
+
+    # past max_squarings the scaling would not be undone: NaN, as JAX
+    return lax.cond(n_squarings > max_squarings, lambda p, q: inp.full_like(p, np.nan),
+                    compute, p, q)
+
+
+def expm(A, *, upper_triangular=False, max_squarings=16):
+    """The matrix exponential by scaling and squaring with a Pade approximant whose
+    degree the 1-norm picks (Higham 2005); NaN when more than max_squarings squarings
+    would be needed. upper_triangular: A is upper triangular (a triangular solve)."""
+    (A,) = _floats(A)
+    shape = _shape(A)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={shape}.")
+    one = functools.partial(_expm_one, upper_triangular=upper_triangular,
+                            max_squarings=int(max_squarings))
+    return inp.vectorize(one, signature="(n,n)->(n,n)")(A)
