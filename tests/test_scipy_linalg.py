@@ -4,7 +4,6 @@ permute_l, mode, pivoting), the deprecated batched-vector solves, and bad input.
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import jax.scipy.linalg  # noqa: F401  (makes jax.scipy.linalg an attribute)
 import numpy as np
 import pytest
@@ -23,11 +22,11 @@ RHS = RNG.normal(size=(4, 2))
 TOL = dict(rtol=1e-9, atol=1e-10)
 
 
-def linalg_program(B):
-    """Every function of the module on matrices built from A: S is positive definite,
-    T lower triangular and well conditioned (S is symmetrized first: JAX's and impl's
-    Cholesky derivatives differ for tangents that are not symmetric, see
-    tests/test_linalg.py)."""
+def linalg_program(B, names=None):
+    """Every function of the module (or those in `names`) on matrices built from A: S is
+    positive definite, T lower triangular and well conditioned (S is symmetrized first:
+    JAX's and impl's Cholesky derivatives differ for tangents that are not symmetric,
+    see tests/test_linalg.py)."""
     sl, np_ = B.api.scipy.linalg, B.np
 
     def f(a_rhs):
@@ -36,36 +35,57 @@ def linalg_program(B):
         s = (s + s.T) / 2
         t = np_.tril(a) + 4 * np_.eye(4)
         v = rhs[:, 0]
-        lu_piv = sl.lu_factor(a)
-        return {
-            "tri": sl.solve_triangular(t, rhs, lower=True),
-            "tri_trans_vec": sl.solve_triangular(t, v, lower=True, trans=1),
-            "tri_upper_T_unit": sl.solve_triangular(t.T, rhs, trans="T", unit_diagonal=True),
-            "tri_C": sl.solve_triangular(t.T, v, trans="C"),
-            "chol": sl.cholesky(s), "chol_lower": sl.cholesky(s, lower=True),
-            "cho_solve": sl.cho_solve(sl.cho_factor(s), rhs),
-            "cho_solve_lower": sl.cho_solve(sl.cho_factor(s, lower=True), v),
-            "lu": sl.lu(a), "lu_wide_permute_l": sl.lu(a[:3], permute_l=True),
-            "lu_tall": sl.lu(a[:, :3]),
-            "lu_factor": lu_piv,
-            "lu_solve": sl.lu_solve(lu_piv, rhs), "lu_solve_T": sl.lu_solve(lu_piv, v, trans=1),
-            "lu_solve_C": sl.lu_solve(lu_piv, rhs, trans=2),
-            "solve": sl.solve(a, rhs), "solve_sym": sl.solve(s, v, assume_a="sym"),
-            "solve_pos": sl.solve(s, rhs, assume_a="pos"),
-            "solve_pos_lower": sl.solve(s, v, assume_a="pos", lower=True),
-            "inv": sl.inv(a), "det": sl.det(a),
-            "qr": sl.qr(a), "qr_economic": sl.qr(a[:, :3], mode="economic"),
-            "qr_r": sl.qr(a, mode="r"),
-            "svd": sl.svd(a[:3], full_matrices=False), "svdvals": sl.svd(a, compute_uv=False),
-            "eigh": sl.eigh(s), "eigvalsh_upper": sl.eigh(s, lower=False, eigvals_only=True),
-            "block_diag": sl.block_diag(a[:2], v, rhs, 3.0),
+        calls = {
+            "tri": lambda: sl.solve_triangular(t, rhs, lower=True),
+            "tri_trans_vec": lambda: sl.solve_triangular(t, v, lower=True, trans=1),
+            "tri_upper_T_unit": lambda: sl.solve_triangular(t.T, rhs, trans="T",
+                                                            unit_diagonal=True),
+            "tri_C": lambda: sl.solve_triangular(t.T, v, trans="C"),
+            "chol": lambda: sl.cholesky(s), "chol_lower": lambda: sl.cholesky(s, lower=True),
+            "cho_solve": lambda: sl.cho_solve(sl.cho_factor(s), rhs),
+            "cho_solve_lower": lambda: sl.cho_solve(sl.cho_factor(s, lower=True), v),
+            "lu": lambda: sl.lu(a), "lu_wide_permute_l": lambda: sl.lu(a[:3], permute_l=True),
+            "lu_tall": lambda: sl.lu(a[:, :3]),
+            "lu_factor": lambda: sl.lu_factor(a),
+            "lu_solve": lambda: sl.lu_solve(sl.lu_factor(a), rhs),
+            "lu_solve_T": lambda: sl.lu_solve(sl.lu_factor(a), v, trans=1),
+            "lu_solve_C": lambda: sl.lu_solve(sl.lu_factor(a), rhs, trans=2),
+            "solve": lambda: sl.solve(a, rhs),
+            "solve_sym": lambda: sl.solve(s, v, assume_a="sym"),
+            "solve_pos": lambda: sl.solve(s, rhs, assume_a="pos"),
+            "solve_pos_lower": lambda: sl.solve(s, v, assume_a="pos", lower=True),
+            "inv": lambda: sl.inv(a), "det": lambda: sl.det(a),
+            "qr": lambda: sl.qr(a), "qr_economic": lambda: sl.qr(a[:, :3], mode="economic"),
+            "qr_r": lambda: sl.qr(a, mode="r"),
+            "svd": lambda: sl.svd(a[:3], full_matrices=False),
+            "svdvals": lambda: sl.svd(a, compute_uv=False),
+            "eigh": lambda: sl.eigh(s),
+            "eigvalsh_upper": lambda: sl.eigh(s, lower=False, eigvals_only=True),
+            "block_diag": lambda: sl.block_diag(a[:2], v, rhs, 3.0),
         }
+        return {name: call() for name, call in calls.items() if names is None or name in names}
     return f
 
 
+A_RHS = np.concatenate([A, RHS], axis=1)   # one argument: one vmap spec, a smaller program
+# what this module builds itself (the rest delegate to impl.lax.linalg / impl.numpy.linalg)
+OWN = ["tri_upper_T_unit", "cho_solve_lower", "lu_wide_permute_l", "lu_solve_T",
+       "solve_pos", "block_diag"]
+
+
+def test_own_functions_value_jvp_grad_vmap_under_jit():
+    check(lambda B: linalg_program(B, OWN), A_RHS, eager=False, **TOL)
+
+
+@pytest.mark.slow
 def test_every_function_value_jvp_grad_vmap_under_jit():
-    # one argument, A and RHS side by side: one vmap spec, a smaller program
-    check(linalg_program, np.concatenate([A, RHS], axis=1), eager=False, **TOL)
+    check(linalg_program, A_RHS, eager=False, **TOL)
+
+
+def test_every_function_value_under_jit():
+    from _compare import IMPL, JAX
+    assert_tree_close(impl.jit(linalg_program(IMPL))(A_RHS), jax.jit(linalg_program(JAX))(A_RHS),
+                      tol=TOL, exact_non_float=True)
 
 
 def test_positive_definite_solve_differentiates_the_whole_matrix_as_jax():
@@ -93,11 +113,16 @@ def test_qr_of_a_tall_matrix_and_with_pivoting():
 
 def test_batched_and_broadcast_solves():
     ts = np.tril(RNG.normal(size=(3, 4, 4))) + 4 * np.eye(4)
-    for fn in (lambda m, a, b: m.solve_triangular(a, b, lower=True),
-               lambda m, a, b: m.cho_solve(m.cho_factor(a @ np.swapaxes(a, -1, -2)), b),
-               lambda m, a, b: m.lu_solve(m.lu_factor(a), b, trans=1)):
-        assert_tree_close(fn(isl, ts, RHS), fn(jsl, ts, RHS), tol=TOL)
-        assert_tree_close(fn(isl, ts, RHS[:, 0]), fn(jsl, ts, RHS[:, 0]), tol=TOL)
+
+    def solves(m, ts, rhs):
+        out = []
+        for b in (rhs, rhs[:, 0]):   # batched matrices, one right-hand side broadcast
+            out += [m.solve_triangular(ts, b, lower=True),
+                    m.cho_solve(m.cho_factor(ts @ np.swapaxes(ts, -1, -2)), b),
+                    m.lu_solve(m.lu_factor(ts), b, trans=1)]
+        return out
+    assert_tree_close(impl.jit(lambda *a: solves(isl, *a))(ts, RHS),
+                      jax.jit(lambda *a: solves(jsl, *a))(ts, RHS), tol=TOL)
 
 
 def test_batched_vectors_are_solved_with_jaxs_future_warning():
@@ -111,13 +136,15 @@ def test_batched_vectors_are_solved_with_jaxs_future_warning():
 
 
 def test_float32_and_integer_inputs_keep_jaxs_dtypes():
-    a32 = A.astype(np.float32)
-    for name, args in [("inv", (a32,)), ("det", (a32,)), ("lu", (a32,)),
-                       ("solve", (a32, RHS.astype(np.float32))),
-                       ("block_diag", (np.ones((2, 2), np.int32), np.ones((1,), np.int8))),
-                       ("lu_factor", (np.eye(3, dtype=np.int32),))]:
-        got, want = getattr(isl, name)(*args), getattr(jsl, name)(*args)
-        assert_tree_close(got, want, tol=dict(rtol=2e-5, atol=2e-6), exact_non_float=True)
+    a32, b32 = A.astype(np.float32), RHS.astype(np.float32)
+
+    def calls(m, a32, b32, i2, i3):
+        return [m.inv(a32), m.det(a32), m.lu(a32), m.solve(a32, b32),
+                m.block_diag(i2, np.ones((1,), np.int8)), m.lu_factor(i3)]
+    args = (a32, b32, np.ones((2, 2), np.int32), np.eye(3, dtype=np.int32))
+    assert_tree_close(impl.jit(lambda *a: calls(isl, *a))(*args),
+                      jax.jit(lambda *a: calls(jsl, *a))(*args),
+                      tol=dict(rtol=2e-5, atol=2e-6), exact_non_float=True)
 
 
 def test_block_diag_of_nothing():
@@ -153,19 +180,25 @@ def expm_program(B):
     return f
 
 
+@pytest.mark.slow
 def test_expm_value_jvp_grad_vmap_under_jit():
     """Norms 3 and 0.03 take different Pade degrees; 3 also needs squarings."""
     a = A / np.abs(A).sum(0).max() * 3
     check(expm_program, a, eager=False, **TOL)
 
 
-@pytest.mark.parametrize("scale", [1e-3, 0.5, 1.5, 20.0])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_expm_across_pade_degrees(scale, dtype):
-    a = (A * scale).astype(dtype)
-    want = jsl.expm(a)
+def test_expm_across_pade_degrees_and_with_its_derivative(dtype):
+    """A batch whose norms pick every Pade degree (and squarings); jvp in float64."""
+    a = np.stack([A * scale for scale in (1e-3, 0.05, 0.2, 0.5, 1.5, 20.0)]).astype(dtype)
+    want = jax.jit(jsl.expm)(a)
     tol = TOL if dtype == np.float64 else dict(rtol=0, atol=2e-5 * float(np.abs(want).max()))
-    assert_tree_close(isl.expm(a), want, tol=tol)
+    assert_tree_close(impl.jit(isl.expm)(a), want, tol=tol)
+    if dtype == np.float64:
+        t = np.ones_like(a)
+        assert_tree_close(impl.jit(lambda a: impl.jvp(isl.expm, (a,), (t,)))(a),
+                          jax.jit(lambda a: jax.jvp(jsl.expm, (a,), (t,)))(a),
+                          tol=dict(rtol=1e-8, atol=1e-8))
 
 
 def test_expm_past_max_squarings_is_nan_as_jax():
