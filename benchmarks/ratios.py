@@ -9,9 +9,9 @@ Both backends are set up side by side and their repeats are interleaved
 (impl, jax, jax, impl, ...) so drift in machine load hits both equally.
 Each repeat times ``number`` back-to-back calls (calibrated so a repeat
 lasts ``--min-time``).  The ratio reported is the median over repeats of
-impl/jax within a repeat (the two timings of a repeat are seconds apart, so
-slow drift of the machine cancels), with a distribution-free 95% interval of
-that median; a target counts as met only when the whole interval is under it.
+impl/jax within a repeat (its two timings are a fraction of a second apart,
+so slow drift of the machine cancels), with a distribution-free 95% interval
+of that median; a target counts as met only when the whole interval is under it.
 The benchmark bodies are the asv ones.
 """
 

@@ -930,7 +930,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
         with batching.extend_axis_env(frames):
             closed, _, out_tree = staged.trace(args, kwargs)
         if return_shape:
-            shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+            shapes = [a.to_shape_dtype() for a in closed.out_avals]
             return closed, tree_unflatten(out_tree, shapes)
         return closed
 

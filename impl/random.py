@@ -27,8 +27,10 @@ import numpy as np
 
 from impl import core
 from impl import lax
+from impl import nn
 from impl import numpy as jnp
 from impl.api import jit
+from impl.numpy._polynomials import _inexact as promote_inexact
 from impl.primitives import prng
 
 __all__ = [
@@ -37,6 +39,8 @@ __all__ = [
     "randint", "permutation", "choice", "categorical", "gumbel", "exponential", "laplace",
     "logistic", "cauchy", "rademacher", "lognormal", "rayleigh", "weibull_min", "pareto",
     "geometric", "triangular", "maxwell", "double_sided_maxwell", "wald",
+    "multivariate_normal", "orthogonal", "generalized_normal", "ball", "gamma", "loggamma",
+    "beta", "dirichlet", "chisquare", "t", "f", "poisson", "binomial", "multinomial",
 ]
 
 _IMPL_NAME = "threefry2x32"
@@ -1082,3 +1086,331 @@ def _double_sided_maxwell(data, loc, scale, shape, dtype):
     magnitude = _maxwell(maxwell_key, shape, dtype)
     sign = _rademacher(sign_key, shape, dtype)
     return jnp.add(jnp.multiply(jnp.multiply(sign, magnitude), scale), loc)
+
+
+# ------------------------------------------- gamma and the distributions built on it
+
+def gamma(key, a, shape=None, dtype=None, *, out_sharding=None):
+    """Gamma(a) floats of unit scale (Marsaglia and Tsang's rejection sampler, run per
+    element by the `random_gamma` primitive with JAX's sampler, so JAX's numbers).
+    Differentiable in `a` by implicit reparameterization (lax.random_gamma_grad)."""
+    data, shape, dtype = _gamma_setup("gamma", key, shape, dtype, out_sharding)
+    return _gamma(data, a, shape, dtype, False)
+
+
+def loggamma(key, a, shape=None, dtype=None, *, out_sharding=None):
+    """log of Gamma(a) floats, computed in log space (accurate for a << 1, where the
+    samples underflow)."""
+    data, shape, dtype = _gamma_setup("loggamma", key, shape, dtype, out_sharding)
+    return _gamma(data, a, shape, dtype, True)
+
+
+def _gamma_setup(name, key, shape, dtype, out_sharding):
+    data, _ = _unwrap(name, key)
+    dtype = _user_dtype(dtype, float, name)
+    _check_float_dtype("gamma", dtype)   # JAX names gamma for loggamma too
+    _no_sharding(out_sharding, name)
+    return data, None if shape is None else _canonical_shape(shape), dtype
+
+
+@jit(static_argnums=(2, 3, 4))
+def _gamma(data, a, shape, dtype, log_space):
+    if shape is None:
+        shape = jnp.shape(a)
+    else:
+        _check_shape("gamma", shape, jnp.shape(a))
+    a = jnp.broadcast_to(lax.convert_element_type(a, dtype), shape)
+    return prng.random_gamma(data, a, log_space=log_space)
+
+
+def beta(key, a, b, shape=None, dtype=None, *, out_sharding=None):
+    """Beta(a, b) floats: Ga / (Ga + Gb) of two gamma draws, formed from their logs."""
+    data, shape, dtype = _param_sampler_setup("beta", key, shape, dtype, [a, b],
+                                              out_sharding=out_sharding)
+    return _beta(data, a, b, shape, dtype)
+
+
+@jit(static_argnums=(3, 4))
+def _beta(data, a, b, shape, dtype):
+    key_a, key_b = _split_pair(data)
+    a, b = (jnp.broadcast_to(lax.convert_element_type(v, dtype), shape) for v in (a, b))
+    log_a = _gamma(key_a, a, shape, dtype, True)
+    log_b = _gamma(key_b, b, shape, dtype, True)
+    # Scaled by the larger draw, so neither exponential underflows to 0/0.
+    log_max = lax.max(log_a, log_b)
+    scaled_a = jnp.exp(jnp.subtract(log_a, log_max))
+    scaled_b = jnp.exp(jnp.subtract(log_b, log_max))
+    return jnp.divide(scaled_a, jnp.add(scaled_a, scaled_b))
+
+
+def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
+    """Dirichlet(alpha) vectors along alpha's last axis: softmax of log-gamma draws."""
+    data, _ = _unwrap("dirichlet", key)
+    dtype = _user_dtype(dtype, float, "dirichlet")
+    _check_float_dtype("dirichlet", dtype)
+    if shape is not None:
+        shape = _canonical_shape(shape)
+    _no_sharding(out_sharding, "dirichlet")
+    return _dirichlet(data, alpha, shape, dtype)
+
+
+@jit(static_argnums=(2, 3))
+def _dirichlet(data, alpha, shape, dtype):
+    alpha_shape = jnp.shape(alpha)
+    if not alpha_shape:
+        raise ValueError("dirichlet requires alpha.ndim >= 1, got alpha.ndim == 0")
+    if shape is None:
+        shape = alpha_shape[:-1]
+    else:
+        _check_shape("dirichlet", shape, alpha_shape[:-1])
+    alpha = lax.convert_element_type(alpha, dtype)
+    log_gammas = _gamma(data, alpha, shape + alpha_shape[-1:], dtype, True)
+    return nn.softmax(log_gammas, -1)
+
+
+def chisquare(key, df, shape=None, dtype=None, *, out_sharding=None):
+    """Chi-square floats of `df` degrees of freedom: 2 Gamma(df / 2)."""
+    data, shape, dtype = _param_sampler_setup("chisquare", key, shape, dtype, [df],
+                                              out_sharding=out_sharding)
+    return _chisquare(data, df, shape, dtype)
+
+
+@jit(static_argnums=(2, 3))
+def _chisquare(data, df, shape, dtype):
+    half_df = lax.div(lax.convert_element_type(df, dtype), np.array(2, dtype))
+    log_g = _gamma(data, half_df, shape, dtype, True)
+    return lax.mul(jnp.exp(log_g), np.array(2, dtype))
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None, *, out_sharding=None):
+    """F floats: the ratio of two chi-squares, each divided by its degrees of freedom."""
+    data, shape, dtype = _param_sampler_setup("f", key, shape, dtype, [dfnum, dfden],
+                                              out_sharding=out_sharding)
+    return _f(data, dfnum, dfden, shape, dtype)
+
+
+@jit(static_argnums=(3, 4))
+def _f(data, dfnum, dfden, shape, dtype):
+    dfnum = lax.convert_element_type(dfnum, dtype)
+    dfden = lax.convert_element_type(dfden, dtype)
+    key_den, key_num = _split_pair(data)
+    num = lax.div(_chisquare(key_num, dfnum, shape, dtype), dfnum)
+    den = lax.div(_chisquare(key_den, dfden, shape, dtype), dfden)
+    return lax.div(num, den)
+
+
+def t(key, df, shape=None, dtype=None, *, out_sharding=None):
+    """Student's t floats: normal * sqrt((df / 2) / Gamma(df / 2))."""
+    data, shape, dtype = _param_sampler_setup("t", key, shape, dtype, [df],
+                                              out_sharding=out_sharding)
+    return _t(data, df, shape, dtype)
+
+
+@jit(static_argnums=(2, 3))
+def _t(data, df, shape, dtype):
+    key_n, key_g = _split_pair(data)
+    n = _normal(key_n, shape, dtype)
+    half_df = lax.div(lax.convert_element_type(df, dtype), np.array(2, dtype))
+    g = _gamma(key_g, half_df, shape, dtype, False)
+    return jnp.multiply(n, jnp.sqrt(jnp.divide(half_df, g)))
+
+
+def generalized_normal(key, p, shape=(), dtype=None, *, out_sharding=None):
+    """Floats of density proportional to exp(-|x|**p): a random sign times
+    Gamma(1/p)**(1/p)."""
+    data, _ = _unwrap("generalized_normal", key)
+    dtype = _user_dtype(dtype, float, "generalized_normal")
+    _check_float_dtype("gamma", dtype)   # JAX fails in its gamma draw
+    _no_sharding(out_sharding, "generalized_normal")
+    return _generalized_normal(data, p, _canonical_shape(shape), dtype)
+
+
+@jit(static_argnums=(2, 3))
+def _generalized_normal(data, p, shape, dtype):
+    key_g, key_r = _split_pair(data)
+    inv_p = jnp.divide(1, p)
+    g = _gamma(key_g, inv_p, shape, dtype, False)
+    r = _rademacher(key_r, shape, dtype)
+    return jnp.multiply(r, jnp.power(g, inv_p))
+
+
+def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
+    """Points uniform in the unit Lp ball of dimension `d` (Barthe et al. 2005: a
+    generalized normal vector scaled by its norm plus an exponential)."""
+    data, _ = _unwrap("ball", key)
+    dtype = _user_dtype(dtype, float, "ball")
+    _check_float_dtype("gamma", dtype)
+    _no_sharding(out_sharding, "ball")
+    d = _concrete_index(d, "ball", "d")
+    return _ball(data, p, d, _canonical_shape(shape), dtype)
+
+
+def _concrete_index(value, fun_name, what):
+    if isinstance(value, core.Tracer):
+        raise core.ConcretizationTypeError(
+            f"{fun_name}: {what} must be a concrete integer, got a traced value")
+    return operator.index(value)
+
+
+@jit(static_argnums=(2, 3, 4))
+def _ball(data, p, d, shape, dtype):
+    key_g, key_e = _split_pair(data)
+    g = _generalized_normal(key_g, p, (*shape, d), dtype)
+    e = _exponential(key_e, shape, dtype)
+    norm = jnp.power(jnp.add(jnp.sum(jnp.power(jnp.abs(g), p), axis=-1), e),
+                     jnp.divide(1, p))
+    return jnp.divide(g, norm[..., None])
+
+
+# ------------------------------------------------------------- random matrices
+
+def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
+    """A matrix (*shape, n, m) uniform on the orthogonal group (unitary for complex
+    dtypes; semi-orthogonal if n != m): Q of the QR of a normal matrix, its columns'
+    signs fixed by R's diagonal (Mezzadri 2007)."""
+    shape = _canonical_shape(shape)
+    data, _ = _unwrap("orthogonal", key)
+    dtype = _user_dtype(dtype, float, "orthogonal")
+    _check_float_dtype("normal", dtype, complex_ok=True)
+    n = _concrete_index(n, "orthogonal", "n")
+    m = n if m is None else _concrete_index(m, "orthogonal", "m")
+    _no_sharding(out_sharding, "orthogonal")
+    return _orthogonal(data, n, m, shape, dtype)
+
+
+@jit(static_argnums=(1, 2, 3, 4))
+def _orthogonal(data, n, m, shape, dtype):
+    z = _normal(data, (*shape, max(n, m), min(n, m)), dtype)
+    q, r = jnp.linalg.qr(z)
+    x = jnp.multiply(q, jnp.expand_dims(jnp.sign(jnp.linalg.diagonal(r)), -2))
+    return jnp.matrix_transpose(x) if n < m else x
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky", *,
+                        out_sharding=None):
+    """Normal vectors of mean `mean` (..., n) and covariance `cov` (..., n, n):
+    mean + F z for a factor F F^T = cov (Cholesky, or from eigh / svd for singular
+    covariances) and standard normal z."""
+    data, _ = _unwrap("multivariate_normal", key)
+    _check_arraylike("multivariate_normal", mean, cov)
+    mean, cov = promote_inexact(mean, cov)
+    if method not in ("svd", "eigh", "cholesky"):
+        raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    dtype = (core.get_aval(mean).dtype if dtype is None
+             else _user_dtype(dtype, float, "multivariate_normal"))
+    _check_float_dtype("multivariate_normal", dtype)
+    if shape is not None:
+        shape = _canonical_shape(shape)
+    _no_sharding(out_sharding, "multivariate_normal")
+    return _multivariate_normal(data, mean, cov, shape, dtype, method)
+
+
+@jit(static_argnums=(3, 4, 5))
+def _multivariate_normal(data, mean, cov, shape, dtype, method):
+    mean_shape, cov_shape = jnp.shape(mean), jnp.shape(cov)
+    if len(mean_shape) < 1:
+        raise ValueError("multivariate_normal requires mean.ndim >= 1, got mean.ndim == 0")
+    if len(cov_shape) < 2:
+        raise ValueError("multivariate_normal requires cov.ndim >= 2, got cov.ndim == "
+                         f"{len(cov_shape)}")
+    n = mean_shape[-1]
+    if cov_shape[-2:] != (n, n):
+        raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
+                         f"but got cov.shape == {cov_shape}.")
+    if shape is None:
+        shape = _broadcast_shapes(mean_shape[:-1], cov_shape[:-2])
+    else:
+        _check_shape("normal", shape, mean_shape[:-1], cov_shape[:-2])
+    if method == "svd":
+        u, s, _ = jnp.linalg.svd(cov)
+        factor = jnp.multiply(u, jnp.sqrt(s[..., None, :]))
+    elif method == "eigh":
+        w, v = jnp.linalg.eigh(cov)
+        factor = jnp.multiply(v, jnp.sqrt(w[..., None, :]))
+    else:
+        factor = jnp.linalg.cholesky(cov)
+    z = _normal(data, shape + mean_shape[-1:], dtype)
+    return jnp.add(mean, _apply_factor(factor, z))
+
+
+def _apply_factor(factor, z):
+    """factor @ z for factor (..., n, n), z (*shape, n), factor's batch axes broadcasting
+    against shape's trailing ones: one dot_general, as JAX's einsum forms it (size-1
+    factor axes dropped, the others batch axes), so the sums round as JAX's do."""
+    factor_batch = jnp.shape(factor)[:-2]
+    z_ndim = jnp.ndim(z)
+    offset = z_ndim - 1 - len(factor_batch)
+    factor = jnp.squeeze(factor, tuple(i for i, d in enumerate(factor_batch) if d == 1))
+    z_batch = [offset + i for i, d in enumerate(factor_batch) if d != 1]
+    out = lax.dot_general(z, factor, (((z_ndim - 1,), (jnp.ndim(factor) - 1,)),
+                                      (tuple(z_batch), tuple(range(len(z_batch))))))
+    # dot_general puts the batch axes first, then z's other axes, then the output axis.
+    order = z_batch + [i for i in range(z_ndim - 1) if i not in z_batch] + [z_ndim - 1]
+    return jnp.transpose(out, tuple(int(i) for i in np.argsort(order)))
+
+
+# ------------------------------------------------------------- counts
+
+def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
+    """Poisson(lam) integers (Knuth's method below lam = 10, Hormann's transformed
+    rejection above). The loops run per element in the `random_poisson` primitive,
+    which lowers to JAX's sampler on the raw key data, so the numbers are JAX's."""
+    data, _ = _unwrap("poisson", key)
+    dtype = _user_dtype(dtype, int, "poisson")
+    if dtype.kind not in "iu":
+        raise ValueError(f"dtype argument to `poisson` must be an integer dtype, got {dtype}")
+    _check_arraylike("poisson", lam)
+    shape = jnp.shape(lam) if shape is None else _canonical_shape(shape)
+    _no_sharding(out_sharding, "poisson")
+    lam = jnp.astype(jnp.broadcast_to(lam, shape), np.float32)
+    return prng.random_poisson_p.bind(data, lam, dtype=dtype)
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+    """Binomial(n, p) counts as floats (inversion for n p <= 10, else the BTRS
+    transformed rejection). The loops run per element in the `random_binomial`
+    primitive, which lowers to JAX's sampler on the raw key data (JAX's numbers)."""
+    data, _ = _unwrap("binomial", key)
+    _check_arraylike("binomial", n, p)
+    dtype = _user_dtype(dtype, float, "binomial")
+    _check_float_dtype("binomial", dtype)
+    if shape is not None:
+        shape = _canonical_shape(shape)
+    return _binomial(data, n, p, shape, dtype)
+
+
+@jit(static_argnums=(3, 4))
+def _binomial(data, count, prob, shape, dtype):
+    if shape is None:
+        shape = _broadcast_shapes(jnp.shape(count), jnp.shape(prob))
+    else:
+        _check_shape("binomial", shape, jnp.shape(count), jnp.shape(prob))
+    (prob,) = promote_inexact(prob)
+    count = lax.convert_element_type(count, core.get_aval(prob).dtype)
+    count, prob = (jnp.broadcast_to(v, shape) for v in (count, prob))
+    return prng.random_binomial_p.bind(data, count, prob, dtype=dtype)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """Counts of `n` trials over the outcomes of probabilities `p` (last axis): for each
+    outcome in turn, a binomial draw of the remaining trials with its conditional
+    probability (a scan over the outcomes, one key each)."""
+    data, _ = _unwrap("multinomial", key)
+    _check_arraylike("multinomial", n, p)
+    n, p = promote_inexact(n, p)
+    if shape is None:
+        shape = jnp.shape(p)
+    n = jnp.broadcast_to(n, shape[:-1])
+    p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
+    remaining = lax.cumsum(p, 0, reverse=True)
+    ratios = jnp.divide(p, jnp.where(jnp.equal(remaining, 0), 1, remaining))
+    keys = _split_key_data(data, (jnp.shape(ratios)[0],))
+
+    def draw_outcome(remainder, ratio_and_key):
+        ratio, outcome_key = ratio_and_key
+        count = binomial(PRNGKeyArray(outcome_key), remainder, jnp.clip(ratio, 0, 1),
+                         dtype=core.get_aval(remainder).dtype)
+        return jnp.subtract(remainder, count), count
+
+    _, counts = lax.scan(draw_outcome, n, (ratios, keys), unroll=unroll)
+    return jnp.astype(jnp.moveaxis(counts, 0, -1), dtype)

@@ -7,6 +7,8 @@ import types
 
 import jax
 import jax.numpy as jjnp
+import jax.scipy.special  # noqa: F401
+import jax.scipy.stats  # noqa: F401
 from jax import lax as jlax
 
 import impl
@@ -15,6 +17,8 @@ from impl import lax as ilax
 
 PAIRS = {"impl": (impl, jax), "impl.numpy": (inp, jjnp), "impl.lax": (ilax, jlax),
          "impl.numpy.fft": (inp.fft, jjnp.fft), "impl.numpy.linalg": (inp.linalg, jjnp.linalg)}
+PAIRS.update({"impl.scipy.special": (impl.scipy.special, jax.scipy.special),
+              "impl.scipy.stats": (impl.scipy.stats, jax.scipy.stats)})
 PAIRS["impl.nn"] = (impl.nn, jax.nn)
 PAIRS["impl.nn.initializers"] = (impl.nn.initializers, jax.nn.initializers)
 PAIRS["impl.scipy.linalg"] = (impl.scipy.linalg, __import__("jax.scipy.linalg").scipy.linalg)

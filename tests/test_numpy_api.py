@@ -50,6 +50,12 @@ EINSUMS = [
     ("i,i->", [(4,), (4,)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
     ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]), ("ijk,ikj->i", [(2, 3, 4), (2, 4, 3)]),
     ("ab,cd->", [(2, 3), (3, 2)]),
+    # ellipses, broadcast as in NumPy (size-1 axes against larger ones)
+    ("...ij,jk->...ik", [(2, 3, 4), (4, 5)]), ("...j,jk", [(2, 3, 4), (4, 5)]),
+    ("ij...,j...->i...", [(3, 4, 2), (4, 2)]), ("...ii->...i", [(2, 3, 3)]),
+    ("...,...", [(2, 1, 3), (4, 3)]), ("b...,b...->b", [(2, 3, 4), (2, 1, 4)]),
+    ("...ij,...jk,...kl->...il", [(2, 3, 4), (1, 4, 2), (2, 2, 3)]),
+    ("...ij->ji...", [(5, 2, 3)]),
 ]
 
 
@@ -80,6 +86,10 @@ def test_einsum_errors():
         inp.einsum("ij,jk->ik", rs(3, 4), rs(5, 2))
     with pytest.raises(ValueError, match="subscript"):
         inp.einsum("ijk->i", rs(3, 4))
+    with pytest.raises(ValueError, match="broadcast"):
+        inp.einsum("...,...", rs(2, 3), rs(4, 3))
+    with pytest.raises(ValueError):
+        jnp.einsum("...,...", rs(2, 3), rs(4, 3))
 
 
 # ------------------------------------------------------- triangles and diagonals

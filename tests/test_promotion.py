@@ -49,3 +49,27 @@ def test_gradients_at_python_floats_stay_weak(name):
     for g, w in zip(got, want):
         assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type)
         np.testing.assert_allclose(np.asarray(g), np.asarray(w))
+
+
+def _avals(make_jaxpr, fn, x):
+    return [(a.shape, a.dtype, a.weak_type) for a in make_jaxpr(fn)(x).out_avals]
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like", "full_like"])
+@pytest.mark.parametrize("x", [1.0, 2, np.float32(1), np.ones(3, np.float32), True],
+                         ids=repr)
+@pytest.mark.parametrize("dtype", [None, "float32", "int32"])
+def test_like_constructors_keep_a_weak_prototype_weak(name, x, dtype):
+    """`*_like` without a dtype is weakly typed exactly when its prototype is."""
+    def call(mod):
+        fn = getattr(mod, name)
+        return (lambda v: fn(v, 2, dtype=dtype)) if name == "full_like" else (
+            lambda v: fn(v, dtype=dtype))
+    assert _avals(impl.make_jaxpr, call(inp), x) == _avals(jax.make_jaxpr, call(jjnp), x)
+    want, got = call(jjnp)(x), call(inp)(x)
+    assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+
+
+def test_eval_shape_reports_weak_types():
+    want = jax.eval_shape(lambda v: v * 2.0, 1.0)
+    assert impl.eval_shape(lambda v: v * 2.0, 1.0) == want and want.weak_type

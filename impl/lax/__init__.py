@@ -95,7 +95,7 @@ from impl.lax._composites import (  # noqa: E402,F401
     igamma_grad_a, zeta, betainc, bessel_i0e, bessel_i1e, population_count, reciprocal,
     select, full, full_like, empty, broadcast, broadcast_to_rank, collapse, tile, split,
     stack, unstack, dynamic_update_index_in_dim, dtype, dot, batch_matmul, reduce_and,
-    reduce_or, reduce_xor,
+    reduce_or, reduce_xor, random_gamma_grad,
 )
 # Types and shape arithmetic with no arrays involved: JAX's own.
 from jax.lax import (  # noqa: E402,F401
@@ -116,3 +116,18 @@ def _primitives_named_as_jax():
 
 
 globals().update(_primitives_named_as_jax())
+
+# Directives to XLA (impl/primitives/compiler_controls.py).
+from impl.primitives.compiler_controls import (  # noqa: E402,F401
+    optimization_barrier, reduce_precision,
+)
+
+# lax.reduce (impl/lax/_reduce.py), recognising impl.lax's monoids as well as JAX's.
+from impl.lax import _reduce  # noqa: E402
+from impl.lax._reduce import reduce  # noqa: E402,F401
+_reduce.monoid_functions.update({add: "add", mul: "mul", max: "max", min: "min",
+                                 bitwise_and: "bitwise_and", bitwise_or: "bitwise_or",
+                                 bitwise_xor: "bitwise_xor"})
+# Solvers differentiated implicitly (impl/lax/_solves.py).
+from impl.lax._solves import custom_linear_solve, custom_root  # noqa: E402,F401
+from impl.lax._composites import broadcast_like, index_take  # noqa: E402,F401

@@ -13,8 +13,8 @@ from impl import core
 from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import special as sp
-from impl.primitives.indexing import (concatenate, dynamic_update_slice_in_dim,
-                                      slice_in_dim)
+from impl.primitives.indexing import (GatherDimensionNumbers, concatenate,
+                                      dynamic_update_slice_in_dim, gather, slice_in_dim)
 from impl.primitives.linalg import dot_general
 from impl.primitives.reductions import reduce_max, reduce_min
 from impl.primitives.shape import broadcast_in_dim, expand_dims, reduce_sum, reshape, squeeze
@@ -44,6 +44,7 @@ def polygamma(m, x): return sp.polygamma_p.bind(m, x)
 def igamma(a, x): return sp.igamma_p.bind(a, x)
 def igammac(a, x): return sp.igammac_p.bind(a, x)
 def igamma_grad_a(a, x): return sp.igamma_grad_a_p.bind(a, x)
+def random_gamma_grad(a, x): return sp.random_gamma_grad_p.bind(a, x)
 def zeta(x, q): return sp.zeta_p.bind(x, q)
 def betainc(a, b, x): return sp.regularized_incomplete_beta_p.bind(a, b, x)
 def bessel_i0e(x): return sp.bessel_i0e_p.bind(x)
@@ -246,3 +247,40 @@ def reduce_xor(operand, axes):
     _check_bool("reduce_xor", operand)
     count = reduce_sum(ew.convert_element_type(operand, np.int32), tuple(axes))
     return ew.ne_p.bind(ew.rem_p.bind(count, np.int32(2)), np.int32(0))
+
+
+def broadcast_like(arr, like_arr):
+    """`arr` broadcast (NumPy's rules: aligned on the right) to the shape of `like_arr`."""
+    shape, like = get_aval(arr).shape, get_aval(like_arr).shape
+    if len(shape) > len(like):
+        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: "
+                         f"arr_shape={shape} shape={like}")
+    lead = len(like) - len(shape)
+    if any(d not in (1, t) for d, t in zip(shape, like[lead:])):
+        raise ValueError(f"Incompatible types for broadcasting: input shape {shape} and "
+                         f"requested shape {like}")
+    if shape == like:
+        return arr
+    return broadcast_in_dim(arr, like, tuple(range(lead, len(like))))
+
+
+def index_take(src, idxs, axes):
+    """`src` at the index arrays `idxs` (one per axis in `axes`, wrapped into range as
+    Python's %), as a gather: the other axes are kept whole."""
+    shape = get_aval(src).shape
+    axes = tuple(int(a) for a in axes)
+    columns = []
+    for i, ax in zip(idxs, axes):
+        if not np.issubdtype(get_aval(i).dtype, np.integer):
+            raise ValueError("index_take: indices must have an integer type, got "
+                             f"{get_aval(i).dtype}")
+        dtype = get_aval(i).dtype
+        size = np.asarray(builtins.max(shape[ax], 1), dtype)
+        r = ew.rem_p.bind(i, size)
+        wrapped = ew.select_n(ew.lt(r, np.zeros((), dtype)), r, ew.add(r, size))
+        columns.append(expand_dims(wrapped, (1,)))
+    indices = concatenate(columns, 1)
+    slice_sizes = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, len(shape) - len(axes) + 1)),
+                                   collapsed_slice_dims=axes, start_index_map=axes)
+    return gather(src, indices, dnums, slice_sizes, mode="promise_in_bounds")

@@ -149,15 +149,6 @@ xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
 
 
-def _orthogonal_matrix(key, n_rows, n_cols, dtype):
-    """A uniformly random (semi-)orthogonal n_rows x n_cols matrix: the Q of a normal
-    matrix's QR with each column's sign fixed by R's diagonal (Mezzadri 2007)."""
-    z = random.normal(key, (max(n_rows, n_cols), min(n_rows, n_cols)), dtype)
-    q, r = inp.linalg.qr(z)
-    q = inp.multiply(q, inp.expand_dims(inp.sign(inp.diagonal(r)), -2))
-    return inp.transpose(q) if n_rows < n_cols else q
-
-
 def orthogonal(scale=1.0, column_axis=-1, dtype=None):
     """Matrices with orthonormal rows or columns (whichever are fewer) times `scale`;
     the axes other than `column_axis` are flattened into the rows."""
@@ -170,7 +161,7 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
         if 0 in shape:
             return inp.zeros(shape, dtype)
         n_cols = shape[column_axis]
-        q = _orthogonal_matrix(key, math.prod(shape) // n_cols, n_cols, dtype)
+        q = random.orthogonal(key, math.prod(shape) // n_cols, (), dtype, n_cols)
         rows_shape = tuple(np.delete(np.array(shape), column_axis))
         q = inp.moveaxis(inp.reshape(q, rows_shape + (n_cols,)), -1, column_axis)
         return inp.multiply(inp.array(scale, dtype), q)

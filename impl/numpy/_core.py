@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import string
 
 import numpy as np
 import jax.numpy as jax_jnp
@@ -351,7 +352,16 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def _like(fn, a, dtype, shape):
     aval = get_aval(_arr(a))
-    return fn(aval.shape if shape is None else shape, dtype or aval.dtype)
+    return _keep_weak(fn(aval.shape if shape is None else shape, dtype or aval.dtype),
+                      aval, dtype)
+
+
+def _keep_weak(out, aval, dtype):
+    """As in JAX, a `*_like` result without a dtype is weakly typed when its
+    prototype is (so `zeros_like(x * 1.0)` still promotes like a Python scalar)."""
+    if dtype is None and aval.weak_type:
+        return ew.convert_element_type(out, aval.dtype, weak_type=True)
+    return out
 
 
 def zeros_like(a, dtype=None, shape=None):
@@ -364,7 +374,8 @@ def ones_like(a, dtype=None, shape=None):
 
 def full_like(a, fill_value, dtype=None, shape=None):
     aval = get_aval(_arr(a))
-    return full(aval.shape if shape is None else shape, fill_value, dtype or aval.dtype)
+    return _keep_weak(full(aval.shape if shape is None else shape, fill_value,
+                           dtype or aval.dtype), aval, dtype)
 
 
 def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)
@@ -377,10 +388,56 @@ def astype(x, dtype):
 
 # ---------------------------------------------------------------------- einsum
 
+def _expand_ellipsis(subscripts, ops):
+    """Spell each '...' with fresh letters (right-aligned, broadcast as NumPy does:
+    an axis of size 1 against a larger one is squeezed out of its operand), so the
+    rest of einsum sees plain labels; returns the subscripts, with an explicit
+    output, and the operands."""
+    subscripts = subscripts.replace(" ", "")
+    if "..." not in subscripts:
+        return subscripts, ops
+    ins, arrow, out = subscripts.partition("->")
+    ins = ins.split(",")
+    if len(ins) != len(ops):
+        raise ValueError(f"einsum: subscripts {subscripts!r} name {len(ins)} operands, but "
+                         f"{len(ops)} were given")
+    shapes = [get_aval(x).shape for x in ops]
+    ranks = []
+    for s, shape in zip(ins, shapes):
+        named = len(s.replace("...", ""))
+        if "..." in s and len(shape) < named:
+            raise ValueError(f"einsum: operand of shape {shape} has fewer axes than "
+                             f"subscript {s!r} names")
+        ranks.append(len(shape) - named if "..." in s else 0)
+    fresh = [c for c in string.ascii_letters if c not in subscripts][:max(ranks)]
+    sizes = {}
+    for s, shape, r in zip(ins, shapes, ranks):
+        start = s.index("...") if "..." in s else 0
+        for k in range(r):
+            label, d = fresh[len(fresh) - r + k], shape[start + k]
+            if sizes.get(label, 1) not in (1, d) and d != 1:
+                raise ValueError(f"einsum: operands could not be broadcast together over "
+                                 f"'...' (sizes {sizes[label]} and {d})")
+            sizes[label] = max(sizes.get(label, 1), d)
+    new_ins, new_ops = [], []
+    for s, x, shape, r in zip(ins, ops, shapes, ranks):
+        labels = fresh[len(fresh) - r:]
+        start = s.index("...") if "..." in s else 0
+        squeeze = [start + k for k, c in enumerate(labels)
+                   if shape[start + k] == 1 and sizes[c] > 1]
+        kept = "".join(c for k, c in enumerate(labels) if start + k not in squeeze)
+        new_ins.append(s.replace("...", kept))
+        new_ops.append(sh.squeeze(x, tuple(squeeze)) if squeeze else x)
+    if arrow:
+        out = out.replace("...", "".join(fresh))
+    else:
+        flat = "".join(ins).replace(".", "")
+        out = "".join(fresh) + "".join(sorted(c for c in set(flat) if flat.count(c) == 1))
+    return ",".join(new_ins) + "->" + out, new_ops
+
+
 def _parse_einsum(subscripts, n_ops):
     subscripts = subscripts.replace(" ", "")
-    if "." in subscripts:
-        raise NotImplementedError("einsum: ellipsis ('...') subscripts are not supported")
     if "->" in subscripts:
         ins, out = subscripts.split("->")
     else:
@@ -455,13 +512,14 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     (a list of operand-position tuples, as `einsum_path` returns) or an opt_einsum
     strategy ('auto', 'greedy', 'optimal', ...; True means 'optimal', False contracts
     left to right). Labels are summed out as soon as nothing later needs them; repeated
-    labels within one operand take its diagonal. Ellipses are not supported."""
+    labels within one operand take its diagonal; '...' broadcasts as in NumPy."""
     check_no_out("einsum", out)
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the string form of subscripts is supported")
     if not operands:
         raise ValueError("einsum: at least one operand is required")
     ops = promote(*[_arr(o) for o in operands])
+    subscripts, ops = _expand_ellipsis(subscripts, ops)
     ins, out_labels = _parse_einsum(subscripts, len(ops))
     for x, s in zip(ops, ins):
         if get_aval(x).ndim != len(s):

@@ -44,3 +44,4 @@ from impl.primitives import prng  # noqa: F401
 from impl.primitives import callbacks  # noqa: F401
 from impl.primitives import special  # noqa: F401
 from impl.primitives import complex_parts, fft  # noqa: F401
+from impl.primitives import compiler_controls, general_reduce, linear_solve  # noqa: F401

@@ -24,10 +24,12 @@ from impl import core
 from impl.core import ShapedArray
 from impl.interpreters import ad, batching
 from impl.primitives._define import define
-from impl.primitives.elementwise import convert_element_type, shift_right_logical_p
+from impl.primitives.elementwise import (convert_element_type, div, eq, exp, full_like, mul,
+                                         select_n, shift_right_logical_p)
 from impl.primitives.indexing import concatenate, index_in_dim
 from impl.primitives.reductions import iota
 from impl.primitives.shape import expand_dims, reshape
+from impl.primitives.special import random_gamma_grad
 
 KEY_WIDTH = 2                 # uint32 words per threefry2x32 key
 BIT_WIDTHS = (8, 16, 32, 64)  # what random_bits can produce
@@ -179,3 +181,112 @@ def fold_in_key_data(key, data):
     """A new key from `key` and the uint32 scalar `data` (hashed as the counter (0, data))."""
     k1, k2 = _key_words(key)
     return _stack_words(threefry2x32(k1, k2, np.uint32(0), data))
+
+
+# ------------------------------------------------------ samplers with rejection loops
+# Gamma, Poisson and binomial variates come from rejection loops whose trip count
+# differs per element. impl draws them with JAX's own samplers, called on the raw key
+# data inside the lowering, so the numbers are JAX's by construction (including the
+# per-element key splitting JAX does inside its gamma primitive). Each primitive takes
+# key data of shape (*K, 2) and parameters of shape (*K, *S): keys with leading axes
+# K (a batch of keys from vmap) each draw for their slice of the parameters, which the
+# lowering expresses as jax.vmap over K, exactly as JAX batches its samplers. (Under
+# vmap with one key, JAX's gamma primitive broadcasts the key, and JAX's poisson and
+# binomial, plain code, hash the one key once: the same bits as broadcasting it.)
+
+def _check_sampler_operands(name, keys, *params):
+    check_key_data(name, keys)
+    lead = keys.shape[:-1]
+    for p in params:
+        if not core.is_float_dtype(p.dtype):
+            raise TypeError(f"{name}: parameters must be floats, got {p.str_short()}")
+        if p.shape[:len(lead)] != lead or p.shape != params[0].shape:
+            raise TypeError(f"{name}: parameters must have equal shapes starting with the "
+                            f"key batch shape {lead}, got "
+                            f"{', '.join(q.str_short() for q in params)}")
+
+
+def _lower_jax_sampler(sample):
+    """A lowering that runs `sample(jax_key, *params)` per key, mapped over the leading
+    key axes."""
+    def lower(keys, *params, **kwargs):
+        def draw(key_data, *ps):
+            return sample(jax.random.wrap_key_data(key_data), *ps, **kwargs)
+        for _ in range(keys.ndim - 1):
+            draw = jax.vmap(draw)
+        return draw(keys, *params)
+    return lower
+
+
+def _sampler_batch(prim):
+    """Batch axes of keys and parameters both move to the front (an unbatched operand
+    is broadcast), as JAX's gamma batching rule does: the result is one more leading key
+    axis."""
+    def rule(axis_data, vals, dims, **params):
+        vals = [batching.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+        return prim.bind(*vals, **params), 0
+    return rule
+
+
+def _random_gamma_aval(keys, a, *, log_space):
+    _check_sampler_operands("random_gamma", keys, a)
+    return ShapedArray(a.shape, a.dtype)
+
+
+def _jax_gamma(key, a, *, log_space):
+    sample = jax.random.loggamma if log_space else jax.random.gamma
+    return sample(key, a, dtype=a.dtype)
+
+
+def _gamma_sample_grad(t, sample, keys, a, *, log_space):
+    """The implicit reparameterization derivative d sample / d a (for log samples, of
+    exp(sample), floored at the smallest normal float so the quotient stays finite)."""
+    if not log_space:
+        return mul(t, random_gamma_grad(a, sample))
+    x = exp(sample)
+    tiny = full_like(x, np.finfo(core.get_aval(x).dtype).tiny)
+    x = select_n(eq(x, full_like(x, 0)), x, tiny)
+    return mul(t, div(random_gamma_grad(a, x), x))
+
+
+random_gamma_p = define(
+    "random_gamma", abstract_eval=_random_gamma_aval,
+    lowering=_lower_jax_sampler(_jax_gamma),
+    jvp=ad.jvp_by_parts(None, _gamma_sample_grad, use_output=True),
+    batching=core.RuleMaker(_sampler_batch))
+
+
+def random_gamma(keys, a, *, log_space=False):
+    """Gamma(a) variates (their logs with log_space) of a's shape and dtype; a.shape
+    starts with the key batch shape keys.shape[:-1], each key drawing for its slice."""
+    return random_gamma_p.bind(keys, a, log_space=bool(log_space))
+
+
+def _random_poisson_aval(keys, lam, *, dtype):
+    _check_sampler_operands("random_poisson", keys, lam)
+    return ShapedArray(lam.shape, dtype)
+
+
+def _jax_poisson(key, lam, *, dtype):
+    return jax.random.poisson(key, lam, dtype=dtype)
+
+
+random_poisson_p = define(
+    "random_poisson", abstract_eval=_random_poisson_aval,
+    lowering=_lower_jax_sampler(_jax_poisson), jvp=ad.zero_jvp,
+    batching=core.RuleMaker(_sampler_batch))
+
+
+def _random_binomial_aval(keys, count, prob, *, dtype):
+    _check_sampler_operands("random_binomial", keys, count, prob)
+    return ShapedArray(prob.shape, dtype)
+
+
+def _jax_binomial(key, count, prob, *, dtype):
+    return jax.random.binomial(key, count, prob, dtype=dtype)
+
+
+random_binomial_p = define(
+    "random_binomial", abstract_eval=_random_binomial_aval,
+    lowering=_lower_jax_sampler(_jax_binomial), jvp=ad.zero_jvp,
+    batching=core.RuleMaker(_sampler_batch))

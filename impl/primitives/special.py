@@ -78,6 +78,16 @@ igammac_p = _binop("igammac", lax.igammac, by_parts(
     lambda t, a, x: neg(mul(t, igamma_grad_a_p.bind(a, x))),
     lambda t, a, x: neg(_igamma_dx(t, a, x))), accepted=_float)
 
+# d x / d a of a Gamma(a) sample x at fixed CDF value (the implicit reparameterization
+# derivative the gamma sampler's jvp uses). It has no derivative of its own: JAX, whose
+# version is JAX code, differentiates it in forward mode (a known gap, docs/random.md).
+random_gamma_grad_p = _binop("random_gamma_grad", lax.random_gamma_grad, None,
+                             accepted=_float)
+
+
+def random_gamma_grad(a, x):
+    return random_gamma_grad_p.bind(a, x)
+
 # JAX defines no derivative of zeta (nor of igamma_grad_a): neither does impl.
 zeta_p = _binop("zeta", lax.zeta, None, accepted=_float)
 

@@ -267,7 +267,8 @@ def _window_params(shape, window_dimensions, window_strides, padding, base_dilat
                 padding=padding, base_dilation=base_dilation, window_dilation=window_dilation)
 
 
-def _concrete_scalar(x):
+def concrete_scalar(x):
+    """The value of `x` as a numpy scalar when it is known and scalar, else None."""
     if isinstance(x, core.Tracer):
         x = x.concrete_value()
     if x is None:
@@ -314,7 +315,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
             "is not supported by impl; use lax.add, lax.max or lax.min")
     params = _window_params(aval.shape, window_dimensions, window_strides, padding,
                             base_dilation, window_dilation)
-    init = _concrete_scalar(init_value)
+    init = concrete_scalar(init_value)
     if init is None:
         raise NotImplementedError("reduce_window: init_value must be a concrete scalar in "
                                   "impl (a traced initial value is not supported)")

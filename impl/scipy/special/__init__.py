@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from impl import core
+from impl import core, lax
 from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.numpy import _core as c
@@ -11,7 +11,18 @@ from impl.numpy import _ufuncs as uf
 from impl.numpy._reductions import max as _max
 from impl.numpy._util import asarray, broadcast_shapes, broadcast_to, canonicalize_axes
 
-__all__ = ["logsumexp", "expit", "logit", "erf", "erfc", "xlogy", "softmax", "log_softmax"]
+from impl.scipy.special._gamma import (  # noqa: E402
+    gammaln, digamma, gammasgn, gamma, loggamma, betaln, beta, betainc, gammainc, gammaincc,
+    polygamma, zeta, multigammaln, factorial, comb, poch)
+from impl.scipy.special._normal import erfinv, ndtr, ndtri, log_ndtr, erfcx  # noqa: E402
+from impl.scipy.special._information import (  # noqa: E402
+    xlogy, xlog1py, entr, rel_entr, kl_div, i0, i0e, i1, i1e, spence)
+
+__all__ = ["logsumexp", "expit", "logit", "erf", "erfc", "xlogy", "softmax", "log_softmax",
+           "gammaln", "digamma", "gammasgn", "gamma", "loggamma", "betaln", "beta", "betainc",
+           "gammainc", "gammaincc", "polygamma", "zeta", "multigammaln", "factorial", "comb",
+           "poch", "erfinv", "ndtr", "ndtri", "log_ndtr", "erfcx", "xlog1py", "entr",
+           "rel_entr", "kl_div", "i0", "i0e", "i1", "i1e", "spence"]
 
 
 def _float(x):
@@ -64,13 +75,7 @@ def erf(x):
 
 
 def erfc(x):
-    return uf.subtract(1, erf(x))
-
-
-def xlogy(x, y):
-    x, y = uf.broadcast_arrays(_float(x), _float(y))
-    safe = uf.where(uf.equal(x, 0), ew.full_like(y, 1), y)
-    return uf.where(uf.equal(x, 0), ew.zeros_like(x), uf.multiply(x, uf.log(safe)))
+    return lax.erfc(_float(x))
 
 
 def _shifted(x, axis, where):
