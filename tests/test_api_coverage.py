@@ -19,6 +19,9 @@ PAIRS = {"impl": (impl, jax), "impl.numpy": (inp, jjnp), "impl.lax": (ilax, jlax
          "impl.numpy.fft": (inp.fft, jjnp.fft), "impl.numpy.linalg": (inp.linalg, jjnp.linalg)}
 PAIRS.update({"impl.scipy.special": (impl.scipy.special, jax.scipy.special),
               "impl.scipy.stats": (impl.scipy.stats, jax.scipy.stats)})
+PAIRS["impl.nn"] = (impl.nn, jax.nn)
+PAIRS["impl.nn.initializers"] = (impl.nn.initializers, jax.nn.initializers)
+PAIRS["impl.scipy.linalg"] = (impl.scipy.linalg, __import__("jax.scipy.linalg").scipy.linalg)
 
 
 def _public(module):

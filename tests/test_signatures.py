@@ -24,6 +24,8 @@ from impl import lax as ilax
 
 MODULES = {"impl": (impl, jax), "impl.numpy": (inp, jjnp), "impl.lax": (ilax, jlax),
            "impl.nn": (impl.nn, jax.nn), "impl.numpy.fft": (inp.fft, jjnp.fft)}
+MODULES["impl.nn.initializers"] = (impl.nn.initializers, jax.nn.initializers)
+MODULES["impl.scipy.linalg"] = (impl.scipy.linalg, __import__("jax.scipy.linalg").scipy.linalg)
 
 # (module, function, parameter) -> why the rule does not apply.
 DELIBERATE = {
@@ -35,6 +37,26 @@ DELIBERATE = {
         "arrays are immutable, so a copy cannot be told apart from the original; JAX also "
         "returns an equal array whatever copy says (the flag only controls buffer reuse)",
 }
+
+# SciPy's flags that jax.scipy.linalg itself accepts and deletes unread (its source says
+# so: nothing is overwritten in place, compiled code cannot check values); impl does the
+# same so that SciPy-style calls run unchanged.
+for _fn, _params in {"cho_factor": "overwrite_a check_finite",
+                     "cho_solve": "overwrite_b check_finite",
+                     "cholesky": "overwrite_a check_finite", "det": "overwrite_a check_finite",
+                     "eigh": "overwrite_a overwrite_b turbo check_finite",
+                     "inv": "overwrite_a check_finite", "lu": "overwrite_a check_finite",
+                     "lu_factor": "overwrite_a check_finite",
+                     "lu_solve": "overwrite_b check_finite",
+                     "qr": "overwrite_a lwork check_finite",
+                     "solve": "overwrite_a overwrite_b debug check_finite",
+                     "solve_triangular": "overwrite_b debug check_finite",
+                     "svd": "overwrite_a check_finite lapack_driver"}.items():
+    for _param in _params.split():
+        DELIBERATE[("impl.scipy.linalg", _fn, _param)] = "unused by JAX too (deleted unread)"
+for _fn in ("zeros", "ones"):
+    DELIBERATE[("impl.nn.initializers", _fn, "key")] = (
+        "a constant initializer has the signature of the random ones; JAX ignores key too")
 
 _LOADS = {"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_FAST_CHECK",
           "LOAD_FAST_AND_CLEAR", "LOAD_FAST_LOAD_FAST"}

@@ -6,7 +6,9 @@ import math
 import numpy as np
 
 from impl import core
+from impl import numpy as inp
 from impl.core import get_aval
+from impl.custom_derivatives import custom_jvp
 from impl.primitives import elementwise as ew
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
@@ -16,22 +18,34 @@ from impl.scipy.special import logsumexp  # noqa: F401
 
 __all__ = ["relu", "relu6", "gelu", "sigmoid", "softplus", "silu", "swish", "log_sigmoid",
            "softmax", "log_softmax", "logsumexp", "one_hot", "tanh", "elu", "leaky_relu",
-           "hard_tanh", "standardize"]
+           "hard_tanh", "standardize", "celu", "selu", "glu", "mish", "hard_sigmoid",
+           "hard_silu", "hard_swish", "soft_sign", "squareplus", "log1mexp", "logmeanexp",
+           "identity", "sparse_plus", "sparse_sigmoid", "dot_product_attention",
+           "initializers"]
 
 
 def _float(x):
     return uf._float_operand(x)
 
 
+@custom_jvp
 def relu(x):
-    """max(x, 0), with derivative 0 at 0 (as jax.nn.relu); NaN propagates."""
-    x = _float(x)
-    return uf.where(uf.less_equal(x, 0), ew.zeros_like(x), x)
+    """max(x, 0); NaN propagates and integers stay integers."""
+    return uf.maximum(x, 0)
 
 
+# derivative 0 at 0 (as jax.nn.relu, see Bertoin et al., "Numerical influence of ReLU'(0)")
+relu.defjvps(lambda g, ans, x: uf.where(uf.greater(x, 0), g, ew.zeros_like(g)))
+
+
+@custom_jvp
 def relu6(x):
-    x = _float(x)
-    return uf.where(uf.greater_equal(x, 6), ew.full_like(x, 6), relu(x))
+    return uf.minimum(uf.maximum(x, 0), 6.)
+
+
+# derivative 0 at both kinks, 0 and 6
+relu6.defjvps(lambda g, ans, x: uf.where(uf.logical_and(uf.greater(x, 0), uf.less(x, 6)),
+                                         g, ew.zeros_like(g)))
 
 
 def sigmoid(x):
@@ -67,19 +81,20 @@ def gelu(x, approximate=True):
 
 
 def elu(x, alpha=1.0):
-    x = _float(x)
+    x = identity(x)
     positive = uf.greater(x, 0)
-    safe = uf.where(positive, ew.zeros_like(x), x)     # expm1 never sees large inputs
+    safe = uf.where(positive, 0., x)     # expm1 never sees large inputs
     return uf.where(positive, x, uf.multiply(alpha, uf.expm1(safe)))
 
 
 def leaky_relu(x, negative_slope=0.01):
-    x = _float(x)
+    x = identity(x)
     return uf.where(uf.greater_equal(x, 0), x, uf.multiply(negative_slope, x))
 
 
 def hard_tanh(x):
-    return uf.clip(_float(x), -1.0, 1.0)
+    x = identity(x)
+    return uf.where(uf.greater(x, 1), 1, uf.where(uf.less(x, -1), -1, x))
 
 
 def tanh(x):
@@ -119,3 +134,104 @@ def one_hot(x, num_classes, *, dtype=np.float64, axis=-1):
     xe = c.expand_dims(x, out_axis)
     hot = uf.equal(xe, classes)
     return c.astype(hot, core.canonical_dtype(dtype))
+
+
+# ------------------------------------------------------------ more activations
+
+def identity(x):
+    """x itself, as an array (integers stay integers)."""
+    return asarray(x) if not isinstance(x, core.Tracer) else x
+
+
+def celu(x, alpha=1.0):
+    """max(x, 0) + alpha * expm1(min(x, 0) / alpha): elu with a derivative continuous at 0."""
+    x = identity(x)
+    negative_part = uf.expm1(uf.divide(uf.minimum(x, 0.0), alpha))
+    return uf.add(uf.maximum(x, 0.0), uf.multiply(alpha, negative_part))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(x):
+    """scale * elu(x, alpha) with the self-normalizing constants of Klambauer et al."""
+    return uf.multiply(_SELU_SCALE, elu(x, _SELU_ALPHA))
+
+
+def glu(x, axis=-1):
+    """The first half of x along `axis` gated by the sigmoid of the second half."""
+    x = identity(x)
+    shape = get_aval(x).shape
+    (axis,) = canonicalize_axes(axis, len(shape))
+    if shape[axis] % 2:
+        raise ValueError(f"glu: the size of axis {axis} must be divisible by 2, got shape "
+                         f"{shape}")
+    first, second = inp.split(x, 2, axis)
+    return uf.multiply(first, sigmoid(second))
+
+
+def mish(x):
+    x = identity(x)
+    return uf.multiply(x, uf.tanh(softplus(x)))
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6: derivative 0 at -3 and 3, as relu6's."""
+    return uf.divide(relu6(uf.add(identity(x), 3.0)), 6.0)
+
+
+def hard_silu(x):
+    x = identity(x)
+    return uf.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def soft_sign(x):
+    x = identity(x)
+    return uf.divide(x, uf.add(uf.absolute(x), 1))
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x^2 + b)) / 2, a smooth relu with algebraic tails."""
+    x = identity(x)
+    return uf.divide(uf.add(x, uf.sqrt(uf.add(uf.square(x), b))), 2)
+
+
+def sparse_plus(x):
+    """0 below -1, x above 1 and (x + 1)^2 / 4 between: softplus with exact zeros."""
+    x = identity(x)
+    middle = uf.divide(uf.square(uf.add(x, 1.0)), 4)
+    return uf.where(uf.less_equal(x, -1.0), 0.0, uf.where(uf.greater_equal(x, 1.0), x, middle))
+
+
+def sparse_sigmoid(x):
+    """(x + 1) / 2 clipped to [0, 1]: the derivative of sparse_plus."""
+    return uf.multiply(0.5, uf.clip(uf.add(identity(x), 1.0), 0.0, 2.0))
+
+
+@custom_jvp
+def log1mexp(x):
+    """log(1 - exp(-x)) for x >= 0, by expm1 near 0 and log1p beyond log 2 (Maechler)."""
+    x = identity(x)
+    near_zero = uf.less(x, math.log(2.0))
+    return uf.where(near_zero, uf.log(uf.negative(uf.expm1(uf.negative(x)))),
+                    uf.log1p(uf.negative(uf.exp(uf.negative(x)))))
+
+
+# the derivative exp(-x) / (1 - exp(-x)) = 1 / expm1(x), without the where's NaN branch
+log1mexp.defjvps(lambda g, ans, x: uf.divide(g, uf.expm1(x)))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """logsumexp(x) - log(n), n the number of entries reduced (those in `where`)."""
+    lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    ones = ew.full_like(_float(x), 1)
+    count = c.sum(ones, axis=axis, where=where, keepdims=keepdims)
+    return uf.subtract(lse, uf.log(c.astype(count, get_aval(lse).dtype)))
+
+
+from impl.nn import initializers  # noqa: E402,F401  (jax.nn.initializers)
+from impl.nn._attention import dot_product_attention  # noqa: E402,F401

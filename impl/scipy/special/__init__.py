@@ -31,10 +31,11 @@ def _float(x):
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
     """log(sum(b * exp(a))) computed stably: the maximum is subtracted first (under
-    stop_gradient, so it does not change the derivative)."""
-    if where is not None:
-        raise NotImplementedError("logsumexp: the `where` argument is not supported")
+    stop_gradient, so it does not change the derivative); entries outside the `where`
+    mask count as -inf."""
     a = _float(a)
+    if where is not None:
+        a = uf.where(where, a, -np.inf)
     if b is not None:
         b = asarray(b) if not isinstance(b, core.Tracer) else b
         a, b = uf.broadcast_arrays(a, b)
