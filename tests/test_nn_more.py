@@ -280,3 +280,12 @@ def test_cudnn_attention_is_refused_by_name():
     x = np.ones((1, 2, 1, 4), np.float32)
     with pytest.raises(NotImplementedError, match="implementation='cudnn'"):
         impl.nn.dot_product_attention(x, x, x, implementation="cudnn")
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "silu", "swish"])
+def test_logistic_activations_refuse_integers_as_jax(name):
+    x = np.arange(3, dtype=np.int32)
+    with pytest.raises(TypeError, match="logistic"):
+        getattr(jax.nn, name)(x)
+    with pytest.raises(TypeError, match="logistic"):
+        getattr(impl.nn, name)(x)

@@ -284,3 +284,10 @@ def test_integer_inputs_promote_like_jax(name, dtype):
     a = np.array([1, 2, 3]).astype(dtype)
     args = (a,) if name in ("sin", "sqrt", "exp", "mean", "var", "std", "log2") else (a, a)
     close(getattr(inp, name)(*args), getattr(jnp, name)(*args))
+
+
+@pytest.mark.parametrize("x, y", [(1.0, 1.0), (-5.0, -5.0), (1.0, 2.0), (-np.inf, 2.0), (3.0, -np.inf)])
+def test_logaddexp_gradient_splits_ties_as_jax(x, y):
+    """At x == y each argument gets 1/2 (softplus'(0) = 1/2), as JAX's rule gives."""
+    close(impl.grad(inp.logaddexp, (0, 1))(x, y), jax.grad(jnp.logaddexp, (0, 1))(x, y))
+    close(impl.grad(impl.nn.softplus)(x), jax.grad(jax.nn.softplus)(x))

@@ -49,7 +49,8 @@ relu6.defjvps(lambda g, ans, x: uf.where(uf.logical_and(uf.greater(x, 0), uf.les
 
 
 def sigmoid(x):
-    return ew.logistic_p.bind(_float(x))
+    """lax.logistic, which (as in JAX) refuses integer input with a TypeError."""
+    return ew.logistic_p.bind(asarray(x))
 
 
 def softplus(x):
@@ -61,7 +62,7 @@ def log_sigmoid(x):
 
 
 def silu(x):
-    x = _float(x)
+    x = asarray(x)
     return uf.multiply(x, sigmoid(x))
 
 

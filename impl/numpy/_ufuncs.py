@@ -242,7 +242,10 @@ def logaddexp(x, y):
     amax = maximum(x, y)
     delta = subtract(x, y)
     safe = ew.select_n(isfinite(delta), ew.zeros_like(delta), delta)
-    return ew.select_n(isfinite(delta), amax, add(amax, log1p(exp(negative(absolute(safe))))))
+    # -|delta| as min(delta, -delta): at a tie its derivative is 0 (the minimum splits
+    # it), so each argument gets 1/2 there, as JAX's logaddexp rule gives.
+    neg_abs = minimum(safe, negative(safe))
+    return ew.select_n(isfinite(delta), amax, add(amax, log1p(exp(neg_abs))))
 
 
 def clip(arr=None, /, min=None, max=None):
