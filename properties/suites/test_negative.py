@@ -277,3 +277,21 @@ def test_known_jax_bug(bug):
 def test_known_jax_bugs_are_the_ones_the_laws_filter():
     from properties.laws.named import KNOWN_JAX_BUGS as FILTERED
     assert set(FILTERED) == set(KNOWN_JAX_BUGS)
+
+
+def test_the_all_to_all_filter_follows_tangents_inside_the_vmaps():
+    """A jvp taken inside the vmaps gives all_to_all an unbatched tangent even after
+    `+ axis_index` made the primal vary (found by the default profile on JAX)."""
+    import numpy as np
+
+    from properties.laws.named import KNOWN_JAX_BUGS as FILTERED
+    from strategies.named import NamedAxisCase, Step
+    case = NamedAxisCase(
+        names=("i",), sizes=(2,), in_axes=(None,), out_axes=(0,),
+        steps=(Step(op="axis_index", names=("i",), params=()),
+               Step(op="all_to_all", names=("i",),
+                    params=(("split", 0), ("concat", 0), ("tiled", False)))),
+        x=np.zeros(2, np.float32), elem_shape=(2,))
+    applies = FILTERED["all_to_all of a value unbatched over its axis returns a wrong shape "
+                       "under vmap"]
+    assert applies(case, "member_jvp") and not applies(case, "value")
