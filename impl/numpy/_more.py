@@ -23,9 +23,9 @@ from impl.numpy import _reductions as red
 from impl.numpy import _ufuncs as uf
 from impl.numpy._arrays import searchsorted
 from impl.numpy._histogram import histogram_bin_edges
-from impl.numpy._math import ldexp
-from impl.numpy._searching import _concrete_or_error, _first_true_positions, isin, unique
-from impl.numpy._util import (asarray, broadcast_arrays, broadcast_to, canonicalize_axis,
+from impl.numpy._math import copysign, left_shift, nextafter, right_shift
+from impl.numpy._searching import _first_true_positions, isin, unique
+from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
                               promote)
 from impl.primitives import elementwise as ew
 
@@ -52,6 +52,36 @@ def _static(value, what):
     return value
 
 
+def _concrete_or_error(x, name, hint=""):
+    """The NumPy value of x; JAX's ConcretizationTypeError when x is traced."""
+    if isinstance(x, Tracer):
+        v = x.concrete_value()
+        if v is None:
+            raise core.ConcretizationTypeError(
+                f"Abstract tracer value encountered where concrete value is expected: "
+                f"traced array with shape {x.aval.str_short()}\nThe error arose in "
+                f"jnp.{name}(), whose result depends on this value{hint}.")
+        return np.asarray(v)
+    return np.asarray(x)
+
+
+_RAISE_HINT = " (mode='raise' checks the values; use mode='wrap' or mode='clip' under jit)"
+_SIZE_HINT = " (pass a static size= to use it under jit)"
+
+
+def _broadcast_all(*xs):
+    """xs broadcast to their common shape, each keeping its dtype."""
+    shape = broadcast_shapes(*(get_aval(x).shape for x in xs))
+    return [broadcast_to(x, shape) for x in xs]
+
+
+def _no_sequences(name, *args):
+    for i, a in enumerate(args):
+        if isinstance(a, (list, tuple)):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
+                            f"position {i}.")
+
+
 def _default_int():
     return core.canonical_dtype(np.int64)
 
@@ -61,6 +91,7 @@ def _default_int():
 def insert(arr, obj, values, axis=None):
     """arr with values placed before the given indices (obj may be traced: only its
     shape fixes the output shape)."""
+    _no_sequences("insert", arr, 0 if isinstance(obj, slice) else obj, values)
     a = _arr(arr)
     if axis is None:
         a, axis = c.ravel(a), 0
@@ -115,6 +146,7 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     """arr with values written at the positions take_along_axis would read."""
     _inplace_error("put_along_axis", inplace)
     a, idx = _arr(arr), _arr(indices)
+    shape = get_aval(a).shape
     if axis is None:
         if get_aval(idx).ndim != 1:
             raise ValueError("when axis=None, `indices` must have a single dimension.")
@@ -132,8 +164,7 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
             g = np.arange(get_aval(a).shape[i], dtype=np.int32).reshape(
                 [-1 if j == i else 1 for j in range(nd)])
             grids.append(asarray(g))
-    grids = broadcast_arrays(*grids)
-    return _set(a, tuple(grids), values, mode=mode)
+    return c.reshape(_set(a, tuple(_broadcast_all(*grids)), values, mode=mode), shape)
 
 
 def put(a, ind, v, mode=None, *, inplace=True):
@@ -153,7 +184,7 @@ def put(a, ind, v, mode=None, *, inplace=True):
     elif mode == "wrap":
         ind, scatter_mode = uf.remainder(ind, size), "clip"
     elif mode == "clip":
-        scatter_mode = "clip"
+        ind, scatter_mode = uf.clip(ind, 0, size - 1), "clip"
     else:
         raise ValueError(f"mode should be one of 'wrap' or 'clip'; got {mode=}")
     flat = _set(c.ravel(x), ind, v, mode=scatter_mode)
@@ -188,7 +219,7 @@ def _integers(name, *xs):
 def gcd(x1, x2, /):
     """Greatest common divisor (Euclid's algorithm on the absolute values, elementwise,
     looping until every remainder is zero)."""
-    a, b = broadcast_arrays(*(uf.absolute(x) for x in _integers("gcd", x1, x2)))
+    a, b = _broadcast_all(*(uf.absolute(x) for x in _integers("gcd", x1, x2)))
 
     def step(pair):
         x, y = pair
@@ -240,7 +271,7 @@ def packbits(a, axis=None, bitorder="big"):
     if n % 8:
         bits = ix.pad(bits, [(0, 0)] * (get_aval(bits).ndim - 1) + [(0, 8 - n % 8)])
     bits = c.reshape(bits, get_aval(bits).shape[:-1] + (-1, 8))
-    packed = c.sum(uf.left_shift(bits, shifts), axis=-1, dtype=np.uint8)
+    packed = c.sum(left_shift(bits, shifts), axis=-1, dtype=np.uint8)
     return c.moveaxis(packed, -1, axis)
 
 
@@ -250,7 +281,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     if get_aval(x).dtype != np.uint8:
         raise TypeError("Expected an input array of unsigned byte data type")
     shifts = _check_bitorder(bitorder)
-    bits = uf.bitwise_and(uf.right_shift(c.expand_dims(x, -1), shifts), np.uint8(1))
+    bits = uf.bitwise_and(right_shift(c.expand_dims(x, -1), shifts), np.uint8(1))
     if axis is None:
         bits, axis = c.ravel(bits), 0
     else:
@@ -289,11 +320,11 @@ def frexp(x, /):
     scaled = uf.where(subnormal, uf.multiply(x, np.array(2.0 ** scale_bits, dtype)), x)
     bits = ew.bitcast_convert_type(scaled, uint)
     exp_mask = uint.type((1 << (width - 1 - nmant)) - 1)
-    field = uf.bitwise_and(uf.right_shift(bits, uint.type(nmant)), exp_mask)
-    exponent = uf.subtract(c.astype(field, np.int32), np.int32(bias - 2))
+    field = uf.bitwise_and(right_shift(bits, uint.type(nmant)), exp_mask)
+    exponent = uf.subtract(c.astype(field, np.int32), np.int32(bias - 1))
     exponent = uf.subtract(exponent, uf.where(subnormal, np.int32(scale_bits), np.int32(0)))
     keep = uint.type(~(int(exp_mask) << nmant) & ((1 << width) - 1))
-    half = uint.type((bias - 2) << nmant)
+    half = uint.type((bias - 1) << nmant)
     mantissa = ew.bitcast_convert_type(uf.bitwise_or(uf.bitwise_and(bits, keep), half), dtype)
     special = uf.logical_or(uf.equal(x, 0), uf.logical_not(uf.isfinite(x)))
     return uf.where(special, x, mantissa), uf.where(special, np.int32(0), exponent)
@@ -307,10 +338,10 @@ def spacing(x, /):
         raise ValueError("jnp.spacing is not defined for complex inputs.")
     inf = np.array(np.inf, dtype)
     if dtype == np.float16:
-        return uf.subtract(uf.nextafter(x, inf), x)
-    gap = uf.subtract(uf.nextafter(x, uf.copysign(inf, x)), x)
+        return uf.subtract(nextafter(x, inf), x)
+    gap = uf.subtract(nextafter(x, copysign(inf, x)), x)
     smallest = np.array(np.finfo(dtype).smallest_subnormal, dtype)
-    return uf.where(uf.equal(gap, 0), uf.copysign(smallest, x), gap)
+    return uf.where(uf.equal(gap, 0), copysign(smallest, x), gap)
 
 
 # ------------------------------------------------------------------ index helpers
@@ -336,8 +367,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
             raise TypeError("only int indices permitted")
     if mode == "raise":
         for i, d in zip(coords, dims):
-            v = _concrete_or_error(i, "ravel_multi_index (with mode='raise'; use mode='wrap' "
-                                      "or mode='clip' under a transformation)")
+            v = _concrete_or_error(i, "ravel_multi_index", _RAISE_HINT)
             if ((v < 0) | (v >= d)).any():
                 raise ValueError("invalid entry in coordinates array")
     elif mode == "clip":
@@ -376,14 +406,17 @@ class _Concatenator:
         items = key if isinstance(key, tuple) else (key,)
         axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
         if items and isinstance(items[0], str):
-            directive, items = items[0], items[1:]
+            directive = items[0]
             if directive in ("r", "c"):
-                raise ValueError("JAX does not support matrix-returning directives 'r' "
-                                 "or 'c' of r_ and c_.")
+                joined = ix.concatenate([self._part(i, ndmin, trans1d) for i in items[1:]],
+                                        axis=axis)
+                row = c.atleast_2d(joined)
+                return c.transpose(row) if directive == "c" else row
             try:
                 settings = [int(s) for s in directive.split(",")]
             except ValueError:
                 raise ValueError(f"could not understand directive {directive!r}") from None
+            items = items[1:]
             if len(settings) > 3:
                 raise ValueError(f"could not understand directive {directive!r}")
             axis, ndmin, trans1d = settings + [ndmin, trans1d][len(settings) - 1:]
@@ -430,8 +463,7 @@ def choose(a, choices, out=None, mode="raise"):
         raise ValueError("`a` array must be integer typed")
     n = len(options)
     if mode == "raise":
-        v = _concrete_or_error(which, "choose (with mode='raise'; use mode='wrap' or "
-                                      "mode='clip' under a transformation)")
+        v = _concrete_or_error(which, "choose", _RAISE_HINT)
         if ((v < 0) | (v >= n)).any():
             raise ValueError("invalid entry in choice array")
     elif mode == "wrap":
@@ -440,7 +472,7 @@ def choose(a, choices, out=None, mode="raise"):
         which = uf.clip(which, 0, n - 1)
     else:
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
-    which, *options = broadcast_arrays(which, *options)
+    which, *options = _broadcast_all(which, *options)
     stacked = ix.stack(options, axis=0)
     return ix.take_along_axis(stacked, c.expand_dims(which, 0), axis=0)[0]
 
@@ -461,14 +493,14 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     cond = c.astype(cond, bool)
     if m > n:
         if size is None or not isinstance(cond, Tracer):
-            extra = _concrete_or_error(cond[n:], "compress")
+            extra = _concrete_or_error(cond[n:], "compress", _SIZE_HINT)
             if extra.any():
                 raise ValueError("condition contains entries that are out of bounds")
         cond = cond[:n]
     elif m < n:
         x = x[:m]
     if size is None:
-        keep = np.flatnonzero(_concrete_or_error(cond, "compress")).astype(np.int32)
+        keep = np.flatnonzero(_concrete_or_error(cond, "compress", _SIZE_HINT)).astype(np.int32)
         picked = ix.take(x, keep, axis=0)
     else:
         position, filled = _first_true_positions(cond, operator.index(size))
@@ -527,7 +559,7 @@ def sort_complex(a):
     x = red.sort(_arr(a))
     dtype = get_aval(x).dtype
     if dtype.kind != "c":
-        dtype = np.result_type(dtype, core.canonical_dtype(np.complex64))
+        dtype = np.complex64 if dtype.itemsize <= 4 else np.complex128
     return c.astype(x, core.canonical_dtype(dtype))
 
 
@@ -647,9 +679,9 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     size = _static_size(size, "setdiff1d")
     a, b = c.ravel(_arr(ar1)), c.ravel(_arr(ar2))
     if size is None:
-        va = _concrete_or_error(a, "setdiff1d")
+        va = _concrete_or_error(a, "setdiff1d", _SIZE_HINT)
         out = np.setdiff1d(va, np.asarray(b) if not isinstance(b, Tracer) else
-                           _concrete_or_error(b, "setdiff1d"), assume_unique)
+                           _concrete_or_error(b, "setdiff1d", _SIZE_HINT), assume_unique)
         return c.astype(asarray(out), get_aval(a).dtype)
     s = red.sort(a)
     keep = uf.logical_not(isin(s, b))
@@ -665,8 +697,8 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     size = _static_size(size, "intersect1d")
     a, b = _flat_pair(ar1, ar2)
     if size is None:
-        res = np.intersect1d(_concrete_or_error(a, "intersect1d"),
-                             _concrete_or_error(b, "intersect1d"), assume_unique,
+        res = np.intersect1d(_concrete_or_error(a, "intersect1d", _SIZE_HINT),
+                             _concrete_or_error(b, "intersect1d", _SIZE_HINT), assume_unique,
                              return_indices)
         if not return_indices:
             return c.astype(asarray(res), get_aval(a).dtype)
@@ -693,8 +725,8 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     size = _static_size(size, "setxor1d")
     a, b = _flat_pair(ar1, ar2)
     if size is None:
-        out = np.setxor1d(_concrete_or_error(a, "setxor1d"),
-                          _concrete_or_error(b, "setxor1d"), assume_unique)
+        out = np.setxor1d(_concrete_or_error(a, "setxor1d", _SIZE_HINT),
+                          _concrete_or_error(b, "setxor1d", _SIZE_HINT), assume_unique)
         return c.astype(asarray(out), get_aval(a).dtype)
     sa, sb = red.sort(a), red.sort(b)
     keep_a, keep_b = uf.logical_not(isin(sa, sb)), uf.logical_not(isin(sb, sa))
@@ -725,6 +757,7 @@ def _unique_parts(x, size, fill_value):
     flat = c.ravel(x)
     n = get_aval(flat).shape[0]
     if size is None:
+        _concrete_or_error(flat, "unique_all", _SIZE_HINT)
         values, index, inverse, counts = unique(flat, return_index=True, return_inverse=True,
                                                 return_counts=True)
         return values, index, c.reshape(inverse, get_aval(x).shape), counts
@@ -739,7 +772,8 @@ def _unique_parts(x, size, fill_value):
     fill = red.min(s) if fill_value is None else fill_value
     values = uf.where(filled, ix.take(s, position, mode="clip"),
                       c.astype(_arr(fill), get_aval(s).dtype))
-    index = uf.where(filled, ix.take(perm, position, mode="clip"), 0)
+    index = ix.take(perm, position, mode="clip")
+    index = uf.where(filled, index, index[0])
     starts = uf.where(filled, position, n)
     ends = ix.concatenate([starts[1:], np.full(1, n, np.int32)])
     counts = uf.where(filled, uf.subtract(uf.minimum(ends, n), starts), 0)
@@ -832,7 +866,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     coef, resids, rank, s = linalg.lstsq(lhs, rhs, rcond)
     coef = c.transpose(uf.true_divide(c.transpose(coef), scale))
     if full:
-        return coef, resids, rank, s, asarray(rcond, get_aval(x).dtype)
+        return coef, resids, rank, s, asarray(float(rcond))
     if cov:
         base = linalg.inv(c.matmul(c.transpose(lhs), lhs))
         base = uf.true_divide(base, c.outer(scale, scale))
@@ -882,7 +916,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
         edges.append(e)
         shape.append(nb)
     total = int(np.prod(shape))
-    count_dtype = get_aval(x).dtype if weights is None else get_aval(_arr(weights)).dtype
+    count_dtype = _default_int() if weights is None else get_aval(_arr(weights)).dtype
     w = np.ones((), count_dtype) if weights is None else c.ravel(_arr(weights))
     w = uf.where(inside, w, np.zeros((), count_dtype))
     onehot = uf.equal(c.reshape(flat, (-1, 1)), np.arange(total, dtype=np.int32))
