@@ -132,6 +132,19 @@ VALUES = {
     "histogramdd": lambda m: m.histogramdd(X.T, bins=(2, 3, 2)),
     "histogramdd edges": lambda m: m.histogramdd(X.T[:, :2], bins=[np.array([-3, 0, 3.0]),
                                                                    np.array([-1, 1.0])]),
+    "gcd python ints": lambda m: m.gcd(12, 18), "lcm python ints": lambda m: m.lcm(4, 6),
+    "spacing python float": lambda m: m.spacing(1.0),
+    "frexp python float": lambda m: m.frexp(3.0),
+    "kaiser int beta": lambda m: m.kaiser(5, 2),
+    "insert python value": lambda m: m.insert(np.arange(3.0), 1, 5),
+    "partition uint8": lambda m: m.partition(np.array([3, 0, 2, 1], np.uint8), 1),
+    "choose python choices": lambda m: m.choose(np.array([0, 1]), [1, 2.0], mode="clip"),
+    "put_along_axis clip": lambda m: m.put_along_axis(np.zeros(3), np.array([5]), 1.0, 0,
+                                                      inplace=False, mode="clip"),
+    "histogram2d edges": lambda m: m.histogram2d(np.arange(4.0), np.arange(4.0),
+                                                 bins=np.array([0.0, 1, 3])),
+    "intersect1d assume_unique": lambda m: m.intersect1d(np.array([1, 3, 5]), np.array([5, 1]),
+                                                         assume_unique=True),
 }
 
 
@@ -190,6 +203,17 @@ def test_sized_forms_under_jit_match_jax():
             _assert_same(got[n], want[n])
         except AssertionError as e:
             raise AssertionError(f"{n}: {e}") from None
+
+
+def test_batched_under_jit_match_jax():
+    """vmap of the looping gcd, the sized unique_inverse and insert at traced indices."""
+    def fn(m):
+        return m.vmap(lambda a, b: (m.numpy.gcd(a, b), m.numpy.unique_inverse(a, size=3),
+                                    m.numpy.insert(a, b[:1] % 3, b[1:3])))
+    a, b = np.array([[4, 4, 9], [6, 2, 6]]), np.array([[6, 3, 12], [9, 4, 5]])
+    want = jax.jit(fn(jax))(a, b)
+    got = impl.jit(fn(impl))(a, b)
+    _assert_same(got, want)
 
 
 TRANSFORMED = {
