@@ -109,6 +109,8 @@ VALUES = {
     "sort_complex": lambda m: m.sort_complex(V),
     "sort_complex f32": lambda m: m.sort_complex(X32),
     "trim_zeros": lambda m: m.trim_zeros(np.array([0, 0, 3, 0, 2, 0])),
+    "trim_zeros polydiv": lambda m: m.polydiv(np.array([1.0, -3.0, 0.0, 4.0]), P,
+                                              trim_leading_zeros=True),
     "trim_zeros b": lambda m: m.trim_zeros(np.array([0, 0, 3, 0, 2, 0]), "b"),
     "trim_zeros all": lambda m: m.trim_zeros(np.zeros(3)),
     "bitwise_count": lambda m: m.bitwise_count(I),

@@ -512,11 +512,15 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
 
 def trim_zeros(filt, trim="fb"):
     """The 1-D (concrete) filt without its leading ('f') and/or trailing ('b') zeros."""
+    return _trimmed(filt, trim, "trim_zeros", lambda v: v == 0)
+
+
+def _trimmed(filt, trim, name, is_zero):
     x = _arr(filt)
-    v = _concrete_or_error(x, "trim_zeros")
+    v = _concrete_or_error(x, name)
     if v.ndim != 1:
-        raise ValueError(f"trim_zeros requires a 1-D input, got shape {v.shape}")
-    nz = np.flatnonzero(v)
+        raise ValueError(f"{name} requires a 1-D input, got shape {v.shape}")
+    nz = np.flatnonzero(~is_zero(v))
     trim = trim.lower()
     start = (nz[0] if nz.size else v.size) if "f" in trim else 0
     stop = (nz[-1] + 1 if nz.size else 0) if "b" in trim else v.size
@@ -816,9 +820,6 @@ def poly(seq_of_zeros):
 def polydiv(u, v, *, trim_leading_zeros=False):
     """Quotient and remainder of the polynomial division u / v (long division)."""
     from impl.numpy._polynomials import _inexact
-    if trim_leading_zeros:
-        raise NotImplementedError("polydiv: trim_leading_zeros=True is not supported by "
-                                  "impl")
     u, v = _inexact(u, v)
     m, n = get_aval(u).shape[0] - 1, get_aval(v).shape[0] - 1
     scale = uf.true_divide(1, v[0])
@@ -828,6 +829,9 @@ def polydiv(u, v, *, trim_leading_zeros=False):
         d = uf.multiply(scale, r[k])
         q = _set(q, k, d)
         r = ix._IndexUpdateRef(r, slice(k, k + n + 1)).add(uf.negative(uf.multiply(d, v)))
+    if trim_leading_zeros:      # entries below sqrt(eps) count as zero (cf. NumPy)
+        tol = np.sqrt(np.finfo(get_aval(r).dtype).eps)
+        r = _trimmed(r, "f", "polydiv", lambda v: np.abs(v) < tol)
     return q, r
 
 
