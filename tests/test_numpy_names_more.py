@@ -154,7 +154,7 @@ VALUES = {
 # are compared in a few jitted programs (one compilation each, not one per name).
 EAGER = sorted(n for n in VALUES if n.split()[0] in (
     "intersect1d", "setdiff1d", "setxor1d", "unique_inverse", "unique_all", "trim_zeros",
-    "compress", "place", "mask_indices") or n in ("choose", "ravel_multi_index"))
+    "compress", "mask_indices") or n in ("choose", "ravel_multi_index"))
 JITTED = sorted(set(VALUES) - set(EAGER))
 GROUPS = [JITTED[i::4] for i in range(4)]
 
@@ -194,6 +194,7 @@ SIZED = {
     "choose wrap": lambda m, a, b: m.choose(a[:5], [b, b * 10], mode="wrap"),
     "gcd": lambda m, a, b: m.gcd(a[:5] * 6, b),
     "put": lambda m, a, b: m.put(a, b[:2], -5, inplace=False),
+    "place traced mask": lambda m, a, b: m.place(a, a > 1, b[:3], inplace=False),
 }
 
 

@@ -192,19 +192,20 @@ def put(a, ind, v, mode=None, *, inplace=True):
 
 
 def place(arr, mask, vals, *, inplace=True):
-    """arr with the entries where the (concrete) mask holds replaced by vals in order,
-    repeating vals as needed."""
+    """arr with its entries where mask holds replaced by vals in order (repeating vals
+    as needed): the k-th selected entry takes vals[k % len(vals)], so mask may be traced."""
     _inplace_error("place", inplace)
     x = _arr(arr)
-    m = _concrete_or_error(_arr(mask), "place").astype(bool).ravel()
-    positions = np.flatnonzero(np.broadcast_to(m, (get_aval(x).size,)) if m.size == 1 else m)
-    v = c.ravel(_arr(vals))
-    if not positions.size:
-        return x
-    if get_aval(v).shape[0] == 0:
+    m = c.ravel(broadcast_to(c.astype(_arr(mask), bool), get_aval(x).shape))
+    v = c.ravel(c.astype(_arr(vals), get_aval(x).dtype))
+    nv = get_aval(v).shape[0]
+    if nv == 0:
+        if not isinstance(m, Tracer) and not np.asarray(m).any():
+            return x
         raise ValueError("Cannot place empty values into a non-empty selection")
-    v = ix.take(v, np.arange(positions.size) % get_aval(v).shape[0])
-    return c.reshape(_set(c.ravel(x), positions.astype(np.int32), v), get_aval(x).shape)
+    rank = uf.subtract(red.cumsum(c.astype(m, np.int32)), 1)
+    picked = ix.take(v, uf.remainder(uf.maximum(rank, 0), nv))
+    return c.reshape(uf.where(m, picked, c.ravel(x)), get_aval(x).shape)
 
 
 # ------------------------------------------------------------------ integer math
