@@ -30,6 +30,7 @@ from impl.numpy._scalar_types import *  # noqa: F401,F403,E402
 from impl.numpy._math import *  # noqa: F401,F403,E402
 from impl.numpy._manipulation import *  # noqa: F401,F403,E402
 from impl.numpy._polynomials import *  # noqa: F401,F403,E402
+from impl.numpy._more import *  # noqa: F401,F403,E402
 
 # Exported: the public names above that jax.numpy also has (nothing impl-only).
 import jax.numpy as _jax_numpy  # noqa: E402
