@@ -73,3 +73,13 @@ def test_like_constructors_keep_a_weak_prototype_weak(name, x, dtype):
 def test_eval_shape_reports_weak_types():
     want = jax.eval_shape(lambda v: v * 2.0, 1.0)
     assert impl.eval_shape(lambda v: v * 2.0, 1.0) == want and want.weak_type
+
+
+@pytest.mark.parametrize("fn", ["concatenate", "stack"])
+def test_joining_weak_arrays_stays_weak(fn):
+    """Joining weakly typed int and float arrays gives a weak float, as in JAX (r_ too)."""
+    def parts(m):
+        return [m.asarray(1)[None], m.asarray(2.5)[None]]
+    want, got = getattr(jjnp, fn)(parts(jjnp)), getattr(inp, fn)(parts(inp))
+    assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type) and want.weak_type
+    assert inp.r_[1, 2.5].weak_type == jjnp.r_[1, 2.5].weak_type

@@ -23,7 +23,7 @@ from impl.primitives import indexing as ix
 from impl.numpy._core import ones_like
 from impl.numpy._ufuncs import divide, negative, power
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
-                              canonicalize_axes, promote, result_dtype)
+                              canonicalize_axes, promote)
 
 __all__ = ["concatenate", "stack", "hstack", "vstack", "split", "pad", "take",
            "take_along_axis", "flip", "tile", "repeat"]
@@ -41,9 +41,8 @@ def _cast(x, dtype):
 
 
 def _promote_all(arrays):
-    arrays = [_arr(a) for a in arrays]
-    dtype, _ = result_dtype(*arrays)
-    return [_cast(a, dtype) for a in arrays]
+    """To the common dtype, weakly typed when every operand is (as JAX joins them)."""
+    return promote(*[_arr(a) for a in arrays])
 
 
 # ------------------------------------------------------------ join and split

@@ -474,7 +474,8 @@ def choose(a, choices, out=None, mode="raise"):
     else:
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
     which, *options = _broadcast_all(which, *options)
-    stacked = ix.stack(options, axis=0)
+    stacked = ix.stack(options, axis=0)   # strongly typed, as JAX's jnp.array(choices)
+    stacked = ew.convert_element_type(stacked, get_aval(stacked).dtype, weak_type=False)
     return ix.take_along_axis(stacked, c.expand_dims(which, 0), axis=0)[0]
 
 
