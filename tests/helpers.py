@@ -80,3 +80,15 @@ def assert_tree_close(got, want, dtype=None, *, tol, check_dtype=True, check_wea
         else:
             leaf_tol = tol.get(np.dtype(wd)) or tol[np.dtype(dtype or np.float64)]
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), **leaf_tol)
+
+
+def assert_same(a, b):
+    """Bit-for-bit equal values with equal shape, dtype and weak type."""
+    import jax.numpy as jnp
+    a, b = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        x, y = jnp.asarray(x), jnp.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype, (x.shape, x.dtype, y.shape, y.dtype)
+        assert x.weak_type == y.weak_type
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), strict=True)

@@ -27,23 +27,13 @@ import impl.random as ir
 from impl import lax as ilax
 from impl.interpreters import batching
 from impl.primitives import prng
+from helpers import assert_same
 
 jax.config.update("jax_enable_x64", True)
 
 F32, F64 = np.float32, np.float64
 FLOATS = [F32, F64]
 SEEDS = (0, 1701)
-
-
-def assert_same(a, b):
-    """Bit-for-bit equal values with equal shape, dtype and weak type."""
-    a, b = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        x, y = jnp.asarray(x), jnp.asarray(y)
-        assert x.shape == y.shape and x.dtype == y.dtype, (x.shape, x.dtype, y.shape, y.dtype)
-        assert x.weak_type == y.weak_type
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), strict=True)
 
 
 def keys_of(seed):

@@ -24,6 +24,7 @@ from impl.numpy import _ufuncs as uf
 from impl.numpy._arrays import searchsorted
 from impl.numpy._histogram import histogram_bin_edges
 from impl.numpy._math import copysign, left_shift, nextafter, right_shift
+from impl.numpy import _searching
 from impl.numpy._searching import _first_true_positions, isin, unique
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
                               promote)
@@ -54,15 +55,8 @@ def _static(value, what):
 
 def _concrete_or_error(x, name, hint=""):
     """The NumPy value of x; JAX's ConcretizationTypeError when x is traced."""
-    if isinstance(x, Tracer):
-        v = x.concrete_value()
-        if v is None:
-            raise core.ConcretizationTypeError(
-                f"Abstract tracer value encountered where concrete value is expected: "
-                f"traced array with shape {x.aval.str_short()}\nThe error arose in "
-                f"jnp.{name}(), whose result depends on this value{hint}.")
-        return np.asarray(v)
-    return np.asarray(x)
+    return _searching._concrete_or_error(
+        x, name, f"The error arose in jnp.{name}(), whose result depends on this value{hint}.")
 
 
 _RAISE_HINT = " (mode='raise' checks the values; use mode='wrap' or mode='clip' under jit)"

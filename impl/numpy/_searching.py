@@ -20,16 +20,17 @@ __all__ = ["where", "nonzero", "flatnonzero", "argwhere", "digitize",
            "unique", "unique_values", "unique_counts", "interp", "isin", "extract"]
 
 
-def _concrete_or_error(x, name):
-    """The NumPy value of `x`, or JAX's error when it is only known abstractly."""
+def _concrete_or_error(x, name, reason=None):
+    """The NumPy value of `x`, or JAX's error when it is only known abstractly (its
+    second line `reason`, by default that `name` needs a static size)."""
     if isinstance(x, Tracer):
         v = x.concrete_value()
         if v is None:
+            reason = reason or (f"The size argument of jnp.{name} must be statically "
+                                f"specified to use jnp.{name} within transformations.")
             raise core.ConcretizationTypeError(
                 f"Abstract tracer value encountered where concrete value is expected: "
-                f"traced array with shape {x.aval.str_short()}\nThe size argument of "
-                f"jnp.{name} must be statically specified to use jnp.{name} within "
-                "transformations.")
+                f"traced array with shape {x.aval.str_short()}\n{reason}")
         return np.asarray(v)
     return np.asarray(x)
 
