@@ -14,9 +14,14 @@ import numpy as np
 from .. import features
 from ..backends import LawSkipped
 from ._common import (all_argnums, assert_close, assert_dot_equal, check_conditioning, directions,
-                      evaluate, evaluate_compiled, fail, fd_jvp, require_finite, scalarize, stack)
+                      discard, evaluate, evaluate_compiled, fail, fd_jvp, require_finite, scalarize,
+                      stack)
 
 DEVICES = 8
+
+#: JAX 0.10 bug the shard_map law steps around on JAX (its vjp check only)
+SHARD_MAP_TRANSPOSE_BUG = ("the transpose of an untiled all_to_all whose split and concat axes "
+                           "differ has the wrong shape inside shard_map (vjp raises ValueError)")
 
 
 def require_devices():
@@ -105,6 +110,10 @@ def shard_map_matches_reference(backend, case):
     fd = fd_jvp(case.reference, (case.x,), (u,))
     assert_close(law, case, "jvp of shard_map vs finite differences of the reference", t, fd,
                  kind="reference")
+    if backend.module is jax and any(s.op == "all_to_all" and not s.kw["tiled"]
+                                     and s.kw["split"] != s.kw["concat"] for s in case.steps):
+        # values and jvp were checked; JAX's vjp raises (strict xfail in test_negative)
+        discard(f"known JAX bug: {SHARD_MAP_TRANSPOSE_BUG}")
     (c,) = directions((want.astype(case.x.dtype),), salt=71)
     (ct,) = evaluate_compiled(backend, lambda x, c: backend.vjp(f, x)[1](c), case.x, c)
     assert_dot_equal(law, case, "<vjp(c), u> vs <c, FD(u)>", ((ct,), (u,)), ((c,), (fd,)),
