@@ -92,3 +92,21 @@ def assert_same(a, b):
         assert x.shape == y.shape and x.dtype == y.dtype, (x.shape, x.dtype, y.shape, y.dtype)
         assert x.weak_type == y.weak_type
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), strict=True)
+
+
+def assert_each(check, got, want, what=""):
+    """`check(got[n], want[n])` for every name of the dict `want`, naming the entry
+    that fails (several cases compared from one compiled program)."""
+    for name in want:
+        try:
+            check(got[name], want[name])
+        except AssertionError as e:
+            raise AssertionError(f"{what}{name}: {e}") from None
+
+
+def keyed_draws(cases, R, dtype, names):
+    """One function drawing several `cases` (name -> fn(random module, key, dtype)),
+    each with its own key from one split, so one compilation covers them all."""
+    def draws(key):
+        return {n: cases[n](R, k, dtype) for n, k in zip(names, R.split(key, len(names)))}
+    return draws

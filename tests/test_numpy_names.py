@@ -13,6 +13,7 @@ import pytest
 import impl
 import impl.numpy as inp
 from _against_jax import check_transforms, rng_for
+from helpers import assert_each
 
 jax.config.update("jax_enable_x64", True)
 
@@ -212,11 +213,7 @@ def test_values_match_jax(first_half):
     names = GROUPS[first_half]
     expected = jax.jit(lambda: {n: VALUES[n](jnp) for n in names})()
     got = impl.jit(lambda: {n: VALUES[n](inp) for n in names})()
-    for n in names:
-        try:
-            _assert_same(got[n], expected[n])
-        except AssertionError as e:
-            raise AssertionError(f"{n}: {e}") from None
+    assert_each(_assert_same, got, expected)
 
 
 # ------------------------------------------------------------- under transformations

@@ -11,6 +11,7 @@ import pytest
 import impl
 import impl.numpy as inp
 from _against_jax import check_transforms, rng_for
+from helpers import assert_each
 
 jax.config.update("jax_enable_x64", True)
 
@@ -169,11 +170,7 @@ def test_values_dtypes_weak_types_match_jax(group):
     names = GROUPS[group]
     expected = jax.jit(lambda: {n: VALUES[n](jnp) for n in names})()
     got = impl.jit(lambda: {n: VALUES[n](inp) for n in names})()
-    for n in names:
-        try:
-            _assert_same(got[n], expected[n])
-        except AssertionError as e:
-            raise AssertionError(f"{n}: {e}") from None
+    assert_each(_assert_same, got, expected)
 
 
 # With static size=, the value-dependent functions trace.
@@ -201,11 +198,7 @@ SIZED = {
 def test_sized_forms_under_jit_match_jax():
     want = jax.jit(lambda a, b: {n: fn(jnp, a, b) for n, fn in SIZED.items()})(V, W)
     got = impl.jit(lambda a, b: {n: fn(inp, a, b) for n, fn in SIZED.items()})(V, W)
-    for n in SIZED:
-        try:
-            _assert_same(got[n], want[n])
-        except AssertionError as e:
-            raise AssertionError(f"{n}: {e}") from None
+    assert_each(_assert_same, got, want)
 
 
 def test_batched_under_jit_match_jax():

@@ -27,7 +27,7 @@ import impl.random as ir
 from impl import lax as ilax
 from impl.interpreters import batching
 from impl.primitives import prng
-from helpers import assert_same
+from helpers import assert_each, assert_same, keyed_draws
 
 jax.config.update("jax_enable_x64", True)
 
@@ -131,17 +131,11 @@ FLOAT64_CASES = ("uniform", "normal", "truncated_normal", "bernoulli_high", "gum
 
 def all_draws(R, dtype, names):
     """Several cases in one function, each with its own key (one split)."""
-    def draws(key):
-        return {n: CASES[n](R, k, dtype) for n, k in zip(names, R.split(key, len(names)))}
-    return draws
+    return keyed_draws(CASES, R, dtype, names)
 
 
 def assert_same_draws(got, want):
-    for name in want:
-        try:
-            assert_same(got[name], want[name])
-        except AssertionError as e:
-            raise AssertionError(f"case {name}: {e}") from None
+    assert_each(assert_same, got, want, what="case ")
 
 
 @pytest.mark.parametrize("dtype,names", [

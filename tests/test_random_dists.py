@@ -24,7 +24,7 @@ import impl
 import impl.random as ir
 from impl.interpreters import ad, batching
 from impl.primitives import prng
-from helpers import assert_same
+from helpers import assert_each, assert_same, keyed_draws
 
 jax.config.update("jax_enable_x64", True)
 
@@ -73,17 +73,12 @@ CASES = {
 
 
 def all_draws(R, dtype, names):
-    def draws(key):
-        return {n: CASES[n](R, k, dtype) for n, k in zip(names, R.split(key, len(names)))}
-    return draws
+    """Several cases in one function, each with its own key (one split)."""
+    return keyed_draws(CASES, R, dtype, names)
 
 
 def assert_same_draws(got, want):
-    for name in want:
-        try:
-            assert_same(got[name], want[name])
-        except AssertionError as e:
-            raise AssertionError(f"case {name}: {e}") from None
+    assert_each(assert_same, got, want, what="case ")
 
 
 # XLA spends ~1 s compiling each rejection loop (on each side), so the default run
