@@ -71,6 +71,23 @@ def _kind(info, key):
     return kind, unit
 
 
+def higher_is_better(kind, unit):
+    """True for a throughput: a ``track_`` benchmark whose unit is a rate
+    (``examples/s``).  Times, memory and tracked seconds or bytes are costs."""
+    return kind == "track" and unit.endswith("/s")
+
+
+def impl_over_jax(backends):
+    """{commit: impl/JAX} for the commits where both backends were measured."""
+    impl, jax = backends.get("impl", {}), backends.get("jax", {})
+    return {c: impl[c] / jax[c] for c in impl if jax.get(c)}
+
+
+def ordered_commits(dates, order):
+    """The measured commits oldest first: as on the branch, then by date."""
+    return sorted(dates, key=lambda c: (order.get(c, float("inf")), dates[c]))
+
+
 def collect(results_dir, machine, device):
     """{(benchmark, rest-params): {backend: {commit: value}}}, commit dates, kinds."""
     from asv import results as asv_results
@@ -199,20 +216,19 @@ def _draw_history(ax, entries, kind, unit, x_of, boundaries, colors):
                         label=f"{backend} {_tag(rest)}".strip())
 
 
-def _draw_ratio(ax, entries, kind, x_of, boundaries, colors):
+def _draw_ratio(ax, entries, kind, unit, x_of, boundaries, colors):
     """impl/JAX per commit (where both were measured) against the parity line."""
     from matplotlib.ticker import MaxNLocator
 
     tops = [1.0]
     for color, (rest, backends) in zip(itertools.cycle(colors), entries):
-        impl, jax = backends.get("impl", {}), backends.get("jax", {})
-        points = sorted((x_of[c], impl[c] / jax[c]) for c in impl if jax.get(c))
+        points = sorted((x_of[c], r) for c, r in impl_over_jax(backends).items())
         if points:
             ax.plot(*_broken_line(points, boundaries), "-o", color=color, ms=4,
                     label=_tag(rest) or "impl / jax")
             tops.extend(y for _, y in points)
     ax.axhline(1.0, color="0.3", lw=1.0, ls=":")
-    better = "higher is better" if kind == "track" else "lower is better"
+    better = "higher is better" if higher_is_better(kind, unit) else "lower is better"
     ax.set_ylabel(f"impl / JAX [ratio; {better}]")
     ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
     ax.set_ylim(bottom=0, top=max(tops) * 1.15)
@@ -266,7 +282,7 @@ def plot(series, dates, kinds, order, machine, device, outdir, environments=None
     panels = _panels(series)
     if not panels:
         raise SystemExit(f"no results with a backend parameter for {machine}/{device}")
-    commits = sorted(dates, key=lambda c: (order.get(c, float("inf")), dates[c]))
+    commits = ordered_commits(dates, order)
     x_of = {c: i for i, c in enumerate(commits)}
     changes = environment_changes(commits, environments or {})
     boundaries = [x for x, _ in changes]
@@ -282,7 +298,7 @@ def plot(series, dates, kinds, order, machine, device, outdir, environments=None
             if figure == "history":
                 _draw_history(ax, entries, kind, unit, x_of, boundaries, colors)
             else:
-                _draw_ratio(ax, entries, kind, x_of, boundaries, colors)
+                _draw_ratio(ax, entries, kind, unit, x_of, boundaries, colors)
             _mark_environment_changes(ax, boundaries)
             _commit_axis(ax, commits)
             ax.set_title(key.split(".", 1)[-1], fontsize=9)
