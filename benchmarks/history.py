@@ -106,13 +106,13 @@ def snapshot_suite(tmp, env, exclude):
     return dst
 
 
-def temp_config(tmp, suite_dir):
-    """asv.conf.json with absolute paths and the snapshot as benchmark_dir."""
+def temp_config(tmp, suite_dir, config):
+    """``config`` with absolute paths and the snapshot as benchmark_dir."""
     from asv.util import load_json
 
-    conf = load_json(os.path.join(ROOT, "asv.conf.json"), js_comments=True)
+    conf = load_json(config, js_comments=True)
     for key in ("results_dir", "html_dir", "env_dir"):
-        conf[key] = os.path.join(ROOT, conf[key])
+        conf[key] = os.path.join(os.path.dirname(os.path.abspath(config)), conf[key])
     conf["repo"] = ROOT
     conf["benchmark_dir"] = suite_dir
     path = os.path.join(tmp, "asv.conf.json")
@@ -212,7 +212,7 @@ def report_regressions(args, machines):
     """Print the standing impl/JAX regressions of ``machines``; how many."""
     from benchmarks import plot, regressions
 
-    conf, results_dir = plot.load_config(os.path.join(ROOT, "asv.conf.json"))
+    conf, results_dir = plot.load_config(args.config)
     order = plot.commit_order(ROOT, (conf.branches or ["main"])[0] or "HEAD")
     since = git("rev-parse", args.since) if args.since else None
     total = 0
@@ -227,10 +227,10 @@ def report_regressions(args, machines):
     return total
 
 
-def stored_machines():
+def stored_machines(config):
     from benchmarks import plot
 
-    _, results_dir = plot.load_config(os.path.join(ROOT, "asv.conf.json"))
+    _, results_dir = plot.load_config(config)
     return sorted(d for d in os.listdir(results_dir)
                   if os.path.isdir(os.path.join(results_dir, d)))
 
@@ -239,6 +239,8 @@ def main(argv=None):
     from benchmarks.regressions import DEFAULT_THRESHOLD
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default=os.path.join(ROOT, "asv.conf.json"),
+                        help="asv configuration: results directory and branch")
     parser.add_argument("--last", type=int, help="commits back from --branch (default 3)")
     parser.add_argument("--branch", help="default main")
     parser.add_argument("--commits", nargs="+", help="explicit commits (oldest first)")
@@ -270,7 +272,7 @@ def main(argv=None):
         unused = [name for name, value in given.items() if value]
         if unused:
             parser.error(f"--report-only runs nothing; {', '.join(unused)} would be ignored")
-        found = report_regressions(args, [args.machine] if args.machine else stored_machines())
+        found = report_regressions(args, [args.machine] if args.machine else stored_machines(args.config))
         return 1 if found and args.fail_on_regression else 0
 
     failed, machine = run_history(args)
@@ -290,10 +292,10 @@ def run_history(args):
         commits = git("rev-list", f"--max-count={last}", args.branch or "main").split()[::-1]
     from benchmarks import machine as machine_cmd
 
-    description = machine_cmd.ensure_registered(args.machine)
+    description = machine_cmd.ensure_registered(args.machine, args.config)
     machine = description["machine"]
     environment = machine_cmd.environment_info()
-    results_dir = machine_cmd.results_dir()
+    results_dir = machine_cmd.results_dir(args.config)
     extra = [a for a in args.asv_args if a != "--"]
 
     failed = []
@@ -305,7 +307,7 @@ def run_history(args):
                 print(f"== {git('log', '-1', '--format=%h %s', sha)}", flush=True)
                 env = dict(os.environ, ASV_PYTHONPATH=_commit_impl_path(tmp, sha, tree))
                 suite = snapshot_suite(os.path.join(tmp, "s-" + sha[:12]), env, args.exclude)
-                config = temp_config(os.path.dirname(os.path.dirname(suite)), suite)
+                config = temp_config(os.path.dirname(os.path.dirname(suite)), suite, args.config)
                 cmd = [asv_exe(), "run", "--config", config, "--python=same",
                        "--set-commit-hash", sha, "--machine", machine, *extra]
                 before = _read_json(os.path.join(results_dir, "benchmarks.json"))
@@ -317,8 +319,8 @@ def run_history(args):
             finally:
                 git("worktree", "remove", "--force", tree)
     if not args.no_plot:
-        subprocess.run([sys.executable, "-m", "benchmarks.plot", "--machine", machine,
-                        "--device", args.device], cwd=ROOT, check=True)
+        subprocess.run([sys.executable, "-m", "benchmarks.plot", "--config", args.config,
+                        "--machine", machine, "--device", args.device], cwd=ROOT, check=True)
     return failed, machine
 
 

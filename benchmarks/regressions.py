@@ -96,6 +96,9 @@ def find_regressions(series, kinds, commits, order=None, threshold=DEFAULT_THRES
 def stored_regressions(results_dir, machine, device, order, threshold=DEFAULT_THRESHOLD):
     """(regressions, commits) of one machine's stored results."""
     series, dates, kinds = plot.collect(results_dir, machine, device)
+    if not series:
+        raise SystemExit(f"no impl and JAX results for machine {machine}, device {device} "
+                         f"in {results_dir}")
     commits = plot.ordered_commits(dates, order)
     return find_regressions(series, kinds, commits, order, threshold), commits
 
