@@ -104,10 +104,10 @@ def stored_regressions(results_dir, machine, device, order, threshold=DEFAULT_TH
 
 
 def after_commit(regressions, commit, order):
-    """Only the steps that end after ``commit`` on the branch (a step whose
-    commits are not on the branch is kept)."""
+    """Only the steps that end after ``commit`` on the branch (a step ending
+    at a commit off the branch, measured after all of it, is kept)."""
     if commit not in order:
-        return list(regressions)
+        raise SystemExit(f"{commit[:8]} is not on the benchmarked branch")
     return [r for r in regressions if order.get(r.after, float("inf")) > order[commit]]
 
 

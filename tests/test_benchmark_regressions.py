@@ -116,3 +116,20 @@ def test_report_only_runs_nothing_and_refuses_run_options(tmp_path, capsys):
         assert exc.value.code == 2
     with pytest.raises(SystemExit, match="no impl and JAX results for machine other"):
         history.main(["--report-only", "--config", config, "--machine", "other"])
+
+
+def test_since_keeps_only_the_steps_after_a_commit(tmp_path):
+    config = _write_history(tmp_path, {"bench_x.Dispatch.time_call": STEP,
+                                       "bench_x.Tracing.time_trace": FLAT[:7] + [2.4]})
+    _, results_dir = plot.load_config(config)
+    order = {c: 10 * n for n, c in enumerate(COMMITS)}  # measured every tenth commit
+    found, _ = regressions.stored_regressions(results_dir, MACHINE, "cpu", order)
+    assert [(r.benchmark, r.after, r.commits_in_step) for r in found] == [
+        ("bench_x.Dispatch.time_call", COMMITS[4], 10),
+        ("bench_x.Tracing.time_trace", COMMITS[7], 10),
+    ]
+    newest = regressions.after_commit(found, COMMITS[6], order)
+    assert [r.benchmark for r in newest] == ["bench_x.Tracing.time_trace"]
+    assert regressions.after_commit(found, COMMITS[7], order) == []
+    with pytest.raises(SystemExit, match="not on the benchmarked branch"):
+        regressions.after_commit(found, "f" * 40, order)
