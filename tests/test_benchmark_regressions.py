@@ -2,7 +2,10 @@
 at its commit (and fails the command on request); machine drift that moves
 impl and JAX together, an improvement and a one-commit spike are not."""
 import json
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -20,7 +23,7 @@ BENCHMARKS = {
 COMMITS = [f"{i:x}" * 40 for i in range(1, 9)]  # 8 commits, oldest first
 
 
-def _write_history(tmp_path, ratios):
+def _write_history(tmp_path, ratios, commits=COMMITS):
     """An asv results folder for ``ratios``: {benchmark: [impl/JAX per commit]}.
 
     Each commit's machine runs faster or slower by a common factor (load
@@ -36,7 +39,7 @@ def _write_history(tmp_path, ratios):
         {**{name: {"name": name, "params": PARAMS, "param_names": ["backend", "device"],
                    "type": name.rsplit(".", 1)[1].split("_")[0], "unit": b["unit"],
                    "version": "v"} for name, b in BENCHMARKS.items()}, "version": 2}))
-    for n, commit in enumerate(COMMITS):
+    for n, commit in enumerate(commits):
         drift = rng.uniform(0.7, 1.6)
         data = {}
         for name, ratio in ratios.items():
@@ -133,3 +136,75 @@ def test_since_keeps_only_the_steps_after_a_commit(tmp_path):
     assert regressions.after_commit(found, COMMITS[7], order) == []
     with pytest.raises(SystemExit, match="not on the benchmarked branch"):
         regressions.after_commit(found, "f" * 40, order)
+
+
+def _git_repo(path, n):
+    """A repository with ``n`` empty commits on main; their hashes, oldest first."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(path), *args], check=True, text=True,
+                              capture_output=True).stdout.strip()
+
+    path.mkdir()
+    git("init", "-q", "-b", "main")
+    for i in range(n):
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+            "-m", f"c{i}")
+    return git("rev-list", "--reverse", "main").split()
+
+
+def test_the_steps_are_those_asv_publish_finds_in_the_ratio_as_a_track_benchmark(tmp_path):
+    """The ratio series written as a ``track_`` benchmark and run through
+    ``asv publish`` gives the same steps in its regressions.json."""
+    commits = _git_repo(tmp_path / "repo", 8)
+    stairs = [1.0, 1.0, 1.0, 1.4, 1.4, 1.4, 2.2, 2.2]
+    config = _write_history(tmp_path, {"bench_x.Dispatch.time_call": STEP,
+                                       "bench_x.Tracing.time_trace": stairs,
+                                       "bench_x.Laws.track_rate": FLAT}, commits)
+    _, results_dir = plot.load_config(config)
+    order = {c: n for n, c in enumerate(commits)}
+    found, _ = regressions.stored_regressions(results_dir, MACHINE, "cpu", order)
+    ours = {(r.benchmark, r.before, r.after) for r in found}
+    assert sorted((b, commits.index(a)) for b, _, a in ours) == [
+        ("bench_x.Dispatch.time_call", 4), ("bench_x.Tracing.time_trace", 3),
+        ("bench_x.Tracing.time_trace", 6)]
+
+    series, dates, kinds = plot.collect(results_dir, MACHINE, "cpu")
+    ratios = regressions.cost_ratio_series(series, kinds, commits)
+    tracked = tmp_path / "tracked"
+    (tracked / MACHINE).mkdir(parents=True)
+    (tracked / MACHINE / "machine.json").write_text(
+        (tmp_path / "results" / MACHINE / "machine.json").read_text())
+    names = {key: f"ratio.{key.replace('.', '_')}.track_ratio" for key, _ in ratios}
+    (tracked / "benchmarks.json").write_text(json.dumps(
+        {**{name: {"name": name, "params": [], "param_names": [], "type": "track",
+                   "unit": "ratio", "version": "v"} for name in names.values()},
+         "version": 2}))
+    for n, commit in enumerate(commits):
+        (tracked / MACHINE / f"{commit[:8]}-existing-py3.11.json").write_text(json.dumps(
+            {"commit_hash": commit, "env_name": "existing-py3.11", "date": 1000 * (n + 1),
+             "params": {"machine": MACHINE, "python": "3.11"}, "python": "3.11",
+             "requirements": {}, "env_vars": {}, "result_columns": ["result", "params",
+                                                                    "version"],
+             "results": {names[key]: [[ys[n]], [], "v"] for (key, _), (_, ys) in
+                         ratios.items()},
+             "durations": {}, "version": 2}))
+    conf = tmp_path / "publish.conf.json"
+    conf.write_text(json.dumps({
+        "version": 1, "project": "x", "repo": str(tmp_path / "repo"), "branches": ["main"],
+        "results_dir": str(tracked), "html_dir": str(tmp_path / "html"),
+        "regressions_thresholds": {".*": regressions.DEFAULT_THRESHOLD}}))
+    asv = os.path.join(os.path.dirname(sys.executable), "asv")
+    subprocess.run([asv, "publish", "--no-pull", "--config", str(conf)], check=True,
+                   capture_output=True)
+    published = json.loads((tmp_path / "html" / "regressions.json").read_text())
+    index = json.loads((tmp_path / "html" / "index.json").read_text())
+    to_hash = {int(rev): h for rev, h in index["revision_to_hash"].items()}
+    from_asv = set()
+    for name, _, _, _, _, _, jumps in published["regressions"]:
+        key = next(k for k, n in names.items() if n == name)
+        for before, after, _, _ in jumps:
+            # asv leaves out ``before`` when the step is a single commit
+            before = to_hash[before] if before is not None else commits[
+                commits.index(to_hash[after]) - 1]
+            from_asv.add((key, before, to_hash[after]))
+    assert from_asv == ours
