@@ -23,6 +23,15 @@ BENCHMARKS = {
 COMMITS = [f"{i:x}" * 40 for i in range(1, 9)]  # 8 commits, oldest first
 
 
+def _write_result(results_dir, commit, n, results):
+    """The asv result file of ``commit``, the n-th measured (dated in that order)."""
+    (results_dir / MACHINE / f"{commit[:8]}-existing-py3.11.json").write_text(json.dumps(
+        {"commit_hash": commit, "env_name": "existing-py3.11", "date": 1000 * (n + 1),
+         "params": {"machine": MACHINE, "python": "3.11"}, "python": "3.11",
+         "requirements": {}, "env_vars": {}, "result_columns": ["result", "params", "version"],
+         "results": results, "durations": {}, "version": 2}))
+
+
 def _write_history(tmp_path, ratios, commits=COMMITS):
     """An asv results folder for ``ratios``: {benchmark: [impl/JAX per commit]}.
 
@@ -49,12 +58,7 @@ def _write_history(tmp_path, ratios, commits=COMMITS):
             if BENCHMARKS[name]["unit"].endswith("/s"):  # a rate: cost is its inverse
                 jax, impl = base ** 2 / jax, base ** 2 / impl
             data[name] = [[impl, None, jax, None], PARAMS, "v"]
-        (results / MACHINE / f"{commit[:8]}-existing-py3.11.json").write_text(json.dumps(
-            {"commit_hash": commit, "env_name": "existing-py3.11", "date": 1000 * (n + 1),
-             "params": {"machine": MACHINE, "python": "3.11"}, "python": "3.11",
-             "requirements": {}, "env_vars": {}, "result_columns": ["result", "params",
-                                                                    "version"],
-             "results": data, "durations": {}, "version": 2}))
+        _write_result(results, commit, n, data)
     config = tmp_path / "asv.conf.json"
     config.write_text(json.dumps({"version": 1, "repo": ".", "results_dir": "results",
                                   "branches": ["main"]}))
@@ -180,14 +184,8 @@ def test_the_steps_are_those_asv_publish_finds_in_the_ratio_as_a_track_benchmark
                    "unit": "ratio", "version": "v"} for name in names.values()},
          "version": 2}))
     for n, commit in enumerate(commits):
-        (tracked / MACHINE / f"{commit[:8]}-existing-py3.11.json").write_text(json.dumps(
-            {"commit_hash": commit, "env_name": "existing-py3.11", "date": 1000 * (n + 1),
-             "params": {"machine": MACHINE, "python": "3.11"}, "python": "3.11",
-             "requirements": {}, "env_vars": {}, "result_columns": ["result", "params",
-                                                                    "version"],
-             "results": {names[key]: [[ys[n]], [], "v"] for (key, _), (_, ys) in
-                         ratios.items()},
-             "durations": {}, "version": 2}))
+        _write_result(tracked, commit, n, {names[key]: [[ys[n]], [], "v"]
+                                           for (key, _), (_, ys) in ratios.items()})
     conf = tmp_path / "publish.conf.json"
     conf.write_text(json.dumps({
         "version": 1, "project": "x", "repo": str(tmp_path / "repo"), "branches": ["main"],
