@@ -43,8 +43,9 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks.plot import ENVIRONMENTS, read_environment_rows, read_environments
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENVIRONMENTS = "environments.jsonl"
 
 
 def git(*args):
@@ -145,20 +146,6 @@ def _read_json(path):
             return json.load(fh)
     except OSError:
         return {}
-
-
-def read_environment_rows(path):
-    try:
-        with open(path) as fh:
-            return [json.loads(line) for line in fh if line.strip()]
-    except OSError:
-        return []
-
-
-def read_environments(results_dir, machine):
-    """{commit: environment} recorded for ``machine`` (newest record wins)."""
-    rows = read_environment_rows(os.path.join(results_dir, machine, ENVIRONMENTS))
-    return {r["commit"]: r for r in rows}
 
 
 def normalize_result(path, description, environment):

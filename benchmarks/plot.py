@@ -27,6 +27,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: per machine, beside asv's results: one JSON line per (commit, environment)
+ENVIRONMENTS = "environments.jsonl"
 
 #: environment fields whose change marks a break in the plotted series
 ENV_FIELDS = ("python", "jax", "jaxlib", "numpy", "kernel", "devices")
@@ -61,6 +63,21 @@ def _benchmarks_json(results_dir):
             return json.load(fh)
     except OSError:
         return {}
+
+
+def read_environment_rows(path):
+    """The rows of an environments.jsonl file (none if it is absent)."""
+    try:
+        with open(path) as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+    except OSError:
+        return []
+
+
+def read_environments(results_dir, machine):
+    """{commit: environment} recorded for ``machine`` (newest record wins)."""
+    rows = read_environment_rows(os.path.join(results_dir, machine, ENVIRONMENTS))
+    return {r["commit"]: r for r in rows}
 
 
 def _kind(info, key):
@@ -322,8 +339,6 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--outdir", default=os.path.join(ROOT, "reports"))
     args = parser.parse_args(argv)
-
-    from benchmarks.history import read_environments
 
     conf, results_dir = load_config(args.config)
     machines = args.machine or sorted(
