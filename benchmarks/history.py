@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks import plot
 from benchmarks.plot import ENVIRONMENTS, read_environment_rows, read_environments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -197,7 +198,7 @@ def normalize_new_results(results_dir, machine, description, environment):
 
 def report_regressions(args, machines):
     """Print the standing impl/JAX regressions of ``machines``; how many."""
-    from benchmarks import plot, regressions
+    from benchmarks import regressions
 
     conf, results_dir = plot.load_config(args.config)
     order = plot.commit_order(ROOT, (conf.branches or ["main"])[0] or "HEAD")
@@ -215,8 +216,6 @@ def report_regressions(args, machines):
 
 
 def stored_machines(config):
-    from benchmarks import plot
-
     _, results_dir = plot.load_config(config)
     return sorted(d for d in os.listdir(results_dir)
                   if os.path.isdir(os.path.join(results_dir, d)))
@@ -259,7 +258,8 @@ def main(argv=None):
         unused = [name for name, value in given.items() if value]
         if unused:
             parser.error(f"--report-only runs nothing; {', '.join(unused)} would be ignored")
-        found = report_regressions(args, [args.machine] if args.machine else stored_machines(args.config))
+        machines = [args.machine] if args.machine else stored_machines(args.config)
+        found = report_regressions(args, machines)
         return 1 if found and args.fail_on_regression else 0
 
     failed, machine = run_history(args)

@@ -44,7 +44,7 @@ class Regression:
     measure: str  # "impl/JAX" or "JAX/impl": the cost ratio, higher is worse
     before: str  # last commit at the lower level
     after: str  # first commit at the higher level
-    commits_in_step: object  # commits on the branch after ``before`` up to ``after``, or None
+    commits_in_step: int | None  # commits on the branch after ``before`` up to ``after``
     level_before: float
     level_after: float  # the lowest level from ``after`` on
     series: tuple  # ((commit, ratio), ...) oldest first
