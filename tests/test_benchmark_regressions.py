@@ -206,3 +206,15 @@ def test_the_steps_are_those_asv_publish_finds_in_the_ratio_as_a_track_benchmark
                 commits.index(to_hash[after]) - 1]
             from_asv.add((key, before, to_hash[after]))
     assert from_asv == ours
+
+
+def test_a_history_run_ends_with_the_report(tmp_path, capsys, monkeypatch):
+    config = _write_history(tmp_path, {"bench_x.Dispatch.time_call": STEP})
+    ran = []
+    monkeypatch.setattr(history, "run_history",
+                        lambda args: ran.append(args.commits) or ([], MACHINE))
+    rc = history.main(["--config", config, "--commits", "HEAD", "--fail-on-regression"])
+    out = capsys.readouterr().out
+    assert ran == [["HEAD"]] and rc == 1
+    assert out.splitlines()[1].startswith("  bench_x.Dispatch.time_call: impl/JAX")
+    assert history.main(["--config", config, "--commits", "HEAD"]) == 0
