@@ -144,6 +144,7 @@ def test_since_keeps_only_the_steps_after_a_commit(tmp_path):
 
 def _git_repo(path, n):
     """A repository with ``n`` empty commits on main; their hashes, oldest first."""
+
     def git(*args):
         return subprocess.run(["git", "-C", str(path), *args], check=True, text=True,
                               capture_output=True).stdout.strip()
@@ -151,8 +152,8 @@ def _git_repo(path, n):
     path.mkdir()
     git("init", "-q", "-b", "main")
     for i in range(n):
-        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
-            "-m", f"c{i}")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false",
+            "commit", "-q", "--allow-empty", "-m", f"c{i}")
     return git("rev-list", "--reverse", "main").split()
 
 
