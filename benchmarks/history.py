@@ -3,6 +3,13 @@
     python -m benchmarks.history --last 3            # run, then plot
     python -m benchmarks.history --commits HEAD      # just the checked-out commit
     python -m benchmarks.history --last 5 -- -b Dispatch   # extra asv args
+    python -m benchmarks.history --report-only       # stored results only: regressions
+    python -m benchmarks.history --commits HEAD --fail-on-regression   # for CI
+
+Every run ends with the benchmarks whose impl/JAX ratio rose by more than
+``--threshold`` in a step that still stands at the newest commit, found by
+asv's step detection on the ratio series (``benchmarks.regressions``), with
+the commits of the step; ``--fail-on-regression`` then exits non-zero.
 
 For each commit (oldest first) a detached ``git worktree`` is made under a
 temporary directory, the suite is snapshotted (modules asv cannot discover
@@ -36,8 +43,10 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks import plot
+from benchmarks.plot import ENVIRONMENTS, read_environment_rows, read_environments
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENVIRONMENTS = "environments.jsonl"
 
 
 def git(*args):
@@ -99,13 +108,13 @@ def snapshot_suite(tmp, env, exclude):
     return dst
 
 
-def temp_config(tmp, suite_dir):
-    """asv.conf.json with absolute paths and the snapshot as benchmark_dir."""
+def temp_config(tmp, suite_dir, config):
+    """``config`` with absolute paths and the snapshot as benchmark_dir."""
     from asv.util import load_json
 
-    conf = load_json(os.path.join(ROOT, "asv.conf.json"), js_comments=True)
+    conf = load_json(config, js_comments=True)
     for key in ("results_dir", "html_dir", "env_dir"):
-        conf[key] = os.path.join(ROOT, conf[key])
+        conf[key] = os.path.join(os.path.dirname(os.path.abspath(config)), conf[key])
     conf["repo"] = ROOT
     conf["benchmark_dir"] = suite_dir
     path = os.path.join(tmp, "asv.conf.json")
@@ -138,20 +147,6 @@ def _read_json(path):
             return json.load(fh)
     except OSError:
         return {}
-
-
-def read_environment_rows(path):
-    try:
-        with open(path) as fh:
-            return [json.loads(line) for line in fh if line.strip()]
-    except OSError:
-        return []
-
-
-def read_environments(results_dir, machine):
-    """{commit: environment} recorded for ``machine`` (newest record wins)."""
-    rows = read_environment_rows(os.path.join(results_dir, machine, ENVIRONMENTS))
-    return {r["commit"]: r for r in rows}
 
 
 def normalize_result(path, description, environment):
@@ -201,28 +196,93 @@ def normalize_new_results(results_dir, machine, description, environment):
     return out
 
 
+def report_regressions(args, machines):
+    """Print the standing impl/JAX regressions of ``machines``; how many."""
+    from benchmarks import regressions
+
+    conf, results_dir = plot.load_config(args.config)
+    order = plot.commit_order(ROOT, (conf.branches or ["main"])[0] or "HEAD")
+    since = git("rev-parse", args.since) if args.since else None
+    total = 0
+    for machine in machines:
+        found, commits = regressions.stored_regressions(results_dir, machine, args.device,
+                                                        order, args.threshold)
+        if since:
+            found = regressions.after_commit(found, since, order)
+        found = regressions.annotate(found, ROOT, read_environments(results_dir, machine))
+        print(regressions.format_report(found, machine, args.device, commits, args.threshold))
+        total += len(found)
+    return total
+
+
+def stored_machines(config):
+    _, results_dir = plot.load_config(config)
+    return sorted(d for d in os.listdir(results_dir)
+                  if os.path.isdir(os.path.join(results_dir, d)))
+
+
 def main(argv=None):
+    from benchmarks.regressions import DEFAULT_THRESHOLD
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--last", type=int, default=3, help="commits back from --branch")
-    parser.add_argument("--branch", default="main")
+    parser.add_argument("--config", default=os.path.join(ROOT, "asv.conf.json"),
+                        help="asv configuration: results directory and branch")
+    parser.add_argument("--last", type=int, help="commits back from --branch (default 3)")
+    parser.add_argument("--branch", help="default main")
     parser.add_argument("--commits", nargs="+", help="explicit commits (oldest first)")
-    parser.add_argument("--machine", help="asv machine name (default: benchmarks.machine)")
+    parser.add_argument("--machine", help="asv machine name (default: benchmarks.machine; "
+                        "with --report-only: every machine with stored results)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"],
+                        help="device whose parameters are plotted and checked")
     parser.add_argument("--no-plot", action="store_true", help="skip benchmarks.plot")
     parser.add_argument("--exclude", action="append", default=[],
                         help="benchmark module to leave out, e.g. bench_strategies")
+    parser.add_argument("--report-only", "--regressions", action="store_true",
+                        help="run nothing: report regressions from the stored results")
+    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                        help="smallest relative rise of an impl/JAX ratio reported "
+                        f"(default {DEFAULT_THRESHOLD})")
+    parser.add_argument("--since", metavar="COMMIT",
+                        help="report only steps that end after COMMIT on the branch")
+    parser.add_argument("--fail-on-regression", action="store_true",
+                        help="exit non-zero when a regression is reported")
     parser.add_argument("asv_args", nargs=argparse.REMAINDER, help="after --: passed to asv run")
     args = parser.parse_args(argv)
+    if args.threshold < 0:
+        parser.error("--threshold must be >= 0 (a fraction of the ratio before the step)")
 
+    if args.report_only:
+        given = {"--last": args.last is not None, "--branch": args.branch,
+                 "--commits": args.commits, "--exclude": args.exclude,
+                 "--no-plot": args.no_plot, "asv arguments": args.asv_args}
+        unused = [name for name, value in given.items() if value]
+        if unused:
+            parser.error(f"--report-only runs nothing; {', '.join(unused)} would be ignored")
+        machines = [args.machine] if args.machine else stored_machines(args.config)
+        found = report_regressions(args, machines)
+        return 1 if found and args.fail_on_regression else 0
+
+    failed, machine = run_history(args)
+    found = report_regressions(args, [machine])
+    if failed:
+        print(f"asv reported failing benchmarks at: {' '.join(c[:8] for c in failed)}")
+    return 1 if failed or (found and args.fail_on_regression) else 0
+
+
+def run_history(args):
+    """asv run per commit, results normalized, then the plots; returns the
+    commits where asv reported failures and the machine name."""
     if args.commits:
         commits = [git("rev-parse", c) for c in args.commits]
     else:
-        commits = git("rev-list", f"--max-count={args.last}", args.branch).split()[::-1]
+        last = 3 if args.last is None else args.last
+        commits = git("rev-list", f"--max-count={last}", args.branch or "main").split()[::-1]
     from benchmarks import machine as machine_cmd
 
-    description = machine_cmd.ensure_registered(args.machine)
+    description = machine_cmd.ensure_registered(args.machine, args.config)
     machine = description["machine"]
     environment = machine_cmd.environment_info()
-    results_dir = machine_cmd.results_dir()
+    results_dir = machine_cmd.results_dir(args.config)
     extra = [a for a in args.asv_args if a != "--"]
 
     failed = []
@@ -234,7 +294,7 @@ def main(argv=None):
                 print(f"== {git('log', '-1', '--format=%h %s', sha)}", flush=True)
                 env = dict(os.environ, ASV_PYTHONPATH=_commit_impl_path(tmp, sha, tree))
                 suite = snapshot_suite(os.path.join(tmp, "s-" + sha[:12]), env, args.exclude)
-                config = temp_config(os.path.dirname(os.path.dirname(suite)), suite)
+                config = temp_config(os.path.dirname(os.path.dirname(suite)), suite, args.config)
                 cmd = [asv_exe(), "run", "--config", config, "--python=same",
                        "--set-commit-hash", sha, "--machine", machine, *extra]
                 before = _read_json(os.path.join(results_dir, "benchmarks.json"))
@@ -246,11 +306,9 @@ def main(argv=None):
             finally:
                 git("worktree", "remove", "--force", tree)
     if not args.no_plot:
-        subprocess.run([sys.executable, "-m", "benchmarks.plot", "--machine", machine],
-                       cwd=ROOT, check=True)
-    if failed:
-        print(f"asv reported failing benchmarks at: {' '.join(c[:8] for c in failed)}")
-    return 1 if failed else 0
+        subprocess.run([sys.executable, "-m", "benchmarks.plot", "--config", args.config,
+                        "--machine", machine, "--device", args.device], cwd=ROOT, check=True)
+    return failed, machine
 
 
 if __name__ == "__main__":

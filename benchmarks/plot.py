@@ -27,6 +27,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: per machine, beside asv's results: one JSON line per (commit, environment)
+ENVIRONMENTS = "environments.jsonl"
 
 #: environment fields whose change marks a break in the plotted series
 ENV_FIELDS = ("python", "jax", "jaxlib", "numpy", "kernel", "devices")
@@ -63,12 +65,44 @@ def _benchmarks_json(results_dir):
         return {}
 
 
+def read_environment_rows(path):
+    """The rows of an environments.jsonl file (none if it is absent)."""
+    try:
+        with open(path) as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+    except OSError:
+        return []
+
+
+def read_environments(results_dir, machine):
+    """{commit: environment} recorded for ``machine`` (newest record wins)."""
+    rows = read_environment_rows(os.path.join(results_dir, machine, ENVIRONMENTS))
+    return {r["commit"]: r for r in rows}
+
+
 def _kind(info, key):
     """(kind, unit) of a benchmark from its method's prefix: time/seconds,
     peakmem/bytes, track/<its declared unit>."""
     kind = key.rsplit(".", 1)[-1].split("_", 1)[0]
     unit = info.get("unit") or {"time": "seconds", "peakmem": "bytes"}.get(kind, "")
     return kind, unit
+
+
+def higher_is_better(kind, unit):
+    """True for a throughput: a ``track_`` benchmark whose unit is a rate
+    (``examples/s``).  Times, memory and tracked seconds or bytes are costs."""
+    return kind == "track" and unit.endswith("/s")
+
+
+def impl_over_jax(backends):
+    """{commit: impl/JAX} for the commits where both backends were measured."""
+    impl, jax = backends.get("impl", {}), backends.get("jax", {})
+    return {c: impl[c] / jax[c] for c in impl if jax.get(c)}
+
+
+def ordered_commits(dates, order):
+    """The measured commits oldest first: as on the branch, then by date."""
+    return sorted(dates, key=lambda c: (order.get(c, float("inf")), dates[c]))
 
 
 def collect(results_dir, machine, device):
@@ -199,20 +233,19 @@ def _draw_history(ax, entries, kind, unit, x_of, boundaries, colors):
                         label=f"{backend} {_tag(rest)}".strip())
 
 
-def _draw_ratio(ax, entries, kind, x_of, boundaries, colors):
+def _draw_ratio(ax, entries, kind, unit, x_of, boundaries, colors):
     """impl/JAX per commit (where both were measured) against the parity line."""
     from matplotlib.ticker import MaxNLocator
 
     tops = [1.0]
     for color, (rest, backends) in zip(itertools.cycle(colors), entries):
-        impl, jax = backends.get("impl", {}), backends.get("jax", {})
-        points = sorted((x_of[c], impl[c] / jax[c]) for c in impl if jax.get(c))
+        points = sorted((x_of[c], r) for c, r in impl_over_jax(backends).items())
         if points:
             ax.plot(*_broken_line(points, boundaries), "-o", color=color, ms=4,
                     label=_tag(rest) or "impl / jax")
             tops.extend(y for _, y in points)
     ax.axhline(1.0, color="0.3", lw=1.0, ls=":")
-    better = "higher is better" if kind == "track" else "lower is better"
+    better = "higher is better" if higher_is_better(kind, unit) else "lower is better"
     ax.set_ylabel(f"impl / JAX [ratio; {better}]")
     ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
     ax.set_ylim(bottom=0, top=max(tops) * 1.15)
@@ -266,7 +299,7 @@ def plot(series, dates, kinds, order, machine, device, outdir, environments=None
     panels = _panels(series)
     if not panels:
         raise SystemExit(f"no results with a backend parameter for {machine}/{device}")
-    commits = sorted(dates, key=lambda c: (order.get(c, float("inf")), dates[c]))
+    commits = ordered_commits(dates, order)
     x_of = {c: i for i, c in enumerate(commits)}
     changes = environment_changes(commits, environments or {})
     boundaries = [x for x, _ in changes]
@@ -282,7 +315,7 @@ def plot(series, dates, kinds, order, machine, device, outdir, environments=None
             if figure == "history":
                 _draw_history(ax, entries, kind, unit, x_of, boundaries, colors)
             else:
-                _draw_ratio(ax, entries, kind, x_of, boundaries, colors)
+                _draw_ratio(ax, entries, kind, unit, x_of, boundaries, colors)
             _mark_environment_changes(ax, boundaries)
             _commit_axis(ax, commits)
             ax.set_title(key.split(".", 1)[-1], fontsize=9)
@@ -306,8 +339,6 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--outdir", default=os.path.join(ROOT, "reports"))
     args = parser.parse_args(argv)
-
-    from benchmarks.history import read_environments
 
     conf, results_dir = load_config(args.config)
     machines = args.machine or sorted(

@@ -46,7 +46,7 @@ def test_two_venvs_and_kernels_give_one_series(tmp_path):
     assert "/" not in json.dumps(datas[0]["params"]) and datas[0]["params"]["os"] == "Linux"
     assert sorted(p.name for p in machine_dir.iterdir()) == [
         "aaaaaaaa-existing-py3.11.json", "bbbbbbbb-existing-py3.11.json", "environments.jsonl"]
-    envs = history.read_environments(str(tmp_path), "box-cpu")
+    envs = plot.read_environments(str(tmp_path), "box-cpu")
     assert set(envs) == {"a" * 40, "b" * 40}
     graph = pytest.importorskip("asv.graph")
     files = {graph.Graph.get_file_path({**d["params"], "branch": "main"}, "bench.t")
@@ -66,7 +66,7 @@ def test_a_partial_rerun_merges_into_the_commits_results(tmp_path):
                                           _environment("/w/bin/python", "k2"))
     results = json.loads(open(path).read())["results"]
     assert results == {"bench.a": [1.0, [], "v"], "bench.b": [3.0, [], "v"]}
-    assert history.read_environments(str(tmp_path), "box-cpu")["c" * 40]["kernel"] == "k2"
+    assert plot.read_environments(str(tmp_path), "box-cpu")["c" * 40]["kernel"] == "k2"
 
 
 def test_plots_break_the_lines_where_the_environment_changed():
