@@ -271,7 +271,7 @@ LAWS = [
     Law(sharding.spmd_axis_name_places_batch_axis, lambda: cases.shardings(kinds=("spmd",)),
         reaches=("batching",), devices=sharding.DEVICES,
         negatives=(Breaks("spmd_axis_name_ignored"),)),
-    Law(sharding.shard_map_matches_reference, lambda: cases.shard_maps(), reaches=REV,
+    Law(sharding.shard_map_matches_reference, lambda: cases.shard_maps(), reaches=BATCH,
         references=BATCH, needs=("shard_map",), devices=sharding.DEVICES,
         negatives=(Breaks("collectives_wrong"),), jax_bugs=(SHARD_MAP_ALL_TO_ALL_TRANSPOSE,)),
     # the backend agrees with JAX (skipped when the backend is JAX)

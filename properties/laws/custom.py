@@ -1,4 +1,4 @@
-"""Laws of user-defined derivative rules (issue item 7).
+"""Laws of user-defined derivative rules.
 
 The cases are F(w, x) = h(w*x) + w with a rule for h' that is either the
 true derivative or deliberately not (see cases.CustomCase).  Transformations
