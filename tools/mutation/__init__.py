@@ -31,7 +31,6 @@ import os
 import pkgutil
 import random
 import signal
-import sys
 import time
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
