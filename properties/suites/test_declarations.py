@@ -66,8 +66,12 @@ def test_each_topic_has_a_file_holding_the_tests_of_its_laws_only():
         if not any(law.devices == 1 for law in LAWS if law.topic == topic):
             continue
         module = importlib.import_module(f"properties.suites.{path.stem}")
-        tests = {name for name in vars(module) if name.startswith("test_")}
-        assert tests == {f"test_{law.name}" for law in LAWS if law.topic == topic}, topic
+        tests = {name: fn for name, fn in vars(module).items() if name.startswith("test_")}
+        assert set(tests) == {f"test_{law.name}" for law in LAWS if law.topic == topic}, topic
+        # @given on the test itself, so hypothesis' pytest options work on it
+        assert all(is_hypothesis_test(fn) for fn in tests.values())
+    # the 8-device laws run together in one subprocess
+    assert "run_in_subprocess" in (SUITES / "test_sharding_laws.py").read_text()
 
 
 def test_docs_show_the_declared_laws():

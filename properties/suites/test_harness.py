@@ -8,13 +8,13 @@ import sys
 import types
 
 import pytest
-from hypothesis import HealthCheck, Phase, is_hypothesis_test, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from properties import profiles, tolerances
 from properties.backends import Backend, LawSkipped, load_backend
 from properties.broken import broken
-from properties.laws import LAWS, Law, discard, get
+from properties.laws import Law, discard, get
 from properties.report import build, law_row, render_markdown, terminal_table
 from properties.runner import RECORDS, run_law
 
@@ -107,21 +107,6 @@ def test_a_law_test_that_never_ran_is_still_a_row():
     row = law_row("s/test_jit_laws.py::test_jit_matches_eager", None, "failed", "fixture error")
     assert row["law"] == "jit_matches_eager" and row["topic"] == "jit" and row["examples"] == 0
     assert row["reason"] == "fixture error"
-
-
-def test_every_law_has_one_hypothesis_test_in_the_suites():
-    tests = {}
-    for path in sorted(SUITES.glob("test_*_laws.py")):
-        module = importlib.import_module(f"properties.suites.{path.stem}")
-        for name, fn in vars(module).items():
-            marker = [m for m in getattr(fn, "pytestmark", []) if m.name == "law"]
-            if name.startswith("test_") and marker:
-                assert is_hypothesis_test(fn), f"{name}: @given must be on the test itself"
-                assert marker[0].args[0] not in tests, f"two tests of {marker[0].args[0]}"
-                tests[marker[0].args[0]] = name
-    # 8-device laws run together in one subprocess (test_sharding_laws.py)
-    assert set(tests) == {law.name for law in LAWS if law.devices == 1}
-    assert "run_in_subprocess" in (SUITES / "test_sharding_laws.py").read_text()
 
 
 def test_law_tests_take_the_selected_profile():
