@@ -36,17 +36,18 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 
 from properties import multidevice
+from properties.laws import TABLES
 
 from .ledger import EQUIVALENT, OPEN_GAPS
 
 #: factor of the "scale" operators: big enough to be seen in float32
 SCALE = 1.5
-TABLES = ("jvp", "transpose", "batching")
 #: focused examples each law gets per mutant, at least (quick's are sized for the
 #: whole suite's time budget, not for one primitive's)
 MIN_EXAMPLES = 10
 #: ... and the laws that check a table against an independent reference get this many times more
 INDEPENDENT_FACTOR = 3
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -66,7 +67,7 @@ class Mutant:
 def _tables():
     from properties.primitives import rule_tables
     tables = rule_tables()
-    return {"jvp": tables["jvp"], "transpose": tables["transpose"], "batching": tables["batching"]}
+    return {name: tables[name] for name in TABLES}
 
 
 def families():
