@@ -133,3 +133,11 @@ def test_a_toy_law_declared_once_runs_and_is_caught(toy_declared):
     # ... and it is listed
     assert "`toy_jit_matches_eager`" in listing.markdown()
     assert any(line.startswith("toy_jit_matches_eager ") for line in listing.text())
+
+
+def test_cli_list_prints_the_declarations(capsys):
+    cli = importlib.import_module("properties.__main__")
+    assert cli.main(["--list"]) == 0
+    assert capsys.readouterr().out.splitlines() == listing.text()
+    assert cli.main(["--list", "--markdown"]) == 0
+    assert capsys.readouterr().out.rstrip("\n") == listing.markdown()
