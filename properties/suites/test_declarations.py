@@ -1,6 +1,7 @@
 """The law declarations (properties.laws.LAWS): each is complete, the pages show them, and
 a law declared once -- a toy law here -- gets its test and its negative test."""
 import importlib
+import inspect
 import pathlib
 
 import pytest
@@ -25,6 +26,9 @@ def problems(law):
     out = []
     if importlib.import_module(law.fn.__module__).__dict__.get(law.name) is not law.fn:
         out.append(f"{law.name} is not the function of that name in {law.fn.__module__}")
+    # the negative tests require the law's failures to name it: a rename must reach them
+    if f'"{law.name}"' not in inspect.getsource(law.fn):
+        out.append(f"{law.name}'s own code never names it: its failure messages would not")
     if not isinstance(law.cases(), SearchStrategy):
         out.append("cases() is not a hypothesis strategy")
     if not law.negatives:
