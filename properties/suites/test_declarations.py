@@ -56,6 +56,9 @@ def problems(law):
     out += [f"jax_bugs: {b!r} is not a JaxBug" for b in law.jax_bugs if not isinstance(b, JaxBug)]
     if law.devices < 1:
         out.append("devices < 1")
+    if law.devices > 1 and any(n.tier != CI or not isinstance(n, Breaks) for n in law.negatives):
+        out.append("the 8-device laws' negative tests are Breaks run together in CI "
+                   "(test_device_laws_catch_broken_backends): declare them tier=CI")
     return out
 
 
