@@ -16,13 +16,14 @@ from properties.broken import broken, find_counterexample
 from properties.laws import LAWS, NIGHTLY, Breaks, BrokenRule, CaseFiltered, get
 
 
-def _param(law, negative, *values):
+def _param(law, negative, test_id):
+    """The test of one negative declaration, marked slow when its tier is nightly."""
     marks = [pytest.mark.slow] if negative.tier == NIGHTLY else []
-    return pytest.param(law.name, negative, *values, marks=marks, id=f"{law.name}-{negative.id}")
+    return pytest.param(law.name, negative, marks=marks, id=test_id)
 
 
 def backend_breaks():
-    """(law name, Breaks) of every law that runs in this process (the 8-device laws'
+    """(Law, Breaks) of every law that runs in this process (the 8-device laws'
     are checked together in a subprocess: test_device_laws_catch_broken_backends)."""
     return [(law, n) for law in LAWS if law.devices == 1 for n in law.negatives
             if isinstance(n, Breaks)]
@@ -46,7 +47,8 @@ def _control_passes(law, backend, case):
         pass  # outside the law's domain there, or not runnable on plain JAX
 
 
-@pytest.mark.parametrize("law_name,negative", [_param(law, n) for law, n in backend_breaks()])
+@pytest.mark.parametrize("law_name,negative", [_param(law, n, f"{law.name}-{n.id}")
+                                               for law, n in backend_breaks()])
 def test_law_catches_broken_backend(law_name, negative):
     law, breaks = get(law_name), negative.labels
     bad = broken("jax", *breaks)
@@ -59,12 +61,7 @@ def test_law_catches_broken_backend(law_name, negative):
     _control_passes(law, good, case)
 
 
-def _rule_break_id(law, negative):
-    return pytest.param(law.name, negative, marks=[pytest.mark.slow] if negative.tier == NIGHTLY
-                        else [], id=law.name)
-
-
-@pytest.mark.parametrize("law_name,negative", [_rule_break_id(law, n) for law in LAWS
+@pytest.mark.parametrize("law_name,negative", [_param(law, n, law.name) for law in LAWS
                                                for n in law.negatives if isinstance(n, BrokenRule)])
 def test_law_catches_broken_rule(law_name, negative):
     law = get(law_name)
