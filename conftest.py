@@ -4,8 +4,9 @@ for every test run from the repository, so `pytest -n 2 --dist loadfile --profil
 It also keeps the CI budget in one place: the tests below are marked ``slow`` (nightly:
 ``pytest -m slow`` or ``-m ""``) so that the README's test command stays under 20 minutes
 on 2 cores.  What stays in CI: every function of the op tables under value, jit, jvp, grad
-and vmap (one dtype where a test has both); every law; for the negative tests, one law for
-each of 10 kinds of break (every law's own negative test runs nightly).
+and vmap (one dtype where a test has both); every law. The law suites' tests
+(properties/suites) take their tier from the law declarations (properties/laws) or carry
+their own ``slow`` mark.
 """
 import pytest
 
@@ -19,13 +20,6 @@ NIGHTLY = {
     "tests/test_reductions.py": ("test_jit_vmap_grad", "test_vmap_of_grad"),
     "tests/test_indexing.py": ("test_jit_vmap_grad", "test_vmap_of_grad", "test_grad_of_vmap",
                                "test_vmap_of_vmap"),
-    # Checks of the harness itself that run whole law suites in subprocesses.
-    "properties/suites/test_harness.py": ("test_failures_replay_first_from_the_database",
-                                          "test_cases_with_ops_the_backend_lacks_make_the_law_skipped",
-                                          "test_hypothesis_options_work_on_the_law_tests",
-                                          "test_a_law_that_filters_too_much_fails"),
-    # Controls showing the emulations used by negative tests are correct.
-    "properties/suites/test_negative.py": ("test_law_holds_on_a_correct_emulation",),
     # Shrinking demonstrations (minutes of hypothesis shrinking each).
     "tests/test_strategies.py": ("test_planted_failure_shrinks_to_a_tiny_program",
                                  "test_failing_given_reports_a_shrunk_program"),
@@ -71,16 +65,9 @@ NIGHTLY_CASE_SUFFIXES = {
         "-vmap_grad_unbatched]", "-vmap_in_axes]", "-vmap_jit_grad]", "-vmap_jvp]", "-vmap_vmap]"),
 }
 
-# Negative tests: in CI, the first law of each of the first kinds of break (the break set
-# in the id), but not the breaks whose laws take longest; every law's negative test runs nightly.
-NEGATIVE_BREAK_KINDS_IN_CI = 10
-NEGATIVE_BREAKS_NIGHTLY = ("hessian_drops_term",)  # 25 s of hypothesis search over hessians
-ONE_PER_BREAK = "properties/suites/test_negative.py::test_law_catches_broken_backend"
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    seen_cases, seen_breaks = {}, set()
+    seen_cases = {}
     ids = {item.name for item in items}
     for item in items:
         path, _, name = item.nodeid.partition("::")
@@ -90,12 +77,6 @@ def pytest_collection_modifyitems(config, items):
         if key in FIRST_CASES:
             seen_cases[key] = seen_cases.get(key, 0) + 1
             nightly = seen_cases[key] > FIRST_CASES[key]
-        elif key == ONE_PER_BREAK and "[" in name:
-            breaks = name[name.index("[") + 1:-1].split("-", 1)[-1]
-            nightly = (breaks in seen_breaks or breaks in NEGATIVE_BREAKS_NIGHTLY
-                       or len(seen_breaks) >= NEGATIVE_BREAK_KINDS_IN_CI)
-            if breaks not in NEGATIVE_BREAKS_NIGHTLY:
-                seen_breaks.add(breaks)
         elif key in NIGHTLY_CASE_SUFFIXES:
             nightly = name.endswith(NIGHTLY_CASE_SUFFIXES[key])
         elif key in ONE_DTYPE:

@@ -2,6 +2,7 @@
 
     python -m properties [--backend B] [--profile P] [-k EXPR] [-n WORKERS]
                          [--report-dir DIR] [--db DIR] [-- extra pytest args]
+    python -m properties --list [--markdown]
 
 Runs the suites installed with this package under the package's own pytest
 configuration (``properties/suites/suite.ini``, rootdir the suites folder),
@@ -15,6 +16,7 @@ It runs the law suites (``suites/test_*_laws.py``); ``--self-check`` adds the
 harness' own tests (the negative tests that break each law on purpose, the
 checkers' and the harness' tests), which do not depend on the backend.
 Exits with pytest's status: non-zero when any law (or self-check) fails.
+``--list`` prints the declared laws (``--markdown``: the tables of docs/properties.md).
 """
 from __future__ import annotations
 
@@ -52,6 +54,9 @@ def parse(argv):
                    help="hypothesis example database directory (default: %(default)s)")
     p.add_argument("--self-check", action="store_true",
                    help="also run the harness' own tests: negative tests, checkers, harness")
+    p.add_argument("--list", action="store_true", help="list the declared laws and exit")
+    p.add_argument("--markdown", action="store_true",
+                   help="with --list: the law tables of docs/properties.md")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
     args = p.parse_args(argv)
     if args.workers not in (None, "0", "1") and importlib.util.find_spec("xdist") is None:
@@ -83,6 +88,10 @@ def command(args):
 
 def main(argv=None):
     args = parse(sys.argv[1:] if argv is None else argv)
+    if args.list:
+        from . import listing
+        print(listing.markdown() if args.markdown else "\n".join(listing.text()))
+        return 0
     cmd = command(args)
     print("running:", " ".join(cmd), flush=True)
     env = dict(os.environ)

@@ -6,12 +6,14 @@ for ``pytest properties/suites`` (its conftest.py does), and for
 it registers the ``properties-*`` hypothesis profiles and enables float64
 in JAX for the test session.
 
-A law test is ``@law_test def test_<law>(law_run, case): law_run.check(case)``:
-``@given(case=<the law's strategy>)`` and ``@settings(<the profile>)`` sit on
-the test function itself, so hypothesis' pytest options
-(``--hypothesis-show-statistics``, ``--hypothesis-seed``, ...) and
-``@reproduce_failure`` work on it as on any hypothesis test.  The
-``law_run`` fixture counts the cases; a hook turns the counts into the
+The law tests are generated from the declarations (``properties.laws.LAWS``):
+``suites/test_<topic>_laws.py`` holds ``globals().update(law_tests("<topic>"))``,
+which makes ``test_<law>(law_run, case)`` for each law of that topic, with
+``@given(case=<the law's strategy>)`` and ``@settings(<the profile>)`` on the
+test function itself, so hypothesis' pytest options
+(``--hypothesis-show-statistics``, ``--hypothesis-seed``, ...) work on it as
+on any hypothesis test, and the ``slow`` mark when the law's tier is nightly.
+The ``law_run`` fixture counts the cases; a hook turns the counts into the
 verdict after the last example and attaches them to the test's report.
 
 Options: ``--backend`` (impl | jax | any module with JAX's API),
@@ -29,6 +31,7 @@ from hypothesis import given, settings
 
 from . import profiles
 from .backends import DEFAULT_BACKEND, enable_float64, load_backend
+from .laws import LAWS, NIGHTLY
 from .laws import get as get_law
 from .runner import LawRun
 
@@ -37,13 +40,24 @@ enable_float64()
 LAW_RUN = pytest.StashKey[LawRun]()
 
 
-def law_test(test):
-    """Make ``test_<law>(law_run, case)`` the pytest test of law ``<law>``."""
-    name = test.__name__.removeprefix("test_")
-    law = get_law(name)
+def law_test(law):
+    """The pytest test of ``law``: ``test_<law>(law_run, case)``, a hypothesis test."""
+    def test(law_run, case):
+        law_run.check(case)
+    # hypothesis keys its example database by the test's name (the source is shared)
+    test.__name__ = test.__qualname__ = f"test_{law.name}"
+    test.__doc__ = law.doc
     test = given(case=law.cases())(test)
     test = profiles.law_settings()(test)
-    return pytest.mark.law(name)(test)
+    test = pytest.mark.law(law.name)(test)
+    return pytest.mark.slow(test) if law.tier == NIGHTLY else test
+
+
+def law_tests(topic):
+    """``{"test_<law>": test}`` for the laws of ``topic`` that run in this process (the
+    8-device laws run in a subprocess of their own: suites/test_sharding_laws.py)."""
+    return {f"test_{law.name}": law_test(law) for law in LAWS
+            if law.topic == topic and law.devices == 1}
 
 
 def pytest_addoption(parser):
@@ -95,8 +109,8 @@ def law_run(request, backend):
     """The LawRun of this law test; it lives across all of the test's examples."""
     marker = request.node.get_closest_marker("law")
     if marker is None:
-        raise TypeError(f"{request.node.name}: the law_run fixture is for tests decorated "
-                        "with @law_test")
+        raise TypeError(f"{request.node.name}: the law_run fixture is for the law tests "
+                        "(properties.plugin.law_tests)")
     run = LawRun(get_law(marker.args[0]), backend, request.node.nodeid)
     request.node.stash[LAW_RUN] = run
     return run
@@ -178,9 +192,9 @@ class LawSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids):
-        from .laws import BY_NAME
+        names = {law.name for law in LAWS}
         self.total = sum(1 for nodeid in ids if "_laws.py::test_" in nodeid
-                         and nodeid.rsplit("::", 1)[-1].removeprefix("test_") in BY_NAME)
+                         and nodeid.rsplit("::", 1)[-1].removeprefix("test_") in names)
 
     def pytest_sessionfinish(self, session, exitstatus):
         report_dir = self.config.getoption("--properties-report")

@@ -1,6 +1,6 @@
 """impl's primitives, by name, from the registry every primitive joins when it is
 defined (``impl.primitives._define.registry``), and impl's rule tables.
-``mutation.py`` and the coverage test use them.
+``tools/mutation`` and the strategies' coverage test use them.
 """
 from __future__ import annotations
 

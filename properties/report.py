@@ -15,17 +15,21 @@ import re
 
 import jax
 
-from .laws import BY_NAME
+from .laws import LAWS
 from .tolerances import AGREE, MAX_FILTERED_FRACTION, REFERENCE
 
-#: which check catches a failure: the laws, or agreement with JAX (item 9)
+#: which check catches a failure: the laws, or agreement with JAX (the differential laws)
 CAUGHT_BY = {"law": "a law of the transformations",
              "differential": "the differential oracle (the backend disagrees with JAX)"}
 
 
+def _declared(law_name):
+    return next((law for law in LAWS if law.name == law_name), None)
+
+
 def caught_by(law_name):
-    """``differential`` for the laws in properties/laws/differential.py, else ``law``."""
-    law = BY_NAME.get(law_name)
+    """``differential`` for the laws declared differential (they compare with JAX), else ``law``."""
+    law = _declared(law_name)
     return "differential" if law is not None and law.differential else "law"
 
 
@@ -45,8 +49,9 @@ def law_row(nodeid, record, outcome, message=""):
     row["outcome"] = outcome
     if outcome != "passed" and message and not row.get("reason"):
         row["reason"] = message
-    law = BY_NAME.get(row["law"])
-    row["item"] = law.item if law else None
+    law = _declared(row["law"])
+    row["topic"] = law.topic if law else None
+    row["order"] = LAWS.index(law) if law else len(LAWS)
     row["doc"] = law.doc if law else ""
     row["caught_by"] = caught_by(row["law"]) if outcome == "failed" else None
     return row
@@ -55,7 +60,7 @@ def law_row(nodeid, record, outcome, message=""):
 def build(rows, negative, *, backend, profile, seconds=None):
     """The report data: ``rows`` from :func:`law_row`, ``negative`` maps the
     negative tests' nodeids to (outcome, message)."""
-    rows = sorted(rows, key=lambda r: (r["item"] or 99, r["law"], r["backend"]))
+    rows = sorted(rows, key=lambda r: (r["order"], r["law"], r["backend"]))
     return {
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "backend": backend, "profile": profile,
@@ -84,10 +89,10 @@ def render_markdown(data):
            "references).", "",
            f"Summary: {data['summary']}" + (f", {data['total_seconds']:.1f} s"
                                             if data.get("total_seconds") else ""), ""]
-    table = [(r["item"], f"`{r['law']}`", r["backend"], r["outcome"].upper(), r["examples"],
+    table = [(r["topic"], f"`{r['law']}`", r["backend"], r["outcome"].upper(), r["examples"],
               r["filtered"], r.get("unsupported", 0), r["passed"], r["failed"],
               f"{r['seconds']:.1f}") for r in data["laws"]]
-    out += [_md_table(table, ["item", "law", "backend", "outcome", "examples", "filtered",
+    out += [_md_table(table, ["topic", "law", "backend", "outcome", "examples", "filtered",
                               "unsupported", "passed", "failed", "seconds"]), "",
             "*examples*: calls of the law, shrinking included; *unsupported*: cases that need a "
             "numpy/lax function the backend lacks or on which it raised NotImplementedError; a "
@@ -127,11 +132,11 @@ def render_markdown(data):
 
 def terminal_table(rows):
     """Lines of the laws x outcome/examples/time table shown at the end of a run."""
-    header = (f"{'item':>4}  {'law':<34} {'outcome':<8} {'examples':>8} {'filtered':>8} "
+    header = (f"{'topic':<12} {'law':<34} {'outcome':<8} {'examples':>8} {'filtered':>8} "
               f"{'unsupp.':>7} {'seconds':>8}  caught by")
     lines = [header, "-" * len(header)]
-    for r in sorted(rows, key=lambda r: (r["item"] or 99, r["law"])):
-        lines.append(f"{r['item'] or '?':>4}  {r['law']:<34} {r['outcome'].upper():<8} "
+    for r in sorted(rows, key=lambda r: (r["order"], r["law"])):
+        lines.append(f"{r['topic'] or '?':<12} {r['law']:<34} {r['outcome'].upper():<8} "
                      f"{r['examples']:>8} {r['filtered']:>8} {r.get('unsupported', 0):>7} "
                      f"{r['seconds']:>8.1f}  {r.get('caught_by') or ''}")
     return lines

@@ -1,4 +1,4 @@
-"""Tests of properties.mutation: mutants are generated from impl's tables, change
+"""Tests of tools.mutation: mutants are generated from impl's tables, change
 impl's results, are undone afterwards, are killed by the laws, and are reported."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import impl
-from properties import mutation
 from properties.primitives import impl_primitives
+from tools import mutation
 
 ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -141,12 +141,23 @@ def test_equivalent_survivors_are_counted_apart(tmp_path):
     assert why[equivalent] == mutation.EQUIVALENT[equivalent]
 
 
-def test_forgetting_derived_programs_empties_impl_caches():
+def test_a_program_derived_under_a_mutant_does_not_outlive_it(mutants):
+    """The true rule's run after a mutant's (as run_one does for each case) computes the
+    true derivative: nothing derived under the wrong rule is reused (without
+    impl.clear_caches() the jitted function's cached jvp program gives 1.5 x the derivative)."""
     f = impl.jit(lambda x: impl.numpy.sin(x) * 2.0)
-    impl.grad(f)(np.float64(0.3))
-    assert f._programs
+    x = np.float64(0.3)
+    with mutation.applied(_mutant(mutants, "jvp:sin:scale")):
+        np.testing.assert_allclose(float(impl.grad(f)(x)), 1.5 * 2.0 * np.cos(0.3))
     mutation.forget_derived_programs()
-    assert not f._programs
+    np.testing.assert_allclose(float(impl.grad(f)(x)), 2.0 * np.cos(0.3))
+
+
+def test_operand_counts_come_from_the_primitive_declarations():
+    from impl.primitives._define import operand_counts
+    assert operand_counts["sin"] == 1 and operand_counts["mul"] == 2
+    assert operand_counts["concatenate"] is None   # any number of operands
+    assert set(impl_primitives()) <= set(operand_counts)
 
 
 def test_sample_spreads_over_families(mutants, cov):
@@ -161,7 +172,7 @@ def test_sample_spreads_over_families(mutants, cov):
     (["--mutant", "jvp:nope:scale"], "unknown mutants"),
 ])
 def test_cli_refuses_bad_input(args, message):
-    out = subprocess.run([sys.executable, "-m", "properties.mutation", *args], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "tools.mutation", *args], capture_output=True, text=True,
                          cwd=ROOT)
     assert out.returncode != 0 and message in out.stderr
 
@@ -173,7 +184,7 @@ def test_unary_primitives_get_no_swap_mutants(mutants):
 
 
 def _run_cli(tmp_path, *args):
-    out = subprocess.run([sys.executable, "-m", "properties.mutation", "--report-dir", str(tmp_path), *args],
+    out = subprocess.run([sys.executable, "-m", "tools.mutation", "--report-dir", str(tmp_path), *args],
                          capture_output=True, text=True, cwd=ROOT, timeout=8 * 3600)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads((tmp_path / "mutation.json").read_text())

@@ -13,6 +13,7 @@ the primitive exists.
 """
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Callable
 
@@ -30,6 +31,8 @@ from impl.interpreters import partial_eval as pe
 registry: dict[str, core.Primitive] = {}
 # The module that defined each primitive: tests and user programs call `define` too.
 defined_in: dict[str, str] = {}
+# How many array operands each primitive takes; None: any number (concatenate, sort, calls).
+operand_counts: dict[str, int | None] = {}
 
 
 def _hashable(params):
@@ -82,13 +85,24 @@ def _checked_eager(abstract_eval, run):
     return impl
 
 
+def _positional_count(fn):
+    """The positional parameters of ``fn``; None when it takes ``*args`` or has no signature."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
 def _build(rule, prim):
     return rule.make(prim) if isinstance(rule, RuleMaker) else rule
 
 
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
            transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
-           collective=False, effectful=False) -> core.Primitive:
+           collective=False, effectful=False, operands=None) -> core.Primitive:
     """Create the primitive `name` and register every one of its rules.
 
     abstract_eval: `(*avals, **params) -> aval` (a list when multiple_results),
@@ -111,10 +125,15 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         runs when no operand is batched, to find out whether its axis is the one mapped.
     effectful: the primitive has a side effect (a host callback), so dead-code removal
         keeps its equations even when nothing reads their outputs.
+    operands: how many array operands it takes, when the abstract evaluation's signature
+        does not say (one shared by primitives of different arities takes ``*avals``);
+        otherwise its positional parameters (None for ``*avals``: any number).
     """
     if name in registry:
         raise ValueError(f"primitive {name!r} is already defined")
     prim = core.Primitive(name, multiple_results, collective=collective)
+    operands = operands if operands is not None else _positional_count(
+        lowering if abstract_eval is SHAPE_FROM_LOWERING else abstract_eval)
     if abstract_eval is SHAPE_FROM_LOWERING:
         abstract_eval = _shape_from_lowering(prim, lowering)
     if abstract_eval is not None:
@@ -134,6 +153,7 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
     if effectful:
         pe.effectful.add(prim)
     defined_in[name] = sys._getframe(1).f_globals.get("__name__", "")
+    operand_counts[name] = operands
     registry[name] = prim
     return prim
 

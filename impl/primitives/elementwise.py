@@ -100,13 +100,13 @@ def unbroadcast(ct, aval):
 def _unop(name, lax_fn, jvp, accepted=_float, transpose=None, out_dtype=None):
     return define(name, abstract_eval=_naryop_aval(name, accepted, out_dtype),
                   lowering=_lower_nary(lax_fn, name, weak_ok=out_dtype is None), jvp=jvp,
-                  transpose=transpose, batching=batching.vectorized)
+                  transpose=transpose, batching=batching.vectorized, operands=1)
 
 
 def _binop(name, lax_fn, jvp, accepted=None, out_dtype=None, transpose=None):
     return define(name, abstract_eval=_naryop_aval(name, accepted, out_dtype),
                   lowering=_lower_nary(lax_fn, name, weak_ok=out_dtype is None),
-                  jvp=jvp, transpose=transpose, batching=batching.broadcasting)
+                  jvp=jvp, transpose=transpose, batching=batching.broadcasting, operands=2)
 
 
 by_parts = ad.jvp_by_parts

@@ -1,4 +1,4 @@
-"""Laws of forward and reverse mode (issue items 3 and 4)."""
+"""Laws of forward and reverse mode."""
 from __future__ import annotations
 
 import numpy as np

@@ -19,7 +19,6 @@ def chunked_vmap_matches_vmap(backend, case):
     """vmap(f, chunk_size=k) equals vmap(f): values, under jit and under an outer
     vmap, and the gradient of a weighted sum of the batched outputs."""
     law = "chunked_vmap_matches_vmap"
-    features.require(backend, "chunked_vmap")
     f = case.program.build(backend)
     _per_example_check(f, case)
     kw = dict(in_axes=case.in_axes, out_axes=case.out_axes)
@@ -50,7 +49,6 @@ def reduce_axes_matches_summed_grads(backend, case):
     gradients with respect to the shared (unbatched) first argument, and the
     per-example gradients with respect to a batched one."""
     law = "reduce_axes_matches_summed_grads"
-    features.require(backend, "reduce_axes")
     f = case.program.build(backend)
     _per_example_check(f, case)
     out0, _ = _example_output(f, case)
@@ -116,7 +114,6 @@ def pile_map_matches_loop(backend, case):
     """vmap over a pile (pile_axis in, pile_axis or 0 out) equals a loop over
     the unpiled arrays, eagerly and under jit."""
     law = "pile_map_matches_loop"
-    features.require(backend, "piles")
     f = case.element_fun(backend)
     want = [evaluate(f, x) for x in case.xs]
     require_finite(want, what="per-element output")
@@ -134,7 +131,6 @@ def pile_grad_matches_loop(backend, case):
     """The gradient, with respect to a shared scalar, of a weighted sum of a
     pile map's outputs equals the sum of the per-element gradients."""
     law = "pile_grad_matches_loop"
-    features.require(backend, "piles")
     np_ = backend.numpy
     f = case.element_fun(backend)
     outs = [evaluate(f, x) for x in case.xs]
@@ -164,7 +160,6 @@ def pile_grad_matches_loop(backend, case):
 def prng_vmap_matches_loop(backend, case):
     """vmap over split PRNG keys equals a loop over the keys (and so does jit of the vmap)."""
     law = "prng_vmap_matches_loop"
-    features.require(backend, "prng_under_vmap")
     program = case.program(backend)
     keys = case.keys(backend)
     want = stack([evaluate(program, keys[i], case.x) for i in range(case.num_keys)], 0)

@@ -1,4 +1,4 @@
-"""Laws of user-defined derivative rules (issue item 7).
+"""Laws of user-defined derivative rules.
 
 The cases are F(w, x) = h(w*x) + w with a rule for h' that is either the
 true derivative or deliberately not (see cases.CustomCase).  Transformations
@@ -127,8 +127,6 @@ def custom_vjp_forward_over_forward(backend, case):
     <vjp(g), s> (the inner tangent moves too, so every outer tangent is live);
     and vmap of jvp(F) equals a loop of it."""
     law = "custom_vjp_forward_over_forward"
-    from .. import features
-    features.require(backend, "custom_vjp_forward_mode")
     F = make_custom_vjp(backend, case)
     primals = _point(case)
     primal = case.primal(backend.numpy)

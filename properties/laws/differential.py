@@ -1,4 +1,4 @@
-"""Differential laws (issue item 9): the backend and JAX agree on one program.
+"""Differential laws: the backend and JAX agree on one program.
 
 Skipped when the backend is JAX itself (there is nothing to compare).
 Cross-implementation results are compared with the 'reference' tolerance.

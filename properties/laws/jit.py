@@ -1,4 +1,4 @@
-"""Laws of jit (issue item 8): compiling does not change results."""
+"""Laws of jit: compiling does not change results."""
 from __future__ import annotations
 
 from ._common import (all_argnums, assert_close, check_conditioning, evaluate,

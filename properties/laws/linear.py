@@ -1,4 +1,4 @@
-"""Laws of transposition: linear_transpose and linear_call (items 5 and 6)."""
+"""Laws of transposition: linear_transpose and linear_call."""
 from __future__ import annotations
 
 import jax

@@ -10,7 +10,6 @@ def remat_matches_no_remat(backend, case):
     jvp, and the gradient with respect to every input, also under vmap
     (transformations compiled once with jit)."""
     law = "remat_matches_no_remat"
-    backend.require("checkpoint")
     f, plain = case.build(backend, remat=True), case.build(backend, remat=False)
     y = check_conditioning(plain, case.args)
     assert_close(law, case, "checkpoint(f) vs f", evaluate(f, *case.args), y)

@@ -95,7 +95,6 @@ def shard_map_matches_reference(backend, case):
     differences, and <vjp(c), u> == <c, FD(u)>."""
     law = "shard_map_matches_reference"
     require_devices()
-    backend.require("shard_map")
     f = case.program(backend)
     gaps = []
     want = case.reference(np.asarray(case.x, np.float64), gaps)

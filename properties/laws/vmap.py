@@ -1,4 +1,4 @@
-"""Laws of vmap (issue items 1 and 2): vmap means "loop and stack"."""
+"""Laws of vmap: vmap means "loop and stack"."""
 from __future__ import annotations
 
 import numpy as np

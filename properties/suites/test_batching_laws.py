@@ -1,36 +1,7 @@
-"""Items 12 and 13: remat, chunked vmap, reduce_axes, ragged piles, PRNG keys under vmap.
+"""The batching laws (chunked vmap, reduce_axes, ragged piles, PRNG keys under vmap (laws JAX
+cannot run are skipped there; their positive controls are in test_negative.py)): one test per
+law of properties/laws/batching.py, generated from its declaration in
+properties/laws/__init__.py."""
+from properties.plugin import law_tests
 
-JAX has no chunk_size, reduce_axes or piles: those laws are skipped there
-(with the probe's reason); their positive controls on JAX are correct
-emulations, in test_negative.py."""
-from properties.plugin import law_test
-
-
-@law_test
-def test_remat_matches_no_remat(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_chunked_vmap_matches_vmap(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_reduce_axes_matches_summed_grads(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_pile_map_matches_loop(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_pile_grad_matches_loop(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_prng_vmap_matches_loop(law_run, case):
-    law_run.check(case)
+globals().update(law_tests("batching"))

@@ -1,30 +1,6 @@
-"""Item 9: the backend agrees with JAX (skipped when the backend is JAX).
+"""The differential laws (the backend agrees with JAX (skipped when the backend is JAX)): one test
+per law of properties/laws/differential.py, generated from its declaration in
+properties/laws/__init__.py."""
+from properties.plugin import law_tests
 
-``@law_test``: properties/plugin.py.
-"""
-from properties.plugin import law_test
-
-
-@law_test
-def test_differential_value(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_differential_jvp(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_differential_vjp(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_differential_grad(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_differential_vmap(law_run, case):
-    law_run.check(case)
+globals().update(law_tests("differential"))

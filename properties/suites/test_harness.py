@@ -8,13 +8,13 @@ import sys
 import types
 
 import pytest
-from hypothesis import HealthCheck, Phase, is_hypothesis_test, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from properties import profiles, tolerances
 from properties.backends import Backend, LawSkipped, load_backend
 from properties.broken import broken
-from properties.laws import LAWS, Law, discard, get
+from properties.laws import Law, discard, get
 from properties.report import build, law_row, render_markdown, terminal_table
 from properties.runner import RECORDS, run_law
 
@@ -42,10 +42,12 @@ def test_not_implemented_is_a_skip():
         run_law(get("jit_matches_eager"), Wrapped(b, "nojit", {"jit": raises}), settings=FEW)
 
 
+# nightly: long hypothesis searches over whole laws
+@pytest.mark.slow
 def test_a_law_that_filters_too_much_fails():
     def always_filtered(backend, case):
         discard("always")
-    law = Law("always_filtered", 0, always_filtered, get("jit_matches_eager").cases)
+    law = Law(always_filtered, get("jit_matches_eager").cases)
     quiet = settings(FEW, suppress_health_check=list(HealthCheck))
     with pytest.raises(Exception) as info:  # our AssertionError or hypothesis' Unsatisfiable
         run_law(law, load_backend("jax"), settings=quiet)
@@ -59,12 +61,14 @@ def test_half_filtered_law_fails_with_counts():
         calls[0] += 1
         if calls[0] % 4:
             discard("three in four")
-    law = Law("mostly_filtered", 0, mostly_filtered, get("jit_matches_eager").cases)
+    law = Law(mostly_filtered, get("jit_matches_eager").cases)
     with pytest.raises(AssertionError, match="three in four"):
         run_law(law, load_backend("jax"), settings=FEW)
     assert tolerances.MAX_FILTERED_FRACTION < 0.75
 
 
+# nightly: long hypothesis searches over whole laws
+@pytest.mark.slow
 def test_failures_replay_first_from_the_database(tmp_path):
     s = settings(max_examples=40, database=DirectoryBasedExampleDatabase(str(tmp_path)),
                  deadline=None, suppress_health_check=list(HealthCheck))
@@ -101,23 +105,8 @@ def test_report_lists_failures_with_source_and_who_caught_them():
 
 def test_a_law_test_that_never_ran_is_still_a_row():
     row = law_row("s/test_jit_laws.py::test_jit_matches_eager", None, "failed", "fixture error")
-    assert row["law"] == "jit_matches_eager" and row["item"] == 8 and row["examples"] == 0
+    assert row["law"] == "jit_matches_eager" and row["topic"] == "jit" and row["examples"] == 0
     assert row["reason"] == "fixture error"
-
-
-def test_every_law_has_one_hypothesis_test_in_the_suites():
-    tests = {}
-    for path in sorted(SUITES.glob("test_*_laws.py")):
-        module = importlib.import_module(f"properties.suites.{path.stem}")
-        for name, fn in vars(module).items():
-            marker = [m for m in getattr(fn, "pytestmark", []) if m.name == "law"]
-            if name.startswith("test_") and marker:
-                assert is_hypothesis_test(fn), f"{name}: @given must be on the test itself"
-                assert marker[0].args[0] not in tests, f"two tests of {marker[0].args[0]}"
-                tests[marker[0].args[0]] = name
-    # 8-device laws run together in one subprocess (test_sharding_laws.py)
-    assert set(tests) == {law.name for law in LAWS if law.devices == 1}
-    assert "run_in_subprocess" in (SUITES / "test_sharding_laws.py").read_text()
 
 
 def test_law_tests_take_the_selected_profile():
@@ -215,6 +204,8 @@ def test_cli_from_another_folder_reports_a_law_nothing_supports_as_skipped(elsew
     assert row["unsupported"] >= 1 and "has no numpy." in row["reason"]
 
 
+# nightly: long hypothesis searches over whole laws
+@pytest.mark.slow
 def test_hypothesis_options_work_on_the_law_tests(elsewhere):
     out = _run(["-m", "pytest", str(SUITES / "test_jit_laws.py"), "-p", "properties.plugin",
                 "-p", "no:cacheprovider", "--backend", "jax", "-k", "jit_matches_eager",
@@ -225,6 +216,8 @@ def test_hypothesis_options_work_on_the_law_tests(elsewhere):
     assert "profile=quick" in out.stdout
 
 
+# nightly: long hypothesis searches over whole laws
+@pytest.mark.slow
 def test_cases_with_ops_the_backend_lacks_make_the_law_skipped():
     jax = load_backend("jax")
 

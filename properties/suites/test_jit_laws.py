@@ -1,17 +1,5 @@
-"""Item 8: jit does not change results.  (``@law_test``: properties/plugin.py)"""
-from properties.plugin import law_test
+"""The jit laws (jit does not change results): one test per law of properties/laws/jit.py,
+generated from its declaration in properties/laws/__init__.py."""
+from properties.plugin import law_tests
 
-
-@law_test
-def test_jit_matches_eager(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_jit_grad_matches_grad(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_jit_vmap_matches_vmap(law_run, case):
-    law_run.check(case)
+globals().update(law_tests("jit"))

@@ -1,27 +1,5 @@
-"""Items 5 and 6: linear_transpose and linear_call.  (``@law_test``: properties/plugin.py)"""
-from properties.plugin import law_test
+"""The linear laws (linear_transpose and linear_call): one test per law of
+properties/laws/linear.py, generated from its declaration in properties/laws/__init__.py."""
+from properties.plugin import law_tests
 
-
-@law_test
-def test_linear_transpose_dot_product(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_linear_transpose_twice(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_linear_call_involution(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_linear_call_dot_product(law_run, case):
-    law_run.check(case)
-
-
-@law_test
-def test_linear_call_under_vmap(law_run, case):
-    law_run.check(case)
+globals().update(law_tests("linear"))

@@ -1,4 +1,4 @@
-"""Item 14: sharded programs equal unsharded ones and carry their shardings.
+"""The sharding laws: sharded programs equal unsharded ones and carry their shardings.
 
 These laws need 8 devices. One subprocess with 8 host devices runs all of
 them (properties.multidevice), once, whatever the number of xdist workers;

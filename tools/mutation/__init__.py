@@ -1,184 +1,52 @@
 """Mutation testing of impl's rule tables: do the laws alone catch wrong rules?
 
-``python -m properties.mutation [--profile quick] [-n WORKERS] [--sample N]``
+``python -m tools.mutation [--profile quick] [-n WORKERS] [--sample N]``
 generates mutants of impl's jvp, transpose and batching rules -- one wrong
 rule each: outputs scaled by 1.5, a tangent or cotangent term dropped,
 operands swapped, batch axes moved or batch elements shifted by one, an axis
 parameter off by one -- and runs every law that can reach the mutated
 primitive (never the differential laws, which compare with JAX) against
-impl with that one rule replaced, each mutant in a process of its own.
+impl with that one rule replaced, in a pool of worker processes.
 A mutant is *killed* when some law fails on a case that passes with the
-true rule. Results go to ``reports/mutation.json`` and ``reports/mutation.md``.
+true rule. Results go to ``mutation.json`` and ``mutation.md``.
 
-Mutants are generated from the tables themselves, so a primitive joins the
-run the day it is defined; its family (elementwise, reductions, indexing,
-collectives, control flow, custom rules, ...) is the impl module defining it.
+It is a tool for impl, outside the backend-agnostic harness (``properties``):
+it replaces entries of impl's rule tables, reads each primitive's declaration
+(``impl.primitives._define``: its module, its operand count) and forgets
+derived programs with ``impl.clear_caches()``. Mutants are generated from the
+tables themselves, so a primitive joins the run the day it is defined; its family
+(elementwise, reductions, indexing, collectives, control flow, custom rules, ...)
+is the impl module defining it. The analysed survivors are data: ``ledger.py``.
 """
 from __future__ import annotations
 
 import argparse
+import collections
+import concurrent.futures
 import contextlib
 import importlib
 import json
+import multiprocessing
 import os
 import pkgutil
 import random
-import subprocess
-import sys
+import signal
 import time
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 
-from . import multidevice
+from properties import multidevice
+from properties.laws import TABLES
+
+from .ledger import EQUIVALENT, OPEN_GAPS
 
 #: factor of the "scale" operators: big enough to be seen in float32
 SCALE = 1.5
-TABLES = ("jvp", "transpose", "batching")
 #: focused examples each law gets per mutant, at least (quick's are sized for the
 #: whole suite's time budget, not for one primitive's)
 MIN_EXAMPLES = 10
 #: ... and the laws that check a table against an independent reference get this many times more
 INDEPENDENT_FACTOR = 3
-
-#: mutants known to be equivalent to the original (the wrong rule computes
-#: the same function on every input the rule can receive), with the reason.
-EQUIVALENT: dict[str, str] = {
-    "transpose:scatter_add_along_axis:swap": "the second operand is the integer index array, whose "
-    "cotangent is always absent, so the swap never applies: the rule is unchanged",
-    "transpose:scatter_add:swap": "the second operand is the integer index array, whose cotangent is "
-    "always absent (the rule returns None for it), so the swap never applies: the rule is unchanged",
-    "jvp:take_along_axis:swap": "the operands are the array and its integer indices, never of the same "
-    "type, so the swap never applies: the rule is unchanged",
-    "jvp:take_along_axis:drop_last": "the last operand is the integer index array; the rule (linear in "
-    "operand 0 only) never reads its tangent, so dropping it changes nothing",
-    **{f"transpose:while:{op}": "while's transpose rule always raises (while_loop has no reverse mode), "
-       "before the mutant's change could apply: the mutant raises the same error" for op in ("scale", "drop_first",
-                                                                                           "swap")},
-    "transpose:div:swap": "div is linear only in its numerator: the rule returns [ct / y, None] (it raises "
-    "when the denominator is linear), so the swap, which needs two non-zero same-typed cotangents, never "
-    "applies: the rule is unchanged",
-    "transpose:gather:swap": "gather is linear only in its operand: the rule returns [cotangent, None] (it "
-    "raises when the indices are linear), so the swap never applies: the rule is unchanged",
-    "transpose:dynamic_slice:swap": "dynamic_slice is linear only in its operand: the rule returns the "
-    "operand's cotangent followed by None for each start index (it raises when an index is linear), so the "
-    "swap never applies: the rule is unchanged",
-    "transpose:add:swap": "as transpose:add_any:swap: when both operands are linear and of the same type "
-    "both cotangents are unbroadcast(ct) to that type, equal, so swapping them changes nothing",
-    "transpose:add_any:swap": "the swap applies only when both operands are linear and of the same type; "
-    "both cotangents are then unbroadcast(ct) to that same type, i.e. equal: swapping them changes nothing",
-    **{f"jvp:debug_callback:{op}": "debug_callback has no outputs and its jvp rule never reads the tangents "
-       "(the callback sees primals only): a scaled, dropped or swapped tangent changes nothing"
-       for op in ("scale", "drop_first", "drop_last", "swap")},
-    **{f"transpose:debug_callback:{op}": "debug_callback's transpose returns None for every operand (it has "
-       "no outputs to transpose): there is nothing to scale, drop or swap" for op in ("scale", "drop_first",
-                                                                                        "swap")},
-    **{f"batching:debug_callback:{op}": "debug_callback has no outputs: the batching mutants move or shift "
-       "the batch of each output, and there is none (the callback's own per-element calls are unchanged)"
-       for op in ("move_batch_axis", "shift_batch")},
-    "jvp:psum_unmapped:drop_first": "psum_unmapped(primal, ct) reads its first operand only for which axes "
-    "it is mapped along; the rule never reads that operand's tangent, so dropping it changes nothing",
-    "transpose:psum_unmapped:swap": "the rule returns None for the first operand (the primal, never linear), "
-    "so the swap, which needs two same-typed cotangents, never applies: the rule is unchanged",
-    # An operand of integer dtype (indices, a predicate, a branch index) has a symbolic-zero
-    # tangent and no cotangent, whatever the program: the mutants below touch only such slots.
-    **{f"jvp:{prim}:swap": f"{prim}'s operands 0 and 1 are {what}: the swap applies only when both have one "
-       "type, i.e. both are integer, and then both tangents are symbolic zeros: the rule is unchanged"
-       for prim, what in (("gather", "the array and its integer indices"),
-                          ("dynamic_slice", "the array (rank >= 1) and a scalar integer start index"),
-                          ("scatter", "the array and its integer indices"),
-                          ("scatter_add", "the array and its integer indices"),
-                          ("scatter_mul", "the array and its integer indices"),
-                          ("scatter_min", "the array and its integer indices"),
-                          ("scatter_max", "the array and its integer indices"),
-                          ("scatter_add_along_axis", "the updates and their integer indices"),
-                          ("cond", "the integer branch index and the first branch operand"),
-                          ("select_n", "the boolean or integer predicate and the first case"))},
-    **{f"jvp:{prim}:{op}": f"the {which} operand of {prim} is {what}, whose tangent is always a symbolic "
-       "zero (the rule never reads it): dropping it changes nothing"
-       for prim, op, which, what in (("gather", "drop_last", "last", "the integer index array"),
-                                     ("dynamic_slice", "drop_last", "last", "an integer start index"),
-                                     ("scatter_add_along_axis", "drop_last", "last", "the integer index array"),
-                                     ("cond", "drop_first", "first", "the integer branch index"),
-                                     ("select_n", "drop_first", "first", "the predicate"))},
-    **{f"transpose:{prim}:swap": f"{prim}'s rule returns None for its {what} (never linear), so the swap, "
-       "which needs two same-typed cotangents, never applies: the rule is unchanged"
-       for prim, what in (("cond", "branch index, operand 0"), ("select_n", "predicate, operand 0"),
-                          ("scatter", "indices, operand 1"), ("scatter_mul", "indices and updates"),
-                          ("take_along_axis", "indices, operand 1"))},
-    **{f"transpose:{prim}:swap": f"{prim} is bilinear: in a linear program (what transposition sees) at most "
-       "one operand is linear, so the rule returns None for the other and the swap, which needs two "
-       "same-typed cotangents, never applies" for prim in ("mul", "dot_general", "conv_general_dilated")},
-    **{f"transpose:{prim}:swap": f"{prim} is linear only in {what}: the rule returns None for {other} (it "
-       "raises when that is linear), so the swap, which needs two same-typed cotangents, never applies: the "
-       "rule is unchanged"
-       for prim, what, other in (("triangular_solve", "b", "the matrix a"),
-                                 ("linear_recurrence", "b", "the coefficients a"),
-                                 ("select_and_gather_add", "the tangent", "the operand"),
-                                 ("cumchooser_tangent", "the tangent", "the operand"),
-                                 ("cumchooser_cotangent", "the cotangent", "the operand"))},
-    **{f"jvp:{prim}:swap": f"{prim}'s tangent is the sum of its operands' tangents, and the swap applies only "
-       "when both have one type (then one shape, no broadcasting): the sum is unchanged"
-       for prim in ("add", "add_any")},
-    "jvp:select_and_scatter_add:drop_last": "the rule is linear in operand 0 only (ad.linear_in_jvp((0,))) and "
-    "never reads the tangent of operand 1 (the values that select): dropping it changes nothing",
-    **{f"jvp:{prim}:drop_last": "the rule is linear in operand 0 only (ad.linear_in_jvp((0,))) and never "
-       "reads the tangent of operand 1 (the values that select): dropping it changes nothing"
-       for prim in ("select_and_gather_add", "cumchooser_tangent", "cumchooser_cotangent")},
-    "jvp:regularized_incomplete_beta:swap": "the rule raises the same error for a tangent of a and of b (no "
-    "derivative in a or b, as in JAX): with either nonzero it raises before and after the swap, with both "
-    "zero the swap exchanges two zeros",
-    **{f"jvp:pure_callback:{op}": "pure_callback's jvp rule always raises (callbacks are not "
-       "differentiable, as in JAX) whatever the tangents: the mutant raises the same error"
-       for op in ("scale", "drop_first", "drop_last", "swap")},
-}
-
-#: survivors analysed and found NOT equivalent: the reason names the gap (a strategy that
-#: never draws the exposing program, or a law too weak) that lets them live -- work left.
-OPEN_GAPS: dict[str, str] = {
-    **{f"transpose:name:{op}": "checkpoint_name's jvp passes the tangent through unnamed (in impl and "
-    "JAX), so grad, vjp and linearize never transpose a `name`; only linear_transpose of a function that "
-    "names a linear value reaches this rule, and JAX has no transpose rule for `name` (NotImplementedError), "
-    "so no law that must also pass on JAX can draw it. Not equivalent: tests/test_remat.py checks the rule "
-    "against the transpose of the unnamed function" for op in ("scale", "drop_first")},
-    **{f"{t}:chunk_map:swap": "swaps the (co)tangents of chunk_map's first two operands, which applies only "
-       "when they have one type: two arguments of one shape batched along the same axis (or two closed-over "
-       "constants). chunked_vmap_matches_vmap kills it on such a case, but its focused cases (programs of "
-       "independent random input shapes and in_axes) seldom draw one (gap)" for t in ("jvp", "transpose")},
-    "jvp:clamp:drop_first": "drops the tangent of clamp's lower bound, which only a traced bound has "
-    "(strategies.ops.Clamp draws one of the operand's shape) and which shows only where the operand is below "
-    "it and that clamp reaches the output; the focused programs keep dead nodes and further clamps, so of "
-    "the piecewise law's 30 cases about one fails, and not always on a case the true rule passes (gap: "
-    "programs whose every node feeds the output would expose it)",
-    **{f"jvp:{prim}:drop_first": f"{prim}'s rule raises for a tangent of its first operand ({what}: no "
-       "derivative there, as in JAX); the mutant drops that tangent and returns a silent zero instead. The "
-       "laws must also pass on JAX, which raises there, so none perturbs it; "
-       "tests/test_lax_breadth.py::test_derivatives_jax_lacks_raise_as_jax checks the error (gap)"
-       for prim, what in (("polygamma", "the order m"), ("regularized_incomplete_beta", "a"))},
-    **{f"jvp:{prim}:{op}": f"{prim}(tangent, operand) is the tangent map of {what}: its own jvp runs only in "
-       "second-order forward derivatives of that op, which no law takes (the Hessian laws draw smooth "
-       "programs, and it is not smooth; cummax's transpose map, cumchooser_cotangent, is differentiated by "
-       "vjp_of_vjp_matches_jvp, which kills its mutants) (gap)"
-       for prim, what in (("select_and_gather_add", "max/min pooling"), ("cumchooser_tangent", "cummax/cummin"))
-       for op in ("scale", "drop_first", "swap")},
-    "batching:igamma_grad_a:move_batch_axis": "igamma_grad_a is the derivative of igamma in a; it is batched "
-    "only when that derivative is taken under vmap over the inputs, which the vmap-of-grad laws do for smooth "
-    "programs only, and igamma in a is not smooth in the strategies (its own derivative, igamma_grad_a's, is "
-    "missing in JAX) (gap)",
-    "jvp:pad:drop_last": "drops the tangent of pad's padding value, which is traced only in strategies.ops.Pad "
-    "with another scalar value as padding value (everywhere else pad is a transpose, padding with 0); pad's "
-    "focus takes in every op whose derivatives pad (slices, indexing), so the focused cases seldom hold that "
-    "form: a targeted run (quick) still let it live after 298 s (gap)",
-    "transpose:shard_map:swap": "swaps the cotangents of shard_map's first two operands; the drawn shard_map "
-    "cases (strategies.sharding) take one input, so there is never a second (gap)",
-    **{f"batching:shard_map:{op}": "no law vmaps a shard_map (shard_map_matches_reference checks values, jvp "
-       "and vjp) (gap)" for op in ("move_batch_axis", "shift_batch")},
-    "batching:pmax:move_batch_axis": "the mutant changes only the rule's branch for a pmax over names "
-    "other than the vmap's own (there the output keeps its batch axis; over its own axis the output is "
-    "unbatched and the mutant does nothing): it needs two nested named vmaps, pmax over the outer name, "
-    "a value of rank >= 1 batched along the inner one. named_collectives_match_reference kills it when "
-    "that is drawn (with --profile default it did, in 18 s); the 10 derandomized quick cases "
-    "focused on pmax draw none (gap of the quick profile)",
-}
-
 
 
 @dataclass(frozen=True)
@@ -199,7 +67,7 @@ class Mutant:
 def _tables():
     from properties.primitives import rule_tables
     tables = rule_tables()
-    return {"jvp": tables["jvp"], "transpose": tables["transpose"], "batching": tables["batching"]}
+    return {name: tables[name] for name in TABLES}
 
 
 def families():
@@ -225,9 +93,11 @@ def families():
 
 def _operators(table, prim, rule):
     """The mutation operators that apply to ``prim``'s rule in ``table``."""
+    from impl.primitives._define import operand_counts
     qual = getattr(rule, "__qualname__", "")
     axis = ["axis_off_by_one"] if _has_axis_param(prim) else []
-    binary = _arity(prim) >= 2
+    operands = operand_counts[prim.name]   # None: any number of operands
+    binary = operands is None or operands >= 2
     if table == "jvp":
         if "defjvp_zero" in qual or "zero_jvp" in qual:
             return []  # the tangent is symbolically zero: every mutant would be equivalent
@@ -255,34 +125,6 @@ def _has_axis_param(prim):
         names = ("axes",) if prim.collective else ()
         if any(p in params and p not in names for p in _AXIS_PARAMS):
             return True
-    return False
-
-
-def _arity(prim):
-    """Number of array operands the primitive takes (2 for binary ops), from its abstract eval."""
-    from impl import core
-    rule = core.abstract_eval_rules.get(prim)
-    code = getattr(rule, "__code__", None)
-    if code is None:
-        return 1
-    if code.co_flags & 0x04:  # *args: n-ary abstract eval; a unary lowering refuses two operands
-        return 1 if _lowering_is_unary(prim) else 2
-    return code.co_argcount
-
-
-def _lowering_is_unary(prim):
-    """Whether ``prim``'s lowering takes exactly one operand (elementwise unops share
-    an n-ary abstract eval, so their arity shows only in the lowering)."""
-    import numpy as np
-
-    from properties.primitives import rule_tables
-    lower = rule_tables()["lowering"].get(prim)
-    try:
-        lower(np.float32(1.0), np.float32(2.0))
-    except TypeError as exc:
-        return "takes 1 positional argument" in str(exc)
-    except Exception:  # noqa: BLE001 - any other refusal says nothing about arity
-        return False
     return False
 
 
@@ -448,19 +290,10 @@ def applied(mutant):
 
 
 def forget_derived_programs():
-    """Empty impl's caches of derived programs (the jvp, transpose, batched and staged
-    programs kept on each ClosedJaxpr, jitted function and custom_vjp bwd): a program
+    """Forget every program impl derived (jvp, transposed, batched, staged, compiled): one
     derived under a wrong rule must not serve the true rule's run, nor the next mutant's."""
-    import gc
-
-    from impl import api, core
-    from impl.custom_derivatives import vjp
-    vjp._bwd_programs.clear()
-    for obj in gc.get_objects():
-        if isinstance(obj, core.ClosedJaxpr):
-            obj._cache.clear()
-        elif isinstance(obj, api._StagedFunction) and isinstance(getattr(obj, "_programs", None), dict):
-            obj._programs.clear()
+    import impl
+    impl.clear_caches()
 
 
 # ------------------------------------------------------------------ focus
@@ -566,35 +399,22 @@ def focus_for(primitive, cov):
 # ------------------------------------------------------------------ running one mutant
 
 
-_KEYWORDS = {
-    "jvp": ("jvp", "grad", "finite", "jac", "hessian", "linearize", "named", "control", "custom", "remat"),
-    "transpose": ("vjp", "grad", "transpose", "jacrev", "hessian", "linear", "named", "control"),
-    "batching": ("vmap", "loop", "batch", "jacfwd", "hessian", "named", "chunk", "pile", "prng"),
-}
-
-
-#: laws that check a table's rules against something independent of the other rules
-#: (finite differences, references, loops): a wrong rule that the other rules agree
-#: with (a jvp scaled consistently through grad and vjp) only these can kill, so
-#: they run first; the order changes only how soon a kill is found, not whether.
-_INDEPENDENT = {
-    "jvp": ("finite_differences", "reference"),
-    "transpose": ("adjoint", "dot_product", "vjp_matches_finite", "vjp_of_vjp", "reference"),
-    "batching": ("vmap_matches_loop", "loops", "reference"),
-}
-
-
 def _is_independent(law, table):
-    return any(k in law.name for k in _INDEPENDENT[table])
+    """The law checks ``table``'s rules against a reference independent of the other rules
+    (declared: ``Law.references``): a wrong rule the other rules agree with (a jvp scaled
+    consistently through grad and vjp) only such laws can kill, so they run first and on
+    ``INDEPENDENT_FACTOR`` times the cases."""
+    return table in law.references
 
 
 def laws_for(table):
-    """The laws alone (no differential law), most relevant first. The 8-device laws run in
+    """The laws alone (no differential law), most relevant first: those that reach ``table``
+    (``Law.reaches``), among them the independent ones, then declaration order. Every law
+    runs: the order changes how soon a kill is found, never whether. The 8-device laws run in
     the workers, which have 8 host devices (elsewhere they skip themselves)."""
     from properties.laws import LAWS
     laws = [law for law in LAWS if not law.differential]
-    keys = _KEYWORDS[table]
-    return sorted(laws, key=lambda law: (not any(k in law.name for k in keys),
+    return sorted(laws, key=lambda law: (table not in law.reaches,
                                          not _is_independent(law, table), LAWS.index(law)))
 
 
@@ -709,102 +529,62 @@ def _unfinished(m, seconds, why, err=""):
             "message": err[-1500:], "laws_run": [], "seconds": round(seconds, 1), "why": why}
 
 
-class _Worker:
-    """A process that runs mutants one after another, so the imports and JAX's warm-up
-    are paid once per worker, not once per mutant. Between mutants it forgets every
-    program impl derived (``forget_derived_programs``); after ``RECYCLE`` mutants it is
-    replaced by a fresh process."""
-
-    RECYCLE = 40
-
-    def __init__(self, profile, env):
-        import queue
-        import tempfile
-        import threading
-        self.stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([sys.executable, "-m", "properties.mutation", "--worker", "--profile", profile],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                     text=True, env=env, bufsize=1)
-        self.lines = queue.Queue()
-        self.job, self.started, self.done = None, 0.0, 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def send(self, m, focus):
-        self.job, self.started = m, time.perf_counter()
-        self.proc.stdin.write(json.dumps({"mutant": asdict(m), "focus": focus}) + "\n")
-        self.proc.stdin.flush()
-
-    def poll(self, timeout):
-        """The finished job's result, an error result if the process died or ran out of
-        time, or None while the job runs."""
-        import queue
-        try:
-            line = self.lines.get_nowait()
-        except queue.Empty:
-            if time.perf_counter() - self.started < timeout:
-                return None
-            self.kill()
-            return _unfinished(self.job, time.perf_counter() - self.started,
-                               f"the mutant's run did not finish in {timeout:.0f} s")
-        if line is None:
-            self.proc.wait()
-            return _unfinished(self.job, time.perf_counter() - self.started,
-                               f"the mutant's run failed (exit {self.proc.returncode})", self.error_tail())
-        self.done += 1
-        return json.loads(line)
-
-    def error_tail(self):
-        self.stderr.seek(0)
-        return self.stderr.read()[-1500:]
-
-    def close(self):
-        with contextlib.suppress(OSError):
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        self.stderr.close()
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait()
+#: a worker process is replaced by a fresh one after this many mutants
+RECYCLE = 40
 
 
-def _worker_loop(profile):
-    """``--worker``: run the mutants named on stdin (one JSON line each), one JSON
-    result line each on stdout. Laws printing go to stderr, so stdout stays the protocol."""
-    results = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    for line in sys.stdin:
-        job = json.loads(line)
-        m = Mutant(**job["mutant"])
-        results.write(json.dumps(run_one(m, job["focus"], profile)) + "\n")
+class _OutOfTime(BaseException):
+    """A mutant's run took longer than its limit. Not an Exception: the law runs treat any
+    Exception as a kill (a crash the wrong rule caused), and this must not be one."""
+
+
+def _alarm(signum, frame):
+    raise _OutOfTime()
+
+
+def _start_worker():
+    """In each worker, before JAX starts a backend: 8 host devices for the 8-device laws,
+    float64 on as in every law run, and SIGALRM to stop a mutant out of time."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if multidevice.FLAG not in flags:
+        os.environ["XLA_FLAGS"] = (flags + " " + multidevice.FLAG).strip()
+    import properties  # noqa: F401
+    signal.signal(signal.SIGALRM, _alarm)
+
+
+def _run_in_worker(mutant, focus, profile, timeout):
+    """One mutant in a worker process: its result, then impl's caches cleared."""
+    m = Mutant(**mutant)
+    start = time.perf_counter()
+    signal.alarm(int(timeout))
+    try:
+        return run_one(m, focus, profile)
+    except _OutOfTime:
+        return _unfinished(m, time.perf_counter() - start, f"the mutant's run did not finish in {timeout:.0f} s")
+    finally:
+        signal.alarm(0)
         forget_derived_programs()
+
+
+def _pool(workers):
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_worker, max_tasks_per_child=RECYCLE)
 
 
 def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=None, done=None, minutes=None,
         cov=None):
-    """Run ``mutants`` in that order on ``workers`` worker processes; results in order of
+    """Run ``mutants`` in that order on a pool of ``workers`` processes; results in order of
     completion. Each result is appended to ``progress`` (a JSON-lines file) as it
     arrives; ``done`` holds results of an earlier run to keep. With ``minutes``, no
-    mutant is started after that many minutes (the run is then a prefix of ``mutants``)."""
+    mutant is started after that many minutes (the run is then a prefix of ``mutants``).
+    A worker that dies breaks the pool: the mutants it held run again once in a new one."""
     cov = cov or coverage()
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + multidevice.FLAG).strip()   # for the 8-device laws
     done = dict(done or {})
-    pending = [m for m in mutants if m.name not in done]
+    pending = collections.deque(m for m in mutants if m.name not in done)
     results = [done[m.name] for m in mutants if m.name in done]
     start = time.perf_counter()
-    pool = []
+    retried = set()
 
     def record(r):
         results.append(r)
@@ -818,41 +598,48 @@ def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=No
     def out_of_time():
         return minutes is not None and time.perf_counter() - start > 60 * minutes
 
-    try:
-        while pending and not out_of_time() or any(w.job for w in pool):
-            for w in list(pool):
-                if w.job is None and (w.done >= w.RECYCLE or w.proc.poll() is not None):
-                    w.close()
-                    pool.remove(w)
-            while len(pool) < workers and pending and not out_of_time():
-                pool.append(_Worker(profile, env))
-            for w in pool:
-                while w.job is None and pending and not out_of_time():
-                    m = pending.pop(0)
-                    focus = focus_for(m.primitive, cov)
-                    if m.name in EQUIVALENT:
-                        record(_unfinished(m, 0.0, "equivalent (analysed, not run): " + EQUIVALENT[m.name]))
-                    elif _reachable(focus):
-                        w.send(m, focus)
-                    else:
-                        record(_unreachable(m))
-            time.sleep(0.2)
-            for w in list(pool):
-                if w.job is None:
-                    continue
-                r = w.poll(timeout)
-                if r is not None:
-                    w.job = None
-                    record(r)
-                    if w.proc.poll() is not None:
-                        w.close()
-                        pool.remove(w)
-    finally:
-        for w in pool:
-            if w.job:
-                w.kill()
+    def next_job():
+        """The next mutant to run and its focus, recording those not to run; None at the end."""
+        while pending and not out_of_time():
+            m = pending.popleft()
+            focus = focus_for(m.primitive, cov)
+            if m.name in EQUIVALENT:
+                record(_unfinished(m, 0.0, "equivalent (analysed, not run): " + EQUIVALENT[m.name]))
+            elif not _reachable(focus):
+                record(_unreachable(m))
             else:
-                w.close()
+                return m, focus
+        return None
+
+    while pending and not out_of_time():
+        with _pool(workers) as pool:
+            running = {}
+            while True:
+                while len(running) < workers and (job := next_job()) is not None:
+                    m, focus = job
+                    running[pool.submit(_run_in_worker, asdict(m), focus, profile, timeout)] = (
+                        m, time.perf_counter())
+                if not running:
+                    break
+                finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                broken = False
+                for future in finished:
+                    m, started = running.pop(future)
+                    try:
+                        record(future.result())
+                    except BrokenProcessPool:
+                        broken = True
+                        if m.name in retried:
+                            record(_unfinished(m, time.perf_counter() - started,
+                                               "the worker process died running it (twice)"))
+                        else:
+                            retried.add(m.name)
+                            pending.appendleft(m)
+                if broken:  # every mutant still running in this pool is lost with it: run them again
+                    for m, _ in running.values():
+                        retried.add(m.name)
+                        pending.appendleft(m)
+                    break
     return results
 
 
@@ -927,7 +714,7 @@ def _markdown(data):
     lines += [f"Of the mutants of primitives some strategy draws, {reach['killed']} of {reach['mutants']} were "
               f"killed ({100.0 * reach['killed'] / max(reach['mutants'], 1):.1f}%); the other "
               f"{n - reach['mutants']} mutate primitives no strategy draws yet, which no law can reach.", "",
-              "Regenerate: `python -m properties.mutation --profile quick -n 2 --report-dir reports` "
+              "Regenerate: `python -m tools.mutation --profile quick -n 2 --report-dir reports` "
               "(all mutants; `--minutes M` for a sample of what fits in M minutes).", "", "## By family", "", "| family | table | mutants | killed |", "|---|---|---|---|"]
     groups = {}
     for r in data["results"]:
@@ -967,7 +754,7 @@ def _earlier_results(path, profile, names):
 
 def main(argv=None):
     from properties.__main__ import cache_dir
-    parser = argparse.ArgumentParser(prog="python -m properties.mutation", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.mutation", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="quick", choices=("quick", "default", "thorough"))
     parser.add_argument("-n", "--workers", type=int, default=2, help="mutants run at once")
     parser.add_argument("--sample", type=int, default=None, help="run N mutants spread over families")
@@ -982,7 +769,6 @@ def main(argv=None):
                         or os.path.join(cache_dir(), "reports"),
                         help="where mutation.{json,md} go (default: %(default)s); the committed reference "
                         "report is written with --report-dir reports")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("-n must be at least 1")
@@ -991,9 +777,6 @@ def main(argv=None):
     if args.minutes is not None and args.minutes <= 0:
         parser.error("--minutes must be positive")
     import properties  # noqa: F401  (x64 on, as in every law run)
-    if args.worker:
-        _worker_loop(args.profile)
-        return 0
     mutants = generate()
     by_name = {m.name: m for m in mutants}
     if args.list:
@@ -1023,7 +806,3 @@ def main(argv=None):
     killed = sum(r["killed"] for r in results)
     print(f"{killed} of {len(results)} mutants killed; reports: {paths[0]}, {paths[1]}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Bugs in JAX 0.10.2 the laws found, each with its minimal program.
+
+A :class:`JaxBug` is declared on the laws that can draw it (``Law.jax_bugs`` in
+``properties/laws/__init__.py``); ``suites/test_negative.py`` runs every declared
+bug's ``reproduce`` as a strict xfail, so a JAX release that fixes one makes that
+test fail and the bug's filter (or the strategy's detour) can go.  ``reproduce``
+compares JAX's result with an independent reference and raises when they differ.
+
+``handled`` says how the laws live with the bug: ``"filtered"`` -- the law discards
+exactly the affected cases on JAX (the predicates are in ``named.KNOWN_JAX_BUGS``,
+keyed by the bug's description); ``"avoided"`` -- the strategies never draw the
+failing form, or the law skips that one check on JAX.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class JaxBug:
+    description: str
+    reproduce: Callable[[], None]   # raises (AssertionError or JAX's own error) while the bug lives
+    handled: str                    # "filtered" or "avoided"
+
+    def __post_init__(self):
+        if self.handled not in ("filtered", "avoided"):
+            raise ValueError(f"JaxBug.handled is 'filtered' or 'avoided', got {self.handled!r}")
+
+
+def _all_to_all_of_unbatched():
+    import jax
+    import numpy as np
+    from jax import lax
+    f = jax.vmap(lambda v: lax.all_to_all(v, "i", 0, 0, tiled=False), in_axes=None, axis_size=2,
+                 axis_name="i")
+    got = np.asarray(f(np.array([0.5, 1.5])))
+    # member r receives element r of every member: [[0.5, 0.5], [1.5, 1.5]]
+    np.testing.assert_array_equal(got, np.array([[0.5, 0.5], [1.5, 1.5]]))
+
+
+def _all_to_all_transpose_per_member():
+    import jax
+    import numpy as np
+    from jax import lax
+
+    def member_vjp(v, c):  # each member's own vjp: all_to_all's transpose rule runs
+        return jax.vjp(lambda v: lax.all_to_all(v, "i", 1, 0, tiled=False), v)[1](c)[0]
+    x = np.arange(12.0).reshape(2, 3, 2)   # 2 members, each (3, 2): split axis 1, size 2
+    c = np.arange(12.0).reshape(2, 2, 3)   # each member's output is (2, 3)
+    got = np.asarray(jax.vmap(member_vjp, axis_name="i")(x, c))  # JAX: ValueError on the cotangent type
+    # the transpose of "member r receives slice r of every member" sends slice s of the
+    # cotangent back to member s: x-shaped, got[r, :, s] = c[s, r, :]
+    np.testing.assert_array_equal(got, np.einsum("srk->rks", c))
+
+
+def _psum_scatter_inside_inner_axis():
+    import jax
+    import numpy as np
+    from jax import lax
+    # members (i, j) of 2 x 1; member (i, j) holds x[i, :, j] (the inner vmap reads axis 1)
+    x = np.arange(4.0).reshape(2, 2, 1)
+    scatter = jax.vmap(lambda v: lax.psum_scatter(v, "i", tiled=False), in_axes=1, axis_name="j")
+    got = jax.vmap(scatter, axis_name="i")(x)  # JAX: IndexError
+    # member i receives element i of the sum over the members: x.sum(0)[i, j]
+    np.testing.assert_array_equal(np.asarray(got), x.sum(0))
+
+
+def _clamp_scalar_bound_jvp():
+    import jax
+    import numpy as np
+    from jax import lax
+    # lo = 0.5 (tangent 1) clamps x[0]; x[1] is inside (tangent 1); hi = 2 (constant) clamps x[2]
+    _, t = jax.jvp(lambda lo, x: lax.clamp(lo, x, 2.0), (0.5, np.array([0.0, 1.0, 3.0])),
+                   (1.0, np.ones(3)))   # JAX: TypeError (select cases must have the same shapes)
+    np.testing.assert_array_equal(np.asarray(t), [1.0, 1.0, 0.0])
+
+
+def _dynamic_update_slice_of_own_slice():
+    import jax
+    import numpy as np
+    from jax import lax
+    x = np.array([0.0, 1.0, 2.0], np.float32)
+    got = jax.jit(lambda x: lax.dynamic_update_slice(x, x[:2], (1,))[None])(x)   # XLA CPU: [[0, 0, 0]]
+    # x[1:3] = (old) x[0:2]: [0, 0, 1], which JAX gives eagerly and without the [None]
+    np.testing.assert_array_equal(np.asarray(got), [[0.0, 0.0, 1.0]])
+
+
+def _shard_map_all_to_all_transpose():
+    import subprocess
+    import sys
+    source = """
+import os
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+import jax, numpy as np
+from jax import lax
+from jax.sharding import AxisType, PartitionSpec as P
+mesh = jax.make_mesh((2,), ("y",), axis_types=(AxisType.Auto,))
+f = jax.shard_map(lambda v: lax.all_to_all(v, "y", 1, 0, tiled=False), mesh=mesh,
+                  in_specs=P("y"), out_specs=P("y"))
+x = np.arange(8.0).reshape(4, 2)
+y = f(x)
+ct = jax.vjp(f, x)[1](np.ones_like(y))[0]   # JAX: ValueError, cotangent [2,1,2] for [1,2,2]
+np.testing.assert_array_equal(np.asarray(ct), np.ones((4, 2)))
+"""
+    run = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
+                         timeout=300)
+    if run.returncode:
+        raise ValueError(run.stderr.strip().splitlines()[-1])
+
+
+ALL_TO_ALL_OF_UNBATCHED = JaxBug(
+    "all_to_all of a value unbatched over its axis returns a wrong shape under vmap",
+    _all_to_all_of_unbatched, "filtered")
+ALL_TO_ALL_TRANSPOSE_IN_VMAP = JaxBug(
+    "the transpose of an untiled all_to_all whose split and concat axes differ has the wrong "
+    "shape inside vmap", _all_to_all_transpose_per_member, "filtered")
+PSUM_SCATTER_INSIDE_INNER_AXIS = JaxBug(
+    "an untiled psum_scatter over an outer vmap axis fails when an inner vmap batches its "
+    "operand along a nonzero axis (all_gather's transpose too)", _psum_scatter_inside_inner_axis,
+    "filtered")
+#: every named-axis law draws the programs these three need
+NAMED_AXIS_BUGS = (ALL_TO_ALL_OF_UNBATCHED, ALL_TO_ALL_TRANSPOSE_IN_VMAP,
+                   PSUM_SCATTER_INSIDE_INNER_AXIS)
+
+DYNAMIC_UPDATE_SLICE_OF_OWN_SLICE = JaxBug(
+    "jit of a dynamic_update_slice whose update is a slice of its own operand, then reshaped, gives "
+    "a wrong value on CPU (strategies.ops.DynamicUpdateSlice draws updates independent of the operand)",
+    _dynamic_update_slice_of_own_slice, "avoided")
+CLAMP_SCALAR_BOUND_JVP = JaxBug(
+    "jvp of lax.clamp with a traced scalar bound and an array operand raises TypeError "
+    "(strategies.ops.Clamp draws traced bounds of the operand's shape only)", _clamp_scalar_bound_jvp,
+    "avoided")
+SHARD_MAP_ALL_TO_ALL_TRANSPOSE = JaxBug(
+    "vjp of shard_map through an untiled all_to_all whose split and concat axes differ raises "
+    "ValueError (shard_map_matches_reference skips its vjp check on JAX for such bodies)",
+    _shard_map_all_to_all_transpose, "avoided")

@@ -1,0 +1,91 @@
+"""The analysed mutants, as data: each name with a one-line reason.
+
+``EQUIVALENT``: the wrong rule computes what the true one does on every input it can
+receive, so no law can kill it; the run skips them and the report counts them apart.
+``OPEN_GAPS``: survivors analysed and found *not* equivalent; the reason names what lets
+them live (a strategy that never draws the exposing program, or a law that never takes
+the derivative that shows it) -- work left for the strategies and laws.
+"""
+from __future__ import annotations
+
+
+def _each(names, reason):
+    return dict.fromkeys(names, reason)
+
+
+def _ops(table, prim, ops):
+    return [f"{table}:{prim}:{op}" for op in ops]
+
+
+# why a mutant is equivalent: the rule's inputs it could change are never there
+INTEGER_TANGENT = ("the operand it drops is integer (indices, a start index, a predicate, a "
+                   "branch index): its tangent is always a symbolic zero, which the rule never reads")
+INTEGER_SWAP = ("the two operands have one type only when both are integer, and then both "
+                "tangents are symbolic zeros: the swap changes nothing")
+ONE_LINEAR_OPERAND = ("the rule returns None for the operand that is never linear (indices, "
+                      "predicate, branch index, a bilinear op's other factor), so the swap, "
+                      "which needs two same-typed cotangents, never applies")
+SAME_COTANGENTS = ("both cotangents are unbroadcast(ct) to the operands' one type, i.e. equal: "
+                   "swapping them changes nothing")
+SUM_OF_TANGENTS = ("the tangent is the sum of the two operands' tangents, and they swap only "
+                   "when of one type: the sum is unchanged")
+LINEAR_IN_FIRST = ("the rule is linear in operand 0 only (ad.linear_in_jvp((0,))) and never "
+                   "reads operand 1's tangent (the values that select)")
+ALWAYS_RAISES = "the rule always raises, before the mutant's change could apply: the same error"
+NO_OUTPUTS = ("debug_callback has no outputs and its rules never read tangents or return "
+              "cotangents: there is nothing to scale, drop, swap or move")
+
+EQUIVALENT: dict[str, str] = {
+    **_each(["jvp:gather:drop_last", "jvp:dynamic_slice:drop_last", "jvp:take_along_axis:drop_last",
+             "jvp:scatter_add_along_axis:drop_last", "jvp:cond:drop_first", "jvp:select_n:drop_first"],
+            INTEGER_TANGENT),
+    "jvp:psum_unmapped:drop_first": ("psum_unmapped reads its first operand only for the axes it "
+                                     "is mapped along, never its tangent"),
+    **_each([f"jvp:{p}:swap" for p in ("gather", "dynamic_slice", "scatter", "scatter_add", "scatter_mul",
+                                       "scatter_min", "scatter_max", "scatter_add_along_axis",
+                                       "take_along_axis", "cond", "select_n")], INTEGER_SWAP),
+    **_each(["jvp:add:swap", "jvp:add_any:swap"], SUM_OF_TANGENTS),
+    **_each([f"jvp:{p}:drop_last" for p in ("select_and_scatter_add", "select_and_gather_add",
+                                            "cumchooser_tangent", "cumchooser_cotangent")], LINEAR_IN_FIRST),
+    "jvp:regularized_incomplete_beta:swap": ("the rule raises for a tangent of a or of b alike (no "
+                                             "derivative there, as in JAX); with both zero it swaps zeros"),
+    **_each(_ops("jvp", "pure_callback", ("scale", "drop_first", "drop_last", "swap")),
+            "pure_callback is not differentiable (as in JAX): " + ALWAYS_RAISES),
+    **_each(_ops("transpose", "while", ("scale", "drop_first", "swap")),
+            "while_loop has no reverse mode: " + ALWAYS_RAISES),
+    **_each([f"transpose:{p}:swap" for p in (
+        "scatter_add_along_axis", "scatter_add", "scatter", "scatter_mul", "take_along_axis", "gather",
+        "dynamic_slice", "div", "cond", "select_n", "psum_unmapped", "mul", "dot_general",
+        "conv_general_dilated", "triangular_solve", "linear_recurrence", "select_and_gather_add",
+        "cumchooser_tangent", "cumchooser_cotangent")], ONE_LINEAR_OPERAND),
+    **_each(["transpose:add:swap", "transpose:add_any:swap"], SAME_COTANGENTS),
+    **_each(_ops("jvp", "debug_callback", ("scale", "drop_first", "drop_last", "swap"))
+            + _ops("transpose", "debug_callback", ("scale", "drop_first", "swap"))
+            + _ops("batching", "debug_callback", ("move_batch_axis", "shift_batch")), NO_OUTPUTS),
+}
+
+OPEN_GAPS: dict[str, str] = {
+    **_each(_ops("transpose", "name", ("scale", "drop_first")),
+            "only linear_transpose of a named linear value reaches it, and JAX has no transpose of "
+            "`name`, so no law that must pass on JAX draws it (tests/test_remat.py checks the rule)"),
+    **_each(["jvp:chunk_map:swap", "transpose:chunk_map:swap"],
+            "applies to two same-typed leading operands of chunk_map, which the chunked cases seldom draw"),
+    "jvp:clamp:drop_first": ("shows only where a traced lower bound clamps and reaches the output; "
+                             "the focused programs seldom hold such a case"),
+    **_each(["jvp:polygamma:drop_first", "jvp:regularized_incomplete_beta:drop_first"],
+            "turns JAX's (and impl's) error for a derivative in m or a into a silent zero; laws "
+            "must pass on JAX, so none perturbs it (tests/test_lax_breadth.py checks the error)"),
+    **_each(_ops("jvp", "select_and_gather_add", ("scale", "drop_first", "swap"))
+            + _ops("jvp", "cumchooser_tangent", ("scale", "drop_first", "swap")),
+            "runs only in second-order forward derivatives of pooling or cummax, which no law takes "
+            "(the Hessian laws draw smooth programs)"),
+    "batching:igamma_grad_a:move_batch_axis": ("only vmap of igamma's derivative in a reaches it, and "
+                                               "the vmap-of-grad laws draw smooth programs"),
+    "jvp:pad:drop_last": ("a traced padding value is drawn only by strategies.ops.Pad, seldom among "
+                          "pad's focused cases"),
+    "transpose:shard_map:swap": "the drawn shard_map cases take one input: there is no second to swap",
+    **_each(_ops("batching", "shard_map", ("move_batch_axis", "shift_batch")), "no law vmaps a shard_map"),
+    "batching:pmax:move_batch_axis": ("needs pmax over the outer of two named vmaps on a value batched "
+                                      "along the inner one; the quick profile's focused cases draw none "
+                                      "(the default profile kills it)"),
+}
