@@ -580,14 +580,15 @@ EXEMPT_PRIMITIVES = {
     "pure_callback": "a host callback (impl.pure_callback), not differentiable: tests/test_toplevel.py "
                      "against JAX under jit and each vmap_method",
     # not drawn yet (new lax names; adding vocabulary ops shifts every drawn program):
-    # tests/test_lax_extras.py checks each against JAX under jit, jvp, grad and vmap
-    "optimization_barrier": "not drawn yet: tests/test_lax_extras.py covers it against JAX",
+    # tests/test_lax_reduce_solve_barrier.py checks each against JAX under jit, jvp, grad and vmap
+    "optimization_barrier": "not drawn yet: tests/test_lax_reduce_solve_barrier.py covers it "
+                            "against JAX",
     "reduce_precision": "not drawn yet (piecewise constant: no smooth law applies); "
-                        "tests/test_lax_extras.py covers it against JAX",
-    "reduce": "not drawn yet: lax.reduce with a general computation; tests/test_lax_extras.py "
-              "covers it against JAX and finite differences",
-    "custom_linear_solve": "not drawn yet: tests/test_lax_extras.py covers it against JAX and "
-                           "finite differences",
+                        "tests/test_lax_reduce_solve_barrier.py covers it against JAX",
+    "reduce": "not drawn yet: lax.reduce with a general computation; "
+              "tests/test_lax_reduce_solve_barrier.py covers it against JAX and finite differences",
+    "custom_linear_solve": "not drawn yet: tests/test_lax_reduce_solve_barrier.py covers it "
+                           "against JAX and finite differences",
     # The rejection samplers lower to JAX's own; XLA spends ~1 s compiling each loop, too
     # slow for drawn programs. tests/test_random_dists.py checks them against JAX.
     "random_gamma": "rejection sampler lowered to JAX's (~1 s of XLA compile per draw): "
