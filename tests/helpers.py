@@ -1,4 +1,5 @@
-"""Helpers shared by the test files: seeded inputs and pytree comparisons.
+"""Helpers shared by the test files: seeded inputs, pytree comparisons and the tolerance
+table.
 
 Imported as ``from helpers import ...`` (pytest puts this folder on the path).
 """
@@ -10,6 +11,41 @@ import jax
 import numpy as np
 
 from impl.core import float0
+
+
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+# How close impl's results must be to the reference (JAX running the same program, or
+# float64 finite differences), by what a test compares: the one place test tolerances are
+# set.  An entry is ``dict(rtol=, atol=)`` or a table by dtype (assert_tree_close looks a
+# leaf's dtype up, falling back to float64's).  The float32 bounds allow XLA's float32
+# rounding, which grows with the number of operations between input and result; the
+# float64 bounds are tight enough that a wrong rule cannot hide in them.
+TOLERANCE = {
+    # one primitive at a time against the same jax.lax primitive
+    "elementwise": {F32: dict(rtol=2e-5, atol=2e-6), F64: dict(rtol=1e-11, atol=1e-12)},
+    # gathers, scatters and dynamic slices
+    "indexing": {F32: dict(rtol=3e-5, atol=3e-6), F64: dict(rtol=1e-11, atol=1e-12)},
+    # reductions: a sum is accumulated in a different order once batched or transposed
+    "reductions": {F32: dict(rtol=5e-5, atol=5e-6), F64: dict(rtol=1e-11, atol=1e-12)},
+    # jax.numpy / jax.nn / jax.scipy.special functions composed of several primitives
+    "numpy": {F32: dict(rtol=3e-5, atol=3e-6), F64: dict(rtol=1e-10, atol=1e-12)},
+    # whole programs under jit, jvp, grad and vmap compiled on each side (_against_jax), and
+    # float64 linear algebra and solvers: XLA fuses and reorders each compilation its own way
+    "programs": {F32: dict(rtol=2e-4, atol=2e-5), F64: dict(rtol=1e-9, atol=1e-10)},
+    # control-flow and remat programs written once for both backends (_compare)
+    "control flow": dict(rtol=2e-5, atol=2e-5),
+    # custom_jvp / custom_vjp programs on both backends (_custom_helpers)
+    "custom rules": dict(rtol=2e-5, atol=2e-6),
+    # sharded programs, compared leaf by leaf with their shardings (sharding_cases)
+    "sharding": dict(rtol=1e-5, atol=1e-6),
+    # float64 collectives: a named-axis sum is accumulated in any order
+    "collectives": dict(rtol=1e-9, atol=1e-9),
+    # the public transformations over pytrees (test_api)
+    "transformations": dict(rtol=1e-6, atol=1e-8),
+    # gradients of the samplers through their reparameterisations (test_random)
+    "sampler gradients": {F32: dict(rtol=2e-6, atol=1e-6), F64: dict(rtol=1e-13, atol=1e-14)},
+}
 
 
 def seeded_rng(*key):
@@ -110,3 +146,4 @@ def keyed_draws(cases, R, dtype, names):
     def draws(key):
         return {n: cases[n](R, k, dtype) for n, k in zip(names, R.split(key, len(names)))}
     return draws
+

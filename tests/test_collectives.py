@@ -25,16 +25,14 @@ import impl
 import impl.numpy as inp
 from impl import lax as ilax
 
-jax.config.update("jax_enable_x64", True)
-
-TOL = dict(rtol=1e-9, atol=1e-9)
+from helpers import TOLERANCE
 
 
 def close(got, want):
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape, (got.shape, want.shape)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, **TOL)
+    np.testing.assert_allclose(got, want, **TOLERANCE["collectives"])
 
 
 def rs(*shape, seed=0):

@@ -18,8 +18,6 @@ import impl.numpy as inp
 from impl import lax as ilax
 from _against_jax import check_transforms, rng_for
 
-jax.config.update("jax_enable_x64", True)
-
 
 def normal(shape, seed=0):
     return lambda dtype: rng_for("conv", shape, seed).standard_normal(shape).astype(dtype)

@@ -24,8 +24,6 @@ import impl.numpy as inp
 from impl.custom_derivatives import linear_call
 from _custom_helpers import F32, assert_trees_close
 
-jax.config.update("jax_enable_x64", True)
-
 
 # ------------------------------------------------------------------ programs
 # Each builder takes (m, np_) and returns f(x, y) on float32 vectors.

@@ -26,13 +26,7 @@ from impl.primitives import shape as sh
 import helpers
 from helpers import batched_args, make_args, partial_args as _partial, seeded_rng as _rng
 
-jax.config.update("jax_enable_x64", True)
-
 FLOATS = [np.float32, np.float64]
-TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6),
-       np.dtype(np.float64): dict(rtol=1e-11, atol=1e-12)}
-
-
 # ----------------------------------------------------------------- arg makers
 
 def U(lo, hi, shape=(2, 3)):
@@ -213,7 +207,8 @@ HESS_OPS = [op for op in OPS if op.hess]
 
 # ------------------------------------------------------------------- helpers
 
-assert_tree_close = functools.partial(helpers.assert_tree_close, tol=TOL, check_weak=True)
+assert_tree_close = functools.partial(helpers.assert_tree_close, tol=helpers.TOLERANCE["elementwise"],
+                                      check_weak=True)
 
 
 def _summed(fn, sum_fn):

@@ -27,13 +27,7 @@ from impl.numpy import _indexing as nix
 import helpers
 from helpers import batched_args, make_args, partial_args as _partial, seeded_rng as _rng
 
-jax.config.update("jax_enable_x64", True)
-
 FLOATS = [np.float32, np.float64]
-TOL = {np.dtype(np.float32): dict(rtol=3e-5, atol=3e-6),
-       np.dtype(np.float64): dict(rtol=1e-11, atol=1e-12)}
-
-
 # ----------------------------------------------------------------- arg makers
 
 class F:
@@ -339,7 +333,7 @@ LINEAR_OPS = [op for op in OPS if op.linear]
 
 # ------------------------------------------------------------------- helpers
 
-assert_tree_close = functools.partial(helpers.assert_tree_close, tol=TOL)
+assert_tree_close = functools.partial(helpers.assert_tree_close, tol=helpers.TOLERANCE["indexing"])
 
 
 def _isum(out):

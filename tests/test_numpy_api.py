@@ -14,15 +14,9 @@ import impl
 import impl.numpy as inp
 import impl.scipy.special as isp
 
-from helpers import assert_tree_close, rs
+from helpers import TOLERANCE, assert_tree_close, rs
 
-jax.config.update("jax_enable_x64", True)
-
-TOL = {np.dtype(np.float32): dict(rtol=3e-5, atol=3e-6),
-       np.dtype(np.float64): dict(rtol=1e-10, atol=1e-12)}
-
-
-close = functools.partial(assert_tree_close, tol=TOL, exact_non_float=True)
+close = functools.partial(assert_tree_close, tol=TOLERANCE["numpy"], exact_non_float=True)
 
 
 def check_fn(ifn, jfn, args, dtype, grad=True, vmap=True):

@@ -27,9 +27,7 @@ import impl.random as ir
 from impl import lax as ilax
 from impl.interpreters import batching
 from impl.primitives import prng
-from helpers import assert_each, assert_same, keyed_draws
-
-jax.config.update("jax_enable_x64", True)
+from helpers import TOLERANCE, assert_each, assert_same, keyed_draws
 
 F32, F64 = np.float32, np.float64
 FLOATS = [F32, F64]
@@ -250,7 +248,6 @@ GRAD_CASES = {
     "permutation_of_parameter": lambda R, k, p: R.permutation(k, p * np.arange(1., 6.)) ** 2,
     "choice_of_parameter": lambda R, k, p: R.choice(k, p * np.arange(1., 6.), (4,)) ** 3,
 }
-GRAD_TOL = {F32: dict(rtol=2e-6, atol=1e-6), F64: dict(rtol=1e-13, atol=1e-14)}
 
 
 def _total(R, f):
@@ -277,7 +274,7 @@ def test_grad_through_draws(name, dtype):
     g = impl.grad(_total(ir, f))(p, k)
     jg = jax.grad(_total(jr, f))(p, jk)
     assert g.dtype == jg.dtype
-    np.testing.assert_allclose(g, jg, **GRAD_TOL[dtype])
+    np.testing.assert_allclose(g, jg, **TOLERANCE["sampler gradients"][np.dtype(dtype)])
 
 
 GRAD_RUNS = [
@@ -297,7 +294,8 @@ def test_grad_under_jit_and_vmap(dtype, names):
     jgv = jax.jit(jax.vmap(jax.grad(_all_totals(jr, names)), in_axes=(None, 0)))(ps, jkeys)
     for n in names:
         assert gv[n].dtype == jgv[n].dtype == dtype, n
-        np.testing.assert_allclose(gv[n], jgv[n], **GRAD_TOL[dtype], err_msg=n)
+        np.testing.assert_allclose(gv[n], jgv[n], err_msg=n,
+                                   **TOLERANCE["sampler gradients"][np.dtype(dtype)])
 
 
 def test_grad_through_draws_matches_finite_differences():

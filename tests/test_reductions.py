@@ -21,15 +21,11 @@ from impl import lax as ilax
 from impl.core import float0
 from impl.primitives import reductions as red
 
-from helpers import assert_tree_close, seeded_rng as _rng
-
-jax.config.update("jax_enable_x64", True)
+from helpers import TOLERANCE, assert_tree_close, seeded_rng as _rng
 
 FLOATS = [np.float32, np.float64]
 # Second-order tests run the same rules in both dtypes: float32 only nightly.
 FLOATS_SECOND_ORDER = [pytest.param(np.float32, marks=pytest.mark.slow), np.float64]
-TOL = {np.dtype(np.float32): dict(rtol=5e-5, atol=5e-6),
-       np.dtype(np.float64): dict(rtol=1e-11, atol=1e-12)}
 BATCH = 3
 
 
@@ -246,7 +242,7 @@ def _leaves(x):
 
 
 def _assert_same(got, want, dtype):
-    assert_tree_close(got, want, tol=TOL[np.dtype(dtype)], exact_non_float=True)
+    assert_tree_close(got, want, tol=TOLERANCE["reductions"][np.dtype(dtype)], exact_non_float=True)
 
 
 def _weights(case, dtype, args):

@@ -22,8 +22,6 @@ from impl import lax as ilax
 from impl.numpy._indexing import _IndexUpdateHelper
 from _against_jax import check_transforms, rng_for
 
-jax.config.update("jax_enable_x64", True)
-
 SHAPE = (4, 5)
 
 
