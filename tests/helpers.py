@@ -1,5 +1,5 @@
-"""Helpers shared by the test files: seeded inputs, pytree comparisons and the tolerance
-table.
+"""Helpers shared by the test files: seeded inputs, pytree comparisons, the tolerance
+table, and the parametrisations that leave some cases to the nightly run.
 
 Imported as ``from helpers import ...`` (pytest puts this folder on the path).
 """
@@ -9,6 +9,7 @@ import zlib
 
 import jax
 import numpy as np
+import pytest
 
 from impl.core import float0
 
@@ -147,3 +148,34 @@ def keyed_draws(cases, R, dtype, names):
         return {n: cases[n](R, k, dtype) for n, k in zip(names, R.split(key, len(names)))}
     return draws
 
+
+# ------------------------------------------------ cases that run nightly only
+# The CI run (`pytest`, which deselects `slow`) must stay under 20 minutes on 2 cores; the
+# nightly run (`pytest -m slow`, or `-m ""` for everything) adds the cases marked here.
+
+def nightly(*values, **kwargs):
+    """One parametrize case that runs nightly only (marked ``slow``)."""
+    return pytest.param(*values, marks=pytest.mark.slow, **kwargs)
+
+
+def floats_in_ci(keep, floats=(np.float32, np.float64)):
+    """float32 and float64 for a ``dtype`` parametrisation, the one that is not ``keep``
+    running nightly only: CI checks each case once, in float64 for derivatives (tight
+    tolerances) or float32 for values (the dtype programs use, weak types and promotion)."""
+    return [d if np.dtype(d) == np.dtype(keep) else nightly(d) for d in floats]
+
+
+def first_in_ci(n, cases, *, unpack=False):
+    """``cases`` with all but the first ``n`` running nightly only: the later ones are more
+    option mixes of the same check.  ``unpack``: each case is a tuple of several argument
+    values (a parametrisation over several names)."""
+    out = []
+    for i, case in enumerate(cases):
+        if i < n:
+            out.append(case)
+        elif isinstance(case, type(pytest.param(None))):
+            out.append(pytest.param(*case.values, marks=[*case.marks, pytest.mark.slow],
+                                    id=case.id))
+        else:
+            out.append(nightly(*(case if unpack else (case,))))
+    return out

@@ -112,8 +112,8 @@ CASES = {**CORE, **EXTRA}
 DTYPE_FREE = {"bits", "bits_uint8", "randint", "randint_uint8_full_range", "randint_int8",
               "randint_int64_empty_ranges", "randint_arrays", "permutation_int", "choice",
               "choice_no_replace"}
-# By default one or two variants of each sampler the issue names (and a few others);
-# in float64 those whose float arithmetic differs (64 random bits per float).
+# In CI one or two variants of the main samplers, in float32; nightly also float64 for
+# those whose float arithmetic differs (64 random bits per float), and every case.
 FLOAT32_CASES = ("bits_uint8", "uniform_array_bounds", "normal", "truncated_normal_arrays",
                  "bernoulli", "bernoulli_high", "randint_int8", "randint_int64_empty_ranges",
                  "permutation_axis1", "choice_p", "choice_no_replace",
@@ -137,7 +137,7 @@ def assert_same_draws(got, want):
 
 
 @pytest.mark.parametrize("dtype,names", [
-    (F32, FLOAT32_CASES), (F64, FLOAT64_CASES),
+    (F32, FLOAT32_CASES), pytest.param(F64, FLOAT64_CASES, marks=pytest.mark.slow),
     pytest.param(F32, tuple(CASES), marks=pytest.mark.slow),
     pytest.param(F64, tuple(n for n in CORE if n not in DTYPE_FREE), marks=pytest.mark.slow)],
     ids=["float32", "float64", "float32-all", "float64-all"])

@@ -21,7 +21,7 @@ from impl import lax as ilax
 from impl.core import float0
 from impl.primitives import reductions as red
 
-from helpers import TOLERANCE, assert_tree_close, seeded_rng as _rng
+from helpers import TOLERANCE, assert_tree_close, floats_in_ci, seeded_rng as _rng
 
 FLOATS = [np.float32, np.float64]
 # Second-order tests run the same rules in both dtypes: float32 only nightly.
@@ -285,7 +285,7 @@ def _diff_cases():
 
 # ----------------------------------------------------------------------- tests
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", floats_in_ci(np.float32))
 @pytest.mark.parametrize("case", ALL, ids=repr)
 def test_eager_and_jit(case, dtype):
     args = _args(case, dtype)
@@ -294,7 +294,7 @@ def test_eager_and_jit(case, dtype):
     _assert_same(impl.jit(case.impl_fn)(*args), want, dtype)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", floats_in_ci(np.float64))
 @pytest.mark.parametrize("case", ALL, ids=repr)
 def test_jvp(case, dtype):
     args = _args(case, dtype)
@@ -311,7 +311,7 @@ def test_jvp(case, dtype):
     _assert_same(got, want, dtype)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", floats_in_ci(np.float64))
 @pytest.mark.parametrize("case", _diff_cases(), ids=repr)
 def test_grad(case, dtype):
     args = _args(case, dtype)
@@ -321,7 +321,7 @@ def test_grad(case, dtype):
     _assert_same(got, want, dtype)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", floats_in_ci(np.float64))
 @pytest.mark.parametrize("axis", [0, 1])
 @pytest.mark.parametrize("case", ALL, ids=repr)
 def test_vmap(case, dtype, axis):
@@ -345,6 +345,7 @@ def test_vmap_mixed_batching(case, dtype):
 
 @pytest.mark.parametrize("dtype", FLOATS_SECOND_ORDER)
 @pytest.mark.parametrize("case", _diff_cases(), ids=repr)
+@pytest.mark.slow
 def test_vmap_of_grad(case, dtype):
     """Over axis 0 here; test_jit_vmap_grad maps over axis 1."""
     axis = 0
@@ -357,6 +358,7 @@ def test_vmap_of_grad(case, dtype):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("case", _diff_cases(), ids=repr)
+@pytest.mark.slow
 def test_jit_vmap_grad(case, dtype):
     args = _batched(case, dtype, 1)
     w = _weights(case, dtype, _args(case, dtype))
