@@ -274,7 +274,7 @@ def case_with_sharding_constraint_vmap_spmd_axis_name():
                                  spmd_axis_name=("x", "y")))(rs(8, 3, seed=6)))
     got, want = both(make)
     check(got, want)
-    assert got[1].sharding.spec == P("x", "y"), got[1].sharding   # the example
+    assert got[1].sharding.spec == P("x", "y"), got[1].sharding   # spmd_axis_name shards the batch axis
 
 
 def case_with_sharding_constraint_vmap_of_grad():

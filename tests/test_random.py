@@ -3,7 +3,7 @@
 Values, dtypes, weak types and shapes must equal JAX's exactly, each mode against the
 same mode in JAX (XLA may round a float differently when it folds a constant). XLA
 spends ~0.2 s compiling each threefry hash (on each side), so the default run draws
-many samplers in one program: every sampler the issue names under jit in float32 (and
+many samplers in one program: every main sampler (CORE) under jit in float32 (and
 those whose float arithmetic differs in float64), a subset under jit of vmap over split
 keys, eagerly (typed, raw and jax.random keys), under vmap without jit, and nested
 vmap. The nightly run (`-m slow`) adds the full matrix: every sampler in every mode and
@@ -45,7 +45,7 @@ def _logits(d):
     return np.log(np.array([[.1, .2, .7], [.5, .25, .25]], d))
 
 
-# The functions the issue names, in variants that take different code paths; every
+# The main samplers, in variants that take different code paths; every
 # one runs eagerly and under jit of vmap, in float32 and (where the float dtype
 # matters) float64.
 CORE = {

@@ -583,7 +583,7 @@ EXEMPT_PRIMITIVES = {
                       "eagerly and under jit, vmap and grad",
     "pure_callback": "a host callback (impl.pure_callback), not differentiable: tests/test_toplevel.py "
                      "against JAX under jit and each vmap_method",
-    # not drawn yet (new lax names; adding vocabulary ops shifts every drawn program):
+    # not drawn (adding vocabulary ops shifts every drawn program):
     # tests/test_lax_reduce_solve_barrier.py checks each against JAX under jit, jvp, grad and vmap
     "optimization_barrier": "not drawn yet: tests/test_lax_reduce_solve_barrier.py covers it "
                             "against JAX",
