@@ -18,7 +18,7 @@ import jax
 from .laws import BY_NAME
 from .tolerances import AGREE, MAX_FILTERED_FRACTION, REFERENCE
 
-#: which check catches a failure: the laws, or agreement with JAX (item 9)
+#: which check catches a failure: the laws, or agreement with JAX (the differential oracle)
 CAUGHT_BY = {"law": "a law of the transformations",
              "differential": "the differential oracle (the backend disagrees with JAX)"}
 
