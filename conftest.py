@@ -1,88 +1,12 @@
 """Root conftest: registers the properties pytest plugin (options --backend, --profile, ...)
 for every test run from the repository, so `pytest -n 2 --dist loadfile --profile quick` works here.
 
-It also keeps the CI budget in one place: the tests below are marked ``slow`` (nightly:
-``pytest -m slow`` or ``-m ""``) so that the README's test command stays under 20 minutes
-on 2 cores.  What stays in CI: every function of the op tables under value, jit, jvp, grad
-and vmap (one dtype where a test has both); every law. The law suites' tests
-(properties/suites) take their tier from the law declarations (properties/laws) or carry
-their own ``slow`` mark.
+The CI budget: tests marked ``slow`` run nightly only (``pytest -m slow`` or ``-m ""``), so
+that the README's test command stays under 20 minutes on 2 cores.  Each test carries its own
+tier: the tests under tests/ are marked where they are defined (``@pytest.mark.slow``, or the
+helpers ``nightly``, ``floats_in_ci`` and ``first_in_ci`` of tests/helpers.py in their
+parametrisations); the law suites' tests (properties/suites) take theirs from the law
+declarations (properties/laws) or carry their own mark.
 """
-import pytest
 
 pytest_plugins = ["properties.plugin"]
-
-# file -> test functions that run nightly only, each with why it is not in CI.
-NIGHTLY = {
-    # Compositions of transformations already checked one by one in CI.
-    "tests/test_elementwise.py": ("test_jit_vmap_grad", "test_jacfwd", "test_jacrev", "test_hessian",
-                                  "test_grad_of_vmap", "test_vmap_of_grad"),
-    "tests/test_reductions.py": ("test_jit_vmap_grad", "test_vmap_of_grad"),
-    "tests/test_indexing.py": ("test_jit_vmap_grad", "test_vmap_of_grad", "test_grad_of_vmap",
-                               "test_vmap_of_vmap"),
-    # Shrinking demonstrations (minutes of hypothesis shrinking each).
-    "tests/test_strategies.py": ("test_planted_failure_shrinks_to_a_tiny_program",
-                                 "test_failing_given_reports_a_shrunk_program"),
-}
-
-# file::function -> how many of its parametrized cases run in CI (the first ones; the
-# cases are option mixes of the same check, the rest run nightly).
-FIRST_CASES = {
-    "tests/test_strategies.py::test_drawn_cases_run_on_jax": 1,
-    "tests/test_strategies.py::test_linear_functions_transposes": 1,
-    "tests/test_convolution.py::test_conv_transpose": 3,
-    "tests/test_convolution.py::test_conv_general_dilated": 7,
-    "tests/test_scatter_update.py::test_at_update": 18,
-    "tests/test_collectives.py::test_outer_axis_jvp_and_grad": 8,
-    "tests/test_collectives.py::test_tuple_of_names_grad": 6,
-    "tests/test_collectives.py::test_tuple_of_names": 7,
-    "tests/test_collectives.py::test_grad_under_vmap": 8,
-    "tests/test_numpy_api.py::test_logsumexp": 3,
-}
-
-# Tests whose cases run in both float32 and float64: CI runs the case in the dtype named
-# here and leaves its twin to the nightly run -- float64 for derivatives (tight
-# tolerances), float32 for values (the dtype programs use, weak types and promotion).
-ONE_DTYPE = {
-    **dict.fromkeys(("tests/test_indexing.py::test_vjp", "tests/test_reductions.py::test_grad",
-                     "tests/test_reductions.py::test_jvp", "tests/test_reductions.py::test_vmap",
-                     "tests/test_elementwise.py::test_grad", "tests/test_elementwise.py::test_linearize",
-                     "tests/test_convolution.py::test_reduce_window",
-                     "tests/test_numpy_api.py::test_gelu"), "float64"),
-    **dict.fromkeys(("tests/test_indexing.py::test_eager", "tests/test_reductions.py::test_eager_and_jit",
-                     "tests/test_elementwise.py::test_jit", "tests/test_elementwise.py::test_eager",
-                     "tests/test_scatter_update.py::test_at_update",
-                     "tests/test_random.py::test_every_sampler_under_jit"), "float32"),
-}
-
-# file::function -> case-id suffixes (transformation stacks) that run nightly only: CI keeps
-# each custom rule under eval, jit, jvp, vjp, grad, vmap, linearize, hessian and the
-# two-level stacks grad_grad, jvp_grad, vmap_grad, grad_vmap.
-NIGHTLY_CASE_SUFFIXES = {
-    "tests/test_custom_derivatives.py::test_against_jax": (
-        "-grad_jit]", "-grad_of_jit_of_vmap]", "-grad_vmap_unbatched]", "-jacfwd]", "-jacrev]",
-        "-jit_grad]", "-jit_jvp]", "-jit_vmap_grad]", "-jvp_jit]", "-jvp_jvp]", "-jvp_vmap]",
-        "-vmap_grad_unbatched]", "-vmap_in_axes]", "-vmap_jit_grad]", "-vmap_jvp]", "-vmap_vmap]"),
-}
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    seen_cases = {}
-    ids = {item.name for item in items}
-    for item in items:
-        path, _, name = item.nodeid.partition("::")
-        function = name.split("[")[0]
-        key = f"{path}::{function}"
-        nightly = function in NIGHTLY.get(path, ())
-        if key in FIRST_CASES:
-            seen_cases[key] = seen_cases.get(key, 0) + 1
-            nightly = seen_cases[key] > FIRST_CASES[key]
-        elif key in NIGHTLY_CASE_SUFFIXES:
-            nightly = name.endswith(NIGHTLY_CASE_SUFFIXES[key])
-        elif key in ONE_DTYPE:
-            keep = ONE_DTYPE[key]
-            other = "float32" if keep == "float64" else "float64"
-            twin = name[:-len(other) - 1] + keep + "]"
-            nightly = name.endswith(f"{other}]") and name[-len(other) - 2] in "-[" and twin in ids
-        if nightly:
-            item.add_marker(pytest.mark.slow)

@@ -5,6 +5,11 @@ from ._models import MLP_SIZES, make_per_example_grads, mlp_data
 
 
 class _PerExample(BenchBase):
+    """The MLP's data on the device and ``self.fn``, the per-example gradients, run once:
+    compiled under jit (``compiled``), or op by op with warm primitive caches."""
+
+    compiled = True
+
     def prepare(self, backend, device, size):
         params, xs, ys = mlp_data(size)
         self.args = (
@@ -12,6 +17,10 @@ class _PerExample(BenchBase):
             self.put(xs),
             self.put(ys),
         )
+        self.fn = make_per_example_grads(self.be)
+        if self.compiled:
+            self.fn = self.be.require("jit")(self.fn)
+        self.be.block(self.fn(*self.args))
 
 
 class PerExampleGrads(_PerExample):
@@ -20,12 +29,6 @@ class PerExampleGrads(_PerExample):
     params = [BACKENDS, DEVICES, list(MLP_SIZES)]
     param_names = ["backend", "device", "size"]
 
-    def prepare(self, backend, device, size):
-        super().prepare(backend, device, size)
-        jit = self.be.require("jit")
-        self.fn = jit(make_per_example_grads(self.be))
-        self.be.block(self.fn(*self.args))
-
     def time_compiled(self, backend, device, size):
         self.be.block(self.fn(*self.args))
 
@@ -33,13 +36,9 @@ class PerExampleGrads(_PerExample):
 class PerExampleGradsEager(_PerExample):
     """``vmap(grad(loss))`` without jit: op-by-op dispatch cost."""
 
+    compiled = False
     params = [BACKENDS, DEVICES, ["small", "medium"]]
     param_names = ["backend", "device", "size"]
-
-    def prepare(self, backend, device, size):
-        super().prepare(backend, device, size)
-        self.fn = make_per_example_grads(self.be)
-        self.be.block(self.fn(*self.args))  # warm primitive caches
 
     def time_eager(self, backend, device, size):
         self.be.block(self.fn(*self.args))
@@ -54,12 +53,6 @@ class PerExampleGradsMemory(_PerExample):
 
     params = [BACKENDS, DEVICES, ["large"]]
     param_names = ["backend", "device", "size"]
-
-    def prepare(self, backend, device, size):
-        super().prepare(backend, device, size)
-        jit = self.be.require("jit")
-        self.fn = jit(make_per_example_grads(self.be))
-        self.be.block(self.fn(*self.args))
 
     def peakmem_per_example_grads(self, backend, device, size):
         self.be.block(self.fn(*self.args))

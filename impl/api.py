@@ -19,6 +19,7 @@ from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
 from impl.primitives import collectives, mapping
+from impl.primitives import shape as shape_ops
 from impl.primitives.call import jit_p
 from impl.primitives.sharding import broadcast_prefix, check_sharding_leaf
 
@@ -361,7 +362,6 @@ def _std_basis(leaves):
 
 def _split_columns(flat_jac, axis_sizes, shapes, axis):
     """Split a batched jacobian leaf along `axis` into pieces reshaped to `shapes`."""
-    import impl.numpy as jnp
     pieces, start = [], 0
     for size, shape in zip(axis_sizes, shapes):
         idx = [slice(None)] * get_aval(flat_jac).ndim
@@ -374,7 +374,6 @@ def _split_columns(flat_jac, axis_sizes, shapes, axis):
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """The Jacobian by forward mode: one jvp per input coordinate, vmapped."""
-    import impl.numpy as jnp
 
     @api_boundary
     def jacfun(*args, **kwargs):
@@ -398,7 +397,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         def per_output(j):
             out_shape = get_aval(j).shape[:-1]
             pieces = _split_columns(j, in_sizes, in_shapes, -1)
-            pieces = [jnp.reshape(p, out_shape + s) for p, s in zip(pieces, in_shapes)]
+            pieces = [shape_ops.reshape(p, out_shape + s) for p, s in zip(pieces, in_shapes)]
             tree = tree_unflatten(dyn_tree, pieces)
             return tree[0] if single else tree
 
@@ -411,7 +410,6 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
     """The Jacobian by reverse mode: one vjp per output coordinate, vmapped."""
-    import impl.numpy as jnp
 
     @api_boundary
     def jacfun(*args, **kwargs):
@@ -435,7 +433,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         for j in jac_leaves:
             in_shape = get_aval(j).shape[1:]
             rows = _split_columns(j, out_sizes, out_shapes, 0)
-            per_in.append([jnp.reshape(r, s + in_shape) for r, s in zip(rows, out_shapes)])
+            per_in.append([shape_ops.reshape(r, s + in_shape) for r, s in zip(rows, out_shapes)])
         out_pieces = []
         for k in range(len(y_leaves)):
             tree = tree_unflatten(jac_tree, [p[k] for p in per_in])

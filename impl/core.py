@@ -439,18 +439,10 @@ class set_current_trace:
         return False
 
 
-class new_trace:
+class new_trace(set_current_trace):
     """Start a transformation: make `trace` current, and mark it dead when leaving."""
 
-    __slots__ = ("trace", "prev")
-
-    def __init__(self, trace):
-        self.trace = trace
-
-    def __enter__(self):
-        self.prev = _state.trace
-        _state.trace = self.trace
-        return self.trace
+    __slots__ = ()
 
     def __exit__(self, *exc):
         _state.trace = self.prev

@@ -39,6 +39,17 @@ def _staged_callback(fn, args, kwargs, ordered, partitioned):
                               partitioned=partitioned)
 
 
+def _call_or_return(name, call, first, args, kwargs):
+    """The two forms of callback and print: with its first argument, `call` it now;
+    without (options only), return `call` for the user to call."""
+    if first is not None:
+        return call(first, *args, **kwargs)
+    if args or kwargs:
+        raise TypeError(f"{name} received unexpected arguments in the two-call form:"
+                        f" args={args} kwargs={kwargs}")
+    return call
+
+
 def callback(callback=None, *args, ordered: bool = False, partitioned: bool = False,
              **kwargs):
     """Call `callback(*args, **kwargs)` with the runtime values of the arrays in them.
@@ -49,12 +60,7 @@ def callback(callback=None, *args, ordered: bool = False, partitioned: bool = Fa
                             f"an object of type {type(fn)}")
         _staged_callback(fn, c_args, c_kwargs, ordered, partitioned)
 
-    if callback is not None:
-        return call(callback, *args, **kwargs)
-    if args or kwargs:
-        raise TypeError("debug_callback received unexpected arguments in the two-call form:"
-                        f" args={args} kwargs={kwargs}")
-    return call
+    return _call_or_return("debug_callback", call, callback, args, kwargs)
 
 
 class _UnusedArgumentCheck(string.Formatter):
@@ -97,10 +103,5 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
             sys.stdout.write(text + "\n")
         _staged_callback(write, p_args, p_kwargs, ordered, partitioned)
 
-    if fmt is not None:
-        return emit(fmt, *args, **kwargs)
-    if args or kwargs:
-        raise TypeError("debug_print received unexpected arguments in the two-call form:"
-                        f" args={args} kwargs={kwargs}")
-    return emit
+    return _call_or_return("debug_print", emit, fmt, args, kwargs)
 

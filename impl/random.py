@@ -27,11 +27,11 @@ import numpy as np
 
 from impl import core
 from impl import lax
-from impl import nn
 from impl import numpy as jnp
 from impl.api import jit
 from impl.numpy._polynomials import _inexact as promote_inexact
 from impl.primitives import prng
+from impl.scipy import special
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone",
@@ -1165,7 +1165,7 @@ def _dirichlet(data, alpha, shape, dtype):
         _check_shape("dirichlet", shape, alpha_shape[:-1])
     alpha = lax.convert_element_type(alpha, dtype)
     log_gammas = _gamma(data, alpha, shape + alpha_shape[-1:], dtype, True)
-    return nn.softmax(log_gammas, -1)
+    return special.softmax(log_gammas, axis=-1)
 
 
 def chisquare(key, df, shape=None, dtype=None, *, out_sharding=None):

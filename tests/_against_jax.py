@@ -20,9 +20,7 @@ import numpy as np
 
 import impl
 import impl.numpy as inp
-
-TOL = {np.dtype(np.float32): dict(rtol=2e-4, atol=2e-5),
-       np.dtype(np.float64): dict(rtol=1e-9, atol=1e-10)}
+from helpers import TOLERANCE
 
 
 def rng_for(*keys):
@@ -71,7 +69,7 @@ def check_transforms(name, impl_fn, jax_fn, args, *, diff=None, batched_args=Non
     (argnums `diff`, default every float argument) and vmap over `batched_args`
     (the args with a leading batch axis of size 3; default random ones)."""
     dtype = next((np.asarray(a).dtype for a in args if _is_float(a)), np.dtype(np.float64))
-    tol = tol or TOL[np.dtype(dtype)]
+    tol = tol or TOLERANCE["programs"][np.dtype(dtype)]
     rng = rng_for(name, np.dtype(dtype).name)
     if diff is None:
         diff = tuple(i for i, a in enumerate(args) if _is_float(a))

@@ -10,16 +10,17 @@ import jax.numpy as jjnp
 import numpy as np
 import impl
 import impl.numpy as inp
-from helpers import assert_tree_close
-
-jax.config.update("jax_enable_x64", True)
+from helpers import TOLERANCE, assert_tree_close
 
 IMPL = types.SimpleNamespace(api=impl, np=inp, lax=impl.lax, random=impl.random)
 JAX = types.SimpleNamespace(api=jax, np=jjnp, lax=jax.lax, random=jax.random)
 F32 = np.float32
 
 
-def assert_trees_close(got, want, rtol=2e-5, atol=2e-5):
+_TOL = TOLERANCE["control flow"]
+
+
+def assert_trees_close(got, want, rtol=_TOL["rtol"], atol=_TOL["atol"]):
     assert_tree_close(got, want, tol=dict(rtol=rtol, atol=atol))
 
 
@@ -57,8 +58,8 @@ def _weighted_sum(B, f):
     return loss
 
 
-def check(prog, *args, jvp=True, grad=True, vmap=True, eager="value", rtol=2e-5, atol=2e-5,
-          vmap_axes=(), batched=None):
+def check(prog, *args, jvp=True, grad=True, vmap=True, eager="value", rtol=_TOL["rtol"],
+          atol=_TOL["atol"], vmap_axes=(), batched=None):
     """prog(B) on impl equals prog(B) on JAX: value, jvp, grad and vmap (every argument
     batched, each argument alone batched, and the `vmap_axes` given), all under jit,
     and the value (eager="value") or also the gradient (eager="grad") evaluated

@@ -8,13 +8,16 @@ import numpy as np
 
 import impl
 import impl.numpy as inp
-from helpers import assert_tree_close
+from helpers import TOLERANCE, assert_tree_close
 
 F32 = np.float32
 BACKENDS = {"impl": (impl, inp), "jax": (jax, jjnp)}
 
 
-def assert_trees_close(got, want, rtol=2e-5, atol=2e-6, check_dtypes=True):
+_TOL = TOLERANCE["custom rules"]
+
+
+def assert_trees_close(got, want, rtol=_TOL["rtol"], atol=_TOL["atol"], check_dtypes=True):
     assert_tree_close(got, want, tol=dict(rtol=rtol, atol=atol), check_dtype=check_dtypes)
 
 
@@ -23,7 +26,7 @@ def run_both(program, *args, **kwargs):
     return (program(impl, inp, *args, **kwargs), program(jax, jjnp, *args, **kwargs))
 
 
-def check_against_jax(program, *args, rtol=2e-5, atol=2e-6, **kwargs):
+def check_against_jax(program, *args, rtol=_TOL["rtol"], atol=_TOL["atol"], **kwargs):
     got, want = run_both(program, *args, **kwargs)
     assert_trees_close(got, want, rtol=rtol, atol=atol)
     return got

@@ -1,4 +1,5 @@
-"""Helpers shared by the test files: seeded inputs and pytree comparisons.
+"""Helpers shared by the test files: seeded inputs, pytree comparisons, the tolerance
+table, and the parametrisations that leave some cases to the nightly run.
 
 Imported as ``from helpers import ...`` (pytest puts this folder on the path).
 """
@@ -8,8 +9,44 @@ import zlib
 
 import jax
 import numpy as np
+import pytest
 
 from impl.core import float0
+
+
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+# How close impl's results must be to the reference (JAX running the same program, or
+# float64 finite differences), by what a test compares: the one place test tolerances are
+# set.  An entry is ``dict(rtol=, atol=)`` or a table by dtype (assert_tree_close looks a
+# leaf's dtype up, falling back to float64's).  The float32 bounds allow XLA's float32
+# rounding, which grows with the number of operations between input and result; the
+# float64 bounds are tight enough that a wrong rule cannot hide in them.
+TOLERANCE = {
+    # one primitive at a time against the same jax.lax primitive
+    "elementwise": {F32: dict(rtol=2e-5, atol=2e-6), F64: dict(rtol=1e-11, atol=1e-12)},
+    # gathers, scatters and dynamic slices
+    "indexing": {F32: dict(rtol=3e-5, atol=3e-6), F64: dict(rtol=1e-11, atol=1e-12)},
+    # reductions: a sum is accumulated in a different order once batched or transposed
+    "reductions": {F32: dict(rtol=5e-5, atol=5e-6), F64: dict(rtol=1e-11, atol=1e-12)},
+    # jax.numpy / jax.nn / jax.scipy.special functions composed of several primitives
+    "numpy": {F32: dict(rtol=3e-5, atol=3e-6), F64: dict(rtol=1e-10, atol=1e-12)},
+    # whole programs under jit, jvp, grad and vmap compiled on each side (_against_jax), and
+    # float64 linear algebra and solvers: XLA fuses and reorders each compilation its own way
+    "programs": {F32: dict(rtol=2e-4, atol=2e-5), F64: dict(rtol=1e-9, atol=1e-10)},
+    # control-flow and remat programs written once for both backends (_compare)
+    "control flow": dict(rtol=2e-5, atol=2e-5),
+    # custom_jvp / custom_vjp programs on both backends (_custom_helpers)
+    "custom rules": dict(rtol=2e-5, atol=2e-6),
+    # sharded programs, compared leaf by leaf with their shardings (sharding_cases)
+    "sharding": dict(rtol=1e-5, atol=1e-6),
+    # float64 collectives: a named-axis sum is accumulated in any order
+    "collectives": dict(rtol=1e-9, atol=1e-9),
+    # the public transformations over pytrees (test_api)
+    "transformations": dict(rtol=1e-6, atol=1e-8),
+    # gradients of the samplers through their reparameterisations (test_random)
+    "sampler gradients": {F32: dict(rtol=2e-6, atol=1e-6), F64: dict(rtol=1e-13, atol=1e-14)},
+}
 
 
 def seeded_rng(*key):
@@ -110,3 +147,35 @@ def keyed_draws(cases, R, dtype, names):
     def draws(key):
         return {n: cases[n](R, k, dtype) for n, k in zip(names, R.split(key, len(names)))}
     return draws
+
+
+# ------------------------------------------------ cases that run nightly only
+# The CI run (`pytest`, which deselects `slow`) must stay under 20 minutes on 2 cores; the
+# nightly run (`pytest -m slow`, or `-m ""` for everything) adds the cases marked here.
+
+def nightly(*values, **kwargs):
+    """One parametrize case that runs nightly only (marked ``slow``)."""
+    return pytest.param(*values, marks=pytest.mark.slow, **kwargs)
+
+
+def floats_in_ci(keep, floats=(np.float32, np.float64)):
+    """float32 and float64 for a ``dtype`` parametrisation, the one that is not ``keep``
+    running nightly only: CI checks each case once, in float64 for derivatives (tight
+    tolerances) or float32 for values (the dtype programs use, weak types and promotion)."""
+    return [d if np.dtype(d) == np.dtype(keep) else nightly(d) for d in floats]
+
+
+def first_in_ci(n, cases, *, unpack=False):
+    """``cases`` with all but the first ``n`` running nightly only: the later ones are more
+    option mixes of the same check.  ``unpack``: each case is a tuple of several argument
+    values (a parametrisation over several names)."""
+    out = []
+    for i, case in enumerate(cases):
+        if i < n:
+            out.append(case)
+        elif isinstance(case, type(pytest.param(None))):
+            out.append(pytest.param(*case.values, marks=[*case.marks, pytest.mark.slow],
+                                    id=case.id))
+        else:
+            out.append(nightly(*(case if unpack else (case,))))
+    return out

@@ -34,7 +34,10 @@ import impl  # noqa: E402
 import impl.numpy as inp  # noqa: E402
 from impl.primitives import sharding as impl_sharding  # noqa: E402
 
+from helpers import TOLERANCE  # noqa: E402
+
 F32 = np.float32
+_TOL = TOLERANCE["sharding"]
 MESH = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
 EXPLICIT_MESH = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
 BOTH = ((impl, inp), (jax, jnp))
@@ -48,7 +51,7 @@ def rs(*shape, seed=0, dtype=F32):
     return np.random.RandomState(seed).standard_normal(shape).astype(dtype)
 
 
-def check(got, want, rtol=1e-5, atol=1e-6, shardings=True):
+def check(got, want, rtol=_TOL["rtol"], atol=_TOL["atol"], shardings=True):
     """Same tree, shapes, dtypes, values and (for arrays) shardings."""
     g_leaves, g_tree = jax.tree_util.tree_flatten(got)
     w_leaves, w_tree = jax.tree_util.tree_flatten(want)
@@ -271,7 +274,7 @@ def case_with_sharding_constraint_vmap_spmd_axis_name():
                                  spmd_axis_name=("x", "y")))(rs(8, 3, seed=6)))
     got, want = both(make)
     check(got, want)
-    assert got[1].sharding.spec == P("x", "y"), got[1].sharding   # the issue's example
+    assert got[1].sharding.spec == P("x", "y"), got[1].sharding   # spmd_axis_name shards the batch axis
 
 
 def case_with_sharding_constraint_vmap_of_grad():

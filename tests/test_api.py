@@ -14,14 +14,9 @@ import impl
 import impl.numpy as inp
 from impl.core import float0
 
-from helpers import assert_tree_close, rs
+from helpers import TOLERANCE, assert_tree_close, rs
 
-jax.config.update("jax_enable_x64", True)
-
-RTOL = dict(rtol=1e-6, atol=1e-8)
-
-
-close = functools.partial(assert_tree_close, tol=RTOL)
+close = functools.partial(assert_tree_close, tol=TOLERANCE["transformations"])
 
 
 Point = collections.namedtuple("Point", ["x", "y"])

@@ -1,4 +1,4 @@
-"""Public names impl shares with JAX: prints the coverage per module (issue 15) and checks
+"""Public names impl shares with JAX: prints the coverage per module and checks
 that every shared name is the same kind of thing (module, class, callable) as in JAX."""
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Parameters that used to be accepted and ignored now work as in JAX, or raise (issue 14).
+"""Parameters work as in JAX, or raise naming themselves: holomorphic derivatives, numpy
+and lax keyword parameters, and the ones impl refuses.
 Every expected value comes from running the same call on JAX."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A concrete array indexed (or updated) by a traced value works as in JAX (issue 11).
+"""A concrete array indexed (or updated) by a traced value works as in JAX.
 
 Each program is run on JAX and on impl; the values must agree. The tables are concrete
 arrays made outside the transformation; only the indices or update values are traced."""

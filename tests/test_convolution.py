@@ -17,8 +17,7 @@ import impl
 import impl.numpy as inp
 from impl import lax as ilax
 from _against_jax import check_transforms, rng_for
-
-jax.config.update("jax_enable_x64", True)
+from helpers import first_in_ci, floats_in_ci, nightly
 
 
 def normal(shape, seed=0):
@@ -50,8 +49,13 @@ CONV = [  # (name, lhs shape, rhs shape, keyword arguments)
 ]
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("name, lhs, rhs, kw", CONV, ids=[c[0] for c in CONV])
+# CI runs the first seven cases (layouts, padding, dilations, then feature groups in
+# float64); the rest run nightly.
+CONV_CASES = first_in_ci(7, [pytest.param(*case, dtype, id=f"{case[0]}-{np.dtype(dtype).name}")
+                             for case in CONV for dtype in (np.float64, np.float32)])
+
+
+@pytest.mark.parametrize("name, lhs, rhs, kw, dtype", CONV_CASES)
 def test_conv_general_dilated(name, lhs, rhs, kw, dtype):
     check_transforms(f"conv_{name}", lambda x, w: ilax.conv_general_dilated(x, w, **kw),
                      lambda x, w: jax.lax.conv_general_dilated(x, w, **kw),
@@ -92,7 +96,7 @@ def test_conv_second_order_and_wrappers():
 
 
 @pytest.mark.parametrize("padding", ["SAME", "VALID", ((1, 2), (0, 1))])
-@pytest.mark.parametrize("transpose_kernel", [False, True])
+@pytest.mark.parametrize("transpose_kernel", [False, nightly(True)])
 def test_conv_transpose(padding, transpose_kernel):
     x = normal((2, 5, 6, 3))(np.float64)
     w = normal((3, 3, 4, 3) if transpose_kernel else (3, 3, 3, 4), 1)(np.float64)
@@ -129,7 +133,7 @@ MONOIDS = {"sum": (0.0, ilax.add, jax.lax.add), "max": (-np.inf, ilax.max, jax.l
            "min": (np.inf, ilax.min, jax.lax.min)}
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", floats_in_ci(np.float64, (np.float64, np.float32)))
 @pytest.mark.parametrize("kind", list(MONOIDS))
 @pytest.mark.parametrize("name, kw", WINDOWS, ids=[w[0] for w in WINDOWS])
 def test_reduce_window(name, kw, kind, dtype):

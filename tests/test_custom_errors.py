@@ -7,14 +7,11 @@ from __future__ import annotations
 
 from functools import partial
 
-import jax
 import numpy as np
 import pytest
 
 import impl
 from _custom_helpers import F32, assert_trees_close, check_same_error, run_both
-
-jax.config.update("jax_enable_x64", True)
 
 X = np.ones(3, F32)
 

@@ -12,8 +12,6 @@ import pytest
 import impl
 from _custom_helpers import F32, assert_trees_close, check_against_jax, run_both
 
-jax.config.update("jax_enable_x64", True)
-
 X = np.array([0.3, -1.2, 2.0], F32)
 XS = np.stack([X, 2 * X])
 

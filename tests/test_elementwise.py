@@ -24,15 +24,10 @@ from impl.primitives import linalg as la
 from impl.primitives import shape as sh
 
 import helpers
-from helpers import batched_args, make_args, partial_args as _partial, seeded_rng as _rng
-
-jax.config.update("jax_enable_x64", True)
+from helpers import (batched_args, floats_in_ci, make_args, partial_args as _partial,
+                     seeded_rng as _rng)
 
 FLOATS = [np.float32, np.float64]
-TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6),
-       np.dtype(np.float64): dict(rtol=1e-11, atol=1e-12)}
-
-
 # ----------------------------------------------------------------- arg makers
 
 def U(lo, hi, shape=(2, 3)):
@@ -213,7 +208,8 @@ HESS_OPS = [op for op in OPS if op.hess]
 
 # ------------------------------------------------------------------- helpers
 
-assert_tree_close = functools.partial(helpers.assert_tree_close, tol=TOL, check_weak=True)
+assert_tree_close = functools.partial(helpers.assert_tree_close, tol=helpers.TOLERANCE["elementwise"],
+                                      check_weak=True)
 
 
 def _summed(fn, sum_fn):
@@ -268,14 +264,14 @@ def alternating(ops):
 
 # ------------------------------------------------------------------- eager / jit
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", floats_in_ci(np.float32))
 @pytest.mark.parametrize("op", OPS, ids=ids)
 def test_eager(op, dtype):
     args = make_args(op, dtype)
     assert_tree_close(op.impl_fn(*args), op.jax_fn(*args), dtype)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", floats_in_ci(np.float32))
 @pytest.mark.parametrize("op", OPS, ids=ids)
 def test_jit(op, dtype):
     args = make_args(op, dtype)
@@ -296,7 +292,7 @@ def test_jvp(op, dtype):
     assert_tree_close(got, want, dtype)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", floats_in_ci(np.float64))
 @pytest.mark.parametrize("op", DIFF_OPS, ids=ids)
 def test_linearize(op, dtype):
     args = make_args(op, dtype)
@@ -309,6 +305,7 @@ def test_linearize(op, dtype):
 
 
 @pytest.mark.parametrize("op,dtype", alternating(DIFF_OPS))
+@pytest.mark.slow
 def test_jacfwd(op, dtype):
     args = make_args(op, dtype)
     got = jit_if_f32(impl, impl.jacfwd(op.impl_fn, argnums=op.diff), dtype)(*args)
@@ -318,7 +315,7 @@ def test_jacfwd(op, dtype):
 
 # -------------------------------------------------------------------- reverse
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", floats_in_ci(np.float64))
 @pytest.mark.parametrize("op", DIFF_OPS, ids=ids)
 def test_grad(op, dtype):
     args = make_args(op, dtype)
@@ -340,6 +337,7 @@ def test_vjp(op, dtype):
 
 
 @pytest.mark.parametrize("op,dtype", alternating(DIFF_OPS))
+@pytest.mark.slow
 def test_jacrev(op, dtype):
     args = make_args(op, dtype)
     got = jit_if_f32(impl, impl.jacrev(op.impl_fn, argnums=op.diff), dtype)(*args)
@@ -348,6 +346,7 @@ def test_jacrev(op, dtype):
 
 
 @pytest.mark.parametrize("op,dtype", alternating(HESS_OPS))
+@pytest.mark.slow
 def test_hessian(op, dtype):
     args = make_args(op, dtype)
     got = jit_if_f32(impl, impl.hessian(_summed(op.impl_fn, _isum), argnums=op.diff),
@@ -392,6 +391,7 @@ def test_vmap_out_axes_last(op, dtype):
 
 
 @pytest.mark.parametrize("op,dtype", alternating(DIFF_OPS))
+@pytest.mark.slow
 def test_vmap_of_grad(op, dtype):
     in_axes = tuple(0 if i in op.diff else None for i in range(len(op.makers)))
     args = batched_args(op, dtype, in_axes)
@@ -403,6 +403,7 @@ def test_vmap_of_grad(op, dtype):
 
 
 @pytest.mark.parametrize("op,dtype", alternating(DIFF_OPS))
+@pytest.mark.slow
 def test_grad_of_vmap(op, dtype):
     in_axes = _in_axes_options(op)[-1]
     args = batched_args(op, dtype, in_axes)
@@ -414,6 +415,7 @@ def test_grad_of_vmap(op, dtype):
 
 
 @pytest.mark.parametrize("op,dtype", alternating(DIFF_OPS))
+@pytest.mark.slow
 def test_jit_vmap_grad(op, dtype):
     in_axes = (0,) * len(op.makers)
     args = batched_args(op, dtype, in_axes)

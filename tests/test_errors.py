@@ -2,7 +2,6 @@
 its message (the values that were wrong), not exact strings."""
 from __future__ import annotations
 
-import jax
 import numpy as np
 import pytest
 
@@ -12,8 +11,6 @@ from impl import core
 from impl.primitives._define import define
 
 from helpers import rs
-
-jax.config.update("jax_enable_x64", True)
 
 
 def _has_all(msg, *words):

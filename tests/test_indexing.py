@@ -25,15 +25,10 @@ from impl.core import Tracer
 from impl.numpy import _indexing as nix
 
 import helpers
-from helpers import batched_args, make_args, partial_args as _partial, seeded_rng as _rng
-
-jax.config.update("jax_enable_x64", True)
+from helpers import (batched_args, floats_in_ci, make_args, nightly, partial_args as _partial,
+                     seeded_rng as _rng)
 
 FLOATS = [np.float32, np.float64]
-TOL = {np.dtype(np.float32): dict(rtol=3e-5, atol=3e-6),
-       np.dtype(np.float64): dict(rtol=1e-11, atol=1e-12)}
-
-
 # ----------------------------------------------------------------- arg makers
 
 class F:
@@ -339,7 +334,7 @@ LINEAR_OPS = [op for op in OPS if op.linear]
 
 # ------------------------------------------------------------------- helpers
 
-assert_tree_close = functools.partial(helpers.assert_tree_close, tol=TOL)
+assert_tree_close = functools.partial(helpers.assert_tree_close, tol=helpers.TOLERANCE["indexing"])
 
 
 def _isum(out):
@@ -406,7 +401,7 @@ vmap_grad_ids = [f"{op.name}-{ax}-{np.dtype(d).name}".replace(" ", "")
 
 # ------------------------------------------------------------- eager / jit
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", floats_in_ci(np.float32))
 @pytest.mark.parametrize("op", OPS, ids=ids)
 def test_eager(op, dtype):
     args = make_args(op, dtype)
@@ -431,14 +426,16 @@ def test_jvp(op, dtype):
     assert_tree_close(got, want, dtype)
 
 
-# Reverse mode: both dtypes for the lax-level rows, alternating for the numpy-level ones
-# (which are compositions of the same primitives).
+# Reverse mode: both dtypes for the lax-level rows (float64 in CI, float32 nightly),
+# alternating for the numpy-level ones (which are compositions of the same primitives).
+NUMPY_LEVEL = ("np_", "idx_", "at_")
 VJP_CASES = [(op, d) for op in OPS for d in
-             (FLOATS if not op.name.startswith(("np_", "idx_", "at_"))
-              else [_alt(op.name, "vjp")])]
+             (FLOATS if not op.name.startswith(NUMPY_LEVEL) else [_alt(op.name, "vjp")])]
+VJP_PARAMS = [nightly(op, d) if d is np.float32 and not op.name.startswith(NUMPY_LEVEL)
+              else (op, d) for op, d in VJP_CASES]
 
 
-@pytest.mark.parametrize("op,dtype", VJP_CASES,
+@pytest.mark.parametrize("op,dtype", VJP_PARAMS,
                          ids=[f"{op.name}-{np.dtype(d).name}" for op, d in VJP_CASES])
 def test_vjp(op, dtype):
     """Reverse mode with a random cotangent (values and cotangents of every input)."""
@@ -472,6 +469,7 @@ def test_vmap(op, in_axes, dtype):
 
 
 @pytest.mark.parametrize("op,in_axes,dtype", VMAP_GRAD_ALT, ids=vmap_grad_ids)
+@pytest.mark.slow
 def test_vmap_of_grad(op, in_axes, dtype):
     args = batched_args(op, dtype, in_axes, "grad")
     got = impl.vmap(impl.grad(_loss(op.impl_fn, _isum), argnums=op.diff),
@@ -482,6 +480,7 @@ def test_vmap_of_grad(op, in_axes, dtype):
 
 
 @pytest.mark.parametrize("op,dtype", ALT, ids=alt_ids)
+@pytest.mark.slow
 def test_jit_vmap_grad(op, dtype):
     in_axes = (0,) * len(op.makers)
     args = batched_args(op, dtype, in_axes, "jvg")
@@ -496,6 +495,7 @@ GRAD_OF_VMAP = ["dynamic_slice", "dynamic_update_slice", "gather_window_clip",
 
 
 @pytest.mark.parametrize("op", [OPS_BY_NAME[n] for n in GRAD_OF_VMAP], ids=ids)
+@pytest.mark.slow
 def test_grad_of_vmap(op):
     dtype = np.float64
     in_axes = _vmap_axes(op)[-1]
@@ -510,6 +510,7 @@ def test_grad_of_vmap(op):
 @pytest.mark.parametrize("op", [OPS_BY_NAME[n] for n in (
     "dynamic_slice", "gather_window_clip", "scatter_add_rows_dups", "idx_two_arrays_bcast",
     "at_add_dups", "dynamic_update_slice")], ids=ids)
+@pytest.mark.slow
 def test_vmap_of_vmap(op):
     """Two nested vmaps: batched indices and operands inside batched ones."""
     dtype = np.float64

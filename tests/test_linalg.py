@@ -19,8 +19,6 @@ import impl.numpy as inp
 from impl import lax as ilax
 from _against_jax import check_transforms, rng_for
 
-jax.config.update("jax_enable_x64", True)
-
 FLOATS = [np.float64, np.float32]
 
 

@@ -11,8 +11,6 @@ import pytest
 import impl
 from _custom_helpers import F32, assert_trees_close, check_against_jax
 
-jax.config.update("jax_enable_x64", True)
-
 X = np.array([[1., 2.], [3., 4.], [5., -6.]], F32)
 R = np.array([[2., 4.], [0.5, 1.], [3., -2.]], F32)
 

@@ -13,8 +13,6 @@ import impl
 import impl.numpy as inp
 from impl.interpreters.batching import Pile, pile_axis
 
-jax.config.update("jax_enable_x64", True)
-
 LENGTHS = (3, 1, 4)
 
 

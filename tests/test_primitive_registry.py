@@ -12,8 +12,8 @@ from impl import core
 from impl.interpreters import ad, batching, lowering
 from impl.primitives._define import registry
 
-# Primitives of these families are the lax functions of issue 11: each is differentiable
-# and batchable, so a missing rule here is a gap rather than a design decision.
+# Primitives of these families (decompositions, convolutions, windows, reductions) are each
+# differentiable and batchable, so a missing rule here is a gap rather than a design decision.
 FAMILIES = ("linalg_decompositions", "convolution", "windows", "reductions")
 
 
@@ -48,7 +48,7 @@ def test_a_primitive_made_without_define_is_caught():
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_issue_11_primitives_have_every_rule(family):
+def test_differentiable_families_have_every_rule(family):
     module = __import__(f"impl.primitives.{family}", fromlist=["_"])
     prims = _primitives_of(module)
     assert prims

@@ -9,8 +9,6 @@ import pytest
 import impl
 import impl.numpy as inp
 
-jax.config.update("jax_enable_x64", True)
-
 CASES = [(np.int32(1), 0.25), (np.float32(1), 1j), (np.float16(1), 1j), (np.int32(1), 1j),
          (np.bool_(True), 2), (np.uint8(1), 2.0), (np.int8(1), 2), (np.float32(1), 2.0)]
 

@@ -26,8 +26,6 @@ from impl.interpreters import ad, batching
 from impl.primitives import prng
 from helpers import assert_each, assert_same, keyed_draws
 
-jax.config.update("jax_enable_x64", True)
-
 F32, F64 = np.float32, np.float64
 
 

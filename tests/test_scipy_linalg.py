@@ -11,15 +11,14 @@ import pytest
 import impl
 import impl.scipy.linalg as isl
 from _compare import check
-from helpers import assert_tree_close
+from helpers import F64, TOLERANCE, assert_tree_close
 
-jax.config.update("jax_enable_x64", True)
 jsl = jax.scipy.linalg
 
 RNG = np.random.RandomState(0)
 A = RNG.normal(size=(4, 4))
 RHS = RNG.normal(size=(4, 2))
-TOL = dict(rtol=1e-9, atol=1e-10)
+TOL = TOLERANCE["programs"][F64]  # float64 decompositions and solves against JAX
 
 
 def linalg_program(B, names=None):

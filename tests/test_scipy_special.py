@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import jax
 
-jax.config.update("jax_enable_x64", True)
-
 import jax.scipy.special as jsp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

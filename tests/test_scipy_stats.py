@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import jax
 
-jax.config.update("jax_enable_x64", True)
-
 import jax.scipy.stats as jst  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

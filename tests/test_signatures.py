@@ -1,4 +1,4 @@
-"""impl's public signatures against JAX's (issue 14: no parameter accepted and ignored).
+"""impl's public signatures against JAX's: no parameter accepted and ignored.
 
 For every public function impl shares with JAX (top level, numpy, lax, nn), each
 parameter impl accepts must (a) exist in JAX's signature (a JAX positional-only parameter

@@ -1,4 +1,4 @@
-"""impl's top-level names added for JAX's API breadth (issue 15), each against JAX:
+"""impl's top-level names beyond the transformations, each against JAX:
 debug printing and callbacks, pure_callback, named scopes, compile-time evaluation,
 typeof, caches, disable_jit and the JAX configuration flags impl honours."""
 from __future__ import annotations

@@ -15,6 +15,7 @@ import numpy as np
 from jax import tree_util
 
 from impl import core
+from impl.api import vmap
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import partial_eval as pe
 from impl.primitives import indexing, shape
@@ -508,7 +509,6 @@ def map(f, xs, *, batch_size=None):  # noqa: A001
     `batch_size`, `batch_size` slices at a time under vmap (and the remainder after)."""
     if batch_size is None:
         return scan(lambda _, x: ((), f(x)), (), xs)[1]
-    from impl.api import vmap
     leaves, tree = tree_flatten(xs)
     if not leaves:
         return scan(lambda _, x: ((), f(x)), (), xs)[1]

@@ -9,6 +9,7 @@ import numpy as np
 
 from impl import core
 from impl.core import get_aval
+from impl.lax import fori_loop
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
 from impl.numpy._indexing import concatenate, stack, take
@@ -177,7 +178,6 @@ def _binary_search(a, v, side, dtype, unrolled):
         for i in range(levels):
             bounds = halve(i, bounds)
     else:
-        from impl.lax import fori_loop
         bounds = fori_loop(0, levels, halve, (low, high))
     return bounds[1]
 

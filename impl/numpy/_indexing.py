@@ -23,7 +23,7 @@ from impl.primitives import indexing as ix
 from impl.numpy._core import ones_like
 from impl.numpy._ufuncs import divide, negative, power
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
-                              canonicalize_axes, promote)
+                              canonicalize_axes, flat_or_axis, promote)
 
 __all__ = ["concatenate", "stack", "hstack", "vstack", "split", "pad", "take",
            "take_along_axis", "flip", "tile", "repeat"]
@@ -47,14 +47,20 @@ def _promote_all(arrays):
 
 # ------------------------------------------------------------ join and split
 
-def concatenate(arrays, axis=0, dtype=None):
-    """Join arrays along an existing axis (axis=None: flatten them first)."""
+def _arrays_to_join(arrays, verb):
+    """The arrays `concatenate` or `stack` joins, promoted to one dtype: a sequence, or
+    one array's slices along its first axis."""
     if isinstance(arrays, (Tracer, jax.Array, np.ndarray)):
         arrays = [arrays[i] for i in range(get_aval(_arr(arrays)).shape[0])]
     arrays = list(arrays)
     if not arrays:
-        raise ValueError("concatenate: need at least one array to concatenate")
-    arrays = _promote_all(arrays)
+        raise ValueError(f"{verb}: need at least one array to {verb}")
+    return _promote_all(arrays)
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    """Join arrays along an existing axis (axis=None: flatten them first)."""
+    arrays = _arrays_to_join(arrays, "concatenate")
     if dtype is not None:
         arrays = [_cast(a, core.canonical_dtype(dtype)) for a in arrays]
     if axis is None:
@@ -77,12 +83,7 @@ def concatenate(arrays, axis=0, dtype=None):
 
 def stack(arrays, axis=0, dtype=None):
     """Join arrays along a new axis."""
-    if isinstance(arrays, (Tracer, jax.Array, np.ndarray)):
-        arrays = [arrays[i] for i in range(get_aval(_arr(arrays)).shape[0])]
-    arrays = list(arrays)
-    if not arrays:
-        raise ValueError("stack: need at least one array to stack")
-    arrays = _promote_all(arrays)
+    arrays = _arrays_to_join(arrays, "stack")
     shapes = {get_aval(a).shape for a in arrays}
     if len(shapes) != 1:
         raise ValueError(f"stack: all input arrays must have the same shape, got "
@@ -212,12 +213,8 @@ def _take_mode(mode):
 def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
          indices_are_sorted=False):
     """Elements of `a` at `indices` along `axis` (default mode 'fill', like jax.numpy)."""
-    x = _arr(a)
-    if axis is None:
-        x = sh.reshape(x, (get_aval(x).size,))
-        axis = 0
+    x, axis = flat_or_axis(_arr(a), axis)
     shape = get_aval(x).shape
-    axis = canonicalize_axis(axis, len(shape))
     if mode == "wrap":
         idx = _arr(indices)
         idx = ew.rem(ew.add(ew.rem(idx, shape[axis]), shape[axis]), shape[axis]) \
@@ -300,12 +297,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     """Repeat each element `repeats` times along `axis`. Traced repeat counts need a
     static `total_repeat_length` (the output length), as in JAX: longer results are cut,
     shorter ones padded with the last element."""
-    x = _arr(a)
-    if axis is None:
-        x = sh.reshape(x, (get_aval(x).size,))
-        axis = 0
+    x, axis = flat_or_axis(_arr(a), axis)
     shape = get_aval(x).shape
-    axis = canonicalize_axis(axis, len(shape))
     if total_repeat_length is not None:
         return _repeat_to_length(x, repeats, axis, int(total_repeat_length))
     if isinstance(repeats, Tracer):

@@ -8,6 +8,7 @@ import builtins
 import numpy as np
 
 from impl import core
+from impl.api import vmap
 from impl.core import get_aval
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
@@ -338,7 +339,6 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """func1d applied to every 1-d slice along `axis` (vmapped over the other axes)."""
-    from impl.api import vmap
     x = _arr(arr)
     nd = get_aval(x).ndim
     axis = canonicalize_axis(axis, nd)

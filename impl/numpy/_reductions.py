@@ -12,7 +12,7 @@ from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import reductions as red
 from impl.numpy._util import (asarray, canonicalize_axes, canonicalize_axis, check_no_out,
-                              mask_where)
+                              flat_or_axis, mask_where)
 
 __all__ = ["max", "amax", "min", "amin", "prod", "argmax", "argmin", "cumsum", "cumprod",
            "sort", "argsort", "all", "any", "nancumsum", "nancumprod", "cumulative_sum",
@@ -226,11 +226,7 @@ def _sort_axis(name, a, axis, kind, order):
                         "stable=False to specify sort stability.")
     if order is not None:
         raise TypeError(f"'order' argument to {name} is not supported.")
-    x = _arr(a)
-    if axis is None:
-        x = sh.reshape(x, (get_aval(x).size,))
-        axis = 0
-    return x, canonicalize_axis(axis, get_aval(x).ndim)
+    return flat_or_axis(_arr(a), axis)
 
 
 def _rev(x, axis):

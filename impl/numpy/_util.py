@@ -153,6 +153,14 @@ def canonicalize_axis(axis, ndim, what="axis"):
     return axis % ndim if ndim else 0
 
 
+def flat_or_axis(x, axis):
+    """`x` and the canonical `axis` an operation runs along; axis None is NumPy's
+    convention for the flattened array (along its axis 0)."""
+    if axis is None:
+        return sh.reshape(x, (get_aval(x).size,)), 0
+    return x, canonicalize_axis(axis, get_aval(x).ndim)
+
+
 def canonicalize_axes(axis, ndim):
     if axis is None:
         return tuple(range(ndim))

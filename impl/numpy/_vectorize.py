@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from impl import core
+from impl.api import vmap
 from impl.core import get_aval
 from impl.numpy import _core as c
 from impl.numpy._util import asarray, broadcast_to
@@ -34,8 +35,6 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
     """Map `pyfunc` over the broadcast leading (loop) dimensions of its arguments; the
     trailing dimensions named in `signature` (NumPy's gufunc syntax) reach `pyfunc`
     whole. Arguments whose position or name is in `excluded` are passed unchanged."""
-    from impl.api import vmap
-
     core_in, core_out = _parse_signature(signature) if signature else (None, None)
 
     @functools.wraps(pyfunc)

@@ -456,6 +456,30 @@ def _sorted_unique_in(prim, what, dims, n, shape):
                         f"range for shape {shape}")
 
 
+def _check_index_vectors(name, operand, indices, dn, map_name, batch_name):
+    """What gather and scatter both require of their dimension numbers `dn`: the last axis
+    of `indices` holds vectors indexing the operand axes `dn.<map_name>` (distinct, not
+    batching axes), and the indices' axes `dn.<batch_name>` pair with the operand's
+    batching axes, of equal sizes."""
+    index_map, indices_batching = getattr(dn, map_name), getattr(dn, batch_name)
+    nd = operand.ndim
+    if indices.shape[-1] != len(index_map):
+        raise TypeError(f"{name}: the last axis of indices (shape {indices.shape}) must have "
+                        f"size len({map_name}) = {len(index_map)}")
+    if len(set(index_map)) != len(index_map) or any(
+            not 0 <= d < nd or d in dn.operand_batching_dims for d in index_map):
+        raise TypeError(f"{name}: {map_name} {index_map} must be distinct operand axes "
+                        f"(shape {operand.shape}) outside operand_batching_dims")
+    if len(indices_batching) != len(dn.operand_batching_dims):
+        raise TypeError(f"{name}: operand_batching_dims and {batch_name} must have the same "
+                        f"length")
+    for od, idim in zip(dn.operand_batching_dims, indices_batching):
+        if not 0 <= idim < indices.ndim - 1 or operand.shape[od] != indices.shape[idim]:
+            raise TypeError(f"{name}: batching dims do not match: operand shape "
+                            f"{operand.shape} dims {dn.operand_batching_dims}, indices shape "
+                            f"{indices.shape} dims {indices_batching}")
+
+
 def _gather_aval(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
                  unique_indices, mode, fill_value):
     dn = dimension_numbers
@@ -482,21 +506,8 @@ def _gather_aval(operand, indices, *, dimension_numbers, slice_sizes, indices_ar
                             f"and batching dims {dn.collapsed_slice_dims + dn.operand_batching_dims}")
     if set(dn.collapsed_slice_dims) & set(dn.operand_batching_dims):
         raise TypeError(f"{name}: collapsed_slice_dims and operand_batching_dims overlap")
-    if indices.shape[-1] != len(dn.start_index_map):
-        raise TypeError(f"{name}: the last axis of indices (shape {indices.shape}) must have "
-                        f"size len(start_index_map) = {len(dn.start_index_map)}")
-    if len(set(dn.start_index_map)) != len(dn.start_index_map) or any(
-            not 0 <= d < nd or d in dn.operand_batching_dims for d in dn.start_index_map):
-        raise TypeError(f"{name}: start_index_map {dn.start_index_map} must be distinct "
-                        f"operand axes (shape {operand.shape}) outside operand_batching_dims")
-    if len(dn.start_indices_batching_dims) != len(dn.operand_batching_dims):
-        raise TypeError(f"{name}: operand_batching_dims and start_indices_batching_dims must "
-                        f"have the same length")
-    for od, idim in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
-        if not 0 <= idim < indices.ndim - 1 or operand.shape[od] != indices.shape[idim]:
-            raise TypeError(f"{name}: batching dims do not match: operand shape "
-                            f"{operand.shape} dims {dn.operand_batching_dims}, indices shape "
-                            f"{indices.shape} dims {dn.start_indices_batching_dims}")
+    _check_index_vectors(name, operand, indices, dn, "start_index_map",
+                         "start_indices_batching_dims")
     window = [slice_sizes[i] for i in range(nd)
               if i not in dn.collapsed_slice_dims and i not in dn.operand_batching_dims]
     if len(dn.offset_dims) != len(window):
@@ -686,24 +697,8 @@ def _scatter_aval_rule(name):
                           operand.shape)
         if set(dn.inserted_window_dims) & set(dn.operand_batching_dims):
             raise TypeError(f"{name}: inserted_window_dims and operand_batching_dims overlap")
-        if indices.shape[-1] != len(dn.scatter_dims_to_operand_dims):
-            raise TypeError(f"{name}: the last axis of indices (shape {indices.shape}) must "
-                            f"have size len(scatter_dims_to_operand_dims) = "
-                            f"{len(dn.scatter_dims_to_operand_dims)}")
-        if len(set(dn.scatter_dims_to_operand_dims)) != len(dn.scatter_dims_to_operand_dims) \
-                or any(not 0 <= d < nd or d in dn.operand_batching_dims
-                       for d in dn.scatter_dims_to_operand_dims):
-            raise TypeError(f"{name}: scatter_dims_to_operand_dims "
-                            f"{dn.scatter_dims_to_operand_dims} must be distinct operand axes "
-                            f"(shape {operand.shape}) outside operand_batching_dims")
-        if len(dn.scatter_indices_batching_dims) != len(dn.operand_batching_dims):
-            raise TypeError(f"{name}: operand_batching_dims and scatter_indices_batching_dims "
-                            f"must have the same length")
-        for od, idim in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
-            if not 0 <= idim < indices.ndim - 1 or operand.shape[od] != indices.shape[idim]:
-                raise TypeError(f"{name}: batching dims do not match: operand shape "
-                                f"{operand.shape} dims {dn.operand_batching_dims}, indices "
-                                f"shape {indices.shape} dims {dn.scatter_indices_batching_dims}")
+        _check_index_vectors(name, operand, indices, dn, "scatter_dims_to_operand_dims",
+                             "scatter_indices_batching_dims")
         window_axes = [i for i in range(nd) if i not in dn.inserted_window_dims
                        and i not in dn.operand_batching_dims]
         batch = list(indices.shape[:-1])

@@ -139,17 +139,24 @@ def squeeze(array, dimensions):
     return squeeze_p.bind(array, dimensions=dimensions)
 
 
-def _squeeze_batch(axis_data, vals, dims, *, dimensions):
-    (x,), (d,) = vals, dims
-    x = batching.moveaxis(x, d, 0)
-    return squeeze_p.bind(x, dimensions=tuple(a + 1 for a in dimensions)), 0
+def _make_dimensions_batch(prim):
+    """Batching of squeeze and expand_dims: the batch axis moved to the front, and every
+    axis named in `dimensions` shifted past it."""
+    def rule(axis_data, vals, dims, *, dimensions):
+        (x,), (d,) = vals, dims
+        x = batching.moveaxis(x, d, 0)
+        return prim.bind(x, dimensions=tuple(a + 1 for a in dimensions)), 0
+    return rule
+
+
+_dimensions_batch = core.RuleMaker(_make_dimensions_batch)
 
 
 squeeze_p = define(
     "squeeze", abstract_eval=_squeeze_aval,
     lowering=lambda x, *, dimensions: lax.squeeze(x, dimensions),
     jvp=ad.linear_jvp, transpose=lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)],
-    batching=_squeeze_batch)
+    batching=_dimensions_batch)
 
 
 def _expand_dims_aval(x, *, dimensions):
@@ -167,17 +174,11 @@ def expand_dims(array, dimensions):
     return expand_dims_p.bind(array, dimensions=dimensions)
 
 
-def _expand_dims_batch(axis_data, vals, dims, *, dimensions):
-    (x,), (d,) = vals, dims
-    x = batching.moveaxis(x, d, 0)
-    return expand_dims_p.bind(x, dimensions=tuple(a + 1 for a in dimensions)), 0
-
-
 expand_dims_p = define(
     "expand_dims", abstract_eval=_expand_dims_aval,
     lowering=lambda x, *, dimensions: lax.expand_dims(x, dimensions),
     jvp=ad.linear_jvp, transpose=lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)],
-    batching=_expand_dims_batch)
+    batching=_dimensions_batch)
 
 
 # ------------------------------------------------------------------ reduce_sum

@@ -13,8 +13,6 @@ import impl
 import impl.numpy as inp
 from _against_jax import check_transforms, rng_for
 
-jax.config.update("jax_enable_x64", True)
-
 
 def normal(*shape, seed=0):
     return rng_for("normal", shape, seed).standard_normal(shape)

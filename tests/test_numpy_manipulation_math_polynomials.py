@@ -1,5 +1,6 @@
-"""The numpy names added to reach JAX's breadth (issue 15), each against jax.numpy:
-values, shapes, dtypes and weak types on concrete input (one table), then the
+"""jax.numpy's array manipulation, elementwise math, polynomials, windows, dtype names and
+fft argument checks, each against jax.numpy: values, shapes, dtypes and weak types on
+concrete input (one table), then the
 differentiable ones under jit, jvp, grad and vmap in one compiled program per group
 (see _against_jax.py), float64 with the jvp also checked against finite differences."""
 from __future__ import annotations
@@ -14,8 +15,6 @@ import impl
 import impl.numpy as inp
 from _against_jax import check_transforms, rng_for
 from helpers import assert_each
-
-jax.config.update("jax_enable_x64", True)
 
 R = rng_for("numpy_names")
 X = R.standard_normal((3, 4))

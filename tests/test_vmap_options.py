@@ -15,8 +15,6 @@ import impl.numpy as inp
 from impl import lax as ilax
 from impl.interpreters import batching
 
-jax.config.update("jax_enable_x64", True)
-
 
 def close(got, want, tol=1e-10):
     jax.tree_util.tree_map(

@@ -13,8 +13,6 @@ import impl.numpy as inp
 from _against_jax import check_transforms, rng_for
 from helpers import assert_each
 
-jax.config.update("jax_enable_x64", True)
-
 R = rng_for("numpy_names_more")
 X = R.standard_normal((3, 4))
 X32 = X.astype(np.float32)

@@ -1,5 +1,6 @@
-"""impl.lax names added for JAX's API breadth (issue 15), each against jax.lax: values,
-dtypes and weak types, and for differentiable ones jvp, grad and vmap (tests/_against_jax)."""
+"""impl.lax's operations (special functions, shape and product helpers, bitwise
+reductions, lax.fft), each against jax.lax: values, dtypes and weak types, and for
+differentiable ones jvp, grad and vmap (tests/_against_jax)."""
 from __future__ import annotations
 
 import jax

@@ -13,8 +13,6 @@ import impl.numpy as inp
 from _compare import IMPL, JAX, check, stack
 from helpers import assert_tree_close
 
-jax.config.update("jax_enable_x64", True)
-
 ACTIVATIONS = ["celu", "selu", "mish", "hard_sigmoid", "hard_silu", "hard_swish", "soft_sign",
                "squareplus", "sparse_plus", "sparse_sigmoid", "identity", "relu", "relu6",
                "elu", "leaky_relu", "hard_tanh"]

@@ -13,11 +13,10 @@ import impl
 from impl import lax as ilax
 
 from _against_jax import assert_close, check_transforms, rng_for
-
-jax.config.update("jax_enable_x64", True)
+from helpers import TOLERANCE
 
 F64 = np.float64
-TOL = dict(rtol=1e-9, atol=1e-10)
+TOL = TOLERANCE["programs"][np.dtype(F64)]  # float64 programs against JAX
 
 
 def _u(*shape, key="u", lo=-1.0, hi=1.0):

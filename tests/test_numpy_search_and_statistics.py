@@ -1,5 +1,7 @@
-"""The numpy names added for JAX's API breadth (issue 15), each checked against JAX:
-values, dtypes and shapes on concrete input, and the same under jit / vmap / grad."""
+"""jax.numpy's searching (nonzero, unique, searchsorted, digitize, isin, interp) and
+statistics (quantiles, medians, averages, histograms, NaN-ignoring reductions), each
+checked against JAX: values, dtypes and shapes on concrete input, and the same under
+jit / vmap / grad."""
 from __future__ import annotations
 
 import jax
