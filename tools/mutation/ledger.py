@@ -74,7 +74,7 @@ OPEN_GAPS: dict[str, str] = {
                              "the focused programs seldom hold such a case"),
     **_each(["jvp:polygamma:drop_first", "jvp:regularized_incomplete_beta:drop_first"],
             "turns JAX's (and impl's) error for a derivative in m or a into a silent zero; laws "
-            "must pass on JAX, so none perturbs it (tests/test_lax_breadth.py checks the error)"),
+            "must pass on JAX, so none perturbs it (tests/test_lax_operations.py checks the error)"),
     **_each(_ops("jvp", "select_and_gather_add", ("scale", "drop_first", "swap"))
             + _ops("jvp", "cumchooser_tangent", ("scale", "drop_first", "swap")),
             "runs only in second-order forward derivatives of pooling or cummax, which no law takes "
