@@ -155,7 +155,7 @@ def _program_options(smooth=False, linear=False, **options):
         return options
     if _FOCUS["ops"] is None:
         raise Irrelevant("programs")
-    vocabulary = _real.ops.VOCABULARY
+    vocabulary = _real.VOCABULARY
     allowed = [o for o in _FOCUS["ops"] if o in vocabulary and o not in _real.CUSTOM_KINDS
                and (not smooth or vocabulary[o].smooth) and (not linear or vocabulary[o].linear)]
     allowed = [o for o in allowed if o in options.get("ops", allowed)]
@@ -182,7 +182,7 @@ def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False, 
 #: ops whose jvp is the derivative wherever finite differences see one: every op
 #: but those whose gradient is stopped by definition (stop_gradient; nextafter and
 #: zeta, drawn of a stopped gradient: JAX defines no derivative for them)
-PIECEWISE_OPS = tuple(o for o in _real.ops.VOCABULARY
+PIECEWISE_OPS = tuple(o for o in _real.VOCABULARY
                       if o not in ("stop_gradient", "nextafter", "zeta") and o not in _real.CUSTOM_KINDS)
 
 

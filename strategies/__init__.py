@@ -18,7 +18,8 @@ from .custom_rules import CUSTOM_WRAPPER_KINDS, RULES, CustomWrapperCase, custom
 from .sharding import MESHES, SHARDING_KINDS, ShardingCase, ShardMapCase, shard_map_cases, sharding_cases
 from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
-from .ops import CUSTOM_KINDS, LINEAR_OPS, OP_NAMES, SMOOTH_OPS
+from .ops import CUSTOM_KINDS
+from .vocabulary import LINEAR_OPS, OP_NAMES, PRIMITIVES, SMOOTH_OPS, VOCABULARY
 from .programs import Program, program_args, program_cases, random_programs
 from .pytree_strategies import CONTAINERS, Pair, Point, pytrees, pytrees_of, structures
 

@@ -1635,8 +1635,9 @@ class InnerJit(Op):
         return Node(self.name, (a, b), expr, out, (("body", body),))
 
 
-def _build_vocabulary():
-    ops = [
+def base_ops():
+    """The vocabulary's ops in drawing order (a program picks ops by index in it)."""
+    return [
         Unary("neg", "jnp.negative({})", lambda lo, hi: (-hi, -lo), linear=True),
         Scale(),
         Unary("sin", "jnp.sin({})", lambda lo, hi: (-1.0, 1.0)),
@@ -1682,14 +1683,3 @@ def _build_vocabulary():
         LinearCall(),
         InnerJit(),
     ] + _at_ops() + _more_ops() + _primitive_ops() + _special_function_ops() + _fourier_ops()
-    return {op.name: op for op in ops}
-
-
-VOCABULARY: dict[str, Op] = _build_vocabulary()
-
-#: Names of every op a program may contain.
-OP_NAMES: tuple[str, ...] = tuple(VOCABULARY)
-#: Ops that keep a program linear in its inputs.
-LINEAR_OPS: tuple[str, ...] = tuple(n for n, op in VOCABULARY.items() if op.linear)
-#: Ops allowed in smooth programs (some, e.g. abs, only away from their kink).
-SMOOTH_OPS: tuple[str, ...] = tuple(n for n, op in VOCABULARY.items() if op.smooth)

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
 from .backends import check_backend
-from .ops import CUSTOM_KINDS, PREAMBLES, VOCABULARY, Context, Node
+from .ops import CUSTOM_KINDS, PREAMBLES, Context, Node
+from .vocabulary import VOCABULARY
 from .types import FLOAT_DTYPES, INPUT_BOUND, POSITIVE_RANGE, ValueType
 
 MAX_OPS_LIMIT = 64
