@@ -13,6 +13,7 @@ named axes, in the linear order of the tuple of names). No vmap, no JAX.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
 from .backends import check_backend
+from .source import Case, compile_text
 from .types import FLOAT_DTYPES, OneArrayCase
 
 NAME_POOL = ("i", "j", "batch")
@@ -264,7 +266,7 @@ def _front(x, axes, sizes):
 
 
 @dataclass(frozen=True, repr=False)
-class NamedAxisCase(OneArrayCase):
+class NamedAxisCase(OneArrayCase, Case):
     """Nested vmaps over named axes (outermost first) around a body of steps.
 
     ``program(backend)(x)`` is ``vmap(... vmap(body, in_axes[-1], out_axes[-1],
@@ -279,6 +281,8 @@ class NamedAxisCase(OneArrayCase):
     steps: tuple[Step, ...]
     x: np.ndarray
     elem_shape: tuple[int, ...]
+
+    label = "named"
 
     @property
     def collectives(self):
@@ -300,11 +304,7 @@ class NamedAxisCase(OneArrayCase):
         return "\n".join(lines) + "\n"
 
     def program(self, backend):
-        check_backend(backend)
-        namespace: dict = {}
-        exec(compile(self.text(), "<strategies.named>", "exec"), namespace)
-        fn = namespace["program"]
-        return lambda x: fn(backend, x)
+        return self.function(backend, "program")
 
     def member_derivative_text(self, mode):
         """Source of ``program(backend, x, w)``: ``jvp`` (w: the tangent, laid out as x)
@@ -334,10 +334,7 @@ class NamedAxisCase(OneArrayCase):
     def member_derivative_program(self, backend, mode):
         """``(x, w) -> jvp pair or cotangent``: see :meth:`member_derivative_text`."""
         check_backend(backend)
-        namespace: dict = {}
-        exec(compile(self.member_derivative_text(mode), "<strategies.named>", "exec"), namespace)
-        fn = namespace["program"]
-        return lambda x, w: fn(backend, x, w)
+        return functools.partial(compile_text(self.member_derivative_text(mode), self.label)["program"], backend)
 
     def batched_everywhere(self):
         """The same case with every unbatched level (in_axes None) batched along
@@ -365,12 +362,8 @@ class NamedAxisCase(OneArrayCase):
         return (f"vmaps {list(zip(self.names, self.sizes))} in_axes={self.in_axes} out_axes={self.out_axes}"
                 f" over x: {self.x.dtype}{list(self.x.shape)}, body {[s.expr() for s in self.steps]}")
 
-    def source(self):
-        return ("import numpy as np\nimport jax  # or: import impl as jax\n\n" + self.text()
-                + f"\nx = np.array({self.x.tolist()!r}, dtype='{self.x.dtype}')\nprint(program(jax, x))\n")
-
-    def __repr__(self):
-        return f"NamedAxisCase({self.describe()}):\n{self.text()}"
+    def example(self):
+        return f"x = np.array({self.x.tolist()!r}, dtype='{self.x.dtype}')\nprint(program(jax, x))\n"
 
 
 def _choices(shape, names, sizes, invariant, tuples, varying_only=False):

@@ -14,7 +14,6 @@ few ops over scalar inputs.
 from __future__ import annotations
 
 import functools
-import linecache
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
 from .backends import check_backend
+from .source import compile_text
 from .ops import CUSTOM_KINDS, PREAMBLES, Context, Node
 from .vocabulary import VOCABULARY
 from .types import FLOAT_DTYPES, INPUT_BOUND, POSITIVE_RANGE, ValueType
@@ -122,17 +122,6 @@ class Program:
             self._cache["source"] = "\n".join(lines) + "\n"
         return self._cache["source"]
 
-    def _function(self):
-        if "fn" not in self._cache:
-            src = self.source()
-            filename = f"<strategies.program {abs(hash(src)):x}>"
-            # Registering the text lets tracebacks and inspect show the program.
-            linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-            namespace: dict = {}
-            exec(compile(src, filename, "exec"), namespace)
-            self._cache["fn"] = namespace["program"]
-        return self._cache["fn"]
-
     def build(self, backend):
         """A callable taking the inputs positionally, evaluated with ``backend``.
 
@@ -140,7 +129,7 @@ class Program:
         is traced here; the first call does that.
         """
         check_backend(backend)
-        fn = self._function()
+        fn = compile_text(self.source(), "program")["program"]
 
         @functools.wraps(fn)
         def program(*args):
