@@ -300,3 +300,24 @@ OP_NAMES: tuple[str, ...] = tuple(VOCABULARY)
 LINEAR_OPS: tuple[str, ...] = tuple(n for n, o in VOCABULARY.items() if o.linear)
 #: Ops allowed in smooth programs (some, e.g. abs, only away from their kink).
 SMOOTH_OPS: tuple[str, ...] = tuple(n for n, o in VOCABULARY.items() if o.smooth)
+
+
+@contextlib.contextmanager
+def declared(primitive: str, entry: Drawn | Exempt):
+    """:data:`PRIMITIVES` with one more entry meanwhile, and the op the entry holds in
+    :data:`VOCABULARY`: how a test declares a toy primitive (tests/test_strategies.py),
+    or a backend a primitive of its own, without editing this module."""
+    if primitive in PRIMITIVES:
+        raise ValueError(f"primitive {primitive!r} already has an entry: {PRIMITIVES[primitive]!r}")
+    new_op = entry.op if isinstance(entry, Drawn) else None
+    if new_op is not None and new_op.name in VOCABULARY:
+        raise ValueError(f"an op named {new_op.name!r} is already in the vocabulary")
+    PRIMITIVES[primitive] = entry
+    if new_op is not None:
+        VOCABULARY[new_op.name] = new_op
+    try:
+        yield
+    finally:
+        del PRIMITIVES[primitive]
+        if new_op is not None:
+            del VOCABULARY[new_op.name]

@@ -572,6 +572,56 @@ def test_every_impl_primitive_is_declared_once_and_drawn_by_what_declares_it():
     assert not problems, "\n".join(problems)
 
 
+@pytest.fixture
+def toy_cube(monkeypatch):
+    """A toy primitive added as docs/impl.md says: a define block (the rule's own code)
+    and its user-facing function in impl.lax; removed from the registry afterwards."""
+    import impl
+    from impl.interpreters import ad, batching
+    from impl.primitives import _define
+    from impl.primitives.elementwise import add, mul
+
+    def cube_jvp(t, x):     # d(x^3) = 3 x^2 t
+        u = mul(t, mul(x, x))
+        return add(u, add(u, u))
+
+    toy_cube_p = _define.define("toy_cube", abstract_eval=lambda x: x, lowering=lambda x: x * x * x,
+                                jvp=ad.jvp_by_parts(cube_jvp), batching=batching.vectorized)
+    monkeypatch.setattr(impl.lax, "toy_cube", toy_cube_p.bind, raising=False)
+    try:
+        yield toy_cube_p
+    finally:
+        del _define.registry["toy_cube"], _define.defined_in["toy_cube"]
+
+
+def test_a_new_primitive_needs_one_table_entry(toy_cube):
+    """The toy primitive's one strategy entry (its op, declared in the table) makes the
+    programs draw it, and the coverage check sees it drawn; without the entry, or with an
+    entry naming an op that does not bind it, the check says so."""
+    import impl
+    from strategies.coverage import check_table
+    from strategies.ops import Unary
+    from strategies.vocabulary import VOCABULARY, declared, op
+
+    entry = op(Unary("toy_cube", "lax.toy_cube({})", lambda lo, hi: (lo ** 3, hi ** 3),
+                     accepts=lambda t, ctx: t.bound <= 4.0))
+    assert check_table(impl, {"toy_cube"}, {}) == [
+        "toy_cube: no entry in the primitive table (strategies/vocabulary.py): declare what draws it, "
+        "or an exemption with a reason"]
+    with declared("toy_cube", entry):
+        for program, args in sample(S.program_cases(ops=("toy_cube",), max_ops=1, dtype="float64"), 5, seed=31):
+            assert program.ops == ("toy_cube",), program
+            got = np.asarray(program.build(impl)(*args))
+            np.testing.assert_allclose(got, np.asarray(args[program.nodes[0].inputs[0]], np.float64) ** 3,
+                                       rtol=1e-12)
+            lo, hi = program.output_bounds
+            assert np.all((lo <= got) & (got <= hi))
+        assert check_table(impl, {"toy_cube"}, {"toy_cube": entry}) == []
+        assert check_table(impl, {"toy_cube"}, {"toy_cube": op("sin")}) == [
+            "toy_cube: declared drawn by ('op', 'sin'), whose drawn cases do not bind it"]
+    assert "toy_cube" not in VOCABULARY and "toy_cube" not in S.PRIMITIVES
+
+
 def test_op_table_is_consistent():
     assert set(S.OP_NAMES) == set(VOCABULARY)
     assert set(S.CUSTOM_KINDS) <= set(S.OP_NAMES)
