@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import strategies as _real
-from strategies.source import args_literal, array_literal
+from strategies.source import Case, args_literal, array_literal
 
 
 def args_source(args):
@@ -28,8 +28,8 @@ def _program_source(program):
         return f"# program.source() failed: {exc!r}\n# {program!r}\n"
 
 
-@dataclass
-class ProgramCase:
+@dataclass(repr=False)
+class ProgramCase(Case):
     """A program returning one array, and its arguments."""
     program: object
     args: tuple
@@ -41,12 +41,14 @@ class ProgramCase:
 
     def describe(self):
         shapes = ", ".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in self.args)
-        return f"{self.program!r} on ({shapes})"
+        # the source is in text(): a program's ops name it here
+        return f"program {getattr(self.program, 'ops', self.program)!r} on ({shapes})"
 
-    def source(self):
-        return ("import numpy as np\nimport jax  # or: import impl as jax\n\n"
-                + _program_source(self.program) + args_source(self.args)
-                + "f = lambda *xs: program(jax, *xs)\n")
+    def text(self):
+        return _program_source(self.program)
+
+    def example(self):
+        return args_source(self.args) + "f = lambda *xs: program(jax, *xs)\n"
 
 
 #: the vmap cases are strategies' own: one level (``axis_size``) or levels (``axis_sizes``)

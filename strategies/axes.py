@@ -77,7 +77,7 @@ class NestedVmapCase(Case):
         if self.leaf_axes is None:
             object.__setattr__(self, "leaf_axes", _flat_leaf_axes(self.args, self.in_axes, len(self.axis_sizes)))
         if self.unbatched_args is None:
-            leaves, treedef = tree_util.tree_flatten(tuple(self.args))
+            treedef = tree_util.tree_structure(tuple(self.args))
             object.__setattr__(self, "unbatched_args",
                                _slice_examples(tuple(self.args), treedef, self.leaf_axes, self.axis_sizes, 0))
 
@@ -127,8 +127,8 @@ class NestedVmapCase(Case):
 
     def describe(self):
         shapes = tree_util.tree_map(lambda x: f"{np.asarray(x).dtype}{list(np.shape(x))}", self.args)
-        return (f"{self.program!r} on {shapes} in_axes={self.in_axes!r} out_axes={self.out_axes!r} "
-                f"axis_sizes={self.axis_sizes!r}")
+        return (f"program {getattr(self.program, 'ops', self.program)!r} on {shapes} in_axes={self.in_axes!r} "
+                f"out_axes={self.out_axes!r} axis_sizes={self.axis_sizes!r}")
 
     def example(self):
         return (f"args = {tree_literal(tuple(self.args))}\n"
