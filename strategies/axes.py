@@ -19,22 +19,7 @@ from hypothesis import strategies as st
 from . import array_strategies as _arrays
 from .programs import Program, _input_types, random_programs
 from .pytree_strategies import CONTAINERS, Pair, _structure
-from .source import IMPORTS, Case, array_literal
-
-
-def tree_literal(tree) -> str:
-    """Source of a pytree of numpy arrays (tuples, lists, dicts, ``Point``, ``Pair``, None)."""
-    if isinstance(tree, Pair):
-        return f"Pair({tree_literal(tree.first)}, {tree_literal(tree.second)})"
-    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-        return f"{type(tree).__name__}(" + ", ".join(tree_literal(c) for c in tree) + ")"
-    if isinstance(tree, tuple):
-        return "(" + "".join(f"{tree_literal(c)}, " for c in tree).rstrip(" ") + ")"
-    if isinstance(tree, list):
-        return "[" + ", ".join(tree_literal(c) for c in tree) + "]"
-    if isinstance(tree, dict):
-        return "{" + ", ".join(f"{k!r}: {tree_literal(v)}" for k, v in tree.items()) + "}"
-    return "None" if tree is None else array_literal(tree)
+from .source import IMPORTS, Case, tree_literal
 
 
 def _flat_leaf_axes(args, in_axes, depth):

@@ -17,6 +17,7 @@ import linecache
 import numpy as np
 
 from .backends import check_backend
+from .pytree_strategies import Pair
 
 #: the imports of a reproducing module
 IMPORTS = "import numpy as np\nimport jax  # or: import impl as jax\n"
@@ -32,6 +33,21 @@ def array_literal(a) -> str:
 def args_literal(args) -> str:
     """``(a0, a1, ...)`` source for a tuple of arrays."""
     return "(" + ", ".join(array_literal(a) for a in args) + ",)"
+
+
+def tree_literal(tree) -> str:
+    """Source of a pytree of numpy arrays (tuples, lists, dicts, ``Point``, ``Pair``, None)."""
+    if isinstance(tree, Pair):
+        return f"Pair({tree_literal(tree.first)}, {tree_literal(tree.second)})"
+    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+        return f"{type(tree).__name__}(" + ", ".join(tree_literal(c) for c in tree) + ")"
+    if isinstance(tree, tuple):
+        return "(" + "".join(f"{tree_literal(c)}, " for c in tree).rstrip(" ") + ")"
+    if isinstance(tree, list):
+        return "[" + ", ".join(tree_literal(c) for c in tree) + "]"
+    if isinstance(tree, dict):
+        return "{" + ", ".join(f"{k!r}: {tree_literal(v)}" for k, v in tree.items()) + "}"
+    return "None" if tree is None else array_literal(tree)
 
 
 @functools.lru_cache(maxsize=512)

@@ -480,7 +480,7 @@ def test_linear_function_source_runs():
     for lf in sample(S.linear_functions(wrong_transpose=True, kinds=S.LINEAR_KINDS), 10, seed=22):
         namespace = {}
         exec(lf.source(), namespace)
-        got = namespace["fun_transpose"](namespace["residual_args"], lf.example_cotangent)
+        got = namespace["fun_transpose"](jax, namespace["residual_args"], lf.example_cotangent)
         assert _leaves_close(got, lf.transpose(jax)(lf.residual_args, lf.example_cotangent))
 
 
