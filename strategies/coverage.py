@@ -14,6 +14,10 @@ import contextlib
 
 import numpy as np
 
+from . import control, custom_rules, named, programs, remat
+from .ops import CUSTOM_KINDS
+from .vocabulary import PRIMITIVES, VOCABULARY, Drawn
+
 
 def _walk(obj, names, seen_ids):
     if id(obj) in seen_ids:
@@ -96,27 +100,21 @@ def sources():
     ``("op", name)`` per vocabulary op, ``("named", op)`` per collective,
     ``("control", kind)`` per control-flow kind, ``("family", name)`` per
     family of case strategies traced whole (:data:`FAMILIES`)."""
-    from . import control, named
-    from .vocabulary import VOCABULARY
     return (tuple(("op", n) for n in VOCABULARY) + tuple(("named", c) for c in named.COLLECTIVES)
             + tuple(("control", k) for k in control.CONTROL_KINDS) + tuple(("family", f) for f in FAMILIES))
 
 
-#: case families traced whole, each as (strategy maker, how to build a case, draws per
-#: ``per_strategy``); prng, piles and sharding cases are left to properties (impl-only
-#: piles, 8-device meshes)
-FAMILIES = ("remat", "custom", "custom_optimize_remat")
-
-
-def _family(name):
-    from . import custom_rules, remat
-    if name == "remat":
-        return remat.remat_cases(), (lambda c, b: c.build(b)), 4
-    if name == "custom":
-        return custom_rules.custom_wrapper_cases(), (lambda c, b: c.make(b)[0]), 1
+#: case families traced whole: how to draw them, how to build a case for a backend, and
+#: how many cases per ``per_strategy`` (at least one). prng, pile and sharding cases are
+#: left to properties (impl-only piles, 8-device meshes).
+FAMILY_CASES = {
+    "remat": (lambda: remat.remat_cases(), lambda c, b: c.build(b), 4),
+    "custom": (lambda: custom_rules.custom_wrapper_cases(), lambda c, b: c.make(b)[0], 1),
     # custom_vjp's optimize_remat=True, which one draw in four or so makes
-    return (custom_rules.custom_wrapper_cases(kinds=("custom_vjp",), rules=("true",)).filter(
-        lambda c: c.optimize_remat), (lambda c, b: c.make(b)[0]), 0)
+    "custom_optimize_remat": (lambda: custom_rules.custom_wrapper_cases(kinds=("custom_vjp",), rules=("true",))
+                              .filter(lambda c: c.optimize_remat), lambda c, b: c.make(b)[0], 0),
+}
+FAMILIES = tuple(FAMILY_CASES)
 
 
 def reach(backend, per_strategy=3, seed=0, only=None) -> dict[tuple, set[str]]:
@@ -143,10 +141,8 @@ def drawn_primitives(backend, per_strategy=3, seed=0) -> set[str]:
 
 
 def _trace_source(backend, source, draws, per_strategy, names):
-    from . import control, named, programs
     kind, name = source
     if kind == "op":
-        from .vocabulary import CUSTOM_KINDS
         kw = dict(custom_rules=(name,)) if name in CUSTOM_KINDS else dict(ops=(name,), min_ops=1)
         # only programs the op made it into (some ops need operands a draw may lack, e.g. log1p)
         strategy = programs.program_cases(max_ops=3, **kw).filter(lambda case: name in case[0].ops)
@@ -163,8 +159,8 @@ def _trace_source(backend, source, draws, per_strategy, names):
     elif kind == "control":
         strategy, build, n = control.control_flow_cases(kinds=(name,)), (lambda c, b: c.build(b)), per_strategy
     else:
-        strategy, build, times = _family(name)
-        n = times * per_strategy or 1
+        make, build, times = FAMILY_CASES[name]
+        strategy, n = make(), times * per_strategy or 1
     for case in draws(strategy, n):
         try:
             f = build(case, backend)
@@ -181,7 +177,6 @@ def check_table(backend, registry_names, table=None, per_strategy=3, seed=0) -> 
     entry, entries for primitives it lacks, drawn entries whose source does not bind
     them, exempt entries that something draws. Traces every source when the table has
     exemptions (they must be drawn by none), else only the sources it names."""
-    from .vocabulary import PRIMITIVES, Drawn
     table = PRIMITIVES if table is None else table
     registry_names = set(registry_names)
     problems = [f"{p}: no entry in the primitive table (strategies/vocabulary.py): declare what "
