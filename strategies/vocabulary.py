@@ -5,9 +5,10 @@
 the random programs, a collective of the named-axis cases, a control-flow kind,
 a family of case strategies, or an exemption with its reason. An entry may hold
 the op itself (a new primitive's op is declared right there) or name an op
-declared in ``strategies/ops.py``. The program vocabulary, the mutation tool's
-focus and the coverage test (tests/test_strategies.py, which traces each
-source and checks it binds the primitives declared for it) all read this table.
+declared in ``strategies/ops.py``. The program vocabulary and the coverage test
+(tests/test_strategies.py, through ``strategies.coverage.check_table``, which
+traces each source and checks it binds the primitives declared for it) read
+this table.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from .ops import CUSTOM_KINDS, Op, base_ops
+from .ops import Op, base_ops
 
 
 @dataclass(frozen=True)
