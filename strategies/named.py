@@ -292,19 +292,32 @@ class NamedAxisCase(OneArrayCase, Case):
     def uses_tuples(self):
         return any(len(s.names) > 1 for s in self.steps)
 
-    def text(self):
-        lines = ["def program(backend, x):", "    jnp, lax = backend.numpy, backend.lax", "",
+    def _printed(self, params, inner, axes, call):
+        """``program(backend, <params>)``: the body, ``f = <inner>``, the named vmaps
+        around f (``axes(in_axes, out_axes)`` of each level: their ``in_axes=..., out_axes=...``)
+        innermost first, and ``return <call>``."""
+        lines = [f"def program(backend, {params}):", "    jnp, lax = backend.numpy, backend.lax", "",
                  "    def body(v):"]
         lines += [f"        v = {s.expr()}" for s in self.steps]
-        lines += ["        return v", "", "    f = body"]
+        lines += ["        return v", "", f"    f = {inner}"]
         for name, size, ia, oa in reversed(list(zip(self.names, self.sizes, self.in_axes, self.out_axes))):
             extra = f", axis_size={size}" if ia is None else ""
-            lines.append(f"    f = backend.vmap(f, in_axes={ia}, out_axes={oa}, axis_name={name!r}{extra})")
-        lines.append("    return f(x)")
+            lines.append(f"    f = backend.vmap(f, {axes(ia, oa)}, axis_name={name!r}{extra})")
+        lines.append(f"    return {call}")
         return "\n".join(lines) + "\n"
+
+    def text(self):
+        return self._printed("x", "body", lambda ia, oa: f"in_axes={ia}, out_axes={oa}", "f(x)")
 
     def program(self, backend):
         return self.function(backend, "program")
+
+    #: per mode: the derivative each member takes, and the axes of its vmaps
+    MEMBER_DERIVATIVES = {
+        "jvp": ("lambda v, w: backend.jvp(body, (v,), (w,))",
+                lambda ia, oa: f"in_axes=({ia}, {ia}), out_axes=({oa}, {oa})"),
+        "vjp": ("lambda v, w: backend.vjp(body, v)[1](w)[0]", lambda ia, oa: f"in_axes=({ia}, {oa}), out_axes={ia}"),
+    }
 
     def member_derivative_text(self, mode):
         """Source of ``program(backend, x, w)``: ``jvp`` (w: the tangent, laid out as x)
@@ -312,24 +325,12 @@ class NamedAxisCase(OneArrayCase, Case):
         member *inside* the named vmaps, so the collectives' own jvp and transpose rules
         run (outside, as in ``jvp(program)``, vmap rewrites them away first). ``vjp``
         needs every level batched (see :meth:`batched_everywhere`)."""
-        if mode not in ("jvp", "vjp"):
+        if mode not in self.MEMBER_DERIVATIVES:
             raise ValueError(f"mode must be 'jvp' or 'vjp', got {mode!r}")
         if mode == "vjp" and None in self.in_axes:
             raise ValueError("vjp per member needs every level batched: use batched_everywhere()")
-        lines = self.text().split("\n")
-        body = lines[:lines.index("    f = body")]
-        body[0] = "def program(backend, x, w):"
-        if mode == "jvp":
-            body += ["    f = lambda v, w: backend.jvp(body, (v,), (w,))"]
-        else:
-            body += ["    f = lambda v, w: backend.vjp(body, v)[1](w)[0]"]
-        for name, size, ia, oa in reversed(list(zip(self.names, self.sizes, self.in_axes, self.out_axes))):
-            extra = f", axis_size={size}" if ia is None else ""
-            axes = (f"in_axes=({ia}, {ia}), out_axes=({oa}, {oa})" if mode == "jvp"
-                    else f"in_axes=({ia}, {oa}), out_axes={ia}")
-            body.append(f"    f = backend.vmap(f, {axes}, axis_name={name!r}{extra})")
-        body.append("    return f(x, w)")
-        return "\n".join(body) + "\n"
+        inner, axes = self.MEMBER_DERIVATIVES[mode]
+        return self._printed("x, w", inner, axes, "f(x, w)")
 
     def member_derivative_program(self, backend, mode):
         """``(x, w) -> jvp pair or cotangent``: see :meth:`member_derivative_text`."""
