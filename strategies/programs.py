@@ -107,20 +107,28 @@ class Program:
         """The program as a runnable Python function of ``(backend, x0, ...)``."""
         if "source" not in self._cache:
             params = ", ".join(["backend"] + [f"x{i}" for i in range(self.num_inputs)])
-            lines = [f"def program({params}):", "    jnp, lax = backend.numpy, backend.lax"]
-            seen = []
-            for node in self.nodes:
-                seen.extend(k for k in node.needs if k not in seen)
-            for key in seen:
-                lines.append("")
-                lines.extend(PREAMBLES[key].rstrip("\n").split("\n"))
-            if seen:
-                lines.append("")
-            for j, node in enumerate(self.nodes):
-                lines.append(f"    v{j} = {node.expr}")
-            lines.append(f"    return {self._name(self.output)}")
+            lines = [f"def program({params}):", "    jnp, lax = backend.numpy, backend.lax"] + self.body_lines()
             self._cache["source"] = "\n".join(lines) + "\n"
         return self._cache["source"]
+
+    def body_lines(self, tags=()) -> list[str]:
+        """The function's lines after its ``jnp, lax`` line: the helpers its nodes need,
+        one line per node, the return. ``tags``: ``(node, tag)`` pairs whose values are
+        wrapped in ``checkpoint_name(value, tag)``."""
+        lines, seen = [], []
+        for node in self.nodes:
+            seen.extend(k for k in node.needs if k not in seen)
+        for key in seen:
+            lines.append("")
+            lines.extend(PREAMBLES[key].rstrip("\n").split("\n"))
+        if seen:
+            lines.append("")
+        tagged = dict(tags)
+        for j, node in enumerate(self.nodes):
+            expr = f"checkpoint_name({node.expr}, {tagged[j]!r})" if j in tagged else node.expr
+            lines.append(f"    v{j} = {expr}")
+        lines.append(f"    return {self._name(self.output)}")
+        return lines
 
     def build(self, backend):
         """A callable taking the inputs positionally, evaluated with ``backend``.

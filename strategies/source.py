@@ -66,15 +66,8 @@ def embed(program, name: str, tags=()) -> list[str]:
     ``name(x0, x1, ...)`` (4-space indented) of an enclosing ``f(backend, ...)`` that
     has set ``jnp`` and ``lax``; ``tags``: ``(node, tag)`` pairs whose values are
     wrapped in ``checkpoint_name(value, tag)``."""
-    lines = program.source().rstrip("\n").split("\n")
     params = ", ".join(f"x{i}" for i in range(program.num_inputs))
-    out = [f"    def {name}({params}):"]
-    for ln in lines[2:]:   # after the def line and the jnp, lax line
-        for node, tag in tags:
-            if ln.strip().startswith(f"v{node} = "):
-                ln = ln.replace(f"v{node} = ", f"v{node} = checkpoint_name(", 1) + f", {tag!r})"
-        out.append("    " + ln)
-    return out
+    return [f"    def {name}({params}):"] + ["    " + ln for ln in program.body_lines(tags)]
 
 
 class Case:
