@@ -180,12 +180,8 @@ class ControlFlowCase(Case):
         closed = ", k0, k1" if self.closure else ""
         init = tree_text(self.carry, lambda i: f"c{i}")
         lines = [f"def make_step(backend{closed}):", "    jnp, lax = backend.numpy, backend.lax", ""]
-        if kind == "map":
-            lines += self._map_step()
-            call, ref = self._map_calls(p)
-        else:
-            lines += self._steps()
-            call, ref = getattr(self, f"_{kind}_calls")(p, init, dt)
+        lines += self._map_step() if kind == "map" else self._steps()
+        call, ref = _CALLS[kind](self, p, init, dt)
         getter = "branches" if kind in ("cond", "switch") else "step"
         names = ", ".join(self.arg_names)
         return ("\n".join(lines) + "\n\n\n"
@@ -237,7 +233,7 @@ class ControlFlowCase(Case):
         out = f", {self.out_fit.expr()}" if kind == "scan" else ""
         return lines + [f"        return {new_carry(self.fits[0])}{out}", "", "    return step"]
 
-    def _map_calls(self, p):
+    def _map_calls(self, p, init, dt):
         xs = self._xs_tuple()
         bs = "" if p["batch_size"] is None else f", batch_size={p['batch_size']}"
         return (f"    return backend.lax.map(step, {xs}{bs})",
@@ -296,6 +292,12 @@ class ControlFlowCase(Case):
         # the index is clamped into range, as JAX does
         return (f"    return backend.lax.switch(index, branches, {init})",
                 [f"    return branches[min(max(int(index), 0), {len(self.bodies) - 1})]({init})"])
+
+
+#: per kind, the printer of ``program``'s call of the primitive and of ``reference``'s Python
+_CALLS = {"scan": ControlFlowCase._scan_calls, "fori_loop": ControlFlowCase._fori_loop_calls,
+          "while_loop": ControlFlowCase._while_loop_calls, "cond": ControlFlowCase._cond_calls,
+          "switch": ControlFlowCase._switch_calls, "map": ControlFlowCase._map_calls}
 
 
 # ------------------------------------------------------------------ drawing
