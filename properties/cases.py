@@ -6,6 +6,7 @@ Each case is a small object with ``describe()`` (one line for messages) and
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from dataclasses import dataclass, field
 
 import jax
@@ -13,16 +14,11 @@ import numpy as np
 from hypothesis import strategies as st
 
 import strategies as _real
-
-
-def array_source(x):
-    x = np.asarray(x)
-    return f"np.array({x.tolist()!r}, dtype='{x.dtype}')"
+from strategies.source import Case, args_literal, array_literal
 
 
 def args_source(args):
-    inner = ", ".join(array_source(a) for a in args)
-    return f"args = ({inner}{',' if len(args) == 1 else ''})\n"
+    return f"args = {args_literal(args)}\n"
 
 
 def _program_source(program):
@@ -32,8 +28,8 @@ def _program_source(program):
         return f"# program.source() failed: {exc!r}\n# {program!r}\n"
 
 
-@dataclass
-class ProgramCase:
+@dataclass(repr=False)
+class ProgramCase(Case):
     """A program returning one array, and its arguments."""
     program: object
     args: tuple
@@ -45,44 +41,18 @@ class ProgramCase:
 
     def describe(self):
         shapes = ", ".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in self.args)
-        return f"{self.program!r} on ({shapes})"
+        # the source is in text(): a program's ops name it here
+        return f"program {getattr(self.program, 'ops', self.program)!r} on ({shapes})"
 
-    def source(self):
-        return ("import numpy as np\nimport jax  # or: import impl as jax\n\n"
-                + _program_source(self.program) + args_source(self.args)
-                + "f = lambda *xs: program(jax, *xs)\n")
+    def text(self):
+        return _program_source(self.program)
 
-
-@dataclass
-class VmapCase(ProgramCase):
-    """Program, batched args, and the vmap axis spec."""
-    in_axes: tuple = ()
-    out_axes: object = 0
-    axis_size: int = 1
-
-    def describe(self):
-        return (super().describe()
-                + f" in_axes={self.in_axes} out_axes={self.out_axes} size={self.axis_size}")
-
-    def source(self):
-        return (super().source()
-                + f"in_axes = {self.in_axes!r}\nout_axes = {self.out_axes!r}\n")
+    def example(self):
+        return args_source(self.args) + "f = lambda *xs: program(jax, *xs)\n"
 
 
-@dataclass
-class NestedVmapCase(ProgramCase):
-    """Two levels of batching: axes are (outer, inner)."""
-    in_axes: tuple = ((), ())
-    out_axes: tuple = (0, 0)
-    axis_size: tuple = (1, 1)
-
-    def describe(self):
-        return (super().describe() + f" in_axes(outer, inner)={self.in_axes}"
-                f" out_axes={self.out_axes} sizes={self.axis_size}")
-
-    def source(self):
-        return (super().source() + f"outer_in_axes, inner_in_axes = {self.in_axes!r}\n"
-                f"outer_out_axes, inner_out_axes = {self.out_axes!r}\n")
+#: the vmap cases are strategies' own: one level (``axis_size``) or levels (``axis_sizes``)
+VmapCase, NestedVmapCase = _real.VmapCase, _real.NestedVmapCase
 
 
 @dataclass
@@ -122,7 +92,18 @@ class Irrelevant(Exception):
     """The focus of a mutation run excludes every case of this strategy."""
 
 
-_FOCUS: dict | None = None
+@dataclass(frozen=True)
+class Focus:
+    """What a mutation run keeps of the case strategies (see :func:`focus`)."""
+    ops: tuple | None = None
+    named: tuple | None = None
+    control: tuple | None = None
+    families: tuple = ()
+
+
+#: the focus in effect where a strategy is made (None: every case); a context variable,
+#: so a focus holds only inside its ``with`` block, in its own thread or task
+_focus: contextvars.ContextVar[Focus | None] = contextvars.ContextVar("focus", default=None)
 
 
 @contextlib.contextmanager
@@ -133,30 +114,30 @@ def focus(*, ops=None, named=None, control=None, families=()):
     ``named``: named-axis ops; ``control``: control-flow kinds; ``families``:
     other strategy families kept whole ("custom", "remat", "prng", "piles").
     A strategy with nothing left in focus raises :class:`Irrelevant`."""
-    global _FOCUS
-    previous = _FOCUS
-    _FOCUS = {"ops": None if ops is None else tuple(ops), "named": None if named is None else tuple(named),
-              "control": None if control is None else tuple(control), "families": tuple(families)}
+    token = _focus.set(Focus(None if ops is None else tuple(ops), None if named is None else tuple(named),
+                             None if control is None else tuple(control), tuple(families)))
     try:
         yield
     finally:
-        _FOCUS = previous
+        _focus.reset(token)
 
 
 def _whole(family):
-    if _FOCUS is not None and family not in _FOCUS["families"]:
+    f = _focus.get()
+    if f is not None and family not in f.families:
         raise Irrelevant(family)
 
 
 def _program_options(smooth=False, linear=False, **options):
     """program_cases options with the focus applied (ops restricted)."""
     options.update(smooth=smooth, linear=linear)
-    if _FOCUS is None:
+    f = _focus.get()
+    if f is None:
         return options
-    if _FOCUS["ops"] is None:
+    if f.ops is None:
         raise Irrelevant("programs")
-    vocabulary = _real.ops.VOCABULARY
-    allowed = [o for o in _FOCUS["ops"] if o in vocabulary and o not in _real.CUSTOM_KINDS
+    vocabulary = _real.VOCABULARY
+    allowed = [o for o in f.ops if o in vocabulary and o not in _real.CUSTOM_KINDS
                and (not smooth or vocabulary[o].smooth) and (not linear or vocabulary[o].linear)]
     allowed = [o for o in allowed if o in options.get("ops", allowed)]
     if not allowed:
@@ -182,7 +163,7 @@ def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False, 
 #: ops whose jvp is the derivative wherever finite differences see one: every op
 #: but those whose gradient is stopped by definition (stop_gradient; nextafter and
 #: zeta, drawn of a stopped gradient: JAX defines no derivative for them)
-PIECEWISE_OPS = tuple(o for o in _real.ops.VOCABULARY
+PIECEWISE_OPS = tuple(o for o in _real.VOCABULARY
                       if o not in ("stop_gradient", "nextafter", "zeta") and o not in _real.CUSTOM_KINDS)
 
 
@@ -222,7 +203,7 @@ def _vmap_cases(draw, program_cases):
     return VmapCase(program, batched, in_axes, out_axes, size)
 
 
-@dataclass
+@dataclass(frozen=True, repr=False)
 class ChunkedVmapCase(VmapCase):
     """A vmap case and a chunk size (1 up to one past the batch size)."""
     chunk_size: int = 1
@@ -230,8 +211,8 @@ class ChunkedVmapCase(VmapCase):
     def describe(self):
         return super().describe() + f" chunk_size={self.chunk_size}"
 
-    def source(self):
-        return super().source() + f"chunk_size = {self.chunk_size}\n"
+    def example(self):
+        return super().example() + f"chunk_size = {self.chunk_size}\n"
 
 
 @st.composite
@@ -240,8 +221,8 @@ def _chunked_cases(draw, program_cases):
     size = draw(st.integers(1, 5))
     in_axes, batched = draw(_batched_axes(args, size))
     nd = _out_ndim(program)
-    return ChunkedVmapCase(program, batched, in_axes, draw(st.integers(-(nd + 1), nd)), size,
-                           chunk_size=draw(st.integers(1, size + 1)))
+    out_axes = draw(st.integers(-(nd + 1), nd))
+    return ChunkedVmapCase(program, batched, in_axes, out_axes, size, chunk_size=draw(st.integers(1, size + 1)))
 
 
 def chunked_vmaps(*, smooth=True, dtype=None, max_ops=5):
@@ -286,44 +267,18 @@ def nested_vmaps(*, dtype=None, max_ops=5):
     return _nested_cases(_program_cases(dtype=dtype, max_ops=max_ops))
 
 
-@dataclass
-class PytreeVmapCase:
-    """strategies.NestedVmapCase: pytree args, specs per level (outermost first)."""
-    case: object
-
-    def __getattr__(self, name):
-        return getattr(self.__dict__["case"], name)
-
-    @property
-    def dtype(self):
-        return min((np.asarray(x).dtype for x in jax.tree_util.tree_leaves(self.case.args)),
-                   key=lambda d: np.finfo(d).bits)
-
-    def describe(self):
-        return repr(self.case)
-
-    def source(self):
-        c = self.case
-        return ("import numpy as np\nimport jax  # or: import impl as jax\n"
-                "from strategies import Pair, Point\n\n" + _program_source(c.program)
-                + f"# args: pytrees of shapes {jax.tree_util.tree_map(np.shape, c.args)!r}\n"
-                + f"in_axes = {c.in_axes!r}  # per level, outermost first\n"
-                + f"out_axes = {c.out_axes!r}\naxis_sizes = {c.axis_sizes!r}\n"
-                + "f = lambda *trees: program(jax, *jax.tree_util.tree_leaves(trees))\n")
-
-
 def pytree_vmaps(*, max_depth=3):
     """1 to ``max_depth`` nested vmaps over pytree arguments."""
     options = _program_options(max_ops=4)
     return st.integers(1, max_depth).flatmap(
-        lambda d: _real.nested_vmap_cases(depth=d, pytree_args=True, **options)).map(
-        PytreeVmapCase)
+        lambda d: _real.nested_vmap_cases(depth=d, pytree_args=True, **options))
 
 
 def control_flows(*, kinds=_real.CONTROL_KINDS, smooth=False, dtype=None):
     """strategies.control_flow_cases: bodies are drawn programs, carries pytrees."""
-    if _FOCUS is not None:
-        kinds = tuple(k for k in kinds if k in (_FOCUS["control"] or ()))
+    f = _focus.get()
+    if f is not None:
+        kinds = tuple(k for k in kinds if k in (f.control or ()))
         if not kinds:
             raise Irrelevant("control flow")
     return _real.control_flow_cases(kinds=kinds, smooth=smooth, dtype=dtype)
@@ -336,9 +291,10 @@ NAMED_SMOOTH_OPS = tuple(o for o in _real.COLLECTIVES + _real.named.ELEMENTWISE
 
 def named_axes(**options):
     """strategies.named_axis_cases: nested vmaps with drawn names and collectives."""
-    if _FOCUS is not None:
+    f = _focus.get()
+    if f is not None:
         ops = options.get("ops", _real.COLLECTIVES + _real.named.ELEMENTWISE)
-        focused = tuple(o for o in ops if o in (_FOCUS["named"] or ()))
+        focused = tuple(o for o in ops if o in (f.named or ()))
         if not focused:
             raise Irrelevant("named axes")
         require = tuple(o for o in options.get("require", focused) if o in focused)
@@ -490,8 +446,8 @@ class CustomCase:
         return (f"# F(w, x) = {h}(w*x) + w, rule for {h}' is {self.rule}"
                 f"{' (bad fwd)' if self.bad_fwd else ''}"
                 f"{', custom_vjp with optimize_remat=True' if self.optimize_remat else ''}\nimport numpy as np\n"
-                f"w = {array_source(self.w)}\nx = {array_source(self.x)}\n"
-                + (f"batch = {array_source(self.batch)}\n" if self.batch is not None else ""))
+                f"w = {array_literal(self.w)}\nx = {array_literal(self.x)}\n"
+                + (f"batch = {array_literal(self.batch)}\n" if self.batch is not None else ""))
 
 
 def custom_cases(*, rules=("true", "wrong"), claims_true=None, bad_fwd=False, dtype=None):

@@ -4,8 +4,12 @@ Everything here works with ``jax`` itself and with any module that has its
 API (such as ``impl``). See docs/strategies.md for a tour with examples.
 
 Layers, bottom up: ``types`` (abstract values), ``array_strategies``,
-``pytree_strategies``, ``ops`` (the typed op vocabulary), ``programs``,
-``axes`` (vmap cases) and ``linear`` (linear functions for linear_call).
+``pytree_strategies``, ``ops`` (the typed op kinds), ``vocabulary`` (one entry per
+primitive: what draws it), ``source`` (the one builder and printer of cases),
+``programs``, ``axes`` (vmap cases), ``linear`` (linear functions for linear_call)
+and the case kinds around programs (``control``, ``named``, ``remat``,
+``custom_rules``, ``prng``, ``ragged``, ``sharding``); ``coverage`` checks the
+primitive table against a backend.
 """
 
 from .array_strategies import arrays, batched_arrays, dtypes, elements, shapes
@@ -18,7 +22,8 @@ from .custom_rules import CUSTOM_WRAPPER_KINDS, RULES, CustomWrapperCase, custom
 from .sharding import MESHES, SHARDING_KINDS, ShardingCase, ShardMapCase, shard_map_cases, sharding_cases
 from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
-from .ops import CUSTOM_KINDS, LINEAR_OPS, OP_NAMES, SMOOTH_OPS
+from .ops import CUSTOM_KINDS
+from .vocabulary import LINEAR_OPS, OP_NAMES, PRIMITIVES, SMOOTH_OPS, VOCABULARY
 from .programs import Program, program_args, program_cases, random_programs
 from .pytree_strategies import CONTAINERS, Pair, Point, pytrees, pytrees_of, structures
 
@@ -28,7 +33,7 @@ __all__ = [
     # pytrees
     "CONTAINERS", "Pair", "Point", "pytrees", "pytrees_of", "structures",
     # programs
-    "CUSTOM_KINDS", "LINEAR_OPS", "OP_NAMES", "SMOOTH_OPS",
+    "CUSTOM_KINDS", "LINEAR_OPS", "OP_NAMES", "SMOOTH_OPS", "VOCABULARY", "PRIMITIVES",
     "Program", "program_args", "program_cases", "random_programs",
     # vmap axis specs
     "NestedVmapCase", "VmapCase", "nested_vmap_cases", "vmap_cases",

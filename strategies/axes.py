@@ -19,24 +19,57 @@ from hypothesis import strategies as st
 from . import array_strategies as _arrays
 from .programs import Program, _input_types, random_programs
 from .pytree_strategies import CONTAINERS, Pair, _structure
+from .source import IMPORTS, Case, tree_literal
+
+
+def _flat_leaf_axes(args, in_axes, depth):
+    """Per level, the normalised batch axis of each argument (arrays, one spec entry
+    each, or one int for all) or None."""
+    ranks = [np.ndim(a) for a in args]
+    out = []
+    for level in range(depth):
+        spec = in_axes[level]
+        axes = [spec] * len(args) if spec is None or isinstance(spec, int) else list(spec)
+        out.append(tuple(None if a is None else a % r for a, r in zip(axes, ranks)))
+        ranks = [r - (a is not None) for r, a in zip(ranks, axes)]
+    return tuple(out)
 
 
 @dataclass(frozen=True, repr=False)
-class NestedVmapCase:
-    """A nest of vmaps, levels listed outermost first.
+class NestedVmapCase(Case):
+    """A nest of vmaps around a program, levels listed outermost first.
 
     ``vmapped(backend)`` is
     ``vmap(... vmap(fun, in_axes[-1], out_axes[-1]) ..., in_axes[0], out_axes[0])``
-    and ``unbatched_args[i][j]...`` are the arguments of one example.
+    and ``unbatched_args[i][j]...`` are the arguments of one example. ``in_axes``,
+    ``out_axes`` and ``axis_sizes`` have one entry per level; ``leaf_axes`` per level
+    the batch axis of each leaf (normalised) or None. Made from plain arrays (one
+    ``in_axes`` entry per argument), the last two are computed.
     """
 
-    program: Program
+    program: object
     args: tuple
     in_axes: tuple
     out_axes: tuple
     axis_sizes: tuple[int, ...]
-    unbatched_args: tuple
-    leaf_axes: tuple  # per level, the batch axis of each leaf (normalised) or None
+    unbatched_args: tuple | None = None
+    leaf_axes: tuple | None = None
+
+    label = "vmap"
+    imports = IMPORTS + "from strategies import Pair, Point\n"
+
+    def __post_init__(self):
+        if self.leaf_axes is None:
+            object.__setattr__(self, "leaf_axes", _flat_leaf_axes(self.args, self.in_axes, len(self.axis_sizes)))
+        if self.unbatched_args is None:
+            treedef = tree_util.tree_structure(tuple(self.args))
+            object.__setattr__(self, "unbatched_args",
+                               _slice_examples(tuple(self.args), treedef, self.leaf_axes, self.axis_sizes, 0))
+
+    @property
+    def dtype(self):
+        """The narrowest float dtype among the arguments' leaves."""
+        return min((np.asarray(x).dtype for x in tree_util.tree_leaves(self.args)), key=lambda d: d.itemsize)
 
     def fun(self, backend):
         """The unbatched function: the program applied to the args' leaves."""
@@ -73,43 +106,87 @@ class NestedVmapCase:
 
         return loop(0, self.unbatched_args)
 
+    # ---- printing
+    def text(self):
+        return self.program.source()
+
+    def describe(self):
+        shapes = tree_util.tree_map(lambda x: f"{np.asarray(x).dtype}{list(np.shape(x))}", self.args)
+        return (f"program {getattr(self.program, 'ops', self.program)!r} on {shapes} in_axes={self.in_axes!r} "
+                f"out_axes={self.out_axes!r} axis_sizes={self.axis_sizes!r}")
+
+    def example(self):
+        return (f"args = {tree_literal(tuple(self.args))}\n"
+                f"in_axes = {self.in_axes!r}  # per level, outermost first\n"
+                f"out_axes = {self.out_axes!r}\naxis_sizes = {self.axis_sizes!r}\n"
+                "f = lambda *trees: program(jax, *jax.tree_util.tree_leaves(trees))\n"
+                "for spec_in, spec_out in zip(reversed(in_axes), reversed(out_axes)):\n"
+                "    f = jax.vmap(f, in_axes=spec_in, out_axes=spec_out)\n"
+                "print(f(*args))\n")
+
     def __repr__(self):
         shapes = tree_util.tree_map(np.shape, self.args)
         return (f"{type(self).__name__}(in_axes={self.in_axes!r}, out_axes={self.out_axes!r}, "
-                f"axis_sizes={self.axis_sizes!r}, arg_shapes={shapes!r}, program=\n{self.program.source()})")
+                f"axis_sizes={self.axis_sizes!r}, arg_shapes={shapes!r}, program=\n{self.text()})")
 
 
 @dataclass(frozen=True, repr=False)
-class VmapCase:
+class VmapCase(Case):
     """One vmap: ``backend.vmap(case.fun(backend), case.in_axes, case.out_axes)(*case.args)``
     must equal stacking ``case.fun(backend)(*ex)`` over ``ex in case.unbatched_args``
-    along ``case.out_axes`` (``case.expected(backend)`` does that loop)."""
+    along ``case.out_axes`` (``case.expected(backend)`` does that loop). It is the
+    :class:`NestedVmapCase` of depth 1 ``levels``, with that level's ``in_axes``,
+    ``out_axes``, ``axis_size`` and ``leaf_axes`` unwrapped."""
 
-    program: Program
+    program: object
     args: tuple
     in_axes: object
     out_axes: object
     axis_size: int
-    unbatched_args: tuple
-    leaf_axes: tuple
+    unbatched_args: tuple | None = None
+    leaf_axes: tuple | None = None
 
-    def _nested(self):
-        return NestedVmapCase(self.program, self.args, (self.in_axes,), (self.out_axes,), (self.axis_size,),
-                              self.unbatched_args, (self.leaf_axes,))
+    def __post_init__(self):
+        levels = NestedVmapCase(self.program, self.args, (self.in_axes,), (self.out_axes,), (self.axis_size,),
+                                self.unbatched_args, None if self.leaf_axes is None else (self.leaf_axes,))
+        object.__setattr__(self, "levels", levels)
+        object.__setattr__(self, "unbatched_args", levels.unbatched_args)
+        object.__setattr__(self, "leaf_axes", levels.leaf_axes[0])
+
+    @property
+    def dtype(self):
+        return self.levels.dtype
 
     def fun(self, backend):
-        return self._nested().fun(backend)
+        return self.levels.fun(backend)
 
     def vmapped(self, backend):
-        return self._nested().vmapped(backend)
+        return self.levels.vmapped(backend)
 
     def expected(self, backend, *, jit=False):
-        return self._nested().expected(backend, jit=jit)
+        return self.levels.expected(backend, jit=jit)
+
+    @property
+    def label(self):
+        return self.levels.label
+
+    @property
+    def imports(self):
+        return self.levels.imports
+
+    def text(self):
+        return self.levels.text()
+
+    def describe(self):
+        return self.levels.describe()
+
+    def example(self):
+        return self.levels.example()
 
     def __repr__(self):
         shapes = tree_util.tree_map(np.shape, self.args)
-        return (f"VmapCase(in_axes={self.in_axes!r}, out_axes={self.out_axes!r}, axis_size={self.axis_size}, "
-                f"arg_shapes={shapes!r}, program=\n{self.program.source()})")
+        return (f"{type(self).__name__}(in_axes={self.in_axes!r}, out_axes={self.out_axes!r}, "
+                f"axis_size={self.axis_size}, arg_shapes={shapes!r}, program=\n{self.text()})")
 
 
 # ------------------------------------------------------------------ specs

@@ -33,8 +33,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
-from .backends import check_backend
 from .programs import Program, random_programs
+from .source import Case, array_literal, embed
 from .types import CONSTANTS, FLOAT_DTYPES
 
 CONTROL_KINDS = ("scan", "fori_loop", "while_loop", "cond", "switch", "map")
@@ -45,54 +45,52 @@ FIT_WIDTH = 6
 MAX_TRIPS = 4
 
 
-# ------------------------------------------------------------------ pytrees as text
+# ------------------------------------------------------------------ the case as data
 
 
-def _structure(draw, names):
-    """A pytree over the leaf names, as Python source: a leaf, tuple, dict or nested."""
-    if len(names) == 1 and draw(st.booleans()):
-        return names[0]
-    how = draw(st.integers(0, 2))
-    if how == 0:
-        return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
-    if how == 1:
-        return "{" + ", ".join(f'"{k}": {n}' for k, n in zip("abcdef", names)) + "}"
-    head, rest = names[0], names[1:]
-    inner = "{" + ", ".join(f'"{k}": {n}' for k, n in zip("abcdef", rest)) + "}" if rest else "()"
-    return f"({head}, {inner})"
+def tree_text(tree, leaf) -> str:
+    """A carry pytree (tuples and dicts of leaf indices) as Python source, each leaf
+    ``i`` written as ``leaf(i)``."""
+    if isinstance(tree, int):
+        return leaf(tree)
+    if isinstance(tree, dict):
+        return "{" + ", ".join(f'"{k}": {tree_text(v, leaf)}' for k, v in tree.items()) + "}"
+    return "(" + ", ".join(tree_text(v, leaf) for v in tree) + ("," if len(tree) == 1 else "") + ")"
 
 
-def _paths(structure, names):
-    """Access paths of each leaf name inside a structure written by _structure."""
-    tree = eval(structure, {}, {n: n for n in names})  # noqa: S307 - our own text
+def _tree_paths(tree, path=""):
+    """``{leaf index: access path}`` of a carry pytree, e.g. ``{0: '[0]', 1: '[1]["a"]'}``."""
+    if isinstance(tree, int):
+        return {tree: path}
+    items = tree.items() if isinstance(tree, dict) else enumerate(tree)
     out = {}
-
-    def walk(node, path):
-        if isinstance(node, str):
-            out[node] = path
-        elif isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, f'{path}["{k}"]')
-        else:
-            for i, v in enumerate(node):
-                walk(v, f"{path}[{i}]")
-    walk(tree, "")
-    return [out[n] for n in names]
+    for k, v in items:
+        out.update(_tree_paths(v, f'{path}["{k}"]' if isinstance(tree, dict) else f"{path}[{k}]"))
+    return out
 
 
-# ------------------------------------------------------------------ bodies
+@dataclass(frozen=True)
+class Fit:
+    """A body's output ``v`` mapped to one carry leaf or output of shape ``shape``, with
+    its pre-activation in [-2, 2]: ``tanh(flat . matrix * scale)`` (``flat``: the first
+    elements of v), or with ``matrix`` None ``tanh(weight * sum(flat))`` broadcast."""
 
+    shape: tuple[int, ...]
+    dtype: str
+    matrix: tuple | None = None
+    scale: float = 1.0
+    weight: float = 0.0
 
-def _embed(program: Program, name: str) -> list[str]:
-    """The program as a nested function ``name(x0, x1, ...)`` (4-space indented)."""
-    lines = program.source().rstrip("\n").split("\n")
-    params = ", ".join(f"x{i}" for i in range(program.num_inputs))
-    body = [ln for ln in lines[1:] if ln.strip() != "jnp, lax = backend.numpy, backend.lax"]
-    return [f"    def {name}({params}):"] + ["    " + ln for ln in body]
+    def expr(self) -> str:
+        if self.matrix is None:
+            return f"jnp.tanh(jnp.broadcast_to({self.weight!r} * jnp.sum(flat), {self.shape!r}))"
+        scaled = "" if self.scale == 1.0 else f" * {self.scale!r}"
+        m = f"jnp.asarray({[list(r) for r in self.matrix]!r}, jnp.{self.dtype}){scaled}"
+        return f"jnp.tanh(jnp.reshape(jnp.matmul(flat, {m}), {self.shape!r}))"
 
 
 def _fit(draw, program: Program, shape, dtype):
-    """Source of tanh(constant matrix . first elements of v), shaped ``shape``, pre-activation in [-2, 2]."""
+    """tanh(constant matrix . first elements of v), shaped ``shape``, pre-activation in [-2, 2]."""
     k = min(math.prod(program.output_type[0]), FIT_WIDTH)
     n = math.prod(shape)
     flat = draw(st.lists(st.sampled_from(CONSTANTS), min_size=k * n, max_size=k * n))
@@ -100,34 +98,30 @@ def _fit(draw, program: Program, shape, dtype):
     lo, hi = program.output_bounds
     raw = max(abs(lo), abs(hi), 1e-9) * float(np.max(np.sum(np.abs(matrix), axis=0)))
     scale = 2.0 ** -max(0, math.ceil(math.log2(raw / 2.0)))
-    scaled = "" if scale == 1.0 else f" * {scale!r}"
-    m = f"jnp.asarray({matrix.tolist()!r}, jnp.{dtype}){scaled}"
-    return f"jnp.tanh(jnp.reshape(jnp.matmul(flat, {m}), {tuple(shape)!r}))"
+    return Fit(tuple(shape), dtype, tuple(map(tuple, matrix.tolist())), scale)
 
 
-def _sum_fit(draw, program: Program, shape):
-    """Source of tanh(w * sum of the first elements of v), broadcast to ``shape``: no
-    constant array, so a linearized loop body needs no constant residual."""
+def _sum_fit(draw, program: Program, shape, dtype):
+    """tanh(w * sum of the first elements of v), broadcast to ``shape``: no constant
+    array, so a linearized loop body needs no constant residual."""
     k = min(math.prod(program.output_type[0]), FIT_WIDTH)
     w = draw(st.sampled_from(CONSTANTS))
     lo, hi = program.output_bounds
     raw = max(abs(lo), abs(hi), 1e-9) * abs(w) * max(k, 1)
     w *= 2.0 ** -max(0, math.ceil(math.log2(raw / 2.0)))
-    return f"jnp.tanh(jnp.broadcast_to({w!r} * jnp.sum(flat), {tuple(shape)!r}))"
-
-
-@st.composite
-def _leaf_shapes(draw, n_min, n_max):
-    n = draw(st.integers(n_min, n_max))
-    return [tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2)))) for _ in range(n)]
-
-
-# ------------------------------------------------------------------ the case
+    return Fit(tuple(shape), dtype, weight=w)
 
 
 @dataclass(frozen=True, repr=False)
-class ControlFlowCase:
+class ControlFlowCase(Case):
     """A control-flow program, its Python meaning, and arguments.
+
+    The drawn data: ``kind``, the carry pytree ``carry`` (tuples and dicts of leaf
+    indices) with leaf shapes ``carry_shapes``, the per-iteration inputs' shapes
+    ``x_shapes`` (scan, map) and their ``length``, the ``bodies`` (one per branch), the ``fits`` of each body
+    (one per carry leaf: how its output becomes the new carry) and ``out_fit`` (scan's
+    and map's per-iteration output), ``closure`` (loops closing over k0, k1) and
+    ``params`` (length, reverse, unroll, bounds, batch_size).
 
     ``args`` are numpy arrays, one per parameter in ``arg_names``; the float
     ones (``float_argnums``) are the differentiable inputs. ``batch`` holds a
@@ -138,60 +132,201 @@ class ControlFlowCase:
     """
 
     kind: str
-    text: str
+    carry: object
+    carry_shapes: tuple
+    x_shapes: tuple
+    length: int
+    bodies: tuple[Program, ...]
+    fits: tuple[tuple[Fit, ...], ...]
+    out_fit: Fit | None
+    closure: bool
+    params: tuple
     arg_names: tuple[str, ...]
     args: tuple
     float_argnums: tuple[int, ...]
     batch: tuple
     batch_size: int
-    bodies: tuple[Program, ...]
-    params: tuple = ()
+
+    label = "control"
 
     @property
     def dtype(self):
         return np.dtype(self.bodies[0].dtype)
 
-    def _namespace(self):
-        namespace: dict = {}
-        exec(compile(self.text, f"<strategies.control {self.kind}>", "exec"), namespace)
-        return namespace
-
     def build(self, backend):
         """``program`` for ``backend``: the control-flow primitive, args positional."""
-        check_backend(backend)
-        fn = self._namespace()["program"]
-        return lambda *args: fn(backend, *args)
+        return self.function(backend, "program")
 
     def reference(self, backend):
         """``reference`` for ``backend``: the same steps in a Python loop or branch."""
-        check_backend(backend)
-        fn = self._namespace()["reference"]
-        return lambda *args: fn(backend, *args)
+        return self.function(backend, "reference")
 
     def describe(self):
         shapes = ", ".join(f"{n}: {np.asarray(a).dtype}{list(np.shape(a))}" for n, a in zip(self.arg_names, self.args))
         return f"{self.kind} {dict(self.params)} on ({shapes}), bodies {[b.ops for b in self.bodies]}"
 
-    def source(self):
-        """The case as runnable Python: the module, the args, and the two calls."""
+    def example(self):
         args = "\n".join(f"{n} = {array_literal(a)}" for n, a in zip(self.arg_names, self.args))
         names = ", ".join(self.arg_names)
-        return ("import numpy as np\nimport jax  # or: import impl as jax\n\n" + self.text + "\n\n" + args
-                + f"\nprint(program(jax, {names}))\nprint(reference(jax, {names}))\n")
+        return "\n" + args + f"\nprint(program(jax, {names}))\nprint(reference(jax, {names}))\n"
 
     def __repr__(self):
-        return f"ControlFlowCase(kind={self.kind!r}, params={dict(self.params)!r}):\n{self.text}"
+        return f"ControlFlowCase(kind={self.kind!r}, params={dict(self.params)!r}):\n{self.text()}"
+
+    # ---- the printer
+    def text(self):
+        kind, p = self.kind, dict(self.params)
+        dt = self.bodies[0].dtype
+        closed = ", k0, k1" if self.closure else ""
+        init = tree_text(self.carry, lambda i: f"c{i}")
+        lines = [f"def make_step(backend{closed}):", "    jnp, lax = backend.numpy, backend.lax", ""]
+        lines += self._map_step() if kind == "map" else self._steps()
+        call, ref = _CALLS[kind](self, p, init, dt)
+        getter = "branches" if kind in ("cond", "switch") else "step"
+        names = ", ".join(self.arg_names)
+        return ("\n".join(lines) + "\n\n\n"
+                + f"def program(backend, {names}):\n    {getter} = make_step(backend{closed})\n{call}\n\n\n"
+                + f"def reference(backend, {names}):\n    {getter} = make_step(backend{closed})\n"
+                + "\n".join(ref) + "\n")
+
+    def _xs_tuple(self):
+        xs = [f"xs{i}" for i in range(len(self.x_shapes))]
+        return "(" + ", ".join(xs) + ("," if len(xs) == 1 else "") + ")"
+
+    def _map_step(self):
+        n = len(self.x_shapes)
+        return (embed(self.bodies[0], "body") + ["", "    def step(x):"]
+                + [f"        x{i} = x[{i}]" for i in range(n)]
+                + [f"        v = body({', '.join(f'x{i}' for i in range(n))})",
+                   f"        flat = jnp.reshape(v, (-1,))[:{FIT_WIDTH}]",
+                   f"        return {self.out_fit.expr()}", "", "    return step"])
+
+    def _steps(self):
+        """The bodies, then the loop step or the branches around them."""
+        kind = self.kind
+        timed = kind in ("fori_loop", "while_loop")
+        body_params = [f"c{i}" for i in range(len(self.carry_shapes))] + \
+            [f"x{i}" for i in range(len(self.x_shapes))] + (["t"] if timed else [])
+        unpack = "\n".join(f"        c{i} = carry{path}" for i, path in sorted(_tree_paths(self.carry).items()))
+        one = len(self.bodies) == 1
+        names = ["body"] if one else [f"body{b}" for b in range(len(self.bodies))]
+        lines = []
+        for name, prog in zip(names, self.bodies):
+            lines += embed(prog, name)
+            lines.append("")
+
+        def new_carry(fits):
+            return tree_text(self.carry, lambda i: f"0.5 * c{i} + 0.5 * {fits[i].expr()}")
+        flat = f"        flat = jnp.reshape(v, (-1,))[:{FIT_WIDTH}]"
+        if kind in ("cond", "switch"):
+            for b, name in enumerate(names):
+                lines += [f"    def branch{b}(carry):", unpack, f"        v = {name}({', '.join(body_params)})",
+                          flat, f"        return {new_carry(self.fits[b])}", ""]
+            return lines + [f"    return [{', '.join(f'branch{b}' for b in range(len(names)))}]"]
+        if kind == "scan":
+            lines += ["    def step(carry, x):", unpack] + [f"        x{i} = x[{i}]" for i in range(len(self.x_shapes))]
+        else:
+            lines += ["    def step(carry, t):", unpack]
+        if self.closure:  # k0, k1 are the loop's first closed-over values: its leading operands
+            lines.append("        c0 = 0.75 * c0 + 0.25 * jnp.tanh(c0 + k0 - 0.5 * k1)")
+        lines += [f"        v = body({', '.join(body_params)})", flat]
+        out = f", {self.out_fit.expr()}" if kind == "scan" else ""
+        return lines + [f"        return {new_carry(self.fits[0])}{out}", "", "    return step"]
+
+    def _map_calls(self, p, init, dt):
+        xs = self._xs_tuple()
+        bs = "" if p["batch_size"] is None else f", batch_size={p['batch_size']}"
+        return (f"    return backend.lax.map(step, {xs}{bs})",
+                [f"    ys = [step(tuple(x[i] for x in {xs})) for i in range({self.length})]",
+                 "    return backend.numpy.stack(ys)"])
+
+    def _scan_calls(self, p, init, dt):
+        length, has_xs = p["length"], bool(self.x_shapes)
+        xs = self._xs_tuple() if has_xs else "None"
+        extra = "" if has_xs and length else f", length={length}"
+        extra += ", reverse=True" if p["reverse"] else ""
+        extra += f", unroll={p['unroll']}" if p["unroll"] != 1 else ""
+        order = f"reversed(range({length}))" if p["reverse"] else f"range({length})"
+        x_arg = ("tuple(x[i] for x in " + xs + ")") if has_xs else "None"
+        return (f"    return backend.lax.scan(step, {init}, {xs}{extra})",
+                [f"    carry, ys = {init}, [None] * {length}",
+                 f"    for i in {order}:",
+                 f"        carry, ys[i] = step(carry, {x_arg})",
+                 f"    return carry, backend.numpy.stack(ys) if ys else "
+                 f"backend.numpy.zeros((0,) + {self.out_fit.shape!r}, backend.numpy.{dt})"])
+
+    def _fori_loop_calls(self, p, init, dt):
+        lower, upper = p["lower"], p["upper"]
+        return (f"    return backend.lax.fori_loop({lower}, {upper}, lambda i, carry: "
+                f"step(carry, backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5), {init})",
+                [f"    carry = {init}",
+                 f"    for i in range({lower}, {upper}):",
+                 f"        carry = step(carry, backend.numpy.asarray(i * 0.25 - 0.5, backend.numpy.{dt}))",
+                 "    return carry"])
+
+    def _while_loop_calls(self, p, init, dt):
+        if self.closure:  # the trip count in the state: cond_fun closes over nothing
+            call = ("    def body_fun(state):\n        i, n, carry = state\n"
+                    f"        t = backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5\n"
+                    "        return i + 1, n, step(carry, t)\n\n"
+                    "    return backend.lax.while_loop(lambda state: state[0] < state[1], body_fun, "
+                    f"(backend.numpy.asarray(0, backend.numpy.int32), n, {init}))[2]")
+        else:
+            call = ("    def cond_fun(state):\n        return state[0] < n\n\n"
+                    "    def body_fun(state):\n        i, carry = state\n"
+                    f"        t = backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5\n"
+                    "        return i + 1, step(carry, t)\n\n"
+                    f"    return backend.lax.while_loop(cond_fun, body_fun, "
+                    f"(backend.numpy.asarray(0, backend.numpy.int32), {init}))[1]")
+        return call, [f"    i, carry = 0, {init}",
+                      "    while i < int(n):",
+                      f"        carry = step(carry, backend.numpy.asarray(i * 0.25 - 0.5, backend.numpy.{dt}))",
+                      "        i += 1",
+                      "    return carry"]
+
+    def _cond_calls(self, p, init, dt):
+        return (f"    return backend.lax.cond(pred, branches[0], branches[1], {init})",
+                [f"    return branches[0]({init}) if bool(pred) else branches[1]({init})"])
+
+    def _switch_calls(self, p, init, dt):
+        # the index is clamped into range, as JAX does
+        return (f"    return backend.lax.switch(index, branches, {init})",
+                [f"    return branches[min(max(int(index), 0), {len(self.bodies) - 1})]({init})"])
 
 
-def array_literal(a) -> str:
-    """``np.array(...)`` source for ``a``, keeping the shape of empty arrays."""
-    a = np.asarray(a)
-    text = f"np.array({a.tolist()!r}, dtype='{a.dtype}')"
-    return text + f".reshape({a.shape!r})" if a.size == 0 and a.ndim != 1 else text
+#: per kind, the printer of ``program``'s call of the primitive and of ``reference``'s Python
+_CALLS = {"scan": ControlFlowCase._scan_calls, "fori_loop": ControlFlowCase._fori_loop_calls,
+          "while_loop": ControlFlowCase._while_loop_calls, "cond": ControlFlowCase._cond_calls,
+          "switch": ControlFlowCase._switch_calls, "map": ControlFlowCase._map_calls}
+
+
+# ------------------------------------------------------------------ drawing
+
+
+def _structure(draw, n):
+    """A carry pytree over leaves 0..n-1: a leaf, tuple, dict or nested."""
+    if n == 1 and draw(st.booleans()):
+        return 0
+    how = draw(st.integers(0, 2))
+    if how == 0:
+        return tuple(range(n))
+    if how == 1:
+        return dict(zip("abcdef", range(n)))
+    return (0, dict(zip("abcdef", range(1, n))) if n > 1 else ())
+
+
+@st.composite
+def _leaf_shapes(draw, n_min, n_max):
+    n = draw(st.integers(n_min, n_max))
+    return [tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2)))) for _ in range(n)]
 
 
 def _float_arrays(dtype, shape):
     return _arrays.arrays(dtype, shape, elements=_arrays.elements(dtype))
+
+
+def _y_shape(draw):
+    return tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
 
 
 @st.composite
@@ -199,14 +334,11 @@ def _control_case(draw, kinds, smooth, dtype, max_ops, max_batch):
     kind = draw(st.sampled_from(kinds))
     dt = dtype or draw(st.sampled_from(FLOAT_DTYPES))
     carry_shapes = draw(_leaf_shapes(1, 3))
-    carry_names = [f"c{i}" for i in range(len(carry_shapes))]
-    carry_tree = _structure(draw, carry_names)
-    carry_paths = _paths(carry_tree, carry_names)
+    carry = _structure(draw, len(carry_shapes))
     x_shapes, length, params = [], 0, {}
     if kind in ("scan", "map"):
         length = draw(st.integers(1 if kind == "map" else 0, MAX_TRIPS))
         x_shapes = draw(_leaf_shapes(1 if kind == "map" else 0, 2))
-    x_names = [f"xs{i}" for i in range(len(x_shapes))]
     timed = kind in ("fori_loop", "while_loop")
     closure = kind in ("scan", "fori_loop", "while_loop") and draw(st.booleans())
     branches = {"cond": 2, "switch": draw(st.integers(1, 3)) if kind == "switch" else 0}.get(kind, 1)
@@ -216,148 +348,35 @@ def _control_case(draw, kinds, smooth, dtype, max_ops, max_batch):
         body_inputs.append(((), dt))
     opts = dict(smooth=smooth, max_ops=max_ops, input_types=tuple(body_inputs))
     bodies = tuple(draw(random_programs(**opts)) for _ in range(branches))
+    fit = _sum_fit if closure else _fit
 
-    closed = ", k0, k1" if closure else ""
-    lines = [f"def make_step(backend{closed}):", "    jnp, lax = backend.numpy, backend.lax", ""]
-
-    def fit(program, shape):
-        return _sum_fit(draw, program, shape) if closure else _fit(draw, program, shape, dt)
-    body_params = ([f"c{i}" for i in range(len(carry_shapes))] if kind != "map" else []) + \
-        [f"x{i}" for i in range(len(x_shapes))] + (["t"] if timed else [])
-    carry_unpack = [f"        c{i} = carry{p}" for i, p in enumerate(carry_paths)]
-    leaf_of = "\n".join(carry_unpack)
-
-    def new_carry(program, indent="        "):
-        out = [f"{indent}flat = jnp.reshape(v, (-1,))[:{FIT_WIDTH}]"]
-        news = [f"0.5 * c{i} + 0.5 * {fit(program, s)}" for i, s in enumerate(carry_shapes)]
-        text = carry_tree
-        for i in reversed(range(len(carry_shapes))):
-            text = text.replace(f"c{i}", f"__n{i}__")
-        for i, expr in enumerate(news):
-            text = text.replace(f"__n{i}__", expr)
-        return out, text
-
+    fits, out_fit = (), None
     if kind == "map":
-        y_shape = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
-        lines += _embed(bodies[0], "body")
-        lines += ["", "    def step(x):"]
-        lines += [f"        x{i} = x[{i}]" for i in range(len(x_shapes))]
-        lines += [f"        v = body({', '.join(f'x{i}' for i in range(len(x_shapes)))})",
-                  f"        flat = jnp.reshape(v, (-1,))[:{FIT_WIDTH}]",
-                  f"        return {_fit(draw, bodies[0], y_shape, dt)}", "", "    return step"]
-        batch_size = draw(st.one_of(st.none(), st.integers(1, length)))
-        params["batch_size"] = batch_size
-        xs_tuple = "(" + ", ".join(x_names) + ("," if len(x_names) == 1 else "") + ")"
-        bs = "" if batch_size is None else f", batch_size={batch_size}"
-        call = f"    return backend.lax.map(step, {xs_tuple}{bs})"
-        ref = ["    ys = [step(tuple(x[i] for x in " + xs_tuple + ")) for i in range(" + str(length) + ")]",
-               "    return backend.numpy.stack(ys)"]
-        arg_names = x_names
+        out_fit = _fit(draw, bodies[0], _y_shape(draw), dt)
+        params.update(batch_size=draw(st.one_of(st.none(), st.integers(1, length))))
+        arg_names = [f"xs{i}" for i in range(len(x_shapes))]
+    elif kind in ("cond", "switch"):
+        fits = tuple(tuple(fit(draw, body, s, dt) for s in carry_shapes) for body in bodies)
+        arg_names = ["pred" if kind == "cond" else "index"] + [f"c{i}" for i in range(len(carry_shapes))]
     else:
-        for b, prog in enumerate(bodies):
-            name = "body" if branches == 1 else f"body{b}"
-            lines += _embed(prog, name)
-            lines.append("")
-        if kind in ("scan", "fori_loop", "while_loop"):
-            if kind == "scan":
-                lines.append("    def step(carry, x):")
-                lines.append(leaf_of)
-                lines += [f"        x{i} = x[{i}]" for i in range(len(x_shapes))]
-            else:
-                lines.append("    def step(carry, t):")
-                lines.append(leaf_of)
-            if closure:  # k0, k1 are the loop's first closed-over values: its leading operands
-                lines.append("        c0 = 0.75 * c0 + 0.25 * jnp.tanh(c0 + k0 - 0.5 * k1)")
-            lines.append(f"        v = body({', '.join(body_params)})")
-            flat_line, new_text = new_carry(bodies[0])
-            lines += flat_line
-            if kind == "scan":
-                y_shape = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
-                lines.append(f"        return {new_text}, {fit(bodies[0], y_shape)}")
-            else:
-                lines.append(f"        return {new_text}")
-            lines += ["", "    return step"]
-        else:
-            names = ["body"] if branches == 1 else [f"body{b}" for b in range(branches)]
-            for b, name in enumerate(names):
-                lines.append(f"    def branch{b}(carry):")
-                lines.append(leaf_of)
-                lines.append(f"        v = {name}({', '.join(body_params)})")
-                flat_line, new_text = new_carry(bodies[b])
-                lines += flat_line
-                lines.append(f"        return {new_text}")
-                lines.append("")
-            lines.append(f"    return [{', '.join(f'branch{b}' for b in range(branches))}]")
-        init = carry_tree
+        fits = (tuple(fit(draw, bodies[0], s, dt) for s in carry_shapes),)
         if kind == "scan":
-            reverse = draw(st.booleans())
-            unroll = draw(st.sampled_from([1, 2, 3]))
-            params.update(length=length, reverse=reverse, unroll=unroll)
-            xs_tuple = "(" + ", ".join(x_names) + ("," if len(x_names) == 1 else "") + ")" if x_names else "None"
-            extra = "" if x_names and length else f", length={length}"
-            extra += ", reverse=True" if reverse else ""
-            extra += f", unroll={unroll}" if unroll != 1 else ""
-            call = f"    return backend.lax.scan(step, {init}, {xs_tuple}{extra})"
-            order = f"reversed(range({length}))" if reverse else f"range({length})"
-            x_arg = ("tuple(x[i] for x in " + xs_tuple + ")") if x_names else "None"
-            ref = [f"    carry, ys = {init}, [None] * {length}",
-                   f"    for i in {order}:",
-                   f"        carry, ys[i] = step(carry, {x_arg})",
-                   f"    return carry, backend.numpy.stack(ys) if ys else "
-                   f"backend.numpy.zeros((0,) + {y_shape!r}, backend.numpy.{dt})"]
-            arg_names = carry_names + x_names
+            out_fit = fit(draw, bodies[0], _y_shape(draw), dt)
+            params.update(length=length, reverse=draw(st.booleans()), unroll=draw(st.sampled_from([1, 2, 3])))
+            arg_names = [f"c{i}" for i in range(len(carry_shapes))] + [f"xs{i}" for i in range(len(x_shapes))]
         elif kind == "fori_loop":
             lower = draw(st.integers(0, 2))
-            upper = lower + draw(st.integers(0, MAX_TRIPS))
-            params.update(lower=lower, upper=upper)
-            lines_fori = (f"    return backend.lax.fori_loop({lower}, {upper}, lambda i, carry: "
-                          f"step(carry, backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5), {init})")
-            call = lines_fori
-            ref = [f"    carry = {init}",
-                   f"    for i in range({lower}, {upper}):",
-                   f"        carry = step(carry, backend.numpy.asarray(i * 0.25 - 0.5, backend.numpy.{dt}))",
-                   "    return carry"]
-            arg_names = carry_names
-        elif kind == "while_loop":
-            if closure:  # the trip count in the state: cond_fun closes over nothing
-                call = ("    def body_fun(state):\n        i, n, carry = state\n"
-                        f"        t = backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5\n"
-                        "        return i + 1, n, step(carry, t)\n\n"
-                        "    return backend.lax.while_loop(lambda state: state[0] < state[1], body_fun, "
-                        f"(backend.numpy.asarray(0, backend.numpy.int32), n, {init}))[2]")
-            else:
-                call = ("    def cond_fun(state):\n        return state[0] < n\n\n"
-                        "    def body_fun(state):\n        i, carry = state\n"
-                        f"        t = backend.numpy.asarray(i, backend.numpy.{dt}) * 0.25 - 0.5\n"
-                        "        return i + 1, step(carry, t)\n\n"
-                        f"    return backend.lax.while_loop(cond_fun, body_fun, "
-                        f"(backend.numpy.asarray(0, backend.numpy.int32), {init}))[1]")
-            ref = [f"    i, carry = 0, {init}",
-                   "    while i < int(n):",
-                   f"        carry = step(carry, backend.numpy.asarray(i * 0.25 - 0.5, backend.numpy.{dt}))",
-                   "        i += 1",
-                   "    return carry"]
-            arg_names = ["n"] + carry_names
-        elif kind == "cond":
-            call = f"    return backend.lax.cond(pred, branches[0], branches[1], {init})"
-            ref = [f"    return branches[0]({init}) if bool(pred) else branches[1]({init})"]
-            arg_names = ["pred"] + carry_names
-        else:  # switch: the index is clamped into range, as JAX does
-            call = f"    return backend.lax.switch(index, branches, {init})"
-            ref = [f"    return branches[min(max(int(index), 0), {branches - 1})]({init})"]
-            arg_names = ["index"] + carry_names
-    getter = "branches" if kind in ("cond", "switch") else "step"
+            params.update(lower=lower, upper=lower + draw(st.integers(0, MAX_TRIPS)))
+            arg_names = [f"c{i}" for i in range(len(carry_shapes))]
+        else:
+            arg_names = ["n"] + [f"c{i}" for i in range(len(carry_shapes))]
     if closure:
         arg_names = arg_names + ["k0", "k1"]
         params["closure"] = ("k0", "k1")
-    names = ", ".join(arg_names)
-    text = "\n".join(lines) + "\n\n\n" + \
-        f"def program(backend, {names}):\n    {getter} = make_step(backend{closed})\n{call}\n\n\n" + \
-        f"def reference(backend, {names}):\n    {getter} = make_step(backend{closed})\n" + "\n".join(ref) + "\n"
 
     # arguments, and a batch of them for vmap laws
     size = draw(st.integers(1, max_batch))
-    float_shapes = ([] if kind == "map" else carry_shapes) + \
+    float_shapes = ([] if kind == "map" else list(carry_shapes)) + \
         [(length,) + s for s in x_shapes] + [carry_shapes[0]] * (2 if closure else 0)
     args, batch, float_argnums = [], [], []
     for name in arg_names:
@@ -378,8 +397,9 @@ def _control_case(draw, kinds, smooth, dtype, max_ops, max_batch):
             float_argnums.append(len(args))
             args.append(draw(_float_arrays(dt, shape)))
             batch.append(draw(_arrays.batched_arrays(size, dt, shape, axis=0)))
-    return ControlFlowCase(kind, text, tuple(arg_names), tuple(args), tuple(float_argnums), tuple(batch),
-                           size, bodies, tuple(sorted(params.items())))
+    return ControlFlowCase(kind, carry, tuple(carry_shapes), tuple(x_shapes), length, bodies, fits, out_fit, closure,
+                           tuple(sorted(params.items())), tuple(arg_names), tuple(args), tuple(float_argnums),
+                           tuple(batch), size)
 
 
 def control_flow_cases(*, kinds=CONTROL_KINDS, smooth=False, dtype=None, max_ops=4, max_batch=3):

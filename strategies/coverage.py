@@ -14,7 +14,9 @@ import contextlib
 
 import numpy as np
 
-from .ops import CUSTOM_KINDS, VOCABULARY
+from . import control, custom_rules, named, programs, remat
+from .ops import CUSTOM_KINDS
+from .vocabulary import PRIMITIVES, VOCABULARY, Drawn
 
 
 def _walk(obj, names, seen_ids):
@@ -57,11 +59,6 @@ def primitives_of_program(backend, program, args) -> set[str]:
     return names
 
 
-def ops_by_name():
-    """The vocabulary's ordinary and custom op names."""
-    return tuple(n for n in VOCABULARY if n not in CUSTOM_KINDS), CUSTOM_KINDS
-
-
 @contextlib.contextmanager
 def recording_binds(backend, names):
     """Add the name of every primitive ``backend`` binds meanwhile to ``names``
@@ -98,51 +95,104 @@ def draw_examples(strategy, n, rnd):
     return out
 
 
-def drawn_primitives(backend, per_strategy=3, seed=0) -> set[str]:
-    """Primitives of ``backend`` that the strategies draw: a few programs per
-    vocabulary op (each op on its own), plus named-axis, control-flow, remat
-    and custom-rule cases and jit of a program. Cases a backend cannot trace
-    (a missing feature) contribute nothing."""
+def sources():
+    """Every source of drawn cases the strategies have, as a key of :func:`reach`:
+    ``("op", name)`` per vocabulary op, ``("named", op)`` per collective,
+    ``("control", kind)`` per control-flow kind, ``("family", name)`` per
+    family of case strategies traced whole (:data:`FAMILIES`)."""
+    return (tuple(("op", n) for n in VOCABULARY) + tuple(("named", c) for c in named.COLLECTIVES)
+            + tuple(("control", k) for k in control.CONTROL_KINDS) + tuple(("family", f) for f in FAMILIES))
+
+
+#: case families traced whole: how to draw them, how to build a case for a backend, and
+#: how many cases per ``per_strategy`` (at least one). prng, pile and sharding cases are
+#: left to properties (impl-only piles, 8-device meshes).
+FAMILY_CASES = {
+    "remat": (lambda: remat.remat_cases(), lambda c, b: c.build(b), 4),
+    "custom": (lambda: custom_rules.custom_wrapper_cases(), lambda c, b: c.make(b)[0], 1),
+    # custom_vjp's optimize_remat=True, which one draw in four or so makes
+    "custom_optimize_remat": (lambda: custom_rules.custom_wrapper_cases(kinds=("custom_vjp",), rules=("true",))
+                              .filter(lambda c: c.optimize_remat), lambda c, b: c.make(b)[0], 0),
+}
+FAMILIES = tuple(FAMILY_CASES)
+
+
+def reach(backend, per_strategy=3, seed=0, only=None) -> dict[tuple, set[str]]:
+    """``{source: primitives of backend}`` that the drawn cases of each source bind
+    (see :func:`sources`; ``only`` restricts to some). Each source draws from its own
+    seeded random source, so adding a source changes no other's draws. Cases a
+    backend cannot trace (a missing feature) contribute nothing."""
     import random
 
-    rnd = random.Random(seed)
+    out = {}
+    for source in (sources() if only is None else tuple(only)):
+        rnd = random.Random(f"{seed}:{source}")
+        names: set[str] = set()
+        with recording_binds(backend, names):
+            _trace_source(backend, source, lambda strategy, n: draw_examples(strategy, n, rnd),
+                          per_strategy, names)
+        out[source] = names
+    return out
 
-    def draws(strategy, n):
-        return draw_examples(strategy, n, rnd)
 
-    names: set[str] = set()
-    with recording_binds(backend, names):
-        _trace_all(backend, draws, per_strategy, names)
-    return names
+def drawn_primitives(backend, per_strategy=3, seed=0) -> set[str]:
+    """Primitives of ``backend`` that any of the strategies draws (see :func:`reach`)."""
+    return set().union(*reach(backend, per_strategy, seed).values())
 
 
-def _trace_all(backend, draws, per_strategy, names):
-    from . import control, custom_rules, named, programs, remat
-    ordinary, custom = ops_by_name()
-    for op in ordinary + custom:
-        kw = dict(custom_rules=(op,)) if op in custom else dict(ops=(op,), min_ops=1)
+def _trace_source(backend, source, draws, per_strategy, names):
+    kind, name = source
+    if kind == "op":
+        kw = dict(custom_rules=(name,)) if name in CUSTOM_KINDS else dict(ops=(name,), min_ops=1)
         # only programs the op made it into (some ops need operands a draw may lack, e.g. log1p)
-        strategy = programs.program_cases(max_ops=3, **kw).filter(lambda case, op=op: op in case[0].ops)
+        strategy = programs.program_cases(max_ops=3, **kw).filter(lambda case: name in case[0].ops)
         for p, args in draws(strategy, per_strategy):
             names |= primitives_of_program(backend, p, args)
             try:
                 names |= primitives_of_jaxpr(backend.make_jaxpr(backend.jit(p.build(backend)))(*args))
             except Exception:  # noqa: BLE001
                 pass
-    builders = [*[(lambda c: c.program(backend), named.named_axis_cases(ops=(op,) + named.ELEMENTWISE, require=(op,)), per_strategy)
-                  for op in named.COLLECTIVES],
-                *[(lambda c: c.build(backend), control.control_flow_cases(kinds=(kind,)), per_strategy)
-                  for kind in control.CONTROL_KINDS],
-                (lambda c: c.build(backend), remat.remat_cases(), 4 * per_strategy),
-                (lambda c: c.make(backend)[0], custom_rules.custom_wrapper_cases(), per_strategy),
-                (lambda c: c.make(backend)[0], custom_rules.custom_wrapper_cases(
-                    kinds=("custom_vjp",), rules=("true",)).filter(lambda c: c.optimize_remat), 1)]
-    for build, strategy, n in builders:
-        for case in draws(strategy, n):
-            try:
-                f = build(case)
-                names |= primitives_of_jaxpr(backend.make_jaxpr(f)(*case.args))
-                names |= primitives_of_jaxpr(backend.make_jaxpr(
-                    lambda *xs: backend.vjp(f, *xs)[1](f(*xs)))(*case.args))
-            except Exception:  # noqa: BLE001 - a feature the backend lacks
-                continue
+        return
+    if kind == "named":
+        strategy, build, n = (named.named_axis_cases(ops=(name,) + named.ELEMENTWISE, require=(name,)),
+                              lambda c, b: c.program(b), per_strategy)
+    elif kind == "control":
+        strategy, build, n = control.control_flow_cases(kinds=(name,)), (lambda c, b: c.build(b)), per_strategy
+    else:
+        make, build, times = FAMILY_CASES[name]
+        strategy, n = make(), times * per_strategy or 1
+    for case in draws(strategy, n):
+        try:
+            f = build(case, backend)
+            names |= primitives_of_jaxpr(backend.make_jaxpr(f)(*case.args))
+            names |= primitives_of_jaxpr(backend.make_jaxpr(
+                lambda *xs: backend.vjp(f, *xs)[1](f(*xs)))(*case.args))
+        except Exception:  # noqa: BLE001 - a feature the backend lacks
+            continue
+
+
+def check_table(backend, registry_names, table=None, per_strategy=3, seed=0) -> list[str]:
+    """What is wrong with the primitive table (``strategies.vocabulary.PRIMITIVES`` by
+    default) for ``backend``, whose registry has ``registry_names``: primitives with no
+    entry, entries for primitives it lacks, drawn entries whose source does not bind
+    them, exempt entries that something draws. Traces every source when the table has
+    exemptions (they must be drawn by none), else only the sources it names."""
+    table = PRIMITIVES if table is None else table
+    registry_names = set(registry_names)
+    problems = [f"{p}: no entry in the primitive table (strategies/vocabulary.py): declare what "
+                "draws it, or an exemption with a reason" for p in sorted(registry_names - set(table))]
+    problems += [f"{p}: an entry for a primitive the backend does not define" for p in
+                 sorted(set(table) - registry_names)]
+    known = set(sources())
+    named_sources = {e.source for e in table.values() if isinstance(e, Drawn)}
+    problems += [f"{p}: unknown source {e.source}" for p, e in sorted(table.items())
+                 if isinstance(e, Drawn) and e.source not in known]
+    exempt = {p for p, e in table.items() if not isinstance(e, Drawn)}
+    reached = reach(backend, per_strategy, seed, only=None if exempt else sorted(named_sources & known))
+    for p, e in sorted(table.items()):
+        if isinstance(e, Drawn) and e.source in reached and p not in reached[e.source]:
+            problems.append(f"{p}: declared drawn by {e.source}, whose drawn cases do not bind it")
+    everything = set().union(*reached.values()) if reached else set()
+    problems += [f"{p}: exempt but drawn (drop the exemption, declare what draws it)"
+                 for p in sorted(exempt & everything)]
+    return problems

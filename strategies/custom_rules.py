@@ -22,8 +22,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
-from .backends import check_backend
 from .programs import Program, program_args, random_programs
+from .source import Case, args_literal, embed
 from .types import CONSTANTS, FLOAT_DTYPES
 
 CUSTOM_WRAPPER_KINDS = ("custom_jvp", "custom_vjp")
@@ -31,7 +31,7 @@ RULES = ("true", "scaled", "symbolic_zeros")
 
 
 @dataclass(frozen=True, repr=False)
-class CustomWrapperCase:
+class CustomWrapperCase(Case):
     """A drawn program (or, with ``weights``, ``w0 * x0 + w1 * x1``) wrapped in
     a custom rule, with args and the inputs to differentiate (``perturbed``; at
     least one)."""
@@ -46,6 +46,8 @@ class CustomWrapperCase:
     optimize_remat: bool = False  # custom_vjp's defvjp(..., optimize_remat=True)
     weights: tuple[float, ...] = ()  # (w0, w1): the body is w0 * x0 + w1 * x1, no residual
 
+    label = "custom_rules"
+
     @property
     def dtype(self):
         return np.asarray(self.args[0]).dtype
@@ -55,8 +57,7 @@ class CustomWrapperCase:
             w0, w1 = self.weights
             return ["    def body(x0, x1):",
                     f"        return {w0!r} * x0 {'-' if w1 < 0 else '+'} {abs(w1)!r} * x1"]
-        body = self.program.source().rstrip("\n").split("\n")
-        return ["    " + body[0].replace("def program(backend, ", "def body(")] + ["    " + ln for ln in body[2:]]
+        return embed(self.program, "body")
 
     def text(self):
         n = len(self.args)
@@ -98,10 +99,7 @@ class CustomWrapperCase:
 
     def make(self, backend, seen=None):
         """(wrapped function, rule): the rule is f_jvp, or (f_fwd, f_bwd)."""
-        check_backend(backend)
-        namespace: dict = {}
-        exec(compile(self.text(), "<strategies.custom_rules>", "exec"), namespace)
-        return namespace["make"](backend, [] if seen is None else seen)
+        return self.function(backend, "make", [] if seen is None else seen)()
 
     def describe(self):
         shapes = ", ".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in self.args)
@@ -114,14 +112,8 @@ class CustomWrapperCase:
             return f"{self.weights[0]!r} * x0 + {self.weights[1]!r} * x1 (no residual)"
         return repr(self.program.ops)
 
-    def source(self):
-        from .control import array_literal
-        args = ", ".join(array_literal(a) for a in self.args)
-        return ("import numpy as np\nimport jax  # or: import impl as jax\n\n" + self.text()
-                + f"\nargs = ({args},)\nf, rule = make(jax, [])\nprint(f(*args))\n")
-
-    def __repr__(self):
-        return f"CustomWrapperCase({self.describe()}):\n{self.text()}"
+    def example(self):
+        return f"args = {args_literal(self.args)}\nf, rule = make(jax, [])\nprint(f(*args))\n"
 
 
 @st.composite

@@ -19,13 +19,24 @@ from hypothesis import strategies as st
 from . import array_strategies as _arrays
 from .backends import check_backend, linear_call_of
 from .pytree_strategies import Pair
+from .source import Case, tree_literal
 from .types import CONSTANTS, FLOAT_DTYPES
 
-LINEAR_KINDS = ("matvec", "scale", "pytree", "pair")
+#: each kind's ``fun`` and true ``transpose`` of ``(r, x)`` / ``(r, ct)`` as source, formatted
+#: with ``k`` (``"2.0 * "`` for the deliberately wrong transpose, else empty) and the pair
+#: kind's coefficients ``a``, ``b``
+KIND_TEMPLATES = {
+    "matvec": ("jnp.matmul(r, x)", "{k}jnp.matmul(jnp.transpose(r), ct)"),
+    "scale": ("x * r", "{k}(ct * r)"),
+    "pytree": ('(jnp.matmul(r["A"], x.first), r["c"] * x.second["y"])',
+               'Pair({k}jnp.matmul(jnp.transpose(r["A"]), ct[0]), {{"y": r["c"] * ct[1]}})'),
+    "pair": ("{a!r} * x[0] + {b!r} * x[1]", "({k}{a!r} * ct, {k}{b!r} * ct)"),
+}
+LINEAR_KINDS = tuple(KIND_TEMPLATES)
 
 
 @dataclass(frozen=True, repr=False)
-class LinearFunction:
+class LinearFunction(Case):
     """A linear map ``linear_args -> output`` with residuals and its transpose.
 
     kinds: ``matvec`` (``A @ x``; transpose ``A.T @ ct``), ``scale``
@@ -43,35 +54,19 @@ class LinearFunction:
     wrong_transpose: bool = False
     coefficients: tuple[float, ...] = ()  # the pair kind's (a, b)
 
+    label = "linear"
+    imports = "import numpy as np\nimport jax  # or: import impl as jax\nfrom strategies import Pair\n"
+
     @property
     def example_args(self):
         """``(residual_args, linear_args)`` for ``linear_call``."""
         return self.residual_args, self.linear_args
 
     def fun(self, backend):
-        jnp = backend.numpy
-        if self.kind == "matvec":
-            return lambda r, x: jnp.matmul(r, x)
-        if self.kind == "scale":
-            return lambda r, x: x * r
-        if self.kind == "pair":
-            a, b = self.coefficients
-            return lambda r, x: a * x[0] + b * x[1]
-        return lambda r, x: (jnp.matmul(r["A"], x.first), r["c"] * x.second["y"])
+        return self.function(backend, "fun")
 
     def transpose(self, backend):
-        jnp = backend.numpy
-        k = 2.0 if self.wrong_transpose else 1.0
-        if self.kind == "matvec":
-            if self.wrong_transpose and self._square_nonsymmetric():
-                return lambda r, ct: jnp.matmul(r, ct)  # wrong: forgot to transpose
-            return lambda r, ct: k * jnp.matmul(jnp.transpose(r), ct)
-        if self.kind == "scale":
-            return lambda r, ct: k * (ct * r)
-        if self.kind == "pair":
-            a, b = self.coefficients
-            return lambda r, ct: (k * a * ct, k * b * ct)
-        return lambda r, ct: Pair(k * jnp.matmul(jnp.transpose(r["A"]), ct[0]), {"y": r["c"] * ct[1]})
+        return self.function(backend, "fun_transpose")
 
     def call(self, backend):
         """``lambda linear_args: linear_call(fun, transpose, residual_args, linear_args)``."""
@@ -80,51 +75,35 @@ class LinearFunction:
         fun, transpose, res = self.fun(backend), self.transpose(backend), self.residual_args
         return lambda lin: lc(fun, transpose, res, lin)
 
-    def source(self) -> str:
-        """Runnable Python defining ``residual_args, linear_args, fun, fun_transpose``."""
-        res, lin = self.example_args
-        wrong = "  # deliberately wrong" if self.wrong_transpose else ""
+    def text(self) -> str:
+        """``fun(backend, r, x)`` and ``fun_transpose(backend, r, ct)``."""
+        a, b = self.coefficients or (None, None)
         k = "2.0 * " if self.wrong_transpose else ""
-        if self.kind == "matvec":
-            t = ("jnp.matmul(r, ct)" if self.wrong_transpose and self._square_nonsymmetric()
-                 else f"{k}jnp.matmul(jnp.transpose(r), ct)")
-            fun, tr = "jnp.matmul(r, x)", t
-        elif self.kind == "scale":
-            fun, tr = "x * r", f"{k}(ct * r)"
-        elif self.kind == "pair":
-            a, b = self.coefficients
-            fun, tr = f"{a!r} * x[0] + {b!r} * x[1]", f"({k}{a!r} * ct, {k}{b!r} * ct)"
-        else:
-            fun = '(jnp.matmul(r["A"], x.first), r["c"] * x.second["y"])'
-            tr = f'Pair({k}jnp.matmul(jnp.transpose(r["A"]), ct[0]), {{"y": r["c"] * ct[1]}})'
-        return (
-            "import numpy as np\nimport jax.numpy as jnp  # or impl.numpy\n"
-            "from strategies import Pair\n"
-            f"residual_args = {_tree_source(res)}\nlinear_args = {_tree_source(lin)}\n"
-            f"fun = lambda r, x: {fun}\nfun_transpose = lambda r, ct: {tr}{wrong}\n"
-        )
+        fun, tr = (t.format(k=k, a=a, b=b) for t in KIND_TEMPLATES[self.kind])
+        if self.kind == "matvec" and self.wrong_transpose and self._square_nonsymmetric():
+            tr = "jnp.matmul(r, ct)"   # forgot to transpose
+        wrong = "  # deliberately wrong" if self.wrong_transpose else ""
+        return ("from strategies.pytree_strategies import Pair\n\n\n"
+                f"def fun(backend, r, x):\n    jnp = backend.numpy\n    return {fun}\n\n\n"
+                f"def fun_transpose(backend, r, ct):\n    jnp = backend.numpy\n    return {tr}{wrong}\n")
+
+    def describe(self):
+        shapes = lambda t: _tree_shapes(t)  # noqa: E731
+        return (f"kind={self.kind!r}, wrong_transpose={self.wrong_transpose}, "
+                f"residual_args={self.residual_args!r}, linear_shapes={shapes(self.linear_args)!r}"
+                + (f", coefficients={self.coefficients!r}" if self.coefficients else ""))
+
+    def example(self):
+        res, lin = self.example_args
+        return (f"residual_args = {tree_literal(res)}\nlinear_args = {tree_literal(lin)}\n"
+                "print(fun(jax, residual_args, linear_args))\n")
 
     def _square_nonsymmetric(self):
         a = self.residual_args
         return a.ndim == 2 and a.shape[0] == a.shape[1] and not np.array_equal(a, a.T)
 
     def __repr__(self):
-        shapes = lambda t: _tree_shapes(t)  # noqa: E731
-        return (f"LinearFunction(kind={self.kind!r}, wrong_transpose={self.wrong_transpose}, "
-                f"residual_args={self.residual_args!r}, linear_shapes={shapes(self.linear_args)!r}"
-                + (f", coefficients={self.coefficients!r})" if self.coefficients else ")"))
-
-
-def _tree_source(t):
-    if isinstance(t, np.ndarray):
-        return f"np.array({t.tolist()!r}, dtype='{t.dtype}')"
-    if isinstance(t, Pair):
-        return f"Pair({_tree_source(t.first)}, {_tree_source(t.second)})"
-    if isinstance(t, dict):
-        return "{" + ", ".join(f"{k!r}: {_tree_source(v)}" for k, v in t.items()) + "}"
-    if isinstance(t, tuple):
-        return "(" + "".join(f"{_tree_source(v)}, " for v in t).rstrip(" ") + ")"
-    return repr(t)
+        return f"LinearFunction({self.describe()})"
 
 
 def _tree_shapes(t):

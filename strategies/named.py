@@ -13,8 +13,10 @@ named axes, in the linear order of the tuple of names). No vmap, no JAX.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,16 +24,163 @@ from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
 from .backends import check_backend
+from .source import Case, compile_text
 from .types import FLOAT_DTYPES, OneArrayCase
 
 NAME_POOL = ("i", "j", "batch")
-COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "axis_index", "all_gather", "psum_scatter",
-               "all_to_all", "ppermute")
-#: collectives JAX's vmap accepts over a tuple of axis names
-TUPLE_COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "axis_index", "all_to_all")
-ELEMENTWISE = ("sin", "tanh", "scale")
 MAX_MEMBERS = 12
 MAX_ELEMENT_SIZE = 36
+
+
+def _names_text(names):
+    return repr(names[0]) if len(names) == 1 else repr(names)
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """An op of each member alone: ``template`` formatted with the step's params,
+    ``apply(v, **params)`` its NumPy meaning; ``consts``: the values drawn for ``c``."""
+
+    template: str
+    apply: Callable
+    consts: tuple = ()
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A collective over a group of members (one axis name or a tuple of them).
+
+    ``expr(names, **params)``: its source (``names`` already written as Python);
+    ``draw(draw, shape, n)``: ``(params, output shape)`` for an operand of ``shape`` over
+    ``n`` members; ``reference(xs, r, v, gaps, **params)``: member ``r``'s result from
+    the values ``xs`` of its group (``gaps`` collects how close pmax/pmin came to a tie);
+    ``fits(shape, n)``: whether it applies; ``effect``: what it does to the value's
+    invariance along the group (``"join"``: invariant after, ``"split"``: varying after,
+    ``"keep"``); ``tuples``: JAX's vmap takes it over a tuple of names; ``varying``: only
+    over names the value varies along (a tie across members has no derivative);
+    ``on_invariant``: shard_map's type system accepts it over names the value is invariant along.
+    """
+
+    expr: Callable
+    draw: Callable
+    reference: Callable
+    effect: str
+    tuples: bool = True
+    fits: Callable = lambda shape, n: True
+    varying: bool = False
+    on_invariant: bool = False
+
+
+def _same(draw, shape, n):
+    return (), shape
+
+
+def _all_gather_draw(draw, shape, n):
+    r = len(shape)
+    tiled = r >= 1 and draw(st.booleans())
+    axis = draw(st.integers(0, r - 1 if tiled else r))
+    new = list(shape)
+    if tiled:
+        new[axis] *= n
+    else:
+        new.insert(axis, n)
+    return (("axis", axis), ("tiled", tiled)), tuple(new)
+
+
+def _psum_scatter_draw(draw, shape, n):
+    d = draw(st.sampled_from([d for d in range(len(shape)) if shape[d] % n == 0]))
+    tiled = shape[d] != n or draw(st.booleans())
+    new = list(shape)
+    if tiled:
+        new[d] //= n
+    else:
+        del new[d]
+    return (("dim", d), ("tiled", tiled)), tuple(new)
+
+
+def _all_to_all_draw(draw, shape, n):
+    r = len(shape)
+    s = draw(st.sampled_from([d for d in range(r) if shape[d] % n == 0]))
+    tiled = shape[s] != n or draw(st.booleans())
+    new = list(shape)
+    c = draw(st.integers(0, r - 1))
+    if tiled:
+        new[s] //= n
+        new[c] *= n
+    else:
+        del new[s]
+        new.insert(c, n)
+    return (("split", s), ("concat", c), ("tiled", tiled)), tuple(new)
+
+
+def _ppermute_draw(draw, shape, n):
+    # a full permutation of the group (vmap needs every position to receive)
+    perm = draw(st.permutations(range(n)))
+    return (("perm", tuple((src, int(dst)) for src, dst in enumerate(perm))),), shape
+
+
+def _extreme(pick):
+    def reference(xs, r, v, gaps):
+        stacked = np.sort(np.asarray(xs), axis=0)
+        if gaps is not None and len(xs) > 1:
+            gap = stacked[-1] - stacked[-2] if pick == -1 else stacked[1] - stacked[0]
+            gaps.append(float(np.min(gap)) if gap.size else np.inf)
+        return stacked[pick]
+    return reference
+
+
+def _psum_scatter_ref(xs, r, v, gaps, dim, tiled):
+    total = np.sum(xs, axis=0)
+    return np.split(total, len(xs), axis=dim)[r] if tiled else np.take(total, r, axis=dim)
+
+
+def _all_to_all_ref(xs, r, v, gaps, split, concat, tiled):
+    if tiled:
+        return np.concatenate([np.split(x, len(xs), axis=split)[r] for x in xs], axis=concat)
+    return np.stack([np.take(x, r, axis=split) for x in xs], axis=concat)
+
+
+def _ppermute_ref(xs, r, v, gaps, perm):
+    sources = {dst: src for src, dst in perm}
+    return xs[sources[r]] if r in sources else np.zeros_like(v)
+
+
+def _divides_an_axis(shape, n):
+    return any(d % n == 0 for d in shape)
+
+
+#: the collectives, in drawing order
+COLLECTIVE_TABLE: dict[str, Collective] = {
+    "psum": Collective(lambda n: f"lax.psum(v, {n})", _same, lambda xs, r, v, gaps: np.sum(xs, axis=0), "join"),
+    "pmean": Collective(lambda n: f"lax.pmean(v, {n})", _same, lambda xs, r, v, gaps: np.mean(xs, axis=0),
+                        "join"),
+    "pmax": Collective(lambda n: f"lax.pmax(v, {n})", _same, _extreme(-1), "join", varying=True),
+    "pmin": Collective(lambda n: f"lax.pmin(v, {n})", _same, _extreme(0), "join", varying=True),
+    "axis_index": Collective(lambda n: f"v + 0.25 * lax.axis_index({n})", _same,
+                             lambda xs, r, v, gaps: v + 0.25 * r, "split", on_invariant=True),
+    "all_gather": Collective(
+        lambda n, axis, tiled: f"lax.all_gather(v, {n}, axis={axis}, tiled={tiled})", _all_gather_draw,
+        lambda xs, r, v, gaps, axis, tiled: (np.concatenate if tiled else np.stack)(xs, axis=axis), "join",
+        tuples=False, fits=lambda shape, n: math.prod(shape) * n <= MAX_ELEMENT_SIZE),
+    "psum_scatter": Collective(
+        lambda n, dim, tiled: f"lax.psum_scatter(v, {n}, scatter_dimension={dim}, tiled={tiled})",
+        _psum_scatter_draw, _psum_scatter_ref, "split", tuples=False, fits=_divides_an_axis),
+    "all_to_all": Collective(
+        lambda n, split, concat, tiled: f"lax.all_to_all(v, {n}, {split}, {concat}, tiled={tiled})",
+        _all_to_all_draw, _all_to_all_ref, "split", fits=_divides_an_axis),
+    "ppermute": Collective(lambda n, perm: f"lax.ppermute(v, {n}, perm={list(perm)!r})", _ppermute_draw,
+                           _ppermute_ref, "keep", tuples=False),
+}
+COLLECTIVES = tuple(COLLECTIVE_TABLE)
+#: collectives JAX's vmap accepts over a tuple of axis names
+TUPLE_COLLECTIVES = tuple(k for k, c in COLLECTIVE_TABLE.items() if c.tuples)
+
+ELEMENTWISE_TABLE: dict[str, Elementwise] = {
+    "sin": Elementwise("jnp.sin(v)", lambda v: np.sin(v)),
+    "tanh": Elementwise("jnp.tanh(v)", lambda v: np.tanh(v)),
+    "scale": Elementwise("{c!r} * v", lambda v, c: c * v, consts=(0.5, 0.75, 1.25, -0.5, 1.5)),
+}
+ELEMENTWISE = tuple(ELEMENTWISE_TABLE)
 
 
 @dataclass(frozen=True)
@@ -47,26 +196,10 @@ class Step:
         return dict(self.params)
 
     def expr(self):
-        kw = self.kw
-        n = repr(self.names[0]) if len(self.names) == 1 else repr(self.names)
-        if self.op == "sin":
-            return "jnp.sin(v)"
-        if self.op == "tanh":
-            return "jnp.tanh(v)"
-        if self.op == "scale":
-            return f"{kw['c']!r} * v"
-        if self.op in ("psum", "pmean", "pmax", "pmin"):
-            return f"lax.{self.op}(v, {n})"
-        if self.op == "axis_index":
-            return f"v + 0.25 * lax.axis_index({n})"
-        if self.op == "all_gather":
-            return f"lax.all_gather(v, {n}, axis={kw['axis']}, tiled={kw['tiled']})"
-        if self.op == "psum_scatter":
-            return f"lax.psum_scatter(v, {n}, scatter_dimension={kw['dim']}, tiled={kw['tiled']})"
-        if self.op == "all_to_all":
-            return f"lax.all_to_all(v, {n}, {kw['split']}, {kw['concat']}, tiled={kw['tiled']})"
-        if self.op == "ppermute":
-            return f"lax.ppermute(v, {n}, perm={list(kw['perm'])!r})"
+        if self.op in ELEMENTWISE_TABLE:
+            return ELEMENTWISE_TABLE[self.op].template.format(**self.kw)
+        if self.op in COLLECTIVE_TABLE:
+            return COLLECTIVE_TABLE[self.op].expr(_names_text(self.names), **self.kw)
         raise ValueError(f"unknown step {self.op!r}")
 
 
@@ -91,49 +224,17 @@ def _apply(step, values, sizes, level_of, gaps=None):
 
     For pmax/pmin, ``gaps`` (a list) collects the smallest distance between
     the extreme member and the next one: near 0 the result has a kink."""
-    kw = step.kw
-    if step.op == "sin":
-        return {i: np.sin(v) for i, v in values.items()}
-    if step.op == "tanh":
-        return {i: np.tanh(v) for i, v in values.items()}
-    if step.op == "scale":
-        return {i: kw["c"] * v for i, v in values.items()}
+    if step.op in ELEMENTWISE_TABLE:
+        apply = ELEMENTWISE_TABLE[step.op].apply
+        return {i: apply(v, **step.kw) for i, v in values.items()}
+    if step.op not in COLLECTIVE_TABLE:
+        raise ValueError(f"unknown step {step.op!r}")
+    reference = COLLECTIVE_TABLE[step.op].reference
     levels = [level_of[n] for n in step.names]
     out = {}
     for idx, v in values.items():
         members, r = _group(idx, levels, sizes)
-        xs = [values[m] for m in members]
-        n = len(xs)
-        if step.op == "psum":
-            out[idx] = np.sum(xs, axis=0)
-        elif step.op == "pmean":
-            out[idx] = np.mean(xs, axis=0)
-        elif step.op in ("pmax", "pmin"):
-            stacked = np.sort(np.asarray(xs), axis=0)
-            out[idx] = stacked[-1] if step.op == "pmax" else stacked[0]
-            if gaps is not None and n > 1:
-                gap = stacked[-1] - stacked[-2] if step.op == "pmax" else stacked[1] - stacked[0]
-                gaps.append(float(np.min(gap)) if gap.size else np.inf)
-        elif step.op == "axis_index":
-            out[idx] = v + 0.25 * r
-        elif step.op == "all_gather":
-            join = np.concatenate if kw["tiled"] else np.stack
-            out[idx] = join(xs, axis=kw["axis"])
-        elif step.op == "psum_scatter":
-            total = np.sum(xs, axis=0)
-            d = kw["dim"]
-            out[idx] = np.split(total, n, axis=d)[r] if kw["tiled"] else np.take(total, r, axis=d)
-        elif step.op == "all_to_all":
-            s, c = kw["split"], kw["concat"]
-            if kw["tiled"]:
-                out[idx] = np.concatenate([np.split(x, n, axis=s)[r] for x in xs], axis=c)
-            else:
-                out[idx] = np.stack([np.take(x, r, axis=s) for x in xs], axis=c)
-        elif step.op == "ppermute":
-            sources = {dst: src for src, dst in kw["perm"]}
-            out[idx] = xs[sources[r]] if r in sources else np.zeros_like(v)
-        else:
-            raise ValueError(f"unknown step {step.op!r}")
+        out[idx] = reference([values[m] for m in members], r, v, gaps, **step.kw)
     return out
 
 
@@ -165,7 +266,7 @@ def _front(x, axes, sizes):
 
 
 @dataclass(frozen=True, repr=False)
-class NamedAxisCase(OneArrayCase):
+class NamedAxisCase(OneArrayCase, Case):
     """Nested vmaps over named axes (outermost first) around a body of steps.
 
     ``program(backend)(x)`` is ``vmap(... vmap(body, in_axes[-1], out_axes[-1],
@@ -181,6 +282,8 @@ class NamedAxisCase(OneArrayCase):
     x: np.ndarray
     elem_shape: tuple[int, ...]
 
+    label = "named"
+
     @property
     def collectives(self):
         return tuple(s.op for s in self.steps if s.names)
@@ -189,23 +292,32 @@ class NamedAxisCase(OneArrayCase):
     def uses_tuples(self):
         return any(len(s.names) > 1 for s in self.steps)
 
-    def text(self):
-        lines = ["def program(backend, x):", "    jnp, lax = backend.numpy, backend.lax", "",
+    def _printed(self, params, inner, axes, call):
+        """``program(backend, <params>)``: the body, ``f = <inner>``, the named vmaps
+        around f (``axes(in_axes, out_axes)`` of each level: their ``in_axes=..., out_axes=...``)
+        innermost first, and ``return <call>``."""
+        lines = [f"def program(backend, {params}):", "    jnp, lax = backend.numpy, backend.lax", "",
                  "    def body(v):"]
         lines += [f"        v = {s.expr()}" for s in self.steps]
-        lines += ["        return v", "", "    f = body"]
+        lines += ["        return v", "", f"    f = {inner}"]
         for name, size, ia, oa in reversed(list(zip(self.names, self.sizes, self.in_axes, self.out_axes))):
             extra = f", axis_size={size}" if ia is None else ""
-            lines.append(f"    f = backend.vmap(f, in_axes={ia}, out_axes={oa}, axis_name={name!r}{extra})")
-        lines.append("    return f(x)")
+            lines.append(f"    f = backend.vmap(f, {axes(ia, oa)}, axis_name={name!r}{extra})")
+        lines.append(f"    return {call}")
         return "\n".join(lines) + "\n"
 
+    def text(self):
+        return self._printed("x", "body", lambda ia, oa: f"in_axes={ia}, out_axes={oa}", "f(x)")
+
     def program(self, backend):
-        check_backend(backend)
-        namespace: dict = {}
-        exec(compile(self.text(), "<strategies.named>", "exec"), namespace)
-        fn = namespace["program"]
-        return lambda x: fn(backend, x)
+        return self.function(backend, "program")
+
+    #: per mode: the derivative each member takes, and the axes of its vmaps
+    MEMBER_DERIVATIVES = {
+        "jvp": ("lambda v, w: backend.jvp(body, (v,), (w,))",
+                lambda ia, oa: f"in_axes=({ia}, {ia}), out_axes=({oa}, {oa})"),
+        "vjp": ("lambda v, w: backend.vjp(body, v)[1](w)[0]", lambda ia, oa: f"in_axes=({ia}, {oa}), out_axes={ia}"),
+    }
 
     def member_derivative_text(self, mode):
         """Source of ``program(backend, x, w)``: ``jvp`` (w: the tangent, laid out as x)
@@ -213,32 +325,17 @@ class NamedAxisCase(OneArrayCase):
         member *inside* the named vmaps, so the collectives' own jvp and transpose rules
         run (outside, as in ``jvp(program)``, vmap rewrites them away first). ``vjp``
         needs every level batched (see :meth:`batched_everywhere`)."""
-        if mode not in ("jvp", "vjp"):
+        if mode not in self.MEMBER_DERIVATIVES:
             raise ValueError(f"mode must be 'jvp' or 'vjp', got {mode!r}")
         if mode == "vjp" and None in self.in_axes:
             raise ValueError("vjp per member needs every level batched: use batched_everywhere()")
-        lines = self.text().split("\n")
-        body = lines[:lines.index("    f = body")]
-        body[0] = "def program(backend, x, w):"
-        if mode == "jvp":
-            body += ["    f = lambda v, w: backend.jvp(body, (v,), (w,))"]
-        else:
-            body += ["    f = lambda v, w: backend.vjp(body, v)[1](w)[0]"]
-        for name, size, ia, oa in reversed(list(zip(self.names, self.sizes, self.in_axes, self.out_axes))):
-            extra = f", axis_size={size}" if ia is None else ""
-            axes = (f"in_axes=({ia}, {ia}), out_axes=({oa}, {oa})" if mode == "jvp"
-                    else f"in_axes=({ia}, {oa}), out_axes={ia}")
-            body.append(f"    f = backend.vmap(f, {axes}, axis_name={name!r}{extra})")
-        body.append("    return f(x, w)")
-        return "\n".join(body) + "\n"
+        inner, axes = self.MEMBER_DERIVATIVES[mode]
+        return self._printed("x, w", inner, axes, "f(x, w)")
 
     def member_derivative_program(self, backend, mode):
         """``(x, w) -> jvp pair or cotangent``: see :meth:`member_derivative_text`."""
         check_backend(backend)
-        namespace: dict = {}
-        exec(compile(self.member_derivative_text(mode), "<strategies.named>", "exec"), namespace)
-        fn = namespace["program"]
-        return lambda x, w: fn(backend, x, w)
+        return functools.partial(compile_text(self.member_derivative_text(mode), self.label)["program"], backend)
 
     def batched_everywhere(self):
         """The same case with every unbatched level (in_axes None) batched along
@@ -266,12 +363,8 @@ class NamedAxisCase(OneArrayCase):
         return (f"vmaps {list(zip(self.names, self.sizes))} in_axes={self.in_axes} out_axes={self.out_axes}"
                 f" over x: {self.x.dtype}{list(self.x.shape)}, body {[s.expr() for s in self.steps]}")
 
-    def source(self):
-        return ("import numpy as np\nimport jax  # or: import impl as jax\n\n" + self.text()
-                + f"\nx = np.array({self.x.tolist()!r}, dtype='{self.x.dtype}')\nprint(program(jax, x))\n")
-
-    def __repr__(self):
-        return f"NamedAxisCase({self.describe()}):\n{self.text()}"
+    def example(self):
+        return f"x = np.array({self.x.tolist()!r}, dtype='{self.x.dtype}')\nprint(program(jax, x))\n"
 
 
 def _choices(shape, names, sizes, invariant, tuples, varying_only=False):
@@ -283,23 +376,22 @@ def _choices(shape, names, sizes, invariant, tuples, varying_only=False):
     if tuples and len(names) >= 2:
         groups += [tuple(p) for p in itertools.permutations(names, 2)]
     opts = []
-    for op in COLLECTIVES:
+    for op, c in COLLECTIVE_TABLE.items():
         for g in groups:
-            if len(g) > 1 and op not in TUPLE_COLLECTIVES:
+            if len(g) > 1 and not c.tuples:
                 continue
             n = math.prod(sizes[names.index(a)] for a in g)
-            if op in ("pmax", "pmin") and set(g) & invariant:
+            if c.varying and set(g) & invariant:
                 continue  # ties across members: max is not differentiable there
-            if varying_only and op != "axis_index" and set(g) & invariant:
+            if varying_only and not c.on_invariant and set(g) & invariant:
                 continue
-            if op == "all_gather" and math.prod(shape) * n > MAX_ELEMENT_SIZE:
-                continue
-            if op == "psum_scatter" and not any(d % n == 0 for d in shape):
-                continue
-            if op == "all_to_all" and not any(d % n == 0 for d in shape):
+            if not c.fits(shape, n):
                 continue
             opts.append((op, g, n))
     return opts
+
+
+_EFFECT = {"join": lambda inv, g: inv | set(g), "split": lambda inv, g: inv - set(g), "keep": lambda inv, g: inv}
 
 
 @st.composite
@@ -311,51 +403,13 @@ def _step(draw, shape, names, sizes, invariant, tuples, ops, varying_only=False)
         return None
     if pick < len(elementwise):
         op = elementwise[pick]
-        params = (("c", draw(st.sampled_from([0.5, 0.75, 1.25, -0.5, 1.5]))),) if op == "scale" else ()
+        consts = ELEMENTWISE_TABLE[op].consts
+        params = (("c", draw(st.sampled_from(list(consts)))),) if consts else ()
         return Step(op, (), params), shape, invariant
     op, g, n = options[pick - len(elementwise)]
-    r = len(shape)
-    if op in ("psum", "pmean", "pmax", "pmin"):
-        return Step(op, g), shape, invariant | set(g)
-    if op == "axis_index":
-        return Step(op, g), shape, invariant - set(g)
-    if op == "all_gather":
-        tiled = r >= 1 and draw(st.booleans())
-        axis = draw(st.integers(0, r - 1 if tiled else r))
-        new = list(shape)
-        if tiled:
-            new[axis] *= n
-        else:
-            new.insert(axis, n)
-        return Step(op, g, (("axis", axis), ("tiled", tiled))), tuple(new), invariant | set(g)
-    if op == "psum_scatter":
-        dims = [d for d in range(r) if shape[d] % n == 0]
-        d = draw(st.sampled_from(dims))
-        tiled = shape[d] != n or draw(st.booleans())
-        new = list(shape)
-        if tiled:
-            new[d] //= n
-        else:
-            del new[d]
-        return Step(op, g, (("dim", d), ("tiled", tiled))), tuple(new), invariant - set(g)
-    if op == "all_to_all":
-        dims = [d for d in range(r) if shape[d] % n == 0]
-        s = draw(st.sampled_from(dims))
-        tiled = shape[s] != n or draw(st.booleans())
-        new = list(shape)
-        if tiled:
-            c = draw(st.integers(0, r - 1))
-            new[s] //= n
-            new[c] *= n
-        else:
-            c = draw(st.integers(0, r - 1))
-            del new[s]
-            new.insert(c, n)
-        return Step(op, g, (("split", s), ("concat", c), ("tiled", tiled))), tuple(new), invariant - set(g)
-    # ppermute: a full permutation of the group (vmap needs every position to receive)
-    perm = draw(st.permutations(range(n)))
-    pairs = tuple((src, int(dst)) for src, dst in enumerate(perm))
-    return Step(op, g, (("perm", pairs),)), shape, invariant
+    c = COLLECTIVE_TABLE[op]
+    params, new_shape = c.draw(draw, shape, n)
+    return Step(op, g, params), new_shape, _EFFECT[c.effect](invariant, g)
 
 
 @st.composite

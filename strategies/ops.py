@@ -755,35 +755,44 @@ class Pow(Op):
 
 
 class Cumulative(Op):
-    """``lax.cumsum/cumprod/cummax/cummin`` along a drawn axis, forwards or reversed."""
+    """``lax.cumsum/cumprod/cummax/cummin/cumlogsumexp`` along a drawn axis, forwards or
+    reversed; ``bounds(t, n)`` bounds the result over an axis of length n."""
 
     category = "reduction"
 
-    def __init__(self, name, *, smooth=True, linear=False, product=False):
-        self.name, self.smooth, self.linear, self.product = name, smooth, linear, product
-
-    def _bounds(self, t, n):
-        if self.product:
-            top = max(1.0, t.bound) ** n
-            return -top, top
-        if self.name == "cumsum":
-            return n * min(t.lo, 0.0), n * max(t.hi, 0.0)
-        if self.name == "cumlogsumexp":  # between the running max and it plus log(n)
-            return t.lo, t.hi + math.log(n)
-        return t.lo, t.hi
+    def __init__(self, name, bounds, *, smooth=True, linear=False):
+        self.name, self.bounds, self.smooth, self.linear = name, bounds, smooth, linear
 
     def accepts(self, t, ctx):
-        return t.rank >= 1 and fits((), *self._bounds(t, min(t.shape)))
+        return t.rank >= 1 and fits((), *self.bounds(t, min(t.shape)))
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
-        axes = [i for i in range(t.rank) if fits((), *self._bounds(t, t.shape[i]))]
+        axes = [i for i in range(t.rank) if fits((), *self.bounds(t, t.shape[i]))]
         axis = ctx.pick(draw, axes)
         reverse = draw(_BOOL)
-        lo, hi = self._bounds(t, t.shape[axis])
+        lo, hi = self.bounds(t, t.shape[axis])
         rev = ", reverse=True" if reverse else ""
         expr = f"lax.{self.name}({ctx.name(a)}, axis={axis}{rev})"
         return Node(self.name, (a,), expr, t.with_(lo=lo, hi=hi), (("axis", axis), ("reverse", reverse)))
+
+
+def _running_sum_bounds(t, n):
+    return n * min(t.lo, 0.0), n * max(t.hi, 0.0)
+
+
+def _running_product_bounds(t, n):
+    top = max(1.0, t.bound) ** n
+    return -top, top
+
+
+def _running_extreme_bounds(t, n):
+    return t.lo, t.hi
+
+
+def _running_logsumexp_bounds(t, n):
+    # between the running max and it plus log(n)
+    return t.lo, t.hi + math.log(n)
 
 
 class AlongAxis(Op):
@@ -989,10 +998,10 @@ def _more_ops():
         Binary("rem", "remainder", lambda t, u: (-u.bound, u.bound), smooth=False,
                partner_ok=lambda u: u.away_from_zero(0.5), self_partner=False),
         Pow(),
-        Cumulative("cumsum", linear=True),
-        Cumulative("cumprod", product=True),
-        Cumulative("cummax", smooth=False),
-        Cumulative("cummin", smooth=False),
+        Cumulative("cumsum", _running_sum_bounds, linear=True),
+        Cumulative("cumprod", _running_product_bounds),
+        Cumulative("cummax", _running_extreme_bounds, smooth=False),
+        Cumulative("cummin", _running_extreme_bounds, smooth=False),
         AlongAxis("sort", "jnp.sort({x}, axis={axis})"),
         AlongAxis("flip", "jnp.flip({x}, axis={axis})", smooth=True, linear=True),
         AlongAxis("take_argmax", "jnp.take_along_axis({x}, jnp.argmax({x}, axis={axis}, keepdims=True), "
@@ -1379,7 +1388,7 @@ def _primitive_ops():
     multiply/min/max, cumlogsumexp, top_k, pooling, convolution, matrix
     decompositions, integer bit operations, nextafter, erf_inv and PRNG draws."""
     return [
-        Cumulative("cumlogsumexp"),
+        Cumulative("cumlogsumexp", _running_logsumexp_bounds),
         TopK(),
         Pool("sum_pool", "lax.add", "0.0", smooth=True, linear=True),
         Pool("max_pool", "lax.max", "-jnp.inf", smooth=False),
@@ -1538,7 +1547,7 @@ class Fourier(Op):
         self.name, self.linear = name, linear
 
     def accepts(self, t, ctx):
-        return t.rank >= 1 and (self.name != "power_spectrum" or fits((), t.bound ** 2))
+        return t.rank >= 1
 
     def _spectrum(self, draw, x, t, axes, last_half, raw):
         """A constant complex H broadcasting against the (half) spectrum; its source and max |H|."""
@@ -1561,47 +1570,77 @@ class Fourier(Op):
         t = ctx.values[a]
         x = ctx.name(a)
         axes = sorted(draw(st.lists(upto(t.rank - 1), min_size=1, max_size=min(3, t.rank), unique=True)))
-        lengths = tuple(t.shape[i] for i in axes)
         one = len(axes) == 1
         where = f"axis={axes[0]}" if one else f"axes={tuple(axes)!r}"
-        m = math.prod(lengths)
-        if self.name == "power_spectrum":
-            norms = [n for n, gain in (("forward", 1.0), ("ortho", m), (None, m * m)) if fits((), gain * t.bound ** 2)]
-            norm = ctx.pick(draw, norms)
-            gain = {"forward": 1.0, "ortho": m, None: m * m}[norm]
-            z = f"jnp.fft.{'rfft' if one else 'rfftn'}({x}, {where}, norm={norm!r})"
-            shape = tuple(t.shape[i] // 2 + 1 if i == axes[-1] else d for i, d in enumerate(t.shape))
-            return Node(self.name, (a,), f"power({z})", t.with_(shape=shape, lo=0.0, hi=gain * t.bound ** 2),
-                        (("axes", tuple(axes)), ("norm", norm)), needs=("fourier",))
+        return self._transform(draw, ctx, a, t, x, axes, one, where)
+
+
+class PowerSpectrum(Fourier):
+    """``real(Z conj(Z))`` of ``Z = rfftn(x)``, with a norm that keeps it within bounds."""
+
+    def __init__(self):
+        super().__init__("power_spectrum", linear=False)
+
+    def accepts(self, t, ctx):
+        return super().accepts(t, ctx) and fits((), t.bound ** 2)
+
+    def _transform(self, draw, ctx, a, t, x, axes, one, where):
+        m = math.prod(t.shape[i] for i in axes)
+        gains = {"forward": 1.0, "ortho": m, None: m * m}
+        norm = ctx.pick(draw, [n for n, gain in gains.items() if fits((), gain * t.bound ** 2)])
+        z = f"jnp.fft.{'rfft' if one else 'rfftn'}({x}, {where}, norm={norm!r})"
+        shape = tuple(t.shape[i] // 2 + 1 if i == axes[-1] else d for i, d in enumerate(t.shape))
+        return Node(self.name, (a,), f"power({z})", t.with_(shape=shape, lo=0.0, hi=gains[norm] * t.bound ** 2),
+                    (("axes", tuple(axes)), ("norm", norm)), needs=("fourier",))
+
+
+class RfftFilter(Fourier):
+    """``irfftn(rfftn(x) * H)``, H a constant complex half-spectrum (linear)."""
+
+    def __init__(self):
+        super().__init__("rfft_filter", linear=True)
+
+    def _transform(self, draw, ctx, a, t, x, axes, one, where):
+        lengths = tuple(t.shape[i] for i in axes)
         norm = ctx.pick(draw, [None, "ortho", "forward"])
-        if self.name == "rfft_filter":
-            raw = math.sqrt(m) * t.bound
-            h, peak = self._spectrum(draw, x, t, axes, True, raw)
-            size = f"n={lengths[0]}" if one else f"s={lengths!r}"
-            forward = f"jnp.fft.{'rfft' if one else 'rfftn'}({x}, {where}, norm={norm!r})"
-            expr = f"jnp.fft.{'irfft' if one else 'irfftn'}({forward} * {h}, {size}, {where}, norm={norm!r})"
-            inputs, deps, bound = (a,), t.deps, raw * peak
-        else:
-            b = ctx.pick(draw, [b for b in ctx.recent() if ctx.values[b].shape == t.shape])
-            u = ctx.values[b]
-            s = draw(st.sampled_from(CONSTANTS))
-            raw = math.sqrt(1 + s * s) * math.sqrt(m) * math.hypot(t.bound, u.bound)
-            h, peak = self._spectrum(draw, x, t, axes, False, raw)
-            fwd, inv = ("fft", "ifft") if one else ("fftn", "ifftn")
-            z = f"lax.complex({x}, {ctx.name(b)})"
-            w = f"jnp.fft.{inv}(jnp.fft.{fwd}({z}, {where}, norm={norm!r}) * {h}, {where}, norm={norm!r})"
-            expr = f"real_plus_imag({w}, {s!r})"
-            inputs, deps, bound = (a, b), t.deps | u.deps, raw * peak
-        out = ValueType(t.shape, t.dtype, -bound, bound, deps)
-        return Node(self.name, inputs, expr, out, (("axes", tuple(axes)), ("norm", norm)),
-                    needs=("fourier",) if self.name == "fft_filter" else ())
+        raw = math.sqrt(math.prod(lengths)) * t.bound
+        h, peak = self._spectrum(draw, x, t, axes, True, raw)
+        size = f"n={lengths[0]}" if one else f"s={lengths!r}"
+        forward = f"jnp.fft.{'rfft' if one else 'rfftn'}({x}, {where}, norm={norm!r})"
+        expr = f"jnp.fft.{'irfft' if one else 'irfftn'}({forward} * {h}, {size}, {where}, norm={norm!r})"
+        bound = raw * peak
+        return Node(self.name, (a,), expr, ValueType(t.shape, t.dtype, -bound, bound, t.deps),
+                    (("axes", tuple(axes)), ("norm", norm)))
+
+
+class FftFilter(Fourier):
+    """``ifftn(fftn(complex(x, y)) * H)`` of the operand and a value of its shape, its
+    real part plus s times its imaginary part (linear)."""
+
+    def __init__(self):
+        super().__init__("fft_filter", linear=True)
+
+    def _transform(self, draw, ctx, a, t, x, axes, one, where):
+        m = math.prod(t.shape[i] for i in axes)
+        norm = ctx.pick(draw, [None, "ortho", "forward"])
+        b = ctx.pick(draw, [b for b in ctx.recent() if ctx.values[b].shape == t.shape])
+        u = ctx.values[b]
+        s = draw(st.sampled_from(CONSTANTS))
+        raw = math.sqrt(1 + s * s) * math.sqrt(m) * math.hypot(t.bound, u.bound)
+        h, peak = self._spectrum(draw, x, t, axes, False, raw)
+        fwd, inv = ("fft", "ifft") if one else ("fftn", "ifftn")
+        z = f"lax.complex({x}, {ctx.name(b)})"
+        w = f"jnp.fft.{inv}(jnp.fft.{fwd}({z}, {where}, norm={norm!r}) * {h}, {where}, norm={norm!r})"
+        bound = raw * peak
+        return Node(self.name, (a, b), f"real_plus_imag({w}, {s!r})",
+                    ValueType(t.shape, t.dtype, -bound, bound, t.deps | u.deps),
+                    (("axes", tuple(axes)), ("norm", norm)), needs=("fourier",))
 
 
 def _fourier_ops():
     """FFTs of all four kinds (fft, ifft, rfft, irfft) and the complex parts (complex,
     real, imag, conj) inside compositions whose values are real."""
-    return [Fourier("rfft_filter", linear=True), Fourier("fft_filter", linear=True),
-            Fourier("power_spectrum", linear=False)]
+    return [RfftFilter(), FftFilter(), PowerSpectrum()]
 
 
 # ----------------------------------------------------------------- vocabulary
@@ -1635,8 +1674,9 @@ class InnerJit(Op):
         return Node(self.name, (a, b), expr, out, (("body", body),))
 
 
-def _build_vocabulary():
-    ops = [
+def base_ops():
+    """The vocabulary's ops in drawing order (a program picks ops by index in it)."""
+    return [
         Unary("neg", "jnp.negative({})", lambda lo, hi: (-hi, -lo), linear=True),
         Scale(),
         Unary("sin", "jnp.sin({})", lambda lo, hi: (-1.0, 1.0)),
@@ -1682,14 +1722,3 @@ def _build_vocabulary():
         LinearCall(),
         InnerJit(),
     ] + _at_ops() + _more_ops() + _primitive_ops() + _special_function_ops() + _fourier_ops()
-    return {op.name: op for op in ops}
-
-
-VOCABULARY: dict[str, Op] = _build_vocabulary()
-
-#: Names of every op a program may contain.
-OP_NAMES: tuple[str, ...] = tuple(VOCABULARY)
-#: Ops that keep a program linear in its inputs.
-LINEAR_OPS: tuple[str, ...] = tuple(n for n, op in VOCABULARY.items() if op.linear)
-#: Ops allowed in smooth programs (some, e.g. abs, only away from their kink).
-SMOOTH_OPS: tuple[str, ...] = tuple(n for n, op in VOCABULARY.items() if op.smooth)

@@ -11,14 +11,23 @@ import numpy as np
 from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
-from .backends import check_backend
+from .source import Case, array_literal
 from .types import FLOAT_DTYPES, OneArrayCase
 
+#: each step's statement, formatted with the step's argument ``arg`` and the operand's
+#: ``shape`` and ``dtype``
+STEP_TEMPLATES = {
+    "split": "key, sub = random.split(key)",
+    "fold_in": "key = random.fold_in(key, {arg})",
+    "normal": "v = v + random.normal(key, {shape!r}, jnp.{dtype})",
+    "uniform": "v = v * random.uniform(key, {shape!r}, jnp.{dtype}, minval=0.5, maxval=1.5)",
+    "bernoulli": "v = jnp.where(random.bernoulli(key, {arg!r}, {shape!r}), v, -v)",
+}
 DRAWS = ("normal", "uniform", "bernoulli")
 
 
 @dataclass(frozen=True, repr=False)
-class PRNGCase(OneArrayCase):
+class PRNGCase(OneArrayCase, Case):
     """``program(backend, key, x)``; ``keys(backend)`` makes ``num_keys`` keys
     by splitting the key of ``seed``."""
 
@@ -28,54 +37,34 @@ class PRNGCase(OneArrayCase):
     steps: tuple[tuple, ...]
     x: np.ndarray
 
+    label = "prng"
+
     def text(self):
         shape, dt = tuple(self.x.shape), self.x.dtype.name
         lines = ["def program(backend, key, x):", "    jnp, random = backend.numpy, backend.random",
                  "    v = x"]
-        for step in self.steps:
-            op = step[0]
-            if op == "split":
-                lines.append("    key, sub = random.split(key)")
-            elif op == "fold_in":
-                lines.append(f"    key = random.fold_in(key, {step[1]})")
-            elif op == "normal":
-                lines.append(f"    v = v + random.normal(key, {shape!r}, jnp.{dt})")
-            elif op == "uniform":
-                lines.append(f"    v = v * random.uniform(key, {shape!r}, jnp.{dt}, minval=0.5, maxval=1.5)")
-            elif op == "bernoulli":
-                lines.append(f"    v = jnp.where(random.bernoulli(key, {step[1]!r}, {shape!r}), v, -v)")
+        for op, *arg in self.steps:
+            lines.append("    " + STEP_TEMPLATES[op].format(arg=arg[0] if arg else None, shape=shape, dtype=dt))
         lines.append("    return v")
         make = "random.key" if self.typed else "random.PRNGKey"
         lines += ["", "", "def keys(backend):", "    random = backend.random",
                   f"    return random.split({make}({self.seed}), {self.num_keys})"]
         return "\n".join(lines) + "\n"
 
-    def _namespace(self, backend):
-        check_backend(backend)
-        namespace: dict = {}
-        exec(compile(self.text(), "<strategies.prng>", "exec"), namespace)
-        return namespace
-
     def program(self, backend):
-        fn = self._namespace(backend)["program"]
-        return lambda key, x: fn(backend, key, x)
+        return self.function(backend, "program")
 
     def keys(self, backend):
-        return self._namespace(backend)["keys"](backend)
+        return self.function(backend, "keys")()
 
     def describe(self):
         return (f"{self.num_keys} keys split from {'key' if self.typed else 'PRNGKey'}({self.seed}), "
                 f"steps {list(self.steps)}, x: {self.x.dtype}{list(self.x.shape)}")
 
-    def source(self):
-        from .control import array_literal
-        return ("import numpy as np\nimport jax  # or: import impl as jax\n\n" + self.text()
-                + f"\nx = {array_literal(self.x)}\nks = keys(jax)\n"
+    def example(self):
+        return (f"x = {array_literal(self.x)}\nks = keys(jax)\n"
                 + "print(jax.vmap(lambda k: program(jax, k, x))(ks))\n"
                 + "print([program(jax, k, x) for k in ks])\n")
-
-    def __repr__(self):
-        return f"PRNGCase({self.describe()}):\n{self.text()}"
 
 
 @st.composite
@@ -84,7 +73,7 @@ def _prng_case(draw, dtype, max_keys):
     shape = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
     steps = []
     for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(("split", "fold_in") + DRAWS))
+        op = draw(st.sampled_from(tuple(STEP_TEMPLATES)))
         if op == "fold_in":
             steps.append((op, draw(st.integers(0, 9))))
         elif op == "bernoulli":

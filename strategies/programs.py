@@ -14,7 +14,6 @@ few ops over scalar inputs.
 from __future__ import annotations
 
 import functools
-import linecache
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -22,7 +21,9 @@ from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
 from .backends import check_backend
-from .ops import CUSTOM_KINDS, PREAMBLES, VOCABULARY, Context, Node
+from .source import compile_text
+from .ops import CUSTOM_KINDS, PREAMBLES, Context, Node
+from .vocabulary import VOCABULARY
 from .types import FLOAT_DTYPES, INPUT_BOUND, POSITIVE_RANGE, ValueType
 
 MAX_OPS_LIMIT = 64
@@ -106,31 +107,28 @@ class Program:
         """The program as a runnable Python function of ``(backend, x0, ...)``."""
         if "source" not in self._cache:
             params = ", ".join(["backend"] + [f"x{i}" for i in range(self.num_inputs)])
-            lines = [f"def program({params}):", "    jnp, lax = backend.numpy, backend.lax"]
-            seen = []
-            for node in self.nodes:
-                seen.extend(k for k in node.needs if k not in seen)
-            for key in seen:
-                lines.append("")
-                lines.extend(PREAMBLES[key].rstrip("\n").split("\n"))
-            if seen:
-                lines.append("")
-            for j, node in enumerate(self.nodes):
-                lines.append(f"    v{j} = {node.expr}")
-            lines.append(f"    return {self._name(self.output)}")
+            lines = [f"def program({params}):", "    jnp, lax = backend.numpy, backend.lax"] + self.body_lines()
             self._cache["source"] = "\n".join(lines) + "\n"
         return self._cache["source"]
 
-    def _function(self):
-        if "fn" not in self._cache:
-            src = self.source()
-            filename = f"<strategies.program {abs(hash(src)):x}>"
-            # Registering the text lets tracebacks and inspect show the program.
-            linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-            namespace: dict = {}
-            exec(compile(src, filename, "exec"), namespace)
-            self._cache["fn"] = namespace["program"]
-        return self._cache["fn"]
+    def body_lines(self, tags=()) -> list[str]:
+        """The function's lines after its ``jnp, lax`` line: the helpers its nodes need,
+        one line per node, the return. ``tags``: ``(node, tag)`` pairs whose values are
+        wrapped in ``checkpoint_name(value, tag)``."""
+        lines, seen = [], []
+        for node in self.nodes:
+            seen.extend(k for k in node.needs if k not in seen)
+        for key in seen:
+            lines.append("")
+            lines.extend(PREAMBLES[key].rstrip("\n").split("\n"))
+        if seen:
+            lines.append("")
+        tagged = dict(tags)
+        for j, node in enumerate(self.nodes):
+            expr = f"checkpoint_name({node.expr}, {tagged[j]!r})" if j in tagged else node.expr
+            lines.append(f"    v{j} = {expr}")
+        lines.append(f"    return {self._name(self.output)}")
+        return lines
 
     def build(self, backend):
         """A callable taking the inputs positionally, evaluated with ``backend``.
@@ -139,7 +137,7 @@ class Program:
         is traced here; the first call does that.
         """
         check_backend(backend)
-        fn = self._function()
+        fn = compile_text(self.source(), "program")["program"]
 
         @functools.wraps(fn)
         def program(*args):

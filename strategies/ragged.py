@@ -16,15 +16,20 @@ import numpy as np
 from hypothesis import strategies as st
 
 from . import array_strategies as _arrays
-from .backends import check_backend
+from .source import Case, array_literal
 from .types import FLOAT_DTYPES
 
-STEPS = ("sin", "tanh", "scale", "mul_w", "add_w")
-REDUCTIONS = (None, "sum", "dot", "gram")
+#: each step's statement on ``v``, formatted with its constant ``c``
+STEP_TEMPLATES = {"sin": "jnp.sin(v)", "tanh": "jnp.tanh(v)", "scale": "{c!r} * v", "mul_w": "v * w", "add_w": "v + w"}
+STEPS = tuple(STEP_TEMPLATES)
+#: each reduction's statement, formatted with the ragged ``axis`` (None: the element stays ragged)
+REDUCTION_TEMPLATES = {None: None, "sum": "jnp.sum(v, axis={axis})", "dot": "jnp.dot(v, x)",
+                       "gram": "jnp.tensordot(v, x, axes=([{axis}], [{axis}]))"}
+REDUCTIONS = tuple(REDUCTION_TEMPLATES)
 
 
 @dataclass(frozen=True, repr=False)
-class PileCase:
+class PileCase(Case):
     """``xs`` (one array per element, ragged along ``axis``) and a function of
     a shared scalar ``w`` and one element."""
 
@@ -34,6 +39,9 @@ class PileCase:
     reduction: str | None
     xs: tuple
     w: np.ndarray
+
+    label = "ragged"
+    imports = "import numpy as np\nimport impl as jax\nfrom impl.interpreters.batching import pile_axis\n"
 
     @property
     def dtype(self):
@@ -45,43 +53,28 @@ class PileCase:
 
     def text(self):
         lines = ["def make(backend, w):", "    jnp = backend.numpy", "", "    def f(x):", "        v = x"]
-        for step in self.steps:
-            op = step[0]
-            expr = {"sin": "jnp.sin(v)", "tanh": "jnp.tanh(v)", "mul_w": "v * w", "add_w": "v + w"}.get(op)
-            lines.append(f"        v = {expr if expr else f'{step[1]!r} * v'}")
-        ax = self.axis
-        if self.reduction == "sum":
-            lines.append(f"        v = jnp.sum(v, axis={ax})")
-        elif self.reduction == "dot":
-            lines.append("        v = jnp.dot(v, x)")
-        elif self.reduction == "gram":
-            lines.append(f"        v = jnp.tensordot(v, x, axes=([{ax}], [{ax}]))")
+        for op, *c in self.steps:
+            lines.append("        v = " + STEP_TEMPLATES[op].format(c=c[0] if c else None))
+        if self.reduction is not None:
+            lines.append("        v = " + REDUCTION_TEMPLATES[self.reduction].format(axis=self.axis))
         lines += ["        return v", "", "    return f"]
         return "\n".join(lines) + "\n"
 
     def element_fun(self, backend, w=None):
         """f(x) for one element (w defaults to the case's w)."""
-        check_backend(backend)
-        namespace: dict = {}
-        exec(compile(self.text(), "<strategies.ragged>", "exec"), namespace)
-        return namespace["make"](backend, self.w if w is None else w)
+        return self.function(backend, "make", self.w if w is None else w)()
 
     def describe(self):
         return (f"pile of lengths {list(self.lengths)} along axis {self.axis} "
                 f"(elements {[list(np.shape(x)) for x in self.xs]}, {self.dtype}), steps {list(self.steps)},"
                 f" reduction {self.reduction}")
 
-    def source(self):
-        from .control import array_literal
+    def example(self):
         xs = ", ".join(array_literal(x) for x in self.xs)
-        return ("import numpy as np\nimport impl as jax\nfrom impl.interpreters.batching import pile_axis\n\n"
-                + self.text() + f"\nw = {array_literal(self.w)}\nxs = [{xs}]\nf = make(jax, w)\n"
+        return (f"w = {array_literal(self.w)}\nxs = [{xs}]\nf = make(jax, w)\n"
                 + f"out = jax.vmap(f, in_axes=pile_axis, out_axes={'pile_axis' if self.ragged_output else 0},"
                 + f" axis_size={len(self.xs)})(jax.pile(xs, axis={self.axis}))\n"
                 + "print(out, [f(x) for x in xs])\n")
-
-    def __repr__(self):
-        return f"PileCase({self.describe()}):\n{self.text()}"
 
 
 @st.composite

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import jax.ad_checkpoint  # noqa: F401  (makes jax.ad_checkpoint an attribute of jax)
 from hypothesis import strategies as st
 
-from .backends import check_backend
 from .programs import Program, program_args, random_programs
+from .source import IMPORTS, Case, args_literal, embed
 from .types import FLOAT_DTYPES
 
 #: policies from ``checkpoint_policies`` (None: the default, save nothing but inputs)
@@ -34,7 +34,7 @@ TAGS = ("a", "b")
 
 
 @dataclass(frozen=True, repr=False)
-class RematCase:
+class RematCase(Case):
     """``checkpoint(body)`` followed by an outer program, with and without remat."""
 
     body: Program
@@ -50,23 +50,17 @@ class RematCase:
     def dtype(self):
         return min((a.dtype for a in self.args), key=lambda d: d.itemsize)
 
+    label = "remat"
+    imports = IMPORTS + "import jax.ad_checkpoint\n"
+
     def text(self):
-        body = self.body.source().rstrip("\n").split("\n")
         lines = ["def make(backend, remat):", "    jnp, lax = backend.numpy, backend.lax",
                  "    # without remat, checkpoint_name is the identity it stands for",
                  "    checkpoint_name = backend.ad_checkpoint.checkpoint_name if remat else (lambda x, name: x)",
                  ""]
-        lines.append("    " + body[0].replace("def program(backend, ", "def body("))
-        for ln in body[2:]:
-            stripped = ln.strip()
-            for node, tag in zip(self.tagged, self.tags):
-                if stripped.startswith(f"v{node} = "):
-                    ln = ln.replace(f"v{node} = ", f"v{node} = checkpoint_name(", 1) + f", {tag!r})"
-            lines.append("    " + ln)
-        outer = self.outer.source().rstrip("\n").split("\n")
+        lines += embed(self.body, "body", tuple(zip(self.tagged, self.tags)))
         lines.append("")
-        lines.append("    " + outer[0].replace("def program(backend, ", "def outer("))
-        lines += ["    " + ln for ln in outer[2:]]
+        lines += embed(self.outer, "outer")
         if self.policy is None:
             policy = "None"
         elif self.policy in ("save_only_these_names", "save_anything_except_these_names"):
@@ -83,23 +77,14 @@ class RematCase:
 
     def build(self, backend, remat=True):
         """The program for ``backend``; ``remat=False`` leaves checkpoint out."""
-        check_backend(backend)
-        namespace: dict = {}
-        exec(compile(self.text(), "<strategies.remat>", "exec"), namespace)
-        return namespace["make"](backend, remat)
+        return self.function(backend, "make", remat)()
 
     def describe(self):
         return (f"checkpoint(policy={self.policy}{self.saved if self.saved else ''}, "
                 f"prevent_cse={self.prevent_cse}) of {self.body.ops}, then {self.outer.ops}")
 
-    def source(self):
-        from .control import array_literal
-        args = ", ".join(array_literal(a) for a in self.args)
-        return ("import numpy as np\nimport jax  # or: import impl as jax\nimport jax.ad_checkpoint\n\n"
-                + self.text() + f"\nargs = ({args},)\nprint(make(jax, True)(*args), make(jax, False)(*args))\n")
-
-    def __repr__(self):
-        return f"RematCase({self.describe()}):\n{self.text()}"
+    def example(self):
+        return f"args = {args_literal(self.args)}\nprint(make(jax, True)(*args), make(jax, False)(*args))\n"
 
 
 @st.composite

@@ -20,13 +20,25 @@ from hypothesis import strategies as st
 from . import array_strategies as _arrays
 from .named import COLLECTIVES, ELEMENTWISE, Step, _apply, _step
 from .programs import Program, program_args, random_programs
+from .source import IMPORTS, Case, args_literal, array_literal
 from .types import FLOAT_DTYPES, OneArrayCase
 
 DEVICES = 8
 #: mesh shapes over 8 devices and their axis names
 MESHES = (((8,), ("x",)), ((2, 4), ("x", "y")), ((4, 2), ("x", "y")), ((2, 2, 2), ("x", "y", "z")),
           ((1, 8), ("x", "y")))
-SHARDING_KINDS = ("jit", "constraint", "spmd")
+#: how each kind runs the program ``f``: formatted with the input shardings ``ins``, the
+#: output sharding ``out`` and the batch's mesh axis ``axis``
+SHARDING_CALLS = {
+    "jit": "g = jax.jit(f, in_shardings={ins}, out_shardings={out})",
+    "constraint": "g = jax.jit(lambda *xs: jax.lax.with_sharding_constraint(f(*xs), {out}))",
+    "spmd": "g = jax.jit(jax.vmap(lambda *xs: jax.lax.with_sharding_constraint(f(*xs), {out}), "
+            "spmd_axis_name={axis!r}))",
+}
+SHARDING_KINDS = tuple(SHARDING_CALLS)
+#: the imports of a reproducing module, with 8 host devices
+MULTIDEVICE_IMPORTS = ("import os\nos.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=8'\n"
+                       + IMPORTS)
 
 
 def make_mesh(shape, names):
@@ -66,7 +78,7 @@ def _spec(draw, shape, mesh_shape, names):
 
 
 @dataclass(frozen=True, repr=False)
-class ShardingCase:
+class ShardingCase(Case):
     """A program, a mesh, and the shardings to run it with.
 
     kinds: ``jit`` (in_shardings per input, out_shardings for the output),
@@ -84,6 +96,9 @@ class ShardingCase:
     args: tuple
     batch_axis: str | None = None
 
+    label = "sharding"
+    imports = MULTIDEVICE_IMPORTS + "from jax.sharding import AxisType, NamedSharding, PartitionSpec as P\n"
+
     @property
     def dtype(self):
         return np.dtype(self.program.dtype)
@@ -94,31 +109,18 @@ class ShardingCase:
                 f"{f', spmd_axis_name={self.batch_axis!r}' if self.batch_axis else ''}, program {self.program.ops}"
                 f" on {[list(np.shape(a)) for a in self.args]}")
 
-    def source(self):
-        from .control import array_literal
-        args = ", ".join(array_literal(a) for a in self.args)
-        mesh = (f"mesh = jax.make_mesh({self.mesh_shape!r}, {self.mesh_names!r}, "
-                f"axis_types=(AxisType.Auto,) * {len(self.mesh_shape)})")
-        shard = "lambda spec: NamedSharding(mesh, spec)"
-        lines = ["import os", "os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=8'",
-                 "import numpy as np", "import jax  # or: import impl as jax",
-                 "from jax.sharding import AxisType, NamedSharding, PartitionSpec as P", "",
-                 self.program.source(), mesh, f"sharding = {shard}", f"args = ({args},)",
-                 "f = lambda *xs: program(jax, *xs)"]
-        ins = "(" + ", ".join(f"sharding({spec_text(s)})" for s in self.in_specs) + ",)"
-        if self.kind == "jit":
-            lines.append(f"g = jax.jit(f, in_shardings={ins}, out_shardings=sharding({spec_text(self.out_spec)}))")
-        elif self.kind == "constraint":
-            lines.append(f"g = jax.jit(lambda *xs: jax.lax.with_sharding_constraint(f(*xs), "
-                         f"sharding({spec_text(self.out_spec)})))")
-        else:
-            lines.append(f"g = jax.jit(jax.vmap(lambda *xs: jax.lax.with_sharding_constraint(f(*xs), "
-                         f"sharding({spec_text(self.out_spec)})), spmd_axis_name={self.batch_axis!r}))")
-        lines.append("out = g(*args)\nprint(out, out.sharding)")
-        return "\n".join(lines) + "\n"
+    def text(self):
+        return self.program.source()
 
-    def __repr__(self):
-        return f"ShardingCase({self.describe()})"
+    def example(self):
+        ins = "(" + ", ".join(f"sharding({spec_text(s)})" for s in self.in_specs) + ",)"
+        call = SHARDING_CALLS[self.kind].format(ins=ins, out=f"sharding({spec_text(self.out_spec)})",
+                                                axis=self.batch_axis)
+        return "\n".join([
+            f"mesh = jax.make_mesh({self.mesh_shape!r}, {self.mesh_names!r}, "
+            f"axis_types=(AxisType.Auto,) * {len(self.mesh_shape)})",
+            "sharding = lambda spec: NamedSharding(mesh, spec)", f"args = {args_literal(self.args)}",
+            "f = lambda *xs: program(jax, *xs)", call, "out = g(*args)", "print(out, out.sharding)"]) + "\n"
 
 
 @st.composite
@@ -158,7 +160,7 @@ def sharding_cases(*, kinds=SHARDING_KINDS, dtype=None, max_ops=4):
 
 
 @dataclass(frozen=True, repr=False)
-class ShardMapCase(OneArrayCase):
+class ShardMapCase(OneArrayCase, Case):
     """``shard_map(body, mesh, in_specs=P(<one mesh axis per leading dim>),
     out_specs=P(<all mesh axes on dim 0>))`` with a body of named-axis steps
     (collectives over mesh axis names and tuples of them); ``reference(x)``
@@ -169,6 +171,9 @@ class ShardMapCase(OneArrayCase):
     dims: tuple[str, ...]          # the mesh axis of each leading dim of x
     steps: tuple[Step, ...]
     x: np.ndarray
+
+    label = "shard_map"
+    imports = MULTIDEVICE_IMPORTS + "from jax.sharding import AxisType\n"
 
     @property
     def in_spec(self):
@@ -188,11 +193,7 @@ class ShardMapCase(OneArrayCase):
         return "\n".join(lines) + "\n"
 
     def program(self, backend):
-        namespace: dict = {}
-        exec(compile(self.text(), "<strategies.sharding shard_map>", "exec"), namespace)
-        mesh = make_mesh(self.mesh_shape, self.mesh_names)
-        fn = namespace["program"]
-        return lambda x: fn(backend, mesh, x)
+        return self.function(backend, "program", make_mesh(self.mesh_shape, self.mesh_names))
 
     def _block_shape(self):
         shape = list(self.x.shape)
@@ -222,16 +223,10 @@ class ShardMapCase(OneArrayCase):
                 f"{spec_text(self.in_spec)}, x: {self.x.dtype}{list(self.x.shape)}, body "
                 f"{[s.expr() for s in self.steps]}")
 
-    def source(self):
-        from .control import array_literal
-        return ("import os\nos.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=8'\n"
-                "import numpy as np\nimport jax  # or: import impl as jax\nfrom jax.sharding import AxisType\n\n"
-                + self.text() + f"\nmesh = jax.make_mesh({self.mesh_shape!r}, {self.mesh_names!r}, "
+    def example(self):
+        return (f"mesh = jax.make_mesh({self.mesh_shape!r}, {self.mesh_names!r}, "
                 f"axis_types=(AxisType.Auto,) * {len(self.mesh_shape)})\nx = {array_literal(self.x)}\n"
                 "print(program(jax, mesh, x))\n")
-
-    def __repr__(self):
-        return f"ShardMapCase({self.describe()}):\n{self.text()}"
 
 
 @st.composite

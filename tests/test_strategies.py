@@ -23,7 +23,7 @@ from hypothesis.control import BuildContext
 from hypothesis.internal.conjecture.data import ConjectureData
 
 import strategies as S
-from strategies.ops import VOCABULARY
+from strategies.vocabulary import VOCABULARY
 
 from helpers import first_in_ci, nightly
 
@@ -484,7 +484,7 @@ def test_linear_function_source_runs():
     for lf in sample(S.linear_functions(wrong_transpose=True, kinds=S.LINEAR_KINDS), 10, seed=22):
         namespace = {}
         exec(lf.source(), namespace)
-        got = namespace["fun_transpose"](namespace["residual_args"], lf.example_cotangent)
+        got = namespace["fun_transpose"](jax, namespace["residual_args"], lf.example_cotangent)
         assert _leaves_close(got, lf.transpose(jax)(lf.residual_args, lf.example_cotangent))
 
 
@@ -564,61 +564,66 @@ def test_build_refuses_a_non_backend():
 
 # ----------------------------------------------------------------- impl's primitives
 
-#: impl primitives that no strategy draws, each with the reason.
-EXEMPT_PRIMITIVES = {
-    "custom_vmap_call": "custom_vmap's batching rule is user code; JAX cannot differentiate a "
-                        "custom_vmap function without a custom jvp, so no law that must pass on JAX "
-                        "draws it (tests/test_custom_derivatives.py covers it against JAX)",
-    "chunk_map": "bound by vmap(..., chunk_size=k): properties.cases.chunked_vmaps draws the chunk size "
-                 "(a vmap parameter, not a program op) for chunked_vmap_matches_vmap",
-    "shard_map": "drawn by strategies.sharding, whose meshes need 8 devices: traced in the subprocess of "
-                 "properties.multidevice, not in this process",
-    "sharding_constraint": "drawn by strategies.sharding (8 devices, properties.multidevice)",
-    "psum_unmapped": "internal to reduce_axes (sums a cotangent over the named axes); drawn through "
-                     "properties.cases.reduce_axes_cases for reduce_axes_matches_summed_grads",
-    "pbroadcast": "not drawn yet: JAX 0.10.2's pbroadcast jvp under vmap is broken (strict xfail in "
-                  "tests/test_collectives.py), so no reference-checked law draws it; impl's own tests cover it",
-    "debug_callback": "a host callback with no outputs (impl.debug.print/callback): no law "
-                      "reads it; tests/test_toplevel.py compares its printed output with JAX's "
-                      "eagerly and under jit, vmap and grad",
-    "pure_callback": "a host callback (impl.pure_callback), not differentiable: tests/test_toplevel.py "
-                     "against JAX under jit and each vmap_method",
-    # not drawn (adding vocabulary ops shifts every drawn program):
-    # tests/test_lax_reduce_solve_barrier.py checks each against JAX under jit, jvp, grad and vmap
-    "optimization_barrier": "not drawn yet: tests/test_lax_reduce_solve_barrier.py covers it "
-                            "against JAX",
-    "reduce_precision": "not drawn yet (piecewise constant: no smooth law applies); "
-                        "tests/test_lax_reduce_solve_barrier.py covers it against JAX",
-    "reduce": "not drawn yet: lax.reduce with a general computation; "
-              "tests/test_lax_reduce_solve_barrier.py covers it against JAX and finite differences",
-    "custom_linear_solve": "not drawn yet: tests/test_lax_reduce_solve_barrier.py covers it "
-                           "against JAX and finite differences",
-    # The rejection samplers lower to JAX's own; XLA spends ~1 s compiling each loop, too
-    # slow for drawn programs. tests/test_random_dists.py checks them against JAX.
-    "random_gamma": "rejection sampler lowered to JAX's (~1 s of XLA compile per draw): "
-                    "tests/test_random_dists.py against JAX under jit, vmap, vjp and grad",
-    "random_poisson": "rejection sampler lowered to JAX's: tests/test_random_dists.py against JAX",
-    "random_binomial": "rejection sampler lowered to JAX's: tests/test_random_dists.py against JAX",
-    "random_gamma_grad": "only the derivative of random_gamma (no derivative itself, as in JAX): "
-                         "tests/test_random_dists.py compares gamma's vjp with JAX's and float64 "
-                         "finite differences of the gamma CDF",
-}
-
-
-def test_every_impl_primitive_is_drawn_or_exempt():
-    """The strategies reach every primitive in impl's registry (traced as drawn,
-    and under jvp, vjp, vmap and jit), or the primitive is exempt with a reason."""
+def test_every_impl_primitive_is_declared_once_and_drawn_by_what_declares_it():
+    """strategies/vocabulary.py's PRIMITIVES has one entry per primitive of impl's registry,
+    and each drawn entry's source (a vocabulary op, collective, control kind or case family)
+    binds that primitive when its cases are traced as drawn and under jvp, vjp, vmap and jit;
+    no exempt primitive is drawn."""
     import impl
     from properties.primitives import impl_primitives
-    from strategies.coverage import drawn_primitives
-    defined = set(impl_primitives())
-    drawn = drawn_primitives(impl)
-    missing = defined - drawn - set(EXEMPT_PRIMITIVES)
-    assert not missing, (f"impl primitives no strategy draws: {sorted(missing)}; add an op to "
-                         "strategies/ops.py (or a case strategy) or an exemption with a reason")
-    stale = set(EXEMPT_PRIMITIVES) & drawn
-    assert not stale, f"exempt but drawn (drop the exemption): {sorted(stale)}"
-    assert set(EXEMPT_PRIMITIVES) <= defined, "exemptions for primitives impl no longer has"
+    from strategies.coverage import check_table
+    problems = check_table(impl, impl_primitives())
+    assert not problems, "\n".join(problems)
+
+
+@pytest.fixture
+def toy_cube(monkeypatch):
+    """A toy primitive added as docs/impl.md says: a define block (the rule's own code)
+    and its user-facing function in impl.lax; removed from the registry afterwards."""
+    import impl
+    from impl.interpreters import ad, batching
+    from impl.primitives import _define
+    from impl.primitives.elementwise import add, mul
+
+    def cube_jvp(t, x):     # d(x^3) = 3 x^2 t
+        u = mul(t, mul(x, x))
+        return add(u, add(u, u))
+
+    toy_cube_p = _define.define("toy_cube", abstract_eval=lambda x: x, lowering=lambda x: x * x * x,
+                                jvp=ad.jvp_by_parts(cube_jvp), batching=batching.vectorized)
+    monkeypatch.setattr(impl.lax, "toy_cube", toy_cube_p.bind, raising=False)
+    try:
+        yield toy_cube_p
+    finally:
+        del _define.registry["toy_cube"], _define.defined_in["toy_cube"]
+
+
+def test_a_new_primitive_needs_one_table_entry(toy_cube):
+    """The toy primitive's one strategy entry (its op, declared in the table) makes the
+    programs draw it, and the coverage check sees it drawn; without the entry, or with an
+    entry naming an op that does not bind it, the check says so."""
+    import impl
+    from strategies.coverage import check_table
+    from strategies.ops import Unary
+    from strategies.vocabulary import VOCABULARY, declared, op
+
+    entry = op(Unary("toy_cube", "lax.toy_cube({})", lambda lo, hi: (lo ** 3, hi ** 3),
+                     accepts=lambda t, ctx: t.bound <= 4.0))
+    assert check_table(impl, {"toy_cube"}, {}) == [
+        "toy_cube: no entry in the primitive table (strategies/vocabulary.py): declare what draws it, "
+        "or an exemption with a reason"]
+    with declared("toy_cube", entry):
+        for program, args in sample(S.program_cases(ops=("toy_cube",), max_ops=1, dtype="float64"), 5, seed=31):
+            assert program.ops == ("toy_cube",), program
+            got = np.asarray(program.build(impl)(*args))
+            np.testing.assert_allclose(got, np.asarray(args[program.nodes[0].inputs[0]], np.float64) ** 3,
+                                       rtol=1e-12)
+            lo, hi = program.output_bounds
+            assert np.all((lo <= got) & (got <= hi))
+        assert check_table(impl, {"toy_cube"}, {"toy_cube": entry}) == []
+        assert check_table(impl, {"toy_cube"}, {"toy_cube": op("sin")}) == [
+            "toy_cube: declared drawn by ('op', 'sin'), whose drawn cases do not bind it"]
+    assert "toy_cube" not in VOCABULARY and "toy_cube" not in S.PRIMITIVES
 
 
 def test_op_table_is_consistent():

@@ -32,7 +32,7 @@ def nested_vmap_matches_loops(backend, case):
     """vmap(vmap(f)) equals two nested loops."""
     f = case.program.build(backend)
     (outer_in, inner_in), (outer_out, inner_out) = case.in_axes, case.out_axes
-    outer_size, inner_size = case.axis_size
+    outer_size, inner_size = case.axis_sizes
 
     def inner_loop(*mid):
         return loop_vmap(f, mid, inner_in, inner_out, inner_size)
