@@ -109,7 +109,7 @@ _focus: contextvars.ContextVar[Focus | None] = contextvars.ContextVar("focus", d
 @contextlib.contextmanager
 def focus(*, ops=None, named=None, control=None, families=()):
     """Restrict every case strategy made meanwhile to the cases that exercise
-    one primitive (``properties.mutation``). ``ops``: the vocabulary ops of
+    one primitive (``tools.mutation``). ``ops``: the vocabulary ops of
     program-based strategies (None: those strategies are out of focus);
     ``named``: named-axis ops; ``control``: control-flow kinds; ``families``:
     other strategy families kept whole ("custom", "remat", "prng", "piles").
