@@ -216,6 +216,55 @@ class CustomRuleFunction:
         return program, consts, store["out_tree"]
 
 
+# ------------------------------------------------------------ where a call lands
+
+def landing_trace(operands):
+    """The trace that a custom call on `operands` would reach if it were bound now.
+
+    A JVP trace none of whose tracers is an operand, and a partial-evaluation trace with
+    no unknown operand, pass every primitive on to their parent; so they are skipped
+    here. Custom calls use this to do what JAX does: at the evaluation trace the
+    function itself runs (on concrete values, so Python control flow on them works); at
+    a JVP trace that perturbs an operand only the user's rule runs, never the function;
+    elsewhere (staging, vmap, checkpoint policies) the function is staged and bound."""
+    trace = core.current_trace()
+    while True:
+        if type(trace) is ad.JVPTrace:
+            if any(type(x) is ad.JVPTracer and x._trace is trace for x in operands):
+                return trace
+        elif not (type(trace) is pe.JaxprTrace and trace.forward_known
+                  and not any(trace.is_own(x) for x in operands)):
+            return trace
+        trace = trace.parent
+
+
+def run_at_eval(fun, args, kind, exc):
+    """fun(*args) at the evaluation trace (where a custom call on no perturbed operand
+    lands). A live tracer reaching evaluation there was closed over by the function:
+    the value of a transformation that the call passed by, being differentiated."""
+    try:
+        with core.set_current_trace(core.eval_trace):
+            return fun(*args)
+    except core.UnexpectedTracerError as e:
+        if isinstance(e, exc):
+            raise
+        raise closed_over_error(kind, name_of(fun), exc) from e
+
+
+def split_jvp_operands(trace, operands):
+    """(primals, tangents) of `operands` at the JVP trace `trace`; operands that are not
+    its tracers have Zero tangents."""
+    primals, tangents = [], []
+    for x in operands:
+        if type(x) is ad.JVPTracer and x._trace is trace:
+            primals.append(x.primal)
+            tangents.append(x.tangent)
+        else:
+            primals.append(x)
+            tangents.append(Zero(ad.tangent_aval(get_aval(x))))
+    return primals, tangents
+
+
 # ---------------------------------------------------------------------- staging
 
 def stage(flat_fun, avals):

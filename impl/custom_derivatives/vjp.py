@@ -24,8 +24,9 @@ from impl.core import Tracer, get_aval
 from impl.custom_derivatives.common import (
     ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, batch_flat_rule,
     call_substituted, check_jaxtypes, closed_over_error, describe, eval_program, is_eager,
-    is_float, materialize, match_batch, move_batch_to_front, name_of, program_call_rules,
-    stage, to_rule, tree_flatten, tree_unflatten, type_str)
+    is_float, landing_trace, materialize, match_batch, move_batch_to_front, name_of,
+    program_call_rules, run_at_eval, split_jvp_operands, stage, to_rule, tree_flatten,
+    tree_unflatten, type_str)
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
@@ -289,8 +290,10 @@ def _tree_of_types(tree, avals):
     return str(tree_unflatten(tree, [type_str(a) for a in avals])).replace("'", "")
 
 
-def _check_fwd_outputs(name, fwd_name, out_tree, out_avals, pair):
-    """Validate what fwd returned; return (primal output leaves, residual leaves)."""
+def _check_fwd_outputs(name, fwd_name, expected, pair):
+    """Validate what fwd returned; return (primal output leaves, residual leaves,
+    residual tree, output tree). `expected`: the function's (output tree, output avals),
+    or None when the function has not been run."""
     lead = (f"Custom VJP fwd rule {fwd_name} for function {name} must produce a pair (list "
             "or tuple of length two) where the first element represents the primal output "
             f"(equal to the output of the custom_vjp-decorated function {name}) and the "
@@ -302,6 +305,7 @@ def _check_fwd_outputs(name, fwd_name, out_tree, out_avals, pair):
     o_leaves, o_tree = tree_flatten(pair[0])
     check_jaxtypes(o_leaves, f"The primal outputs of custom VJP fwd rule {fwd_name}")
     o_avals = [get_aval(o) for o in o_leaves]
+    out_tree, out_avals = expected or (o_tree, o_avals)
     if o_tree != out_tree:
         raise TypeError(lead + "instead the fwd rule output's first element had "
                         f"container/pytree structure:\n    {_tree_of_types(o_tree, o_avals)}"
@@ -315,7 +319,7 @@ def _check_fwd_outputs(name, fwd_name, out_tree, out_avals, pair):
                         f"of:\n    {_tree_of_types(out_tree, out_avals)}")
     r_leaves, res_tree = tree_flatten(pair[1])
     check_jaxtypes(r_leaves, f"The residuals of custom VJP fwd rule {fwd_name}")
-    return list(o_leaves), list(r_leaves), res_tree
+    return list(o_leaves), list(r_leaves), res_tree, o_tree
 
 
 def _flatten_bwd_output(out, in_tree, avals):
@@ -445,40 +449,81 @@ class custom_vjp(CustomRuleFunction):
             return self.fun(*args)
         layout = ArgLayout(args, nondiff, f"custom_vjp function {name}",
                            nondiff_operands=False)
+        trace = landing_trace(layout.operands)
+        if trace is core.eval_trace:
+            return run_at_eval(self.fun, args, "custom_vjp", CustomVJPException)
+        rules = _VJPRules(self, layout, [args[i] for i in nondiff])
+        if type(trace) is ad.JVPTrace and not self.optimize_remat:
+            return rules.fwd_only(trace)
         program, consts, out_tree = self._stage_primal(layout, f"custom_vjp function {name}")
-        fwd_fn, bwd_fn, symbolic = self.fwd, self.bwd, self.symbolic_zeros
-        fwd_name, out_avals = name_of(fwd_fn), program.out_avals
-        static_nondiff = [args[i] for i in nondiff]
-        diff_tree = tree_util.treedef_tuple(layout.diff_trees())
-        op_avals = [get_aval(x) for x in layout.operands]
-        store = {}   # the residual tree, known once fwd has run
-
-        def run_fwd(ops, perturbed):
-            if symbolic:
-                ops = [CustomVJPPrimal(x, p) for x, p in zip(ops, perturbed)]
-            pair = fwd_fn(*layout.rebuild(ops))
-            outs, res, store["res_tree"] = _check_fwd_outputs(name, fwd_name, out_tree,
-                                                             out_avals, pair)
-            return outs, res
+        rules.expect(out_tree, program.out_avals)
 
         def flat_fwd(const_vals, ops, perturbed):
-            return call_substituted(consts, const_vals, run_fwd, ops, perturbed)
+            return call_substituted(consts, const_vals, rules.run_fwd, ops, perturbed)
 
         if self.optimize_remat:
-            flat_fwd = _staged_fwd(flat_fwd, program, op_avals)
-
-        def run_bwd(res, cts):
-            py_res = tree_unflatten(store["res_tree"], res)
-            py_cts = tree_unflatten(out_tree, [to_rule(c, symbolic) for c in cts])
-            return _flatten_bwd_output(bwd_fn(*static_nondiff, py_res, py_cts), diff_tree,
-                                       op_avals)
+            flat_fwd = _staged_fwd(flat_fwd, program, rules.op_avals)
 
         def flat_bwd(const_vals, res, cts):
-            return call_substituted(consts, const_vals, run_bwd, res, cts)
+            return call_substituted(consts, const_vals, rules.run_bwd, res, cts)
 
         outs = custom_vjp_call_p.bind(*consts, *layout.operands, call=program, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts), name=name)
         return tree_unflatten(out_tree, outs)
+
+
+class _VJPRules:
+    """The user's fwd and bwd of one call, as functions of flat operands. The output
+    tree is the function's once it has been staged (`expect`); when only fwd runs (at a
+    JVP trace) it is that of fwd's primal output."""
+
+    def __init__(self, fn, layout, static_nondiff):
+        self.name, self.fwd_name = name_of(fn.fun), name_of(fn.fwd)
+        self.fwd, self.bwd, self.symbolic = fn.fwd, fn.bwd, fn.symbolic_zeros
+        self.layout, self.static_nondiff = layout, static_nondiff
+        self.diff_tree = tree_util.treedef_tuple(layout.diff_trees())
+        self.op_avals = [get_aval(x) for x in layout.operands]
+        self.expected = None
+        self.res_tree = self.out_tree = None   # known once fwd has run
+
+    def expect(self, out_tree, out_avals):
+        self.expected = (out_tree, out_avals)
+        self.out_tree = out_tree
+
+    def run_fwd(self, ops, perturbed):
+        if self.symbolic:
+            ops = [CustomVJPPrimal(x, p) for x, p in zip(ops, perturbed)]
+        pair = self.fwd(*self.layout.rebuild(ops))
+        outs, res, self.res_tree, out_tree = _check_fwd_outputs(
+            self.name, self.fwd_name, self.expected, pair)
+        self.out_tree = out_tree
+        return outs, res
+
+    def run_bwd(self, res, cts):
+        py_res = tree_unflatten(self.res_tree, res)
+        py_cts = tree_unflatten(self.out_tree, [to_rule(c, self.symbolic) for c in cts])
+        return _flatten_bwd_output(self.bwd(*self.static_nondiff, py_res, py_cts),
+                                   self.diff_tree, self.op_avals)
+
+    def fwd_only(self, trace):
+        """At a JVP trace perturbing an operand: fwd gives the primal outputs and the
+        residuals, and `custom_lin` (whose transpose runs bwd) the output tangents; the
+        function itself is not run (as in JAX)."""
+        primals, tangents = split_jvp_operands(trace, self.layout.operands)
+        perturbed = [type(t) is not Zero and is_float(a)
+                     for t, a in zip(tangents, self.op_avals)]
+        with core.set_current_trace(trace.parent):
+            outs, res = self.run_fwd(primals, perturbed)
+            out_avals = tuple(get_aval(o) for o in outs)
+            lin_outs = custom_lin_p.bind(
+                *res, *[t for t, p in zip(tangents, perturbed) if p], num_res=len(res),
+                num_consts=0, bwd=lambda consts, res, cts: self.run_bwd(res, cts),
+                res_avals=tuple(get_aval(r) for r in res), ct_avals=out_avals,
+                perturbed=tuple(perturbed), name=self.name)
+        it = iter(lin_outs)
+        out_ts = [next(it) if is_float(a) else Zero(ad.tangent_aval(a)) for a in out_avals]
+        return tree_unflatten(self.out_tree,
+                              [trace.wrap(p, t) for p, t in zip(outs, out_ts)])
 
 
 __all__ = ["custom_vjp", "custom_vjp_call_p", "CustomVJPPrimal",
