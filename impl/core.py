@@ -355,6 +355,12 @@ class Trace:
     def process_primitive(self, prim, args, params):
         raise NotImplementedError
 
+    def forwards_to(self, args):
+        """The trace to which this one hands a primitive applied to `args` without
+        transforming it (None if it transforms or stages it). Custom rules use it to
+        find where a call would land, so that they run only what runs there."""
+        return None
+
     def stands_in_for(self, tracer) -> bool:
         """Whether this trace replaces `tracer` by a current value before binding on.
 

@@ -62,13 +62,19 @@ class StandIn(types.ModuleType):
             self.__dict__["__path__"] = jax_mod.__path__
 
     def __getattr__(self, attr):
+        jax_mod = self.__dict__["_jax"]
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller.split(".")[0] in ("jax", "impl"):
+            # JAX's and impl's own lazy imports (`from jax import lax` in a function)
+            # must keep meaning JAX.
+            return getattr(jax_mod, attr)
         child = STAND_INS_LOADED.get(f"{self.__name__}.{attr}")
         if child is not None:
             return child
         impl_mod = self.__dict__["_impl"]
         if impl_mod is not None and hasattr(impl_mod, attr):
             return getattr(impl_mod, attr)
-        value = getattr(self.__dict__["_jax"], attr)
+        value = getattr(jax_mod, attr)
         if impl_mod is not None and not isinstance(value, types.ModuleType):
             fallbacks[f"{self.__name__}.{attr}"] += 1
         return value

@@ -114,12 +114,16 @@ def check_jaxtypes(leaves, where):
                             "JAX type (arrays, scalars or pytrees of them are).")
 
 
+_PY_SCALARS = (bool, int, float, complex)
+
+
 class ArgLayout:
     """How positional arguments map to the flat operands of a custom primitive.
 
     Leaves of differentiable arguments are operands. Leaves of nondiff arguments are
-    operands when they are arrays (`nondiff_operands`, never differentiated) and stay
-    static Python values otherwise."""
+    operands when they are arrays or tracers (`nondiff_operands`, never differentiated)
+    and stay static Python values otherwise: Python scalars too, as shapes or other
+    static parameters of the function, as in JAX."""
 
     def __init__(self, args, nondiff, where, nondiff_operands=True):
         self.nondiff = nondiff
@@ -128,7 +132,8 @@ class ArgLayout:
             leaves, tree = tree_flatten(a)
             kinds = []
             for x in leaves:
-                if i in nondiff and not (nondiff_operands and core.valid_jaxtype(x)):
+                if i in nondiff and not (nondiff_operands and core.valid_jaxtype(x)
+                                         and not isinstance(x, _PY_SCALARS)):
                     kinds.append("static")
                     self.static.append(x)
                     continue
@@ -219,23 +224,17 @@ class CustomRuleFunction:
 # ------------------------------------------------------------ where a call lands
 
 def landing_trace(operands):
-    """The trace that a custom call on `operands` would reach if it were bound now.
+    """The trace that a custom call on `operands` would reach if it were bound now:
+    traces that would pass it on untransformed (`Trace.forwards_to`) are skipped.
 
-    A JVP trace none of whose tracers is an operand, and a partial-evaluation trace with
-    no unknown operand, pass every primitive on to their parent; so they are skipped
-    here. Custom calls use this to do what JAX does: at the evaluation trace the
-    function itself runs (on concrete values, so Python control flow on them works); at
-    a JVP trace that perturbs an operand only the user's rule runs, never the function;
+    Custom calls use it to do what JAX does: at the evaluation trace the function
+    itself runs (on concrete values, so Python control flow on them works); at a JVP
+    trace that perturbs an operand only the user's rule runs, never the function;
     elsewhere (staging, vmap, checkpoint policies) the function is staged and bound."""
     trace = core.current_trace()
-    while True:
-        if type(trace) is ad.JVPTrace:
-            if any(type(x) is ad.JVPTracer and x._trace is trace for x in operands):
-                return trace
-        elif not (type(trace) is pe.JaxprTrace and trace.forward_known
-                  and not any(trace.is_own(x) for x in operands)):
-            return trace
-        trace = trace.parent
+    while (passed_to := trace.forwards_to(operands)) is not None:
+        trace = passed_to
+    return trace
 
 
 def run_at_eval(fun, args, kind, exc):

@@ -331,15 +331,14 @@ def _flatten_bwd_output(out, in_tree, avals):
     zero = object()
     proxy = tree_unflatten(in_tree, [object()] * in_tree.num_leaves)
     flat = []
-
-    def collect(ct, sub):
-        k = len(tree_util.tree_leaves(sub))
-        flat.extend([zero if ct is None else ct] * k)
-
     try:
         if not isinstance(out, tuple):
             raise ValueError
-        tree_util.tree_map(collect, out, proxy, is_leaf=lambda x: x is None)
+        # bwd's output is a prefix of the arguments (None for a whole subtree); it is
+        # matched without rebuilding user pytrees holding None
+        cts, prefix = tree_flatten(out, is_leaf=lambda x: x is None)
+        for ct, sub in zip(cts, prefix.flatten_up_to(proxy)):
+            flat.extend([zero if ct is None else ct] * len(tree_util.tree_leaves(sub)))
     except ValueError:
         raise TypeError("Custom VJP bwd rule must produce an output with the same container "
                         "(pytree) structure as the args tuple of the primal function, and in "

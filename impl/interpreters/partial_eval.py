@@ -83,6 +83,11 @@ class JaxprTrace(core.Trace):
             self.consts.append(x)
         return var
 
+    def forwards_to(self, args):
+        if self.forward_known and not any(self.is_own(x) for x in args):
+            return self.parent
+        return None
+
     def instantiate(self, x):
         """`x` as one of this trace's tracers (a known value becomes a constant)."""
         return x if self.is_own(x) else JaxprTracer(self, self.get_var(x))
@@ -229,6 +234,9 @@ class RecomputingTrace(JaxprTrace):
         self.saveable = saveable
         self.recipes = {}    # id(known value) -> (prim, args, params, outs, index)
         self.replayed = {}   # id(known value) -> Var of its recomputation
+
+    def forwards_to(self, args):
+        return None   # known values are recorded here (recipes), not only passed on
 
     def bind_known(self, prim, args, params):
         outs = super().bind_known(prim, args, params)
