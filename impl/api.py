@@ -317,8 +317,9 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
         # The seed is an array, weakly typed for a weakly typed output (from Python
         # scalars) so that the gradient keeps the weak type, as in JAX; custom_vjp bwd
         # rules see it as their cotangent.
-        weak_seed = aval.weak_type and aval.dtype == core.canonical_dtype(np.float64)
-        seed = jax.numpy.asarray(1.0) if weak_seed else jax.numpy.ones((), aval.dtype)
+        seed = jax.numpy.ones((), aval.dtype)
+        if aval.weak_type:   # a Python scalar of the output's kind is weakly typed
+            seed = jax.numpy.asarray(seed.item())
         (g,) = [f_vjp(seed)]
         g = g[0] if single else tuple(g)
         return ((out, aux), g) if has_aux else (out, g)

@@ -619,6 +619,17 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     return [read(v) for v in jaxpr.outvars]
 
 
+def programs_in(value):
+    """The programs a primitive parameter holds (a jit body, a tuple of branches)."""
+    if isinstance(value, ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from programs_in(v)
+
+
 def bools_per(flags, n):
     """`flags` (one bool for all, or a sequence of n bools) as a tuple of n bools."""
     if isinstance(flags, (bool, np.bool_)):

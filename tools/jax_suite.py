@@ -39,6 +39,7 @@ STAND_INS = {
     "jax.errors": "impl.errors",
     "jax.ad_checkpoint": "impl.ad_checkpoint",
     "jax.debug": "impl.debug",
+    "jax.test_util": "impl.test_util",
     "jax._src": None,
     "jax._src.api": "impl.api",
     "jax._src.core": "impl.core",
@@ -124,14 +125,9 @@ def install_stand_ins():
     import jax
     os.environ.setdefault("IMPL_TRACEBACK_FILTERING", "off")   # the error, not a footer
     import impl
-    if os.environ.get("JAX_SUITE_NO_CHECK_GRADS", "1") == "1":
-        # check_grads of JAX's test utilities would differentiate with JAX, not impl.
-        def check_grads(*args, **kwargs):
-            check = getattr(impl, "test_util", None)
-            if check is None or not hasattr(check, "check_grads"):
-                raise NotImplementedError("impl has no test_util.check_grads")
-            return check.check_grads(*args, **kwargs)
-        jax._src.test_util.check_grads = check_grads
+    # check_grads of JAX's test utilities would differentiate with JAX, not impl
+    import impl.test_util
+    jax._src.test_util.check_grads = impl.test_util.check_grads
     for name in sorted(STAND_INS, key=lambda n: n.count(".")):
         impl_name = STAND_INS[name]
         impl_mod = importlib.import_module(impl_name) if impl_name else None

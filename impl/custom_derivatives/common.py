@@ -373,9 +373,7 @@ def materialize(t):
     aval = t.aval
     if aval.dtype == float0:
         return np.zeros(aval.shape, float0)
-    zeros = core.ops.zeros(aval.strip_weak_type())
-    return convert_element_type(zeros, aval.dtype, weak_type=True) if aval.weak_type \
-        else zeros
+    return core.ops.zeros(aval)
 
 
 def zero_tangent_value(aval):

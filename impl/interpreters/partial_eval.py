@@ -142,22 +142,12 @@ class JaxprTrace(core.Trace):
         return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns), consts)
 
 
-def _programs_in(value):
-    if isinstance(value, ClosedJaxpr):
-        yield value.jaxpr
-    elif isinstance(value, Jaxpr):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _programs_in(v)
-
-
 def has_effects(eqn) -> bool:
     """Whether `eqn` has a side effect, itself or in a program it holds (a jit body, a
     branch of cond, a loop body)."""
     if eqn.primitive in effectful:
         return True
-    return any(has_effects(e) for p in eqn.params.values() for j in _programs_in(p)
+    return any(has_effects(e) for p in eqn.params.values() for j in core.programs_in(p)
                for e in j.eqns)
 
 
