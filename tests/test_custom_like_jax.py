@@ -247,3 +247,25 @@ def test_check_grads_catches_a_wrong_rule_as_jax_does(mode):
         impl.test_util.check_grads(wrong(impl), (np.float32(1.),), order=1, modes=[mode])
     with pytest.raises(AssertionError):
         jax.test_util.check_grads(wrong(jax), (np.float32(1.),), order=1, modes=[mode])
+
+
+def _mismatched_bwd(m):
+    @m.custom_vjp
+    def foo(x, y):
+        return x
+
+    foo.defvjp(lambda x, y: (x, None),
+               lambda _, g: (m.numpy.zeros(3, np.float32),   # y has shape (4,)
+                             m.numpy.zeros(3, np.float32)))
+    return lambda: m.grad(lambda x, y: foo(x, y).sum(), 1)(np.ones(3, np.float32),
+                                                         np.ones(4, np.float32))
+
+
+def test_bwd_shape_check_and_jax_option_to_disable_it():
+    for m in (impl, jax):
+        with pytest.raises(ValueError, match="bwd rule produced an output of type"):
+            _mismatched_bwd(m)()
+    from jax._src import config
+    with config.disable_bwd_checks(True):
+        got, want = _mismatched_bwd(impl)(), _mismatched_bwd(jax)()
+    assert _describe(got) == _describe(want)
