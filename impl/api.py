@@ -315,10 +315,13 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
                                f"was a {type(out).__name__} with {len(leaves)} leaves."))
         aval = get_aval(out)
         _check_grad_outputs(out, "grad", holomorphic)
-        # A weakly typed output (from Python scalars) gets a weak seed, so the gradient
-        # keeps the weak type as in JAX.
-        weak_seed = aval.weak_type and aval.dtype == core.canonical_dtype(np.float64)
-        (g,) = [f_vjp(1.0 if weak_seed else np.ones((), aval.dtype))]
+        # The seed is an array, weakly typed for a weakly typed output (from Python
+        # scalars) so that the gradient keeps the weak type, as in JAX; custom_vjp bwd
+        # rules see it as their cotangent.
+        seed = jax.numpy.ones((), aval.dtype)
+        if aval.weak_type:   # a Python scalar of the output's kind is weakly typed
+            seed = jax.numpy.asarray(seed.item())
+        (g,) = [f_vjp(seed)]
         g = g[0] if single else tuple(g)
         return ((out, aux), g) if has_aux else (out, g)
 

@@ -355,6 +355,12 @@ class Trace:
     def process_primitive(self, prim, args, params):
         raise NotImplementedError
 
+    def forwards_to(self, args):
+        """The trace to which this one hands a primitive applied to `args` without
+        transforming it (None if it transforms or stages it). Custom rules use it to
+        find where a call would land, so that they run only what runs there."""
+        return None
+
     def stands_in_for(self, tracer) -> bool:
         """Whether this trace replaces `tracer` by a current value before binding on.
 
@@ -603,6 +609,17 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
         for v, x in zip(eqn.outvars, outs):
             env[v.id] = x
     return [read(v) for v in jaxpr.outvars]
+
+
+def programs_in(value):
+    """The programs a primitive parameter holds (a jit body, a tuple of branches)."""
+    if isinstance(value, ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from programs_in(v)
 
 
 def bools_per(flags, n):

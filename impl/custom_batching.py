@@ -2,11 +2,13 @@
 
 Calling a custom_vmap function inside a transformation binds `custom_vmap_call` with the
 staged function (`call`) and the user's rule. vmap runs the rule; evaluation, jit and
-lowering run the function. Its jvp is two calls: the primal one, and a tangent one whose
-program is the tangent half of the jvp of `call` (linear in the tangents, so reverse
-mode transposes it, which JAX does not support) and whose rule is the jvp of the user's
-rule. So `defjvp` on a custom_vmap function (through a nested custom_jvp, in either
-order) differentiates in forward and reverse mode.
+lowering run the function. Its jvp is one call, as in JAX: its program is the jvp of
+`call` and its rule the jvp of the user's rule (told which arguments have both primal
+and tangent batched, under a vmap of those batched alone). Partial evaluation splits
+that call into the primal call and a tangent call linear in the tangents, whose
+transpose is its program's: so impl also differentiates custom_vmap functions in
+reverse mode, which JAX refuses. `defjvp` on a custom_vmap function (through a nested
+custom_jvp, in either order) differentiates in forward and reverse mode.
 """
 from __future__ import annotations
 
@@ -15,8 +17,7 @@ import inspect
 import numpy as np
 from jax import tree_util
 
-import impl.numpy as jnp
-from impl import core
+from impl import core, lax
 from impl.core import get_aval
 from impl.custom_derivatives.common import (
     ArgLayout, CustomRuleFunction, call_substituted, describe,
@@ -30,31 +31,35 @@ from impl.primitives._define import define
 
 # ------------------------------------------------------------------ the primitive
 
-def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, name):
+def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, name,
+                            jvp_of=None):
     size = axis_data.size
     vals, dims = move_batch_to_front(vals, dims)
     if any(d is not None for d in dims[:num_consts]):
         raise ValueError(
             f"custom_vmap function {name} closes over a value that is batched by this "
             "vmap, which its batching rule cannot see: pass the value as an argument.")
+    # As in JAX, the rule's outputs are not checked against the function's output
+    # types (a rule may broadcast a closed-over value differently); only a batched
+    # output must have the vmapped axis in front.
     outs, out_batched = rule(size, [d is not None for d in dims[num_consts:]],
                              vals[:num_consts], vals[num_consts:], axis_data.name)
-    for i, (o, b, a) in enumerate(zip(outs, out_batched, call.out_avals)):
+    for i, (o, b) in enumerate(zip(outs, out_batched)):
         shape = get_aval(o).shape
-        want = (size,) + a.shape if b else a.shape
-        if shape != want:
+        if b and shape[:1] != (size,):
             raise ValueError(f"custom vmap rule of {name} produced output {i} of shape "
-                             f"{shape}, but the output is {'batched' if b else 'unbatched'} "
-                             f"so its shape should be {want}")
+                             f"{shape}, but the output is batched, so its leading axis "
+                             f"should be the vmapped axis, of size {size}")
     return list(outs), [0 if b else None for b in out_batched]
 
 
-def _tangent_program(call, nonzeros, num_consts):
-    """The tangent half of the jvp of `call`: (consts, nonzero tangents of the consts,
-    args, nonzero tangents of the args) -> nonzero output tangents, and which output
-    tangents are nonzero. (The constants and their tangents lead: they are the tangent
-    call's constants, which its batching rule keeps unbatched.)"""
-    key = ("custom_vmap_tangents", tuple(nonzeros), num_consts)
+def _jvp_program(call, nonzeros, num_consts, with_primals):
+    """The jvp of `call` with its operands ordered (consts, nonzero tangents of the
+    consts, args, nonzero tangents of the args), giving the primal outputs (if
+    `with_primals`) and the nonzero output tangents; and which output tangents are
+    nonzero. (The constants and their tangents lead: they are the call's constants,
+    which its batching rule keeps unbatched.)"""
+    key = ("custom_vmap_jvp", tuple(nonzeros), num_consts, with_primals)
     hit = call._cache.get(key)
     if hit is None:
         jvp, out_nonzero = ad.jvp_jaxpr(call, nonzeros)
@@ -63,80 +68,117 @@ def _tangent_program(call, nonzeros, num_consts):
         order = (list(range(num_consts)) + list(range(n_in, n_in + n_const_ts)) +
                  list(range(num_consts, n_in)) + list(range(n_in + n_const_ts,
                                                             len(j.invars))))
-        tangents = pe.dce_jaxpr(core.Jaxpr(j.constvars, [j.invars[i] for i in order],
-                                           j.outvars[n:], j.eqns))
-        call._cache[key] = hit = (core.ClosedJaxpr(tangents, jvp.consts), out_nonzero)
+        outvars = j.outvars if with_primals else j.outvars[n:]
+        program = pe.dce_jaxpr(core.Jaxpr(j.constvars, [j.invars[i] for i in order],
+                                          outvars, j.eqns))
+        call._cache[key] = hit = (core.ClosedJaxpr(program, jvp.consts), out_nonzero)
     return hit
 
 
-def _jvp_of_rule(rule, const_avals, arg_avals, out_avals, nonzeros, out_nonzero):
-    """The batching rule of the tangent call: forward mode through the user's rule
-    (with respect to the arguments and the function's constants), with primals and
-    tangents batched alike."""
+def _jvp_of_rule(rule, const_avals, arg_avals, nonzeros, out_nonzero, with_primals):
+    """The batching rule of the jvp of a call (operands ordered as in `_jvp_program`):
+    forward mode through the user's rule, with respect to the arguments and the
+    function's constants. As in JAX, the rule is told that an argument is batched only
+    where its primal and its tangent both are; a primal or a tangent batched alone
+    ("extra batched", as jacfwd's tangents) is handled by a vmap around the
+    differentiated rule, so outputs may come out batched by it (primal outputs too)."""
     nc, n_args = len(const_avals), len(arg_avals)
     const_nonzero, arg_nonzero = nonzeros[:nc], nonzeros[nc:]
 
-    def tangent_rule(size, in_batched, consts, vals, axis_name):
+    def jvp_rule(size, in_batched, consts, vals, axis_name):
         const_ts = iter(consts[nc:])
         const_ts = [next(const_ts) if nz else Zero(ad.tangent_aval(a))
                     for a, nz in zip(const_avals, const_nonzero)]
         consts = list(consts[:nc])
-        args, ts = list(vals[:n_args]), iter(vals[n_args:])
+        args, nz_ts = list(vals[:n_args]), list(vals[n_args:])
         p_batched, t_batched = in_batched[:n_args], iter(in_batched[n_args:])
         t_batched = [next(t_batched) if nz else False for nz in arg_nonzero]
-        batched = [p or t for p, t in zip(p_batched, t_batched)]
-        args = [batching.broadcast_batch(a, size, 0) if b and not p else a
-                for a, b, p in zip(args, batched, p_batched)]
-        tangents = []
-        for a, nz, b, tb in zip(arg_avals, arg_nonzero, batched, t_batched):
-            if nz:
-                t = next(ts)
-                tangents.append(batching.broadcast_batch(t, size, 0) if b and not tb else t)
-            else:
-                shape = ((size,) if b else ()) + a.shape
-                tangents.append(Zero(ad.tangent_aval(a.update(shape=shape))))
+        mutual = [p and t for p, t in zip(p_batched, t_batched)]
+        extra = [p and not t for p, t in zip(p_batched, t_batched)] + \
+            [t and not p for p, t, nz in zip(p_batched, t_batched, arg_nonzero) if nz]
         store = {}
 
-        def primal_rule(*xs):
-            outs, store["out_batched"] = rule(size, batched, list(xs[:nc]), list(xs[nc:]),
-                                              axis_name)
-            return outs
+        def differentiated_rule(*xs):
+            args_, ts = xs[:n_args], iter(xs[n_args:])
+            tangents = [next(ts) if nz else Zero(ad.tangent_aval(get_aval(a)))
+                        for a, nz in zip(args_, arg_nonzero)]
 
-        _, out_ts = ad.jvp_flat(primal_rule, consts + args, const_ts + tangents)
-        res, res_batched = [], []
-        for t, b, a, nz in zip(out_ts, store["out_batched"], out_avals, out_nonzero):
-            if nz:
-                shape = ((size,) if b else ()) + a.shape
-                res.append(materialize(Zero(ad.tangent_aval(a.update(shape=shape))))
-                           if type(t) is Zero else t)
-                res_batched.append(b)
-        return res, res_batched
+            def primal_rule(*ys):
+                outs, store["out_batched"] = rule(size, mutual, list(ys[:nc]),
+                                                  list(ys[nc:]), axis_name)
+                return outs
 
-    return tangent_rule
+            outs, out_ts = ad.jvp_flat(primal_rule, consts + list(args_),
+                                       const_ts + tangents)
+            out_ts = [materialize(Zero(ad.tangent_aval(get_aval(o)))) if type(t) is Zero
+                      else t for o, t, nz in zip(outs, out_ts, out_nonzero) if nz]
+            return (list(outs) if with_primals else []) + out_ts
+
+        res = batching.batch_with_dims(differentiated_rule, args + nz_ts,
+                                       [0 if e else None for e in extra], size,
+                                       axis_name, None)
+        out_batched = [b for b, nz in zip(store["out_batched"], out_nonzero) if nz]
+        if with_primals:
+            out_batched = list(store["out_batched"]) + out_batched
+        return ([t if d is None else batching.moveaxis(t, d, 0) for t, d in res],
+                [b or d is not None for b, (_, d) in zip(out_batched, res)])
+
+    return jvp_rule
 
 
-def _custom_vmap_call_jvp(primals, tangents, *, call, rule, num_consts, name):
-    outs = custom_vmap_call_p.bind(*primals, call=call, rule=rule, num_consts=num_consts,
-                                   name=name)
-    nonzeros = [type(t) is not Zero for t in tangents]
-    tangent_call, out_nonzero = _tangent_program(call, nonzeros, num_consts)
-    out_avals = call.out_avals
-    if not any(out_nonzero):
-        return outs, [Zero(ad.tangent_aval(a)) for a in out_avals]
-    tangent_rule = _jvp_of_rule(rule, call.in_avals[:num_consts], call.in_avals[num_consts:],
-                                out_avals, nonzeros, out_nonzero)
+def _split_jvp_operands(primals, tangents, num_consts):
+    """The operands of the jvp of a call, ordered as in `_jvp_program`."""
     nz = [t for t in tangents if type(t) is not Zero]
-    n_const_ts = sum(nonzeros[:num_consts])
-    t_outs = custom_vmap_call_p.bind(*primals[:num_consts], *nz[:n_const_ts],
-                                     *primals[num_consts:], *nz[n_const_ts:],
-                                     call=tangent_call, rule=tangent_rule,
-                                     num_consts=num_consts + n_const_ts, name=f"jvp({name})")
-    it = iter(t_outs)
-    return outs, [next(it) if nz else Zero(ad.tangent_aval(a))
-                  for nz, a in zip(out_nonzero, out_avals)]
+    n_const_ts = sum(type(t) is not Zero for t in tangents[:num_consts])
+    return ([*primals[:num_consts], *nz[:n_const_ts], *primals[num_consts:],
+             *nz[n_const_ts:]], num_consts + n_const_ts)
 
 
-def _custom_vmap_call_transpose(cts, *args, call, rule, num_consts, name):
+def _custom_vmap_call_jvp(primals, tangents, *, call, rule, num_consts, name, jvp_of=None):
+    # One call computes primal outputs and tangents, as in JAX, so that its batching
+    # rule sees primals and tangents together. Partial evaluation (reverse mode) splits
+    # it into the primal call and a call linear in the tangents.
+    nonzeros = [type(t) is not Zero for t in tangents]
+    jvp_call, out_nonzero = _jvp_program(call, nonzeros, num_consts, True)
+    jvp_rule = _jvp_of_rule(rule, call.in_avals[:num_consts], call.in_avals[num_consts:],
+                            nonzeros, out_nonzero, True)
+    operands, nc = _split_jvp_operands(primals, tangents, num_consts)
+    outs = custom_vmap_call_p.bind(*operands, call=jvp_call, rule=jvp_rule, num_consts=nc,
+                                   name=name, jvp_of=(call, rule, num_consts, tuple(nonzeros)))
+    n = len(call.out_avals)
+    it = iter(outs[n:])
+    return outs[:n], [next(it) if nz else Zero(ad.tangent_aval(a))
+                      for nz, a in zip(out_nonzero, call.out_avals)]
+
+
+def _custom_vmap_call_partial_eval(trace, args, *, call, rule, num_consts, name,
+                                   jvp_of=None):
+    """The jvp of a call with known primals and unknown tangents (linearize, reverse
+    mode): the primal call runs now; the tangent call, linear in the tangents (its
+    transpose is that of its program), is staged. JAX refuses reverse mode here."""
+    params = dict(call=call, rule=rule, num_consts=num_consts, name=name)
+    if jvp_of is None:
+        return trace.stage(custom_vmap_call_p, args, params)
+    p_call, p_rule, p_nc, nonzeros = jvp_of
+    nc_ts = sum(nonzeros[:p_nc])
+    consts, const_ts = args[:p_nc], args[p_nc:p_nc + nc_ts]
+    n_args = len(p_call.in_avals) - p_nc
+    p_args, arg_ts = args[p_nc + nc_ts:p_nc + nc_ts + n_args], args[p_nc + nc_ts + n_args:]
+    primals = list(consts) + list(p_args)
+    if any(trace.is_own(x) for x in primals):
+        return trace.stage(custom_vmap_call_p, args, dict(params, jvp_of=jvp_of))
+    outs = trace.bind_known(custom_vmap_call_p, primals,
+                            dict(call=p_call, rule=p_rule, num_consts=p_nc, name=name))
+    tangent_call, out_nonzero = _jvp_program(p_call, nonzeros, p_nc, False)
+    tangent_rule = _jvp_of_rule(p_rule, p_call.in_avals[:p_nc], p_call.in_avals[p_nc:],
+                                nonzeros, out_nonzero, False)
+    t_outs = trace.stage(custom_vmap_call_p, args,
+                         dict(call=tangent_call, rule=tangent_rule, num_consts=num_consts,
+                              name=f"jvp({name})"))
+    return list(outs) + list(t_outs)
+
+
+def _custom_vmap_call_transpose(cts, *args, call, rule, num_consts, name, jvp_of=None):
     # A tangent call is linear in its tangent operands: transpose its program.
     return ad.backward_pass(call.jaxpr, call.consts, args, cts)
 
@@ -144,6 +186,7 @@ def _custom_vmap_call_transpose(cts, *args, call, rule, num_consts, name):
 custom_vmap_call_p = define("custom_vmap_call", **program_call_rules("custom_vmap_call"),
                             jvp=_custom_vmap_call_jvp, transpose=_custom_vmap_call_transpose,
                             batching=_custom_vmap_call_batch)
+pe.partial_eval_rules[custom_vmap_call_p] = _custom_vmap_call_partial_eval
 
 
 # ------------------------------------------------------------------ the user API
@@ -227,19 +270,24 @@ class custom_vmap(CustomRuleFunction):
 
 
 def sequential_vmap(f):
-    """A custom_vmap function whose batching rule calls `f` on one example at a time
-    (for functions that cannot be batched otherwise) and stacks the results."""
+    """A custom_vmap function whose batching rule maps `f` over the examples one at a
+    time with `lax.map` (a loop in the program, for functions that cannot be batched
+    otherwise), as JAX's does."""
     f = custom_vmap(f)
 
     @f.def_vmap
     def rule(axis_size, in_batched, *args):
-        outs = []
-        for i in range(axis_size):
-            example = tree_util.tree_map(lambda b, x: x[i] if b else x, in_batched,
-                                         list(args))
-            outs.append(f(*example))
-        stacked = tree_util.tree_map(lambda *xs: jnp.stack(xs), *outs)
-        return stacked, tree_util.tree_map(lambda _: True, stacked)
+        arg_leaves, tree = tree_flatten(list(args))
+        batched = tree_util.tree_leaves(in_batched)
+        mapped = [x for x, b in zip(arg_leaves, batched) if b]
+
+        def one_example(xs):
+            it = iter(xs)
+            example = [next(it) if b else x for x, b in zip(arg_leaves, batched)]
+            return f(*tree_unflatten(tree, example))
+
+        out = lax.map(one_example, mapped)
+        return out, tree_util.tree_map(lambda _: True, out)
 
     return f
 

@@ -83,6 +83,9 @@ class _CompileTimeEvalTrace(core.Trace):
 
     __slots__ = ()
 
+    def forwards_to(self, args):
+        return None if any(isinstance(x, Tracer) for x in args) else core.eval_trace
+
     def process_primitive(self, prim, args, params):
         target = self.parent if any(isinstance(x, Tracer) for x in args) else core.eval_trace
         with core.set_current_trace(target):

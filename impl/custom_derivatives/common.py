@@ -114,12 +114,16 @@ def check_jaxtypes(leaves, where):
                             "JAX type (arrays, scalars or pytrees of them are).")
 
 
+_PY_SCALARS = (bool, int, float, complex)
+
+
 class ArgLayout:
     """How positional arguments map to the flat operands of a custom primitive.
 
     Leaves of differentiable arguments are operands. Leaves of nondiff arguments are
-    operands when they are arrays (`nondiff_operands`, never differentiated) and stay
-    static Python values otherwise."""
+    operands when they are arrays or tracers (`nondiff_operands`, never differentiated)
+    and stay static Python values otherwise: Python scalars too, as shapes or other
+    static parameters of the function, as in JAX."""
 
     def __init__(self, args, nondiff, where, nondiff_operands=True):
         self.nondiff = nondiff
@@ -128,7 +132,8 @@ class ArgLayout:
             leaves, tree = tree_flatten(a)
             kinds = []
             for x in leaves:
-                if i in nondiff and not (nondiff_operands and core.valid_jaxtype(x)):
+                if i in nondiff and not (nondiff_operands and core.valid_jaxtype(x)
+                                         and not isinstance(x, _PY_SCALARS)):
                     kinds.append("static")
                     self.static.append(x)
                     continue
@@ -214,6 +219,49 @@ class CustomRuleFunction:
 
         program, consts = stage(flat_fun, [get_aval(x) for x in layout.operands])
         return program, consts, store["out_tree"]
+
+
+# ------------------------------------------------------------ where a call lands
+
+def landing_trace(operands):
+    """The trace that a custom call on `operands` would reach if it were bound now:
+    traces that would pass it on untransformed (`Trace.forwards_to`) are skipped.
+
+    Custom calls use it to do what JAX does: at the evaluation trace the function
+    itself runs (on concrete values, so Python control flow on them works); at a JVP
+    trace that perturbs an operand only the user's rule runs, never the function;
+    elsewhere (staging, vmap, checkpoint policies) the function is staged and bound."""
+    trace = core.current_trace()
+    while (passed_to := trace.forwards_to(operands)) is not None:
+        trace = passed_to
+    return trace
+
+
+def run_at_eval(fun, args, kind, exc):
+    """fun(*args) at the evaluation trace (where a custom call on no perturbed operand
+    lands). A live tracer reaching evaluation there was closed over by the function:
+    the value of a transformation that the call passed by, being differentiated."""
+    try:
+        with core.set_current_trace(core.eval_trace):
+            return fun(*args)
+    except core.UnexpectedTracerError as e:
+        if isinstance(e, exc):
+            raise
+        raise closed_over_error(kind, name_of(fun), exc) from e
+
+
+def split_jvp_operands(trace, operands):
+    """(primals, tangents) of `operands` at the JVP trace `trace`; operands that are not
+    its tracers have Zero tangents."""
+    primals, tangents = [], []
+    for x in operands:
+        if type(x) is ad.JVPTracer and x._trace is trace:
+            primals.append(x.primal)
+            tangents.append(x.tangent)
+        else:
+            primals.append(x)
+            tangents.append(Zero(ad.tangent_aval(get_aval(x))))
+    return primals, tangents
 
 
 # ---------------------------------------------------------------------- staging
@@ -325,9 +373,7 @@ def materialize(t):
     aval = t.aval
     if aval.dtype == float0:
         return np.zeros(aval.shape, float0)
-    zeros = core.ops.zeros(aval.strip_weak_type())
-    return convert_element_type(zeros, aval.dtype, weak_type=True) if aval.weak_type \
-        else zeros
+    return core.ops.zeros(aval)
 
 
 def zero_tangent_value(aval):

@@ -19,8 +19,9 @@ from impl.core import Tracer, get_aval
 from impl.custom_derivatives.common import (
     ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, batch_flat_rule,
     call_substituted, check_jaxtypes, closed_over_error, describe, from_rule, is_eager,
-    is_float, match_batch, move_batch_to_front, name_of, program_call_rules, to_rule,
-    tree_flatten, tree_unflatten, type_str, zero_tangent_value)
+    is_float, landing_trace, match_batch, move_batch_to_front, name_of, program_call_rules,
+    run_at_eval, split_jvp_operands, to_rule, tree_flatten, tree_unflatten, type_str,
+    zero_tangent_value)
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero
 from impl.primitives._define import define
@@ -100,8 +101,10 @@ def _tree_of_types(tree, avals):
     return str(tree_unflatten(tree, [type_str(a) for a in avals])).replace("'", "")
 
 
-def _check_rule_outputs(name, rule_name, out_tree, out_avals, pair):
-    """Validate what a JVP rule returned; return (primal leaves, tangent leaves)."""
+def _check_rule_outputs(name, rule_name, expected, pair):
+    """Validate what a JVP rule returned; return (primal leaves, tangent leaves, output
+    tree). `expected`: the function's (output tree, output avals), or None when the
+    function has not been run (the rule is then only checked against itself)."""
     if not isinstance(pair, (tuple, list)) or len(pair) != 2:
         raise TypeError(f"Custom JVP rule {rule_name} for function {name} must produce a "
                         "pair (list or tuple of length two) representing primal and "
@@ -120,6 +123,7 @@ def _check_rule_outputs(name, rule_name, out_tree, out_avals, pair):
             "tuple of length two) where the first element represents the primal output "
             f"(equal in value to the output of the custom_jvp-decorated function {name}, "
             "and in particular ")
+    out_tree, out_avals = expected or (p_tree, p_avals)
     if p_tree != out_tree:
         raise TypeError(lead + "of the same container/pytree structure), but instead the "
                         "JVP rule output's first element had container/pytree structure:\n"
@@ -132,9 +136,9 @@ def _check_rule_outputs(name, rule_name, out_tree, out_avals, pair):
                         f"    {_tree_of_types(p_tree, p_avals)}\nwhile the "
                         f"custom_jvp-decorated function {name} had output shapes/dtypes "
                         f"of:\n    {_tree_of_types(out_tree, out_avals)}")
-    expected = [ad.tangent_aval(a) for a in p_avals]
+    t_expected = [ad.tangent_aval(a) for a in p_avals]
     got = [t.aval if type(t) is SymbolicZero else get_aval(t) for t in t_leaves]
-    bad = [(p, e, g) for p, e, g in zip(p_avals, expected, got)
+    bad = [(p, e, g) for p, e, g in zip(p_avals, t_expected, got)
            if e.shape != g.shape or e.dtype != g.dtype]
     if len(bad) == 1 and len(p_avals) == 1:
         (p, e, g), = bad
@@ -146,7 +150,7 @@ def _check_rule_outputs(name, rule_name, out_tree, out_avals, pair):
                           f"tangent {type_str(e)}" for p, e, g in bad)
         raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
                         f"corresponding shapes and dtypes, but got:\n{lines}")
-    return p_leaves, t_leaves
+    return p_leaves, t_leaves, p_tree
 
 
 # ------------------------------------------------------------------ the user API
@@ -212,27 +216,42 @@ class custom_jvp(CustomRuleFunction):
         args = tuple(tree_util.tree_map(_stop_gradient, a) if i in nondiff else a
                      for i, a in enumerate(args))
         layout = ArgLayout(args, nondiff, f"custom_jvp function {name}")
+        trace = landing_trace(layout.operands)
+        if trace is core.eval_trace:
+            return run_at_eval(self.fun, args, "custom_jvp", CustomJVPException)
+        if type(trace) is ad.JVPTrace:
+            return self._rule_only(trace, layout)
         program, consts, out_tree = self._stage_primal(layout, f"custom_jvp function {name}")
-        rule, symbolic = self.jvp, self.symbolic_zeros
-        rule_name, out_avals = name_of(rule), program.out_avals
-
-        def run_rule(ops, ts):
-            nondiff_args, primals = layout.split(layout.rebuild(ops))
-            ts = [to_rule(t, symbolic) for t in ts]
-            pair = rule(*nondiff_args, primals, layout.diff_values(ts))
-            p_leaves, t_leaves = _check_rule_outputs(name, rule_name, out_tree, out_avals,
-                                                     pair)
-            out_ts = [from_rule(t) if is_float(get_aval(p))
-                      else Zero(ad.tangent_aval(get_aval(p)))
-                      for p, t in zip(p_leaves, t_leaves)]
-            return list(p_leaves), out_ts
+        out_avals = program.out_avals
 
         def flat_jvp(const_vals, ops, ts):
-            return call_substituted(consts, const_vals, run_rule, ops, ts)
+            return call_substituted(consts, const_vals, self._run_rule, layout, ops, ts,
+                                    (out_tree, out_avals))[:2]
 
         outs = custom_jvp_call_p.bind(*consts, *layout.operands, call=program, jvp=flat_jvp,
                                       num_consts=len(consts), name=name)
         return tree_unflatten(out_tree, outs)
+
+    def _rule_only(self, trace, layout):
+        """At a JVP trace perturbing an operand: the rule gives the primal and tangent
+        outputs; the function itself is not run (as in JAX)."""
+        primals, tangents = split_jvp_operands(trace, layout.operands)
+        with core.set_current_trace(trace.parent):
+            outs, out_ts, out_tree = self._run_rule(layout, primals, tangents, None)
+        return tree_unflatten(out_tree, [trace.wrap(p, t) for p, t in zip(outs, out_ts)])
+
+    def _run_rule(self, layout, ops, ts, expected):
+        """Run the user's rule on flat operands and tangents. `expected`: the function's
+        (output tree, output avals) when it has been staged, to check the rule against.
+        Returns (primal leaves, tangent leaves or Zeros, output tree)."""
+        name, rule_name = name_of(self.fun), name_of(self.jvp)
+        nondiff_args, primals = layout.split(layout.rebuild(ops))
+        ts = [to_rule(t, self.symbolic_zeros) for t in ts]
+        pair = self.jvp(*nondiff_args, primals, layout.diff_values(ts))
+        p_leaves, t_leaves, out_tree = _check_rule_outputs(name, rule_name, expected, pair)
+        out_ts = [from_rule(t) if is_float(get_aval(p)) else Zero(ad.tangent_aval(get_aval(p)))
+                  for p, t in zip(p_leaves, t_leaves)]
+        return list(p_leaves), out_ts, out_tree
 
 
 __all__ = ["custom_jvp", "custom_jvp_call_p", "SymbolicZero", "zero_from_primal",

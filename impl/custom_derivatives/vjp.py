@@ -4,8 +4,7 @@ Calling a custom_vjp function inside a transformation binds `custom_vjp_call` wi
 staged function (`call`) and the user's fwd and bwd wrapped as functions of flat
 operands. Its jvp rule runs fwd and emits `custom_lin` on the input tangents:
 `custom_lin` is linear in them, and its transpose calls bwd (reverse mode). Evaluating
-`custom_lin` transposes bwd (forward mode, which JAX refuses: impl supports it when bwd
-is linear in the output cotangent).
+`custom_lin` would be forward mode, which raises TypeError, as in JAX.
 
 With `symbolic_zeros=True`, fwd receives `CustomVJPPrimal(value, perturbed)` leaves and
 bwd receives `SymbolicZero` for output cotangents known to be zero. With
@@ -17,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import jax
 from jax import tree_util
 
 from impl import core
@@ -24,8 +24,9 @@ from impl.core import Tracer, get_aval
 from impl.custom_derivatives.common import (
     ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, batch_flat_rule,
     call_substituted, check_jaxtypes, closed_over_error, describe, eval_program, is_eager,
-    is_float, materialize, match_batch, move_batch_to_front, name_of, program_call_rules,
-    stage, to_rule, tree_flatten, tree_unflatten, type_str)
+    is_float, landing_trace, materialize, match_batch, move_batch_to_front, name_of,
+    program_call_rules, run_at_eval, split_jvp_operands, stage, to_rule, tree_flatten,
+    tree_unflatten, type_str)
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
@@ -141,69 +142,10 @@ def _full_cts(cts, ct_avals):
     return [next(it) if is_float(a) else Zero(ad.tangent_aval(a)) for a in ct_avals]
 
 
-_bwd_programs = {}
-
-
-def _bwd_program(bwd, num_consts, res_avals, ct_avals, perturbed):
-    """bwd staged as a program: (residuals, float cotangents) -> the nonzero cotangents
-    of the perturbed inputs, and which those are."""
-    key = (bwd, num_consts, res_avals, ct_avals, perturbed)
-    hit = _bwd_programs.get(key)
-    if hit is not None:
-        return hit
-    nr = len(res_avals)
-    box = {}
-
-    def g(*xs):
-        cts = _full_cts(xs[nr:], ct_avals)
-        cts_in = [c for c, p in zip(bwd(list(xs[:num_consts]), list(xs[num_consts:nr]), cts),
-                                    perturbed) if p]
-        box["nonzero"] = [type(c) is not Zero for c in cts_in]
-        return [c for c in cts_in if type(c) is not Zero]
-
-    prog = pe.make_closed_jaxpr(g, list(res_avals) + [a for a in ct_avals if is_float(a)])
-    hit = (prog, box["nonzero"])
-    if not any(isinstance(c, Tracer) for c in prog.consts):   # never keep tracers alive
-        if len(_bwd_programs) > 256:
-            _bwd_programs.clear()
-        _bwd_programs[key] = hit
-    return hit
-
-
-def _custom_lin_apply(*args, num_res, num_consts, bwd, res_avals, ct_avals, perturbed, name):
-    """Forward mode through custom_vjp: the transpose of ct -> bwd(res, ct) applied to
-    the input tangents. Needs bwd to be linear (and transposable) in ct."""
-    res, ts = args[:num_res], args[num_res:]
-    prog, nonzero = _bwd_program(bwd, num_consts, res_avals, ct_avals, perturbed)
-    float_avals = [a for a in ct_avals if is_float(a)]
-    try:
-        out = ad.backward_pass(prog.jaxpr, prog.consts,
-                               list(res) + [ad.UndefinedPrimal(a) for a in float_avals],
-                               [t for t, nz in zip(ts, nonzero) if nz])
-    except (core.MissingRuleError, TypeError) as e:
-        raise TypeError(
-            f"Forward-mode differentiation (jvp, jacfwd, hessian) of the custom_vjp function "
-            f"{name} computes its tangents by transposing its bwd rule, which therefore must "
-            f"be linear in the output cotangent, built from transposable operations; "
-            f"transposing bwd failed: {e}") from None
-    return [materialize(o) for o in out[num_res:]]
-
-
-def _custom_lin_lowering(*args, **params):
-    with core.set_current_trace(core.eval_trace):
-        return _custom_lin_apply(*args, **params)
-
-
-def _custom_lin_jvp(primals, tangents, **params):
-    return ad.jvp_flat(lambda *xs: _custom_lin_apply(*xs, **params), list(primals),
-                       list(tangents))
-
-
-def _custom_lin_batch(axis_data, vals, dims, **params):
-    res = batching.batch_with_dims(lambda *xs: _custom_lin_apply(*xs, **params), list(vals),
-                                   list(dims), axis_data.size, axis_data.name,
-                                   axis_data.spmd_name)
-    return [v for v, _ in res], [d for _, d in res]
+def _forward_mode_error(*args, **params):
+    """Evaluating custom_lin is pushing tangents forward through bwd: forward mode
+    (jvp, jacfwd, linearize's linear function), which JAX refuses for custom_vjp."""
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
 
 
 def _custom_lin_transpose(cts, *args, num_res, num_consts, bwd, res_avals, ct_avals,
@@ -215,10 +157,12 @@ def _custom_lin_transpose(cts, *args, num_res, num_consts, bwd, res_avals, ct_av
     return [None] * num_res + [c for c, p in zip(cts_in, perturbed) if p]
 
 
-custom_lin_p = define("custom_lin", multiple_results=True, impl=_custom_lin_apply,
-                      abstract_eval=_custom_lin_abstract_eval, lowering=_custom_lin_lowering,
-                      jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
-                      batching=_custom_lin_batch)
+custom_lin_p = define("custom_lin", multiple_results=True, impl=_forward_mode_error,
+                      abstract_eval=_custom_lin_abstract_eval, lowering=_forward_mode_error,
+                      jvp=lambda primals, tangents, **params: _forward_mode_error(**params),
+                      batching=lambda axis_data, vals, dims, **params:
+                      _forward_mode_error(**params),
+                      transpose=_custom_lin_transpose)
 
 
 # ----------------------------------------------------------------------- remat_opt
@@ -289,8 +233,10 @@ def _tree_of_types(tree, avals):
     return str(tree_unflatten(tree, [type_str(a) for a in avals])).replace("'", "")
 
 
-def _check_fwd_outputs(name, fwd_name, out_tree, out_avals, pair):
-    """Validate what fwd returned; return (primal output leaves, residual leaves)."""
+def _check_fwd_outputs(name, fwd_name, expected, pair):
+    """Validate what fwd returned; return (primal output leaves, residual leaves,
+    residual tree, output tree). `expected`: the function's (output tree, output avals),
+    or None when the function has not been run."""
     lead = (f"Custom VJP fwd rule {fwd_name} for function {name} must produce a pair (list "
             "or tuple of length two) where the first element represents the primal output "
             f"(equal to the output of the custom_vjp-decorated function {name}) and the "
@@ -302,6 +248,7 @@ def _check_fwd_outputs(name, fwd_name, out_tree, out_avals, pair):
     o_leaves, o_tree = tree_flatten(pair[0])
     check_jaxtypes(o_leaves, f"The primal outputs of custom VJP fwd rule {fwd_name}")
     o_avals = [get_aval(o) for o in o_leaves]
+    out_tree, out_avals = expected or (o_tree, o_avals)
     if o_tree != out_tree:
         raise TypeError(lead + "instead the fwd rule output's first element had "
                         f"container/pytree structure:\n    {_tree_of_types(o_tree, o_avals)}"
@@ -315,7 +262,7 @@ def _check_fwd_outputs(name, fwd_name, out_tree, out_avals, pair):
                         f"of:\n    {_tree_of_types(out_tree, out_avals)}")
     r_leaves, res_tree = tree_flatten(pair[1])
     check_jaxtypes(r_leaves, f"The residuals of custom VJP fwd rule {fwd_name}")
-    return list(o_leaves), list(r_leaves), res_tree
+    return list(o_leaves), list(r_leaves), res_tree, o_tree
 
 
 def _flatten_bwd_output(out, in_tree, avals):
@@ -327,15 +274,14 @@ def _flatten_bwd_output(out, in_tree, avals):
     zero = object()
     proxy = tree_unflatten(in_tree, [object()] * in_tree.num_leaves)
     flat = []
-
-    def collect(ct, sub):
-        k = len(tree_util.tree_leaves(sub))
-        flat.extend([zero if ct is None else ct] * k)
-
     try:
         if not isinstance(out, tuple):
             raise ValueError
-        tree_util.tree_map(collect, out, proxy, is_leaf=lambda x: x is None)
+        # bwd's output is a prefix of the arguments (None for a whole subtree); it is
+        # matched without rebuilding user pytrees holding None
+        cts, prefix = tree_flatten(out, is_leaf=lambda x: x is None)
+        for ct, sub in zip(cts, prefix.flatten_up_to(proxy)):
+            flat.extend([zero if ct is None else ct] * len(tree_util.tree_leaves(sub)))
     except ValueError:
         raise TypeError("Custom VJP bwd rule must produce an output with the same container "
                         "(pytree) structure as the args tuple of the primal function, and in "
@@ -362,7 +308,7 @@ def _flatten_bwd_output(out, in_tree, avals):
             continue
         check_jaxtypes([ct], f"The output of custom VJP bwd rule at output{path}")
         c_aval = get_aval(ct)
-        if c_aval.shape != a.shape:
+        if c_aval.shape != a.shape and not jax.config.jax_disable_bwd_checks:
             raise ValueError("Custom VJP bwd rule must produce an output with the same type "
                              "as the args tuple of the primal function, but at "
                              f"output{path} the bwd rule produced an output of type "
@@ -445,40 +391,81 @@ class custom_vjp(CustomRuleFunction):
             return self.fun(*args)
         layout = ArgLayout(args, nondiff, f"custom_vjp function {name}",
                            nondiff_operands=False)
+        trace = landing_trace(layout.operands)
+        if trace is core.eval_trace:
+            return run_at_eval(self.fun, args, "custom_vjp", CustomVJPException)
+        rules = _VJPRules(self, layout, [args[i] for i in nondiff])
+        if type(trace) is ad.JVPTrace and not self.optimize_remat:
+            return rules.fwd_only(trace)
         program, consts, out_tree = self._stage_primal(layout, f"custom_vjp function {name}")
-        fwd_fn, bwd_fn, symbolic = self.fwd, self.bwd, self.symbolic_zeros
-        fwd_name, out_avals = name_of(fwd_fn), program.out_avals
-        static_nondiff = [args[i] for i in nondiff]
-        diff_tree = tree_util.treedef_tuple(layout.diff_trees())
-        op_avals = [get_aval(x) for x in layout.operands]
-        store = {}   # the residual tree, known once fwd has run
-
-        def run_fwd(ops, perturbed):
-            if symbolic:
-                ops = [CustomVJPPrimal(x, p) for x, p in zip(ops, perturbed)]
-            pair = fwd_fn(*layout.rebuild(ops))
-            outs, res, store["res_tree"] = _check_fwd_outputs(name, fwd_name, out_tree,
-                                                             out_avals, pair)
-            return outs, res
+        rules.expect(out_tree, program.out_avals)
 
         def flat_fwd(const_vals, ops, perturbed):
-            return call_substituted(consts, const_vals, run_fwd, ops, perturbed)
+            return call_substituted(consts, const_vals, rules.run_fwd, ops, perturbed)
 
         if self.optimize_remat:
-            flat_fwd = _staged_fwd(flat_fwd, program, op_avals)
-
-        def run_bwd(res, cts):
-            py_res = tree_unflatten(store["res_tree"], res)
-            py_cts = tree_unflatten(out_tree, [to_rule(c, symbolic) for c in cts])
-            return _flatten_bwd_output(bwd_fn(*static_nondiff, py_res, py_cts), diff_tree,
-                                       op_avals)
+            flat_fwd = _staged_fwd(flat_fwd, program, rules.op_avals)
 
         def flat_bwd(const_vals, res, cts):
-            return call_substituted(consts, const_vals, run_bwd, res, cts)
+            return call_substituted(consts, const_vals, rules.run_bwd, res, cts)
 
         outs = custom_vjp_call_p.bind(*consts, *layout.operands, call=program, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts), name=name)
         return tree_unflatten(out_tree, outs)
+
+
+class _VJPRules:
+    """The user's fwd and bwd of one call, as functions of flat operands. The output
+    tree is the function's once it has been staged (`expect`); when only fwd runs (at a
+    JVP trace) it is that of fwd's primal output."""
+
+    def __init__(self, fn, layout, static_nondiff):
+        self.name, self.fwd_name = name_of(fn.fun), name_of(fn.fwd)
+        self.fwd, self.bwd, self.symbolic = fn.fwd, fn.bwd, fn.symbolic_zeros
+        self.layout, self.static_nondiff = layout, static_nondiff
+        self.diff_tree = tree_util.treedef_tuple(layout.diff_trees())
+        self.op_avals = [get_aval(x) for x in layout.operands]
+        self.expected = None
+        self.res_tree = self.out_tree = None   # known once fwd has run
+
+    def expect(self, out_tree, out_avals):
+        self.expected = (out_tree, out_avals)
+        self.out_tree = out_tree
+
+    def run_fwd(self, ops, perturbed):
+        if self.symbolic:
+            ops = [CustomVJPPrimal(x, p) for x, p in zip(ops, perturbed)]
+        pair = self.fwd(*self.layout.rebuild(ops))
+        outs, res, self.res_tree, out_tree = _check_fwd_outputs(
+            self.name, self.fwd_name, self.expected, pair)
+        self.out_tree = out_tree
+        return outs, res
+
+    def run_bwd(self, res, cts):
+        py_res = tree_unflatten(self.res_tree, res)
+        py_cts = tree_unflatten(self.out_tree, [to_rule(c, self.symbolic) for c in cts])
+        return _flatten_bwd_output(self.bwd(*self.static_nondiff, py_res, py_cts),
+                                   self.diff_tree, self.op_avals)
+
+    def fwd_only(self, trace):
+        """At a JVP trace perturbing an operand: fwd gives the primal outputs and the
+        residuals, and `custom_lin` (whose transpose runs bwd) the output tangents; the
+        function itself is not run (as in JAX)."""
+        primals, tangents = split_jvp_operands(trace, self.layout.operands)
+        perturbed = [type(t) is not Zero and is_float(a)
+                     for t, a in zip(tangents, self.op_avals)]
+        with core.set_current_trace(trace.parent):
+            outs, res = self.run_fwd(primals, perturbed)
+            out_avals = tuple(get_aval(o) for o in outs)
+            lin_outs = custom_lin_p.bind(
+                *res, *[t for t, p in zip(tangents, perturbed) if p], num_res=len(res),
+                num_consts=0, bwd=lambda consts, res, cts: self.run_bwd(res, cts),
+                res_avals=tuple(get_aval(r) for r in res), ct_avals=out_avals,
+                perturbed=tuple(perturbed), name=self.name)
+        it = iter(lin_outs)
+        out_ts = [next(it) if is_float(a) else Zero(ad.tangent_aval(a)) for a in out_avals]
+        return tree_unflatten(self.out_tree,
+                              [trace.wrap(p, t) for p, t in zip(outs, out_ts)])
 
 
 __all__ = ["custom_vjp", "custom_vjp_call_p", "CustomVJPPrimal",

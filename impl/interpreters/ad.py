@@ -78,6 +78,11 @@ class JVPTracer(Tracer):
 class JVPTrace(core.Trace):
     __slots__ = ()
 
+    def forwards_to(self, args):
+        if any(type(x) is JVPTracer and x._trace is self for x in args):
+            return None
+        return self.parent
+
     def process_primitive(self, prim, args, params):
         primals, tangents, nonzero = [], [], False
         for x in args:

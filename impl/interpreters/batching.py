@@ -273,6 +273,14 @@ class BatchTracer(Tracer):
         return f"Traced<{self.aval.str_short()}>with<BatchTrace(axis={self._trace.axis_data.name}, size={self._trace.axis_data.size})>"
 
 
+def _holds_collective(params):
+    """Whether a primitive's programs (a jit body, a custom rule's function, a branch)
+    apply a collective: such a primitive refers to the vmapped axes even when none of
+    its operands is batched, so vmap must process it."""
+    return any(e.primitive.collective or _holds_collective(e.params)
+               for p in params.values() for j in core.programs_in(p) for e in j.eqns)
+
+
 class BatchTrace(core.Trace):
     __slots__ = ("axis_data",)
 
@@ -292,7 +300,7 @@ class BatchTrace(core.Trace):
                     self.check_alive(x)
                 vals.append(x)
                 dims.append(None)
-        if not batched and not prim.collective:
+        if not batched and not prim.collective and not _holds_collective(params):
             with core.set_current_trace(self.parent):
                 return prim.bind(*vals, **params)
         rule = batching_rules.get(prim)
@@ -514,8 +522,9 @@ def vmap_flat(fun, args, in_specs, axis_size, axis_name, out_specs_fn, name="fun
             if mapped_outs is not None:
                 mapped_outs.append(mapped)
             if s is None and mapped and not sum_match:
-                raise ValueError(f"vmap of {name} has mapped output (axis_name={axis_name}) "
-                                 "but out_axes is None for it: return only unmapped values "
+                raise ValueError(f"at vmap out_axes, got axis spec None but output was "
+                                 f"batched on axis {o.batch_dim} (vmap of {name}, "
+                                 f"axis_name={axis_name}): return only unmapped values "
                                  "there, give an integer out_axes, or pass sum_match=True "
                                  "to sum it over the mapped axis.")
         return [from_elt(trace, axis_size, o, s, sum_match) for o, s in zip(outs, specs)]

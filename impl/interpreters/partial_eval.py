@@ -83,6 +83,11 @@ class JaxprTrace(core.Trace):
             self.consts.append(x)
         return var
 
+    def forwards_to(self, args):
+        if self.forward_known and not any(self.is_own(x) for x in args):
+            return self.parent
+        return None
+
     def instantiate(self, x):
         """`x` as one of this trace's tracers (a known value becomes a constant)."""
         return x if self.is_own(x) else JaxprTracer(self, self.get_var(x))
@@ -137,22 +142,12 @@ class JaxprTrace(core.Trace):
         return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns), consts)
 
 
-def _programs_in(value):
-    if isinstance(value, ClosedJaxpr):
-        yield value.jaxpr
-    elif isinstance(value, Jaxpr):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _programs_in(v)
-
-
 def has_effects(eqn) -> bool:
     """Whether `eqn` has a side effect, itself or in a program it holds (a jit body, a
     branch of cond, a loop body)."""
     if eqn.primitive in effectful:
         return True
-    return any(has_effects(e) for p in eqn.params.values() for j in _programs_in(p)
+    return any(has_effects(e) for p in eqn.params.values() for j in core.programs_in(p)
                for e in j.eqns)
 
 
@@ -229,6 +224,9 @@ class RecomputingTrace(JaxprTrace):
         self.saveable = saveable
         self.recipes = {}    # id(known value) -> (prim, args, params, outs, index)
         self.replayed = {}   # id(known value) -> Var of its recomputation
+
+    def forwards_to(self, args):
+        return None   # known values are recorded here (recipes), not only passed on
 
     def bind_known(self, prim, args, params):
         outs = super().bind_known(prim, args, params)

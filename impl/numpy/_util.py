@@ -35,40 +35,23 @@ def asarray(a, dtype=None):
 
 
 def result_dtype(*args):
-    """JAX's promotion: weak (Python scalar) operands defer to strong ones."""
-    avals = [get_aval(a) for a in args]
-    strong = [a.dtype for a in avals if not a.weak_type]
-    weak = [a.dtype for a in avals if a.weak_type]
-    if strong:
-        dtype = strong[0]
-        for d in strong[1:]:
-            dtype = np.dtype(jax_jnp.promote_types(dtype, d))
-        weak_result = False
-        for w in weak:
-            if _kind_rank(w) <= _kind_rank(dtype):
-                continue
-            if np.dtype(w).kind == "c" and dtype.kind == "f":  # f32 * 1j -> complex64
-                dtype = np.dtype(jax_jnp.promote_types(dtype, np.complex64))
-            else:  # a bool or integer array meets a higher-kind scalar: weak, as in JAX
-                dtype, weak_result = np.dtype(_default_of_kind(w)), True
-        return core.canonical_dtype(dtype), weak_result
-    dtype = weak[0]
-    for d in weak[1:]:
-        dtype = np.dtype(jax_jnp.promote_types(dtype, d))
-    return core.canonical_dtype(dtype), True
+    """JAX's promotion of the operands' types, weak types included: a weakly typed
+    operand (a Python scalar, or a value computed from Python scalars only) takes part as
+    the Python type of its kind, exactly as JAX's type lattice treats it, so that the
+    result and the configured promotion mode (`jax_numpy_dtype_promotion='strict'`) are
+    JAX's, also for operands that are tracers."""
+    reps = [_lattice_rep(get_aval(a)) for a in args]
+    dtype, weak = jax.dtypes.result_type(*reps, return_weak_type_flag=True)
+    return core.canonical_dtype(dtype), bool(weak)
 
 
-def _kind_rank(d):
-    return {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}.get(np.dtype(d).kind, 2)
+_WEAK_REPS = {"u": int, "i": int, "f": float, "c": complex}
 
 
-def _default_of_kind(d):
-    kind = np.dtype(d).kind
-    if kind == "f":
-        return core.canonical_dtype(np.float64)
-    if kind == "c":
-        return core.canonical_dtype(np.complex128)
-    return core.canonical_dtype(np.int64)
+def _lattice_rep(aval):
+    if aval.weak_type and aval.dtype.kind in _WEAK_REPS:
+        return _WEAK_REPS[aval.dtype.kind]
+    return aval.dtype
 
 
 def promote(*args):

@@ -11,7 +11,7 @@ from impl.core import ShapedArray
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero
 from impl.primitives._define import define
-from impl.primitives.elementwise import neg, zeros_like
+from impl.primitives.elementwise import convert_element_type, neg, zeros_like
 
 
 def real_dtype_of(dtype):
@@ -41,10 +41,17 @@ def _to_real_aval(name):
 
 # ------------------------------------------------------------------------ real
 
+def _strong_zeros_like(ct):
+    """The zero part of a complex cotangent built from a real one: strongly typed, so
+    the cotangent is too, as in JAX (whose zero is a NumPy scalar)."""
+    z = zeros_like(ct)
+    return convert_element_type(z, z.dtype, weak_type=False)
+
+
 def _real_transpose(ct, x):
     if type(ct) is Zero:
         return [None]
-    return [complex(ct, zeros_like(ct))]
+    return [complex(ct, _strong_zeros_like(ct))]
 
 
 real_p = define("real", abstract_eval=_to_real_aval("real"), lowering=lax.real,
@@ -60,7 +67,7 @@ def real(x):
 def _imag_transpose(ct, x):
     if type(ct) is Zero:
         return [None]
-    return [complex(zeros_like(ct), neg(ct))]
+    return [complex(_strong_zeros_like(ct), neg(ct))]
 
 
 imag_p = define("imag", abstract_eval=_to_real_aval("imag"), lowering=lax.imag,

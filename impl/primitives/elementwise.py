@@ -440,6 +440,17 @@ convert_element_type_p = define(
     jvp=_convert_jvp, transpose=_convert_transpose, batching=batching.vectorized)
 
 
+def _zeros(aval):
+    """Zeros of type `aval`, weakly typed when it is (a zero tangent or cotangent of a
+    value computed from Python scalars stays weak, as in JAX)."""
+    zeros = broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+    return convert_element_type(zeros, aval.dtype, weak_type=True) if aval.weak_type \
+        else zeros
+
+
+core.ops.zeros = _zeros
+
+
 # ------------------------------------------------------------- stop_gradient
 
 stop_gradient_p = define("stop_gradient", abstract_eval=lambda x: x,
