@@ -964,6 +964,12 @@ def _run_notebook(m):
 # uses, `_ = log c`): that cell is compared by the primitives of its used equations.
 PRINTER_CELLS = {"cell_log1pexp_jaxpr"}
 
+# impl goes beyond JAX on purpose here: forward mode through a custom_vjp function
+# transposes its bwd rule (when bwd is linear in the cotangent, as the notebook's is), where
+# JAX refuses with the error the notebook prints. tests/test_custom_derivatives.py checks
+# those tangents against JAX's jvp of the same function without the rule.
+BEYOND_JAX_CELLS = {"cell_vjp_forward_mode_error"}
+
 
 def _primitive_names(text):
     names = []
@@ -978,6 +984,10 @@ def test_whole_notebook_prints_what_jax_prints():
     got, want = _run_notebook(jax), _run_notebook(real_jax)
     assert [n for n, _ in got] == [n for n, _ in want]
     for (name, g), (_, w) in zip(got, want):
+        if name in BEYOND_JAX_CELLS:
+            assert "ERROR! can't apply forward-mode autodiff (jvp)" in w, w
+            assert "ERROR" not in g, g
+            continue
         if name in PRINTER_CELLS:
             assert _primitive_names(g) == _primitive_names(w), (name, g, w)
             continue

@@ -4,7 +4,8 @@ Calling a custom_vjp function inside a transformation binds `custom_vjp_call` wi
 staged function (`call`) and the user's fwd and bwd wrapped as functions of flat
 operands. Its jvp rule runs fwd and emits `custom_lin` on the input tangents:
 `custom_lin` is linear in them, and its transpose calls bwd (reverse mode). Evaluating
-`custom_lin` would be forward mode, which raises TypeError, as in JAX.
+`custom_lin` transposes bwd (forward mode, which JAX refuses: impl supports it when bwd
+is linear in the output cotangent).
 
 With `symbolic_zeros=True`, fwd receives `CustomVJPPrimal(value, perturbed)` leaves and
 bwd receives `SymbolicZero` for output cotangents known to be zero. With
@@ -142,10 +143,69 @@ def _full_cts(cts, ct_avals):
     return [next(it) if is_float(a) else Zero(ad.tangent_aval(a)) for a in ct_avals]
 
 
-def _forward_mode_error(*args, **params):
-    """Evaluating custom_lin is pushing tangents forward through bwd: forward mode
-    (jvp, jacfwd, linearize's linear function), which JAX refuses for custom_vjp."""
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+_bwd_programs = {}
+
+
+def _bwd_program(bwd, num_consts, res_avals, ct_avals, perturbed):
+    """bwd staged as a program: (residuals, float cotangents) -> the nonzero cotangents
+    of the perturbed inputs, and which those are."""
+    key = (bwd, num_consts, res_avals, ct_avals, perturbed)
+    hit = _bwd_programs.get(key)
+    if hit is not None:
+        return hit
+    nr = len(res_avals)
+    box = {}
+
+    def g(*xs):
+        cts = _full_cts(xs[nr:], ct_avals)
+        cts_in = [c for c, p in zip(bwd(list(xs[:num_consts]), list(xs[num_consts:nr]), cts),
+                                    perturbed) if p]
+        box["nonzero"] = [type(c) is not Zero for c in cts_in]
+        return [c for c in cts_in if type(c) is not Zero]
+
+    prog = pe.make_closed_jaxpr(g, list(res_avals) + [a for a in ct_avals if is_float(a)])
+    hit = (prog, box["nonzero"])
+    if not any(isinstance(c, Tracer) for c in prog.consts):   # never keep tracers alive
+        if len(_bwd_programs) > 256:
+            _bwd_programs.clear()
+        _bwd_programs[key] = hit
+    return hit
+
+
+def _custom_lin_apply(*args, num_res, num_consts, bwd, res_avals, ct_avals, perturbed, name):
+    """Forward mode through custom_vjp: the transpose of ct -> bwd(res, ct) applied to
+    the input tangents. Needs bwd to be linear (and transposable) in ct."""
+    res, ts = args[:num_res], args[num_res:]
+    prog, nonzero = _bwd_program(bwd, num_consts, res_avals, ct_avals, perturbed)
+    float_avals = [a for a in ct_avals if is_float(a)]
+    try:
+        out = ad.backward_pass(prog.jaxpr, prog.consts,
+                               list(res) + [ad.UndefinedPrimal(a) for a in float_avals],
+                               [t for t, nz in zip(ts, nonzero) if nz])
+    except (core.MissingRuleError, TypeError) as e:
+        raise TypeError(
+            f"Forward-mode differentiation (jvp, jacfwd, hessian) of the custom_vjp function "
+            f"{name} computes its tangents by transposing its bwd rule, which therefore must "
+            f"be linear in the output cotangent, built from transposable operations; "
+            f"transposing bwd failed: {e}") from None
+    return [materialize(o) for o in out[num_res:]]
+
+
+def _custom_lin_lowering(*args, **params):
+    with core.set_current_trace(core.eval_trace):
+        return _custom_lin_apply(*args, **params)
+
+
+def _custom_lin_jvp(primals, tangents, **params):
+    return ad.jvp_flat(lambda *xs: _custom_lin_apply(*xs, **params), list(primals),
+                       list(tangents))
+
+
+def _custom_lin_batch(axis_data, vals, dims, **params):
+    res = batching.batch_with_dims(lambda *xs: _custom_lin_apply(*xs, **params), list(vals),
+                                   list(dims), axis_data.size, axis_data.name,
+                                   axis_data.spmd_name)
+    return [v for v, _ in res], [d for _, d in res]
 
 
 def _custom_lin_transpose(cts, *args, num_res, num_consts, bwd, res_avals, ct_avals,
@@ -157,12 +217,10 @@ def _custom_lin_transpose(cts, *args, num_res, num_consts, bwd, res_avals, ct_av
     return [None] * num_res + [c for c, p in zip(cts_in, perturbed) if p]
 
 
-custom_lin_p = define("custom_lin", multiple_results=True, impl=_forward_mode_error,
-                      abstract_eval=_custom_lin_abstract_eval, lowering=_forward_mode_error,
-                      jvp=lambda primals, tangents, **params: _forward_mode_error(**params),
-                      batching=lambda axis_data, vals, dims, **params:
-                      _forward_mode_error(**params),
-                      transpose=_custom_lin_transpose)
+custom_lin_p = define("custom_lin", multiple_results=True, impl=_custom_lin_apply,
+                      abstract_eval=_custom_lin_abstract_eval, lowering=_custom_lin_lowering,
+                      jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
+                      batching=_custom_lin_batch)
 
 
 # ----------------------------------------------------------------------- remat_opt
