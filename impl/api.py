@@ -2,6 +2,7 @@
 linear_transpose, vmap, jit and make_jaxpr, with JAX's names and signatures."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import operator
@@ -11,6 +12,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 from jax import tree_util
+from jax._src import config as jax_config
 
 from impl import core
 from impl._traceback_util import api_boundary
@@ -78,6 +80,7 @@ def _materialize(t):
 @api_boundary
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """Forward-mode Jacobian-vector product of `fun` at `primals` along `tangents`."""
+    _check_callable(fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples or lists, got "
                         f"{type(primals).__name__} and {type(tangents).__name__}")
@@ -135,6 +138,7 @@ def _linearize_tree(fun, primals, has_aux, api_name):
 @api_boundary
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """Evaluate `fun` and return its linear tangent map as a function."""
+    _check_callable(fun)
     in_tree, store, _, lin, out, aux = _linearize_tree(fun, primals, has_aux, "linearize")
     n = store["num_out"]
 
@@ -176,6 +180,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
     `reduce_axes` names vmap axes over which the cotangent of an input that is not
     mapped along them (broadcast to every element) is summed, as in the custom
     derivatives seed: the total rather than the per-element cotangent."""
+    _check_callable(fun)
     reduce_axes = _reduce_axes_tuple(reduce_axes)
     in_tree, store, out_flat, lin, out, aux = _linearize_tree(fun, primals, has_aux, "vjp")
     flat_p = tree_util.tree_leaves(primals)
@@ -292,6 +297,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
                    allow_int: bool = False, reduce_axes=()):
     """A function returning `fun`'s value and its gradient with respect to `argnums`
     (summed over the vmap axes named in `reduce_axes` where an input is broadcast)."""
+    _check_callable(fun)
     name = f"value_and_grad({_fun_name(fun)})"
 
     @api_boundary
@@ -374,6 +380,7 @@ def _split_columns(flat_jac, axis_sizes, shapes, axis):
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """The Jacobian by forward mode: one jvp per input coordinate, vmapped."""
+    _check_callable(fun)
     import impl.numpy as jnp
 
     @api_boundary
@@ -411,6 +418,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
     """The Jacobian by reverse mode: one vjp per output coordinate, vmapped."""
+    _check_callable(fun)
     import impl.numpy as jnp
 
     @api_boundary
@@ -527,6 +535,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     Beyond JAX: inputs may be ragged `Pile`s (`in_axes=pile_axis`) or types registered
     with `batching.register_vmappable`; `chunk_size=k` computes the same result k
     elements at a time, so peak memory is bounded by a chunk."""
+    _check_callable(fun)
     if spmd_axis_name is not None and type(spmd_axis_name) is not tuple:
         spmd_axis_name = (spmd_axis_name,)
     if isinstance(in_axes, list):
@@ -656,13 +665,21 @@ def _avals_of(leaves):
 
 
 class _StagedFunction:
-    """A Python function with static arguments, staged to impl's IR on demand."""
+    """A Python function with static arguments, staged to impl's IR on demand.
+
+    Traces are cached as JAX caches them: on the function object itself (weakly, so
+    the cache lives as long as the function), keyed by the static arguments, the
+    structure and types (shape, dtype, weak type) of the others, the named axes in
+    scope and JAX's tracing configuration. Every `jit(f)` and `make_jaxpr(f)` of one
+    function shares them, so Python runs `f` once per key, and a global it reads is
+    seen as it was when first traced."""
 
     def __init__(self, fun, static_argnums, static_argnames):
         self.fun = fun
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
         self.name = _fun_name(fun)
+        self._traces = _traces_of(fun)
 
     def _split(self, args, kwargs):
         nargs = len(args)
@@ -677,11 +694,31 @@ class _StagedFunction:
                           **dyn_k}
         return dyn_args, dyn_kwargs, rebuild
 
-    def trace(self, args, kwargs, avals_of=None):
-        """Stage the function for arguments like these: (program, flat args, out_tree)."""
+    def _key(self, args, kwargs, in_tree, avals):
+        nargs = len(args)
+        statics = tuple(args[i % nargs] for i in self.static_argnums if -nargs <= i < nargs)
+        statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        # Collectives in the program depend on the sizes of the axes they name.
+        key = (self.static_argnums, self.static_argnames, in_tree, tuple(avals), statics,
+               batching.axis_env_key(), _tracing_config())
+        try:
+            hash(key)
+        except TypeError:
+            raise ValueError(f"jit of {self.name}: static arguments must be hashable, got "
+                             f"{statics!r}") from None
+        return key
+
+    def trace(self, args, kwargs, avals_of=None, tracing_context=None):
+        """The function staged for arguments like these, from the cache when traced
+        before: (StagedTrace, flat dynamic arguments). `tracing_context` (a context
+        manager factory) surrounds the tracing itself, not the cache lookup."""
         dyn_args, dyn_kwargs, rebuild = self._split(args, kwargs)
         flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         avals = (avals_of or _avals_of)(flat)
+        key = self._key(args, kwargs, in_tree, avals)
+        hit = self._traces.get(key)
+        if hit is not None:
+            return hit, flat
         store = {}
 
         def flat_fun(*leaves):
@@ -693,26 +730,91 @@ class _StagedFunction:
                 _check_leaf(o, f"The outputs of the jitted function {self.name}")
             return out_leaves
 
-        closed, _ = pe.trace_to_jaxpr(flat_fun, avals)
-        return closed, flat, store["out_tree"]
+        with tracing_context() if tracing_context else contextlib.nullcontext():
+            closed, _ = pe.trace_to_jaxpr(flat_fun, avals, dce=False)
+        staged = StagedTrace(closed, store["out_tree"])
+        # Constants that are tracers belong to this call only; don't keep them.
+        if not any(isinstance(c, (Tracer, jax.core.Tracer)) for c in closed.consts):
+            self._traces[key] = staged
+        return staged, flat
 
     def _lower_and_run(self, *args, **kwargs):
         # Called by jax.jit while it traces: stage to impl's IR, then lower each equation.
         # Staging sees only abstract values; compile-time evaluation keeps the concrete
         # constants impl builds with jax.numpy (creation functions) concrete.
-        with core.set_current_trace(core.eval_trace), jax.ensure_compile_time_eval():
-            closed, flat, out_tree = self.trace(args, kwargs, _avals_of_jax_values)
+        def eager_staging():
+            return _both(core.set_current_trace(core.eval_trace),
+                         jax.ensure_compile_time_eval())
+        staged, flat = self.trace(args, kwargs, _avals_of_jax_values, eager_staging)
+        closed = staged.closed
         outs = lowering.eval_jaxpr_lowered(closed.jaxpr, closed.consts, flat)
-        return tree_unflatten(out_tree, outs)
+        return tree_unflatten(staged.out_tree, outs)
 
 
-_jitted_functions = weakref.WeakSet()
+def _tracing_config():
+    """JAX's configuration that tracing depends on (the part of JAX's own trace-cache
+    key), without the constant-folding flag impl itself sets while staging for jax.jit."""
+    context = jax_config.trace_context()
+    return tuple(v for i, v in enumerate(context) if i != _OWN_FLAG_INDEX)
 
 
-def clear_staged_programs():
-    """Forget every jitted function's staged programs (impl.clear_caches)."""
-    for f in list(_jitted_functions):
-        f._programs.clear()
+def _own_flag_index():
+    try:
+        return jax_config.trace_context_names().index("eager_constant_folding")
+    except (NotImplementedError, ValueError):
+        return None
+
+
+_OWN_FLAG_INDEX = _own_flag_index()
+
+
+class StagedTrace:
+    """One trace of a function: its program, the same program taking its constants as
+    leading arguments (what a jit call binds) and the structure of its output."""
+
+    __slots__ = ("closed", "program", "consts", "out_tree")
+
+    def __init__(self, closed, out_tree):
+        self.closed = closed
+        self.program, self.consts = pe.convert_constvars_to_invars(closed)
+        self.out_tree = out_tree
+
+
+@contextlib.contextmanager
+def _both(first, second):
+    with first, second:
+        yield
+
+
+class _Traces(dict):
+    """The traces of one function: {key: StagedTrace}; compared by identity."""
+    __slots__ = ("__weakref__",)
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+
+# function -> its _Traces, weak on the function as JAX's trace cache is. A function that
+# cannot be weakly referenced (or hashed) keeps its own. Staged functions hold their
+# _Traces, so clearing empties each of them (the live ones are in `_all_traces`).
+_traces = weakref.WeakKeyDictionary()
+_all_traces = weakref.WeakSet()
+
+
+@core.register_cache
+def _clear_traces():
+    for traces in list(_all_traces):
+        traces.clear()
+
+
+def _traces_of(fun):
+    try:
+        traces = _traces.get(fun)
+        if traces is None:
+            traces = _traces[fun] = _Traces()
+    except TypeError:
+        traces = _Traces()
+    _all_traces.add(traces)
+    return traces
 
 
 class _JittedFunction(_StagedFunction):
@@ -738,8 +840,6 @@ class _JittedFunction(_StagedFunction):
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
         self.inline = inline
-        self._programs = {}   # staged programs for calls inside transformations
-        _jitted_functions.add(self)
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -777,43 +877,19 @@ class _JittedFunction(_StagedFunction):
                         "using the static_argnums or static_argnames parameters of "
                         "jit.") from None
 
-    def _cache_key(self, args, kwargs):
-        dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
-        flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        nargs = len(args)
-        statics = tuple(args[i % nargs] for i in self.static_argnums if -nargs <= i < nargs)
-        statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
-        # Collectives in the program depend on the sizes of the axes they name.
-        key = (in_tree, tuple(get_aval(x) for x in flat), statics, batching.axis_env_key())
-        try:
-            hash(key)
-        except TypeError:
-            raise ValueError(f"jit of {self.name}: static arguments must be hashable, got "
-                             f"{statics!r}") from None
-        return key, flat
-
     def _bind(self, args, kwargs):
         if self.inline and self.in_shardings is None and self.out_shardings is None:
             return self.fun(*args, **kwargs)   # trace into the enclosing transformation
         try:
-            key, flat = self._cache_key(args, kwargs)
+            staged, flat = self.trace(args, kwargs)
         except TypeError:
             self._raise_if_bad_argument(args, kwargs)
             raise
-        hit = self._programs.get(key)
-        if hit is None:
-            closed, flat, out_tree = self.trace(args, kwargs)
-            program, consts = pe.convert_constvars_to_invars(closed)
-            hit = (program, consts, out_tree)
-            # Constants that are tracers belong to this call only; don't keep them.
-            if not any(isinstance(c, Tracer) for c in consts):
-                self._programs[key] = hit
-        program, consts, out_tree = hit
-        outs = jit_p.bind(*consts, *flat, jaxpr=program, name=self.name,
-                          in_shardings=(None,) * len(consts) + self._flat_in_shardings(
+        outs = jit_p.bind(*staged.consts, *flat, jaxpr=staged.program, name=self.name,
+                          in_shardings=(None,) * len(staged.consts) + self._flat_in_shardings(
                               args, kwargs, len(flat)),
-                          out_shardings=self._flat_out_shardings(out_tree))
-        return tree_unflatten(out_tree, outs)
+                          out_shardings=self._flat_out_shardings(staged.out_tree))
+        return tree_unflatten(staged.out_tree, outs)
 
     def _flat_in_shardings(self, args, kwargs, num_flat):
         """One sharding (or None) per dynamic argument leaf, from the in_shardings prefix
@@ -856,26 +932,82 @@ def _positional_names(fun):
     return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def _argnums_and_names(fun, argnums, argnames):
-    """Both spellings of a set of arguments (as jax.jit resolves static/donated ones):
-    positions named in `argnames` and names of the positions in `argnums`."""
-    if isinstance(argnums, int):
-        argnums = (argnums,)
-    if isinstance(argnames, str):
-        argnames = (argnames,)
-    argnums = tuple(argnums or ())
-    argnames = tuple(argnames or ())
-    positional = _positional_names(fun)
-    if positional is None:
-        return argnums, argnames
-    names, nums = set(argnames), set(argnums)
-    for i in argnums:
-        if 0 <= i < len(positional):
-            names.add(positional[i])
-    for n in argnames:
-        if n in positional:
-            nums.add(positional.index(n))
-    return tuple(sorted(nums)), tuple(sorted(names))
+def _index_tuple(x):
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(map(operator.index, x))
+
+
+def _str_tuple(x):
+    names = (x,) if isinstance(x, str) else tuple(x)
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"argument is not a string: {n}")
+    return names
+
+
+def _argnums_and_names(params, argnums, argnames, what):
+    """Both spellings of a set of arguments (static or donated), the missing one
+    inferred from the signature `params` when only one is given, as jax.jit does;
+    each checked against the signature (ValueError naming `what`)."""
+    if argnums is None and argnames is None:
+        return (), ()
+    nums = None if argnums is None else _index_tuple(argnums)
+    names = None if argnames is None else _str_tuple(argnames)
+    if params is None:   # no signature (some builtins): nothing to infer or check
+        return nums or (), names or ()
+    either = [(i, p.name) for i, p in enumerate(params) if p.kind is p.POSITIONAL_OR_KEYWORD]
+    if names is None:
+        names = tuple(n for i, n in either if i in nums)
+    elif nums is None:
+        nums = tuple(i for i, n in either if n in names)
+    if not any(p.kind is p.VAR_POSITIONAL for p in params):
+        npos = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        if nums and (-min(nums) > npos or max(nums) >= npos):
+            raise ValueError(f"Jitted function has {what}_argnums={nums}, but only accepts "
+                             f"{npos} positional arguments.")
+    positional_only = {p.name for p in params
+                       if p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL)}
+    if bad := positional_only & set(names):
+        raise ValueError(f"Jitted function has invalid argnames {bad} in {what}_argnames. "
+                         "These are positional-only")
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        keywords = {p.name for p in params
+                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if bad := set(names) - keywords:
+            raise ValueError(f"Jitted function has invalid argnames {bad} in "
+                             f"{what}_argnames. Function does not take these args.")
+    return nums, names
+
+
+def _both_spellings(params, nums, names):
+    """`nums` with the positions of `names`, `names` with the names of `nums`."""
+    if params is None:
+        return nums, names
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    by_name = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    all_nums = set(nums) | {positional.index(n) for n in names if n in positional}
+    all_names = set(names) | {positional[i] for i in nums
+                              if 0 <= i < len(positional) and positional[i] in by_name}
+    return tuple(sorted(all_nums)), tuple(sorted(all_names))
+
+
+def _signature_params(fun):
+    try:
+        return list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_callable(fun):
+    if isinstance(fun, staticmethod):
+        raise TypeError(f"staticmethod arguments are not supported, got {fun}")
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun}")
+    if inspect.isgeneratorfunction(fun):
+        raise TypeError(f"Expected a function, got a generator function: {fun}")
 
 
 def jit(fun: Callable | None = None, /, *, static_argnums=None, static_argnames=None,
@@ -897,10 +1029,22 @@ def jit(fun: Callable | None = None, /, *, static_argnums=None, static_argnames=
                    compiler_options=compiler_options)
     if fun is None:
         return lambda f: jit(f, **options)
-    if not callable(fun):
-        raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-    nums, names = _argnums_and_names(fun, static_argnums, static_argnames)
-    donate_nums, _ = _argnums_and_names(fun, donate_argnums, donate_argnames)
+    _check_callable(fun)
+    params = _signature_params(fun)
+    if params is None and donate_argnames is not None:
+        raise ValueError(f"Getting the signature of function {fun} failed. Pass "
+                         "donate_argnums instead of donate_argnames.")
+    nums, names = _argnums_and_names(params, static_argnums, static_argnames, "static")
+    donate_nums, donate_names = _argnums_and_names(params, donate_argnums, donate_argnames,
+                                                   "donate")
+    if both := set(names) & set(donate_names):
+        raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
+                         f"names {both} appear in both static_argnames and "
+                         "donate_argnames")
+    # The compiled program is a function of (*args, **kwargs): it knows arguments by
+    # position or by keyword only, so each set is given both ways.
+    nums, names = _both_spellings(params, nums, names)
+    donate_nums, _ = _both_spellings(params, donate_nums, donate_names)
     executable_options = dict(keep_unused=keep_unused, compiler_options=compiler_options)
     if donate_nums:
         executable_options["donate_argnums"] = donate_nums
@@ -919,6 +1063,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
 
     `axis_env`, a sequence of (axis name, size) pairs, binds those names while staging,
     so collectives over them appear in the program as equations."""
+    _check_callable(fun)
     frames = _axis_env_frames(axis_env)
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -926,9 +1071,9 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
     @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        staged = _StagedFunction(fun, tuple(static_argnums), ())
         with batching.extend_axis_env(frames):
-            closed, _, out_tree = staged.trace(args, kwargs)
+            staged, _ = _StagedFunction(fun, tuple(static_argnums), ()).trace(args, kwargs)
+        closed, out_tree = staged.closed, staged.out_tree
         if return_shape:
             shapes = [a.to_shape_dtype() for a in closed.out_avals]
             return closed, tree_unflatten(out_tree, shapes)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -191,15 +192,43 @@ class Jaxpr:
     __str__ = __repr__
 
 
+# ------------------------------------------------------------------------- caches
+# Every cache impl keeps registers how to empty it here, so `impl.clear_caches()` reaches
+# them all without searching memory for them.
+_cache_clearers: list[Callable[[], None]] = []
+
+
+def register_cache(clear: Callable[[], None]):
+    """Register `clear`, a function emptying one of impl's caches."""
+    _cache_clearers.append(clear)
+    return clear
+
+
+def clear_caches():
+    """Empty every registered cache (staged traces, derived and compiled programs)."""
+    for clear in _cache_clearers:
+        clear()
+
+
 class ClosedJaxpr:
     """A Jaxpr together with the values of its constvars."""
 
-    __slots__ = ("jaxpr", "consts", "_cache", "__weakref__")
+    __slots__ = ("jaxpr", "consts", "_derived", "__weakref__")
 
     def __init__(self, jaxpr: Jaxpr, consts):
         self.jaxpr = jaxpr
         self.consts = list(consts)
-        self._cache = {}   # derived programs (jvp, batched, compiled), keyed by transformation
+        self._derived = None
+
+    @property
+    def _cache(self) -> dict:
+        """Programs derived from this one (jvp, batched, compiled), keyed by
+        transformation; the programs holding some are remembered for clear_caches."""
+        derived = self._derived
+        if derived is None:
+            derived = self._derived = {}
+            _programs_with_derived.add(self)
+        return derived
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
@@ -212,6 +241,16 @@ class ClosedJaxpr:
 
     def pretty_print(self):
         return pp_jaxpr(self.jaxpr)
+
+
+_programs_with_derived: "weakref.WeakSet[ClosedJaxpr]" = weakref.WeakSet()
+
+
+@register_cache
+def _clear_derived_programs():
+    for program in list(_programs_with_derived):
+        program._derived = None
+    _programs_with_derived.clear()
 
 
 # -------------------------------------------------------------------- pretty-print

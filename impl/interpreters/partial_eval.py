@@ -192,15 +192,18 @@ def dce_closed_jaxpr(closed: ClosedJaxpr, used_outputs, keep_inputs=False):
                        closed.consts), used_inputs
 
 
-def trace_to_jaxpr(fun, in_avals, *, forward_known=False) -> tuple[ClosedJaxpr, list]:
+def trace_to_jaxpr(fun, in_avals, *, forward_known=False, dce=True
+                   ) -> tuple[ClosedJaxpr, list]:
     """Stage `fun(*tracers)` (a function of flat arrays returning a flat list).
 
-    Returns the closed program and the raw outputs (tracers or constants)."""
+    Returns the closed program and the raw outputs (tracers or constants). With
+    `dce=False` equations nothing uses stay in the program, as the user wrote them
+    (what jit and make_jaxpr show)."""
     trace = JaxprTrace(core.current_trace(), forward_known=forward_known)
     with core.new_trace(trace):
         args = [trace.new_arg(a) for a in in_avals]
         outs = fun(*args)
-        closed = trace.to_closed_jaxpr(outs)
+        closed = trace.to_closed_jaxpr(outs, dce=dce)
     return closed, outs
 
 
