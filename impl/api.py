@@ -137,22 +137,89 @@ def _linearize_tree(fun, primals, has_aux, api_name):
 
 @api_boundary
 def linearize(fun: Callable, *primals, has_aux: bool = False):
-    """Evaluate `fun` and return its linear tangent map as a function."""
+    """Evaluate `fun` and return its linear tangent map as a function (a
+    `tree_util.Partial` whose leaves are the residuals, as JAX's)."""
     _check_callable(fun)
-    in_tree, store, _, lin, out, aux = _linearize_tree(fun, primals, has_aux, "linearize")
-    n = store["num_out"]
+    in_tree, store, out_flat, lin, out, aux = _linearize_tree(fun, primals, has_aux,
+                                                              "linearize")
+    push = _Pushforward(lin, in_tree, store["out_tree"], store["num_out"], _fun_name(fun))
+    f_jvp = tree_util.Partial(push, *lin.jaxpr.consts)
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+
+class _LinearMap:
+    """What a function returned by linearize or vjp knows besides its residuals: the
+    linear program without their values and the structures around it. The residuals
+    are the leaves of the `tree_util.Partial` holding this object, so the function is a
+    pytree as in JAX: it can be returned from jit, passed through tree_map and staged.
+    Compared by identity (as the program it holds)."""
+
+    def __init__(self, lin, in_tree, out_tree, num_out, name):
+        self.program = lin.jaxpr.jaxpr
+        self.num_res = len(lin.jaxpr.consts)
+        self.in_avals, self.out_avals = lin.in_avals, lin.out_avals
+        self.out_nonzero = lin.out_nonzero
+        self.in_tree, self.out_tree, self.num_out = in_tree, out_tree, num_out
+        self.name = name
+
+    def linearized(self, residuals):
+        return ad.LinearizedFunction(core.ClosedJaxpr(self.program, residuals),
+                                     self.in_avals, self.out_avals, self.out_nonzero)
+
+
+class _Pushforward(_LinearMap):
+    """linearize's tangent map: (residuals..., tangents...) -> output tangents."""
 
     @api_boundary
-    def f_jvp(*tangents):
+    def __call__(self, *args):
+        residuals, tangents = args[:self.num_res], args[self.num_res:]
         flat_t, t_tree = tree_flatten(tangents)
-        if t_tree != in_tree:
+        if t_tree != self.in_tree:
             raise TypeError(f"linearized function expects tangents with structure "
-                            f"{in_tree}, got {t_tree}")
-        _check_avals("linearized function tangents", flat_t, lin.in_avals)
-        outs = lin.jvp(flat_t)
-        return tree_unflatten(store["out_tree"], [_materialize(t) for t in outs[:n]])
+                            f"{self.in_tree}, got {t_tree}")
+        _check_avals("linearized function tangents", flat_t, self.in_avals)
+        outs = self.linearized(residuals).jvp(flat_t)
+        return tree_unflatten(self.out_tree,
+                              [_materialize(t) for t in outs[:self.num_out]])
 
-    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+class _Pullback(_LinearMap):
+    """vjp's cotangent map: (residuals..., [primals... when summing over reduce_axes],
+    output cotangent) -> input cotangents."""
+
+    def __init__(self, lin, in_tree, out_tree, num_out, name, out_avals, aux_avals,
+                 reduce_axes):
+        super().__init__(lin, in_tree, out_tree, num_out, name)
+        self.primal_out_avals = out_avals
+        self.aux_tangent_avals = [ad.tangent_aval(a) for a in aux_avals]
+        self.reduce_axes = reduce_axes
+
+    @api_boundary
+    def __call__(self, *args):
+        num_primals = self.in_tree.num_leaves if self.reduce_axes else 0
+        nfixed = self.num_res + num_primals
+        if len(args) != nfixed + 1:
+            raise TypeError(f"The function returned by `vjp` applied to {self.name} was "
+                            f"called with {len(args) - nfixed} arguments; it takes one: "
+                            f"the cotangent of {self.name}'s output (one value, even when "
+                            "the output is a tuple or another container).")
+        residuals, flat_p = args[:self.num_res], args[self.num_res:nfixed]
+        flat_ct, ct_tree = tree_flatten(args[-1])
+        if ct_tree != self.out_tree:
+            raise ValueError(f"unexpected tree structure of the cotangent: the vjp function "
+                             f"expects the structure of the primal output {self.out_tree}, "
+                             f"got {ct_tree}")
+        for i, (c, a) in enumerate(zip(flat_ct, self.primal_out_avals)):
+            ca = get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(f"vjp: cotangent leaf {i} has shape {ca.shape}, but the "
+                                 f"primal output has shape {a.shape}")
+        cts = flat_ct + [Zero(a) for a in self.aux_tangent_avals]
+        cts_in = self.linearized(residuals).transpose(cts)
+        if self.reduce_axes:
+            cts_in = [collectives.sum_cotangent(p, c, self.reduce_axes)
+                      for p, c in zip(flat_p, cts_in)]
+        return tree_unflatten(self.in_tree, [_zero_cotangent(c) for c in cts_in])
 
 
 def _check_avals(what, values, avals):
@@ -175,7 +242,8 @@ def _zero_cotangent(t):
 
 @api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
-    """Evaluate `fun` and return a function mapping output cotangents to input ones.
+    """Evaluate `fun` and return a function mapping output cotangents to input ones (a
+    `tree_util.Partial` whose leaves are the residuals, a pytree as JAX's).
 
     `reduce_axes` names vmap axes over which the cotangent of an input that is not
     mapped along them (broadcast to every element) is summed, as in the custom
@@ -183,28 +251,13 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
     _check_callable(fun)
     reduce_axes = _reduce_axes_tuple(reduce_axes)
     in_tree, store, out_flat, lin, out, aux = _linearize_tree(fun, primals, has_aux, "vjp")
-    flat_p = tree_util.tree_leaves(primals)
     n = store["num_out"]
-    out_tree = store["out_tree"]
-    out_avals = [get_aval(o) for o in out_flat[:n]]
-
-    @api_boundary
-    def f_vjp(cotangent):
-        flat_ct, ct_tree = tree_flatten(cotangent)
-        if ct_tree != out_tree:
-            raise ValueError(f"unexpected tree structure of the cotangent: the vjp function "
-                             f"expects the structure of the primal output {out_tree}, got "
-                             f"{ct_tree}")
-        for i, (c, a) in enumerate(zip(flat_ct, out_avals)):
-            ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise ValueError(f"vjp: cotangent leaf {i} has shape {ca.shape}, but the "
-                                 f"primal output has shape {a.shape}")
-        cts = flat_ct + [Zero(ad.tangent_aval(get_aval(x))) for x in out_flat[n:]]
-        cts_in = [collectives.sum_cotangent(p, c, reduce_axes)
-                  for p, c in zip(flat_p, lin.transpose(cts))]
-        return tree_unflatten(in_tree, [_zero_cotangent(c) for c in cts_in])
-
+    pull = _Pullback(lin, in_tree, store["out_tree"], n, _fun_name(fun),
+                     [get_aval(o) for o in out_flat[:n]],
+                     [get_aval(o) for o in out_flat[n:]], reduce_axes)
+    # Summing over reduce_axes asks each primal whether it is mapped along them.
+    summed_primals = tree_util.tree_leaves(primals) if reduce_axes else []
+    f_vjp = tree_util.Partial(pull, *lin.jaxpr.consts, *summed_primals)
     return (out, f_vjp, aux) if has_aux else (out, f_vjp)
 
 
@@ -746,8 +799,8 @@ class _StagedFunction:
             return _both(core.set_current_trace(core.eval_trace),
                          jax.ensure_compile_time_eval())
         staged, flat = self.trace(args, kwargs, _avals_of_jax_values, eager_staging)
-        closed = staged.closed
-        outs = lowering.eval_jaxpr_lowered(closed.jaxpr, closed.consts, flat)
+        outs = lowering.eval_jaxpr_lowered(staged.program.jaxpr, [],
+                                           [*staged.consts, *flat])
         return tree_unflatten(staged.out_tree, outs)
 
 
@@ -769,14 +822,16 @@ _OWN_FLAG_INDEX = _own_flag_index()
 
 
 class StagedTrace:
-    """One trace of a function: its program, the same program taking its constants as
-    leading arguments (what a jit call binds) and the structure of its output."""
+    """One trace of a function: its program as written (what make_jaxpr shows), the
+    program that runs (without the equations nothing uses, taking the constants as
+    leading arguments: what a jit call binds) and the structure of its output."""
 
     __slots__ = ("closed", "program", "consts", "out_tree")
 
     def __init__(self, closed, out_tree):
         self.closed = closed
-        self.program, self.consts = pe.convert_constvars_to_invars(closed)
+        live = core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr), closed.consts)
+        self.program, self.consts = pe.convert_constvars_to_invars(live)
         self.out_tree = out_tree
 
 

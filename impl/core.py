@@ -61,7 +61,14 @@ class ShapedArray:
     def str_short(self):
         return f"{dtype_short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
-    __repr__ = lambda self: f"ShapedArray({self.str_short()}{', weak' if self.weak_type else ''})"
+    def __str__(self):   # as JAX prints a type: ~float32[3] (~ for a weak type)
+        shape = ",".join(map(str, self.shape))
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{shape}]"
+
+    def __repr__(self):
+        shape = ",".join(map(str, self.shape))
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}[{shape}]{weak})"
 
     def to_shape_dtype(self):
         return jax.ShapeDtypeStruct(self.shape, self.dtype, weak_type=self.weak_type)

@@ -187,7 +187,7 @@ class LinearizedFunction:
 def linearize_flat(fun, primals):
     """Evaluate `fun` at `primals` and stage its tangent map as a linear program."""
     parent = core.current_trace()
-    staging = pe.JaxprTrace(parent, forward_known=True)
+    staging = pe.JaxprTrace(parent, forward_known=True, literal_arrays=False)
     avals = [get_aval(p) for p in primals]
     t_avals = [tangent_aval(a) for a in avals]
     with core.new_trace(staging):

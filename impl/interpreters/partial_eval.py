@@ -49,9 +49,13 @@ def _is_literal_scalar(x):
 
 
 class JaxprTrace(core.Trace):
-    __slots__ = ("eqns", "invars", "constvars", "consts", "const_ids", "forward_known")
+    """Stages equations. `literal_arrays=False` keeps rank-0 jax arrays as constants
+    rather than literals (only Python and NumPy scalars are written inline): linearize's
+    residuals are values computed on the way, which its result exposes as pytree leaves."""
+    __slots__ = ("eqns", "invars", "constvars", "consts", "const_ids", "forward_known",
+                 "literal_arrays")
 
-    def __init__(self, parent, forward_known=False):
+    def __init__(self, parent, forward_known=False, literal_arrays=True):
         super().__init__(parent)
         self.eqns = []
         self.invars = []
@@ -59,6 +63,7 @@ class JaxprTrace(core.Trace):
         self.consts = []
         self.const_ids = {}
         self.forward_known = forward_known
+        self.literal_arrays = literal_arrays
 
     def new_arg(self, aval):
         var = Var(aval)
@@ -73,7 +78,8 @@ class JaxprTrace(core.Trace):
             return x.var
         if isinstance(x, Tracer):
             self.check_alive(x)
-        elif _is_literal_scalar(x):
+        elif _is_literal_scalar(x) and (self.literal_arrays
+                                        or not isinstance(x, jax.Array)):
             return Literal(x, get_aval(x))
         key = id(x)
         var = self.const_ids.get(key)
