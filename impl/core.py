@@ -21,6 +21,8 @@ import numpy as np
 import jax
 from jax import dtypes as jax_dtypes
 
+from impl import _pretty as pp
+
 from impl.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa: F401
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
@@ -261,70 +263,120 @@ def _clear_derived_programs():
 
 
 # -------------------------------------------------------------------- pretty-print
+# Programs print as JAX prints them: the same layout (impl._pretty), variables named
+# a, b, ..., z, ba, bb, ... in order of appearance across nested programs, literals
+# with their types (2.0:f32[]), and `_` for an equation's output nothing reads.
 
 class _Namer:
     def __init__(self):
         self.names = {}
+        self.fresh = 0
 
     def __call__(self, v):
         if isinstance(v, Literal):
-            return repr(v)
+            return _pp_literal(v)
         name = self.names.get(v.id)
         if name is None:
-            name = self.names[v.id] = _var_name(len(self.names))
+            name = self.names[v.id] = _var_name(self.fresh)
+            self.fresh += 1
         return name
+
+    def suggest(self, new_vars, like_vars):
+        """Name each of `new_vars` (a nested program's) as the matching `like_vars`."""
+        if len(new_vars) != len(like_vars):
+            return
+        taken = set()
+        for new, like in zip(new_vars, like_vars):
+            if type(like) is Var and like.id not in taken and new.id not in self.names:
+                taken.add(like.id)
+                self.names[new.id] = self(like)
 
 
 def _var_name(i):
-    letters = "abcdefghijklmnopqrstuvwxyz"
     s = ""
-    while True:
-        s = letters[i % 26] + s
-        i = i // 26 - 1
-        if i < 0:
-            return s
+    while not s or i:
+        i, digit = divmod(i, 26)
+        s = chr(ord("a") + digit) + s
+    return s
 
 
-def _pp_param(value, indent):
+def _pp_literal(lit):
+    val = lit.val
+    if np.shape(val):
+        shown = "[...]"
+    else:
+        arr = np.asarray(val)
+        shown = str(arr.astype(lit.aval.dtype).item() if arr.dtype != lit.aval.dtype
+                    else arr.item())
+    return f"{shown}:{lit.aval.str_short()}"
+
+
+# Rules printing a primitive's parameters differently from `name=value` for each in
+# name order: rule(eqn, namer) -> [(name, value)] (which, in what order); a rule may
+# name the variables of a program it prints after the equation's own.
+pp_params_rules: dict = {}
+
+
+def _pp_param_value(value, namer):
     if isinstance(value, tuple) and value and all(
             isinstance(v, (ClosedJaxpr, Jaxpr)) for v in value):   # cond's branches
-        inner = ("\n" + " " * (indent + 2)).join(_pp_param(v, indent + 2) for v in value)
-        return f"(\n{' ' * (indent + 2)}{inner}\n{' ' * indent})"
+        docs = [_jaxpr_doc(v.jaxpr if isinstance(v, ClosedJaxpr) else v, namer)
+                for v in value]
+        return pp.group(pp.concat([
+            pp.nest(2, pp.concat([pp.text("("), pp.brk(""), pp.join(pp.brk(), docs)])),
+            pp.brk(""), pp.text(")")]))
     if isinstance(value, ClosedJaxpr):
-        return _indent(pp_jaxpr(value.jaxpr), indent)
+        return _jaxpr_doc(value.jaxpr, namer)
     if isinstance(value, Jaxpr):
-        return _indent(pp_jaxpr(value), indent)
+        return _jaxpr_doc(value, namer)
     if isinstance(value, np.dtype) or isinstance(value, type):
-        return np.dtype(value).name
+        return pp.text(np.dtype(value).name)
     if callable(value):
-        return getattr(value, "__name__", type(value).__name__)
-    return str(value)
+        return pp.text(getattr(value, "__name__", type(value).__name__))
+    return pp.text(str(value))
 
 
-def _indent(text, n):
-    pad = " " * n
-    return text.replace("\n", "\n" + pad)
+def _pp_vars(vs, names, separator="", typed=False):
+    docs = [pp.text(names(v) + (f":{v.aval.str_short()}" if typed else "")) for v in vs]
+    return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), docs)))
 
 
-def pp_eqn(eqn, name, indent=4):
-    outs = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in eqn.outvars) or "_"
-    params = ""
-    if eqn.params:
-        params = "[" + " ".join(f"{k}={_pp_param(v, indent + 2)}"
-                                for k, v in sorted(eqn.params.items())) + "]"
-    ins = " ".join(name(v) for v in eqn.invars)
-    return f"{outs} = {eqn.primitive.name}{params} {ins}"
+def _eqn_doc(eqn, namer, unread=frozenset()):
+    outs = _pp_vars(eqn.outvars, lambda v: "_" if v.id in unread else namer(v), typed=True)
+    rule = pp_params_rules.get(eqn.primitive)
+    params = rule(eqn, namer) if rule else sorted(eqn.params.items())
+    rhs = [pp.text(eqn.primitive.name)]
+    if params:
+        pairs = [pp.text(f"{k}=") + _pp_param_value(v, namer) for k, v in params]
+        rhs.append(pp.group(pp.concat([
+            pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), pairs)])),
+            pp.brk(""), pp.text("]")])))
+    rhs.append(pp.text(" ") + _pp_vars(eqn.invars, namer))
+    if not eqn.outvars:
+        return pp.concat(rhs)
+    return pp.concat([outs, pp.text(" = "), *rhs])
+
+
+def _jaxpr_doc(jaxpr, namer):
+    read = {v.id for e in jaxpr.eqns for v in e.invars if type(v) is Var}
+    read.update(v.id for v in jaxpr.outvars if type(v) is Var)
+    unread = frozenset(v.id for e in jaxpr.eqns for v in e.outvars if v.id not in read)
+    consts = _pp_vars(jaxpr.constvars, namer, typed=True)
+    ins = _pp_vars(jaxpr.invars, namer, typed=True)
+    eqns = pp.join(pp.brk("; "), [_eqn_doc(e, namer, unread) for e in jaxpr.eqns])
+    outs = pp.concat([pp.text("("), _pp_vars(jaxpr.outvars, namer, separator=","),
+                      pp.text(",)" if len(jaxpr.outvars) == 1 else ")")])
+    return pp.group(pp.nest(2, pp.concat([
+        pp.text("{ lambda "), consts, pp.text("; "), ins, pp.text(". let"),
+        pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outs]))) + pp.text(" }")
+
+
+def pp_eqn(eqn, name=None):
+    return pp.format(_eqn_doc(eqn, name or _Namer()))
 
 
 def pp_jaxpr(jaxpr: Jaxpr, name=None):
-    name = name or _Namer()
-    consts = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
-    ins = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
-    lines = [f"{{ lambda {consts}; {ins}. let"]
-    lines += ["    " + pp_eqn(e, name) for e in jaxpr.eqns]
-    outs = ", ".join(name(v) for v in jaxpr.outvars)
-    lines.append(f"  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
-    return "\n".join(lines)
+    return pp.format(_jaxpr_doc(jaxpr, name or _Namer()))
 
 
 # ------------------------------------------------------------------------ primitives
@@ -600,8 +652,8 @@ class Tracer:
     def __hash__(self):
         raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
 
-    def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+    def __repr__(self):   # each transformation's tracer prints as JAX's counterpart
+        return f"{type(self).__name__}<{self.aval}>"
 
     def __getattr__(self, name):
         method = tracer_methods.get(name)

@@ -74,6 +74,18 @@ class JVPTracer(Tracer):
         p = self.primal
         return p.concrete_value() if isinstance(p, Tracer) else p
 
+    def __repr__(self):
+        primal = repr(self.primal) if isinstance(self.primal, Tracer) else str(self.primal)
+        parent = self._trace.parent
+        if isinstance(parent, pe.JaxprTrace) and parent.forward_known:
+            # reverse mode: the tangent is being staged for the backward pass
+            tangent = get_aval(self.tangent) if type(self.tangent) is not Zero else \
+                self.tangent.aval
+            return f"GradTracer(primal={primal}, typeof(tangent)={tangent.str_short()})"
+        t = self.tangent
+        tangent = repr(t) if isinstance(t, (Tracer, Zero)) else str(t)
+        return f"JVPTracer(primal={primal}, tangent={tangent})"
+
 
 class JVPTrace(core.Trace):
     __slots__ = ()

@@ -38,6 +38,9 @@ class JaxprTracer(Tracer):
     def aval(self):
         return self.var.aval
 
+    def __repr__(self):   # a value being staged, as JAX names it under jit
+        return f"JitTracer({self.aval})"
+
 
 def _is_literal_scalar(x):
     # Scalar constants are written into the program (as JAX does), so XLA sees them as

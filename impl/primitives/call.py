@@ -9,6 +9,7 @@ sharding gains its batch axis, a transpose swaps input and output shardings.
 """
 from __future__ import annotations
 
+from impl import core
 from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
@@ -115,3 +116,17 @@ jit_p = define("jit", multiple_results=True, abstract_eval=_jit_abstract_eval,
                lowering=_jit_lowering, impl=_jit_impl, jvp=_jit_jvp,
                transpose=_jit_transpose, batching=_jit_batch,
                partial_eval=_jit_partial_eval)
+
+
+def _jit_printed_params(eqn, namer):
+    """As JAX prints a jit call: its name and program, whose variables are named as the
+    call's arguments and results; shardings only where some are given."""
+    program = eqn.params["jaxpr"]
+    namer.suggest(program.jaxpr.invars, eqn.invars)
+    namer.suggest(program.jaxpr.outvars, eqn.outvars)
+    shown = [("name", eqn.params["name"]), ("jaxpr", program)]
+    return shown + [(k, eqn.params[k]) for k in ("in_shardings", "out_shardings")
+                    if any(s is not None for s in eqn.params[k])]
+
+
+core.pp_params_rules[jit_p] = _jit_printed_params
