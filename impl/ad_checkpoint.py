@@ -232,7 +232,9 @@ def _arg_names(f, args, kwargs):
 
 def saved_residuals(f, *args, **kwargs):
     """The values reverse-mode differentiation of `f` at `args` keeps for the backward
-    pass: a list of (abstract value, description)."""
+    pass: a list of (abstract value, description), as JAX lists them: constants, then
+    arguments in order, then computed values in the order they were computed, each with
+    where in the user's code it was computed."""
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
 
     def flat_fun(*leaves):
@@ -240,31 +242,35 @@ def saved_residuals(f, *args, **kwargs):
         return tree_util.tree_leaves(f(*a, **k))
 
     staging = pe.JaxprTrace(core.current_trace())
-    with core.new_trace(staging):
+    with core.recording_sources(), core.new_trace(staging):
         arg_tracers = [staging.new_arg(get_aval(x)) for x in flat]
         _, lin = ad.linearize_flat(flat_fun, arg_tracers)
     names = _arg_names(f, args, kwargs)
+    arg_index = {t.var.id: i for i, t in enumerate(arg_tracers)}
+    order = {v.id: n for n, e in enumerate(staging.eqns) for v in e.outvars}
     producers = {v.id: e for e in staging.eqns for v in e.outvars}
-    arg_ids = {t.var.id: i for i, t in enumerate(arg_tracers)}
-    out = []
+    constants, arguments, computed = [], [], []
     for r in lin.jaxpr.consts:
         aval = get_aval(r)
         var = r.var if staging.is_own(r) else None
         if var is None:
-            out.append((aval, "from a constant"))
-        elif var.id in arg_ids:
-            i = arg_ids[var.id]
-            out.append((aval, f"from the argument {names[i]}" if i < len(names)
-                        else f"from the argument at flattened index {i}"))
+            constants.append((aval, "from a constant"))
+        elif var.id in arg_index:
+            i = arg_index[var.id]
+            arguments.append((i, (aval, f"from the argument {names[i]}" if i < len(names)
+                                  else f"from the argument at flattened index {i}")))
         else:
             eqn = producers[var.id]
+            where = core.summarize_source(eqn.source)
             if eqn.primitive is name_p:
-                out.append((aval, f"named '{eqn.params['name']}'"))
+                what = f"named '{eqn.params['name']}'"
             elif eqn.primitive.name == "jit":
-                out.append((aval, f"output of jitted function '{eqn.params['name']}'"))
+                what = f"output of jitted function '{eqn.params['name']}'"
             else:
-                out.append((aval, f"output of {eqn.primitive.name}"))
-    return out
+                what = f"output of {eqn.primitive.name}"
+            computed.append((order[var.id], (aval, f"{what} from {where}")))
+    return (constants + [r for _, r in sorted(arguments, key=lambda p: p[0])]
+            + [r for _, r in sorted(computed, key=lambda p: p[0])])
 
 
 def print_saved_residuals(f, *args, **kwargs):

@@ -13,6 +13,9 @@ nested transformations free of perturbation confusion.
 from __future__ import annotations
 
 import itertools
+import os
+import sys
+import sysconfig
 import threading
 import weakref
 from typing import Any, Callable
@@ -167,8 +170,9 @@ class Literal:
 
 class JaxprEqn:
     """One primitive application. `name_stack`: the `impl.named_scope` names active
-    when it was staged (they reach the compiled program's op names)."""
-    __slots__ = ("primitive", "invars", "outvars", "params", "name_stack")
+    when it was staged (they reach the compiled program's op names). `source`: where
+    in the user's code it was staged, recorded only inside `recording_sources()`."""
+    __slots__ = ("primitive", "invars", "outvars", "params", "name_stack", "source")
 
     def __init__(self, primitive, invars, outvars, params, name_stack=()):
         self.primitive = primitive
@@ -176,6 +180,7 @@ class JaxprEqn:
         self.outvars = list(outvars)
         self.params = params
         self.name_stack = name_stack or _state.name_stack
+        self.source = (_state.source or user_frame()) if _state.recording else None
 
     def __repr__(self):
         return pp_eqn(self, _Namer())
@@ -510,6 +515,8 @@ class _TraceState(threading.local):
     def __init__(self):
         self.trace = eval_trace
         self.name_stack = ()   # names of the enclosing `impl.named_scope`s
+        self.recording = False   # whether staged equations record their source
+        self.source = None       # the source of the equation being replayed
 
 
 _state = _TraceState()
@@ -554,6 +561,65 @@ class new_trace:
         _state.trace = self.prev
         self.trace.alive = False
         return False
+
+
+class recording_sources:
+    """Context manager: equations staged inside remember where in the user's code they
+    were staged (what `saved_residuals` reports); replayed ones keep their original."""
+
+    __slots__ = ("prev",)
+
+    def __enter__(self):
+        self.prev = _state.recording
+        _state.recording = True
+        return self
+
+    def __exit__(self, *exc):
+        _state.recording = self.prev
+        return False
+
+
+class _replaying_source:
+    __slots__ = ("source", "prev")
+
+    def __init__(self, source):
+        self.source = source
+
+    def __enter__(self):
+        self.prev = _state.source
+        _state.source = self.source
+
+    def __exit__(self, *exc):
+        _state.source = self.prev
+        return False
+
+
+# Code that is not the user's: impl, JAX and the standard library.
+_NOT_USER_CODE = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
+                  os.path.dirname(os.path.abspath(jax.__file__)) + os.sep,
+                  sysconfig.get_paths()["stdlib"] + os.sep)
+
+
+def user_frame():
+    """(code, instruction offset) of the innermost frame of the user's code, or None."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_NOT_USER_CODE):
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code, frame.f_lasti)
+
+
+def summarize_source(source):
+    """`file:line:column (function)` of a recorded source, as JAX summarises one."""
+    if source is None:
+        return "unknown"
+    code, offset = source
+    line, _, column, _ = list(code.co_positions())[offset // 2]
+    name = code.co_qualname
+    if line is None:
+        return f"{code.co_filename}:{code.co_firstlineno} ({name})"
+    if column:
+        return f"{code.co_filename}:{line}:{column} ({name})"
+    return f"{code.co_filename}:{line} ({name})"
 
 
 def current_name_stack() -> tuple:
@@ -701,6 +767,9 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     for eqn in jaxpr.eqns:
         if eqn.name_stack:   # replayed equations keep their scope names
             with set_name_stack(eqn.name_stack):
+                outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        elif eqn.source is not None and _state.recording:   # ... and their source
+            with _replaying_source(eqn.source):
                 outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
         else:
             outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
