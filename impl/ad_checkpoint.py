@@ -15,6 +15,7 @@ import types
 from jax import tree_util
 
 from impl import core
+from impl.api import StagedFunction, new_trace_cache
 from impl.core import get_aval
 from impl.interpreters import ad
 from impl.interpreters import partial_eval as pe
@@ -134,6 +135,9 @@ class _Deprecated:
     pass
 
 
+_checkpoint_traces = new_trace_cache()
+
+
 _DEPRECATED = _Deprecated()
 
 
@@ -174,22 +178,14 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(),
                 "the `static_argnums` argument to `jax.checkpoint` / `jax.remat` can only take "
                 "integer values greater than or equal to `-len(args)` and less than "
                 f"`len(args)`, but got {static_argnums}, while `len(args)` = {len(args)}")
-        static = {d % len(args) for d in argnums}
+        static = tuple(sorted({d % len(args) for d in argnums}))
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
-        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        box = {}
-
-        def flat_fun(*leaves):
-            a, k = tree_util.tree_unflatten(in_tree, leaves)
-            it = iter(a)
-            full = [args[i] if i in static else next(it) for i in range(len(args))]
-            out = fun(*full, **{**kwargs, **k})
-            out_leaves, box["tree"] = tree_util.tree_flatten(out)
-            return out_leaves
-
-        closed, _ = pe.trace_to_jaxpr(flat_fun, [get_aval(x) for x in flat])
-        program, consts = pe.convert_constvars_to_invars(closed)
+        # Traced once per function and argument types, as JAX's checkpoint caches
+        # (its own cache, apart from jit's).
+        staged, flat = StagedFunction(fun, static, static_argnames,
+                                      cache=_checkpoint_traces).trace(args, kwargs)
+        program, consts = staged.program, staged.consts
         if isinstance(prevent_cse, tuple):
             # One flag per positional argument, for all of its leaves.
             if len(prevent_cse) != len(dyn_args):
@@ -203,7 +199,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(),
             cse = prevent_cse
         outs = checkpoint_p.bind(*consts, *flat, jaxpr=program, prevent_cse=cse,
                                  differentiated=False, policy=policy)
-        return tree_util.tree_unflatten(box["tree"], outs)
+        return tree_util.tree_unflatten(staged.out_tree, outs)
 
     return fun_remat
 

@@ -717,7 +717,7 @@ def _avals_of(leaves):
     return [get_aval(x) for x in leaves]
 
 
-class _StagedFunction:
+class StagedFunction:
     """A Python function with static arguments, staged to impl's IR on demand.
 
     Traces are cached as JAX caches them: on the function object itself (weakly, so
@@ -727,12 +727,14 @@ class _StagedFunction:
     function shares them, so Python runs `f` once per key, and a global it reads is
     seen as it was when first traced."""
 
-    def __init__(self, fun, static_argnums, static_argnames):
+    def __init__(self, fun, static_argnums, static_argnames, cache=None):
         self.fun = fun
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
         self.name = _fun_name(fun)
-        self._traces = _traces_of(fun)
+        # `cache`: a table of traces by function, for a transformation that keeps its
+        # own (as JAX's checkpoint does); jit's and make_jaxpr's by default.
+        self._traces = _traces_of(fun, _traces if cache is None else cache)
 
     def _split(self, args, kwargs):
         nargs = len(args)
@@ -851,7 +853,7 @@ class _Traces(dict):
 # function -> its _Traces, weak on the function as JAX's trace cache is. A function that
 # cannot be weakly referenced (or hashed) keeps its own. Staged functions hold their
 # _Traces, so clearing empties each of them (the live ones are in `_all_traces`).
-_traces = weakref.WeakKeyDictionary()
+_traces = weakref.WeakKeyDictionary()   # jit's and make_jaxpr's
 _all_traces = weakref.WeakSet()
 
 
@@ -861,18 +863,23 @@ def _clear_traces():
         traces.clear()
 
 
-def _traces_of(fun):
+def new_trace_cache():
+    """A table of traces by function (weak on the function)."""
+    return weakref.WeakKeyDictionary()
+
+
+def _traces_of(fun, table):
     try:
-        traces = _traces.get(fun)
+        traces = table.get(fun)
         if traces is None:
-            traces = _traces[fun] = _Traces()
+            traces = table[fun] = _Traces()
     except TypeError:
         traces = _Traces()
     _all_traces.add(traces)
     return traces
 
 
-class _JittedFunction(_StagedFunction):
+class _JittedFunction(StagedFunction):
     """A function staged to the IR and compiled by XLA as one program."""
 
     def __init__(self, fun, static_argnums, static_argnames, inline=False, in_shardings=None,
@@ -1127,7 +1134,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
     @functools.wraps(fun)
     def make(*args, **kwargs):
         with batching.extend_axis_env(frames):
-            staged, _ = _StagedFunction(fun, tuple(static_argnums), ()).trace(args, kwargs)
+            staged, _ = StagedFunction(fun, tuple(static_argnums), ()).trace(args, kwargs)
         closed, out_tree = staged.closed, staged.out_tree
         if return_shape:
             shapes = [a.to_shape_dtype() for a in closed.out_avals]

@@ -154,3 +154,24 @@ def test_functions_that_cannot_be_weakly_referenced_are_jitted_and_cleared():
     impl.clear_caches()
     f(X)
     assert len(calls) == 2
+
+
+CHECKPOINT_STEPS = {
+    "grad of checkpoint": lambda J, N, f: J.grad(J.checkpoint(f))(X),
+    "grad of another checkpoint": lambda J, N, f: J.grad(J.checkpoint(f))(X),
+    "checkpoint called": lambda J, N, f: J.checkpoint(f)(X),
+    "another policy": lambda J, N, f: J.grad(J.checkpoint(
+        f, policy=J.checkpoint_policies.dots_saveable))(X),
+    "jit keeps its own cache": lambda J, N, f: J.jit(f)(X),
+    "checkpoint inside jit": lambda J, N, f: J.jit(J.checkpoint(f))(X),
+    "vmap of checkpoint": lambda J, N, f: J.vmap(J.checkpoint(f))(np.ones(3, np.float32)),
+    "weak-typed argument": lambda J, N, f: J.checkpoint(f)(1.0),
+}
+
+
+def test_checkpoint_caches_its_traces_on_the_function_as_jax():
+    steps = list(CHECKPOINT_STEPS.values())
+    want = _count_traces(jax, jjnp, steps)
+    got = _count_traces(impl, inp, steps)
+    assert dict(zip(CHECKPOINT_STEPS, got)) == dict(zip(CHECKPOINT_STEPS, want))
+    assert want[0] == 1 and want[1] == 0

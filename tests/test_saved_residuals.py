@@ -96,3 +96,31 @@ def test_saved_residuals_of_a_jitted_function_name_it():
     want = run(jax, jjnp, jax_internal.saved_residuals)
     got = run(impl, inp, impl_ad_checkpoint.saved_residuals)
     assert got == want
+
+
+def _redefined_global(J, N, A):
+    # The tutorial redefines `predict` after checkpointing `loss`: the checkpoint of
+    # the same `loss` keeps its first trace, so the names the new `predict` gives are
+    # not seen (JAX caches checkpoint's traces on the function).
+    scope = {"predict": N.sin}
+
+    def loss(x):
+        return N.sum(scope["predict"](x) ** 2)
+
+    x = N.ones(3)
+    policies = J.checkpoint_policies
+    A.print_saved_residuals(J.checkpoint(loss, policy=policies.dots_saveable), x)
+    scope["predict"] = lambda x: A.checkpoint_name(N.sin(x), name="hidden")
+    A.print_saved_residuals(J.checkpoint(
+        loss, policy=policies.save_any_names_but_these("other")), x)
+    A.print_saved_residuals(loss, x)   # not checkpointed: traced afresh
+
+
+def test_checkpoint_keeps_the_first_trace_of_a_function(capsys):
+    _redefined_global(*APIS["jax"])
+    want = capsys.readouterr().out
+    _redefined_global(*APIS["impl"])
+    got = capsys.readouterr().out
+    first, second = want.splitlines()[:2]   # both checkpoints keep only x
+    assert first == second and first.endswith("from the argument x")
+    assert got.splitlines() == want.splitlines()
