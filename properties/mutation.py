@@ -448,19 +448,12 @@ def applied(mutant):
 
 
 def forget_derived_programs():
-    """Empty impl's caches of derived programs (the jvp, transpose, batched and staged
-    programs kept on each ClosedJaxpr, jitted function and custom_vjp bwd): a program
-    derived under a wrong rule must not serve the true rule's run, nor the next mutant's."""
-    import gc
-
-    from impl import api, core
-    from impl.custom_derivatives import vjp
-    vjp._bwd_programs.clear()
-    for obj in gc.get_objects():
-        if isinstance(obj, core.ClosedJaxpr):
-            obj._cache.clear()
-        elif isinstance(obj, api._StagedFunction) and isinstance(getattr(obj, "_programs", None), dict):
-            obj._programs.clear()
+    """Empty impl's caches (the jvp, transpose, batched and compiled programs derived
+    from each staged program, the traces of jitted and checkpointed functions, custom_vjp
+    bwd programs): a program derived under a wrong rule must not serve the true rule's
+    run, nor the next mutant's."""
+    from impl import core
+    core.clear_caches()
 
 
 # ------------------------------------------------------------------ focus
