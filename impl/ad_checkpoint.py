@@ -15,6 +15,7 @@ import types
 from jax import tree_util
 
 from impl import core
+from impl.api import StagedFunction, new_trace_cache
 from impl.core import get_aval
 from impl.interpreters import ad
 from impl.interpreters import partial_eval as pe
@@ -134,6 +135,9 @@ class _Deprecated:
     pass
 
 
+_checkpoint_traces = new_trace_cache()
+
+
 _DEPRECATED = _Deprecated()
 
 
@@ -174,22 +178,14 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(),
                 "the `static_argnums` argument to `jax.checkpoint` / `jax.remat` can only take "
                 "integer values greater than or equal to `-len(args)` and less than "
                 f"`len(args)`, but got {static_argnums}, while `len(args)` = {len(args)}")
-        static = {d % len(args) for d in argnums}
+        static = tuple(sorted({d % len(args) for d in argnums}))
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
-        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        box = {}
-
-        def flat_fun(*leaves):
-            a, k = tree_util.tree_unflatten(in_tree, leaves)
-            it = iter(a)
-            full = [args[i] if i in static else next(it) for i in range(len(args))]
-            out = fun(*full, **{**kwargs, **k})
-            out_leaves, box["tree"] = tree_util.tree_flatten(out)
-            return out_leaves
-
-        closed, _ = pe.trace_to_jaxpr(flat_fun, [get_aval(x) for x in flat])
-        program, consts = pe.convert_constvars_to_invars(closed)
+        # Traced once per function and argument types, as JAX's checkpoint caches
+        # (its own cache, apart from jit's).
+        staged, flat = StagedFunction(fun, static, static_argnames,
+                                      cache=_checkpoint_traces).trace(args, kwargs)
+        program, consts = staged.program, staged.consts
         if isinstance(prevent_cse, tuple):
             # One flag per positional argument, for all of its leaves.
             if len(prevent_cse) != len(dyn_args):
@@ -203,7 +199,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(),
             cse = prevent_cse
         outs = checkpoint_p.bind(*consts, *flat, jaxpr=program, prevent_cse=cse,
                                  differentiated=False, policy=policy)
-        return tree_util.tree_unflatten(box["tree"], outs)
+        return tree_util.tree_unflatten(staged.out_tree, outs)
 
     return fun_remat
 
@@ -232,7 +228,9 @@ def _arg_names(f, args, kwargs):
 
 def saved_residuals(f, *args, **kwargs):
     """The values reverse-mode differentiation of `f` at `args` keeps for the backward
-    pass: a list of (abstract value, description)."""
+    pass: a list of (abstract value, description), as JAX lists them: constants, then
+    arguments in order, then computed values in the order they were computed, each with
+    where in the user's code it was computed."""
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
 
     def flat_fun(*leaves):
@@ -240,31 +238,35 @@ def saved_residuals(f, *args, **kwargs):
         return tree_util.tree_leaves(f(*a, **k))
 
     staging = pe.JaxprTrace(core.current_trace())
-    with core.new_trace(staging):
+    with core.recording_sources(), core.new_trace(staging):
         arg_tracers = [staging.new_arg(get_aval(x)) for x in flat]
         _, lin = ad.linearize_flat(flat_fun, arg_tracers)
     names = _arg_names(f, args, kwargs)
+    arg_index = {t.var.id: i for i, t in enumerate(arg_tracers)}
+    order = {v.id: n for n, e in enumerate(staging.eqns) for v in e.outvars}
     producers = {v.id: e for e in staging.eqns for v in e.outvars}
-    arg_ids = {t.var.id: i for i, t in enumerate(arg_tracers)}
-    out = []
+    constants, arguments, computed = [], [], []
     for r in lin.jaxpr.consts:
         aval = get_aval(r)
         var = r.var if staging.is_own(r) else None
         if var is None:
-            out.append((aval, "from a constant"))
-        elif var.id in arg_ids:
-            i = arg_ids[var.id]
-            out.append((aval, f"from the argument {names[i]}" if i < len(names)
-                        else f"from the argument at flattened index {i}"))
+            constants.append((aval, "from a constant"))
+        elif var.id in arg_index:
+            i = arg_index[var.id]
+            arguments.append((i, (aval, f"from the argument {names[i]}" if i < len(names)
+                                  else f"from the argument at flattened index {i}")))
         else:
             eqn = producers[var.id]
+            where = core.summarize_source(eqn.source)
             if eqn.primitive is name_p:
-                out.append((aval, f"named '{eqn.params['name']}'"))
+                what = f"named '{eqn.params['name']}'"
             elif eqn.primitive.name == "jit":
-                out.append((aval, f"output of jitted function '{eqn.params['name']}'"))
+                what = f"output of jitted function '{eqn.params['name']}'"
             else:
-                out.append((aval, f"output of {eqn.primitive.name}"))
-    return out
+                what = f"output of {eqn.primitive.name}"
+            computed.append((order[var.id], (aval, f"{what} from {where}")))
+    return (constants + [r for _, r in sorted(arguments, key=lambda p: p[0])]
+            + [r for _, r in sorted(computed, key=lambda p: p[0])])
 
 
 def print_saved_residuals(f, *args, **kwargs):

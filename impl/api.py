@@ -2,6 +2,7 @@
 linear_transpose, vmap, jit and make_jaxpr, with JAX's names and signatures."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import operator
@@ -11,6 +12,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 from jax import tree_util
+from jax._src import config as jax_config
 
 from impl import core
 from impl._traceback_util import api_boundary
@@ -79,6 +81,7 @@ def _materialize(t):
 @api_boundary
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """Forward-mode Jacobian-vector product of `fun` at `primals` along `tangents`."""
+    _check_callable(fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples or lists, got "
                         f"{type(primals).__name__} and {type(tangents).__name__}")
@@ -135,21 +138,89 @@ def _linearize_tree(fun, primals, has_aux, api_name):
 
 @api_boundary
 def linearize(fun: Callable, *primals, has_aux: bool = False):
-    """Evaluate `fun` and return its linear tangent map as a function."""
-    in_tree, store, _, lin, out, aux = _linearize_tree(fun, primals, has_aux, "linearize")
-    n = store["num_out"]
+    """Evaluate `fun` and return its linear tangent map as a function (a
+    `tree_util.Partial` whose leaves are the residuals, as JAX's)."""
+    _check_callable(fun)
+    in_tree, store, out_flat, lin, out, aux = _linearize_tree(fun, primals, has_aux,
+                                                              "linearize")
+    push = _Pushforward(lin, in_tree, store["out_tree"], store["num_out"], _fun_name(fun))
+    f_jvp = tree_util.Partial(push, *lin.jaxpr.consts)
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+
+class _LinearMap:
+    """What a function returned by linearize or vjp knows besides its residuals: the
+    linear program without their values and the structures around it. The residuals
+    are the leaves of the `tree_util.Partial` holding this object, so the function is a
+    pytree as in JAX: it can be returned from jit, passed through tree_map and staged.
+    Compared by identity (as the program it holds)."""
+
+    def __init__(self, lin, in_tree, out_tree, num_out, name):
+        self.program = lin.jaxpr.jaxpr
+        self.num_res = len(lin.jaxpr.consts)
+        self.in_avals, self.out_avals = lin.in_avals, lin.out_avals
+        self.out_nonzero = lin.out_nonzero
+        self.in_tree, self.out_tree, self.num_out = in_tree, out_tree, num_out
+        self.name = name
+
+    def linearized(self, residuals):
+        return ad.LinearizedFunction(core.ClosedJaxpr(self.program, residuals),
+                                     self.in_avals, self.out_avals, self.out_nonzero)
+
+
+class _Pushforward(_LinearMap):
+    """linearize's tangent map: (residuals..., tangents...) -> output tangents."""
 
     @api_boundary
-    def f_jvp(*tangents):
+    def __call__(self, *args):
+        residuals, tangents = args[:self.num_res], args[self.num_res:]
         flat_t, t_tree = tree_flatten(tangents)
-        if t_tree != in_tree:
+        if t_tree != self.in_tree:
             raise TypeError(f"linearized function expects tangents with structure "
-                            f"{in_tree}, got {t_tree}")
-        _check_avals("linearized function tangents", flat_t, lin.in_avals)
-        outs = lin.jvp(flat_t)
-        return tree_unflatten(store["out_tree"], [_materialize(t) for t in outs[:n]])
+                            f"{self.in_tree}, got {t_tree}")
+        _check_avals("linearized function tangents", flat_t, self.in_avals)
+        outs = self.linearized(residuals).jvp(flat_t)
+        return tree_unflatten(self.out_tree,
+                              [_materialize(t) for t in outs[:self.num_out]])
 
-    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+class _Pullback(_LinearMap):
+    """vjp's cotangent map: (residuals..., [primals... when summing over reduce_axes],
+    output cotangent) -> input cotangents."""
+
+    def __init__(self, lin, in_tree, out_tree, num_out, name, out_avals, aux_avals,
+                 reduce_axes):
+        super().__init__(lin, in_tree, out_tree, num_out, name)
+        self.primal_out_avals = out_avals
+        self.aux_tangent_avals = [ad.tangent_aval(a) for a in aux_avals]
+        self.reduce_axes = reduce_axes
+
+    @api_boundary
+    def __call__(self, *args):
+        num_primals = self.in_tree.num_leaves if self.reduce_axes else 0
+        nfixed = self.num_res + num_primals
+        if len(args) != nfixed + 1:
+            raise TypeError(f"The function returned by `vjp` applied to {self.name} was "
+                            f"called with {len(args) - nfixed} arguments; it takes one: "
+                            f"the cotangent of {self.name}'s output (one value, even when "
+                            "the output is a tuple or another container).")
+        residuals, flat_p = args[:self.num_res], args[self.num_res:nfixed]
+        flat_ct, ct_tree = tree_flatten(args[-1])
+        if ct_tree != self.out_tree:
+            raise ValueError(f"unexpected tree structure of the cotangent: the vjp function "
+                             f"expects the structure of the primal output {self.out_tree}, "
+                             f"got {ct_tree}")
+        for i, (c, a) in enumerate(zip(flat_ct, self.primal_out_avals)):
+            ca = get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(f"vjp: cotangent leaf {i} has shape {ca.shape}, but the "
+                                 f"primal output has shape {a.shape}")
+        cts = flat_ct + [Zero(a) for a in self.aux_tangent_avals]
+        cts_in = self.linearized(residuals).transpose(cts)
+        if self.reduce_axes:
+            cts_in = [collectives.sum_cotangent(p, c, self.reduce_axes)
+                      for p, c in zip(flat_p, cts_in)]
+        return tree_unflatten(self.in_tree, [_zero_cotangent(c) for c in cts_in])
 
 
 def _check_avals(what, values, avals):
@@ -172,35 +243,22 @@ def _zero_cotangent(t):
 
 @api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
-    """Evaluate `fun` and return a function mapping output cotangents to input ones.
+    """Evaluate `fun` and return a function mapping output cotangents to input ones (a
+    `tree_util.Partial` whose leaves are the residuals, a pytree as JAX's).
 
     `reduce_axes` names vmap axes over which the cotangent of an input that is not
     mapped along them (broadcast to every element) is summed, as in the custom
     derivatives seed: the total rather than the per-element cotangent."""
+    _check_callable(fun)
     reduce_axes = _reduce_axes_tuple(reduce_axes)
     in_tree, store, out_flat, lin, out, aux = _linearize_tree(fun, primals, has_aux, "vjp")
-    flat_p = tree_util.tree_leaves(primals)
     n = store["num_out"]
-    out_tree = store["out_tree"]
-    out_avals = [get_aval(o) for o in out_flat[:n]]
-
-    @api_boundary
-    def f_vjp(cotangent):
-        flat_ct, ct_tree = tree_flatten(cotangent)
-        if ct_tree != out_tree:
-            raise ValueError(f"unexpected tree structure of the cotangent: the vjp function "
-                             f"expects the structure of the primal output {out_tree}, got "
-                             f"{ct_tree}")
-        for i, (c, a) in enumerate(zip(flat_ct, out_avals)):
-            ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise ValueError(f"vjp: cotangent leaf {i} has shape {ca.shape}, but the "
-                                 f"primal output has shape {a.shape}")
-        cts = flat_ct + [Zero(ad.tangent_aval(get_aval(x))) for x in out_flat[n:]]
-        cts_in = [collectives.sum_cotangent(p, c, reduce_axes)
-                  for p, c in zip(flat_p, lin.transpose(cts))]
-        return tree_unflatten(in_tree, [_zero_cotangent(c) for c in cts_in])
-
+    pull = _Pullback(lin, in_tree, store["out_tree"], n, _fun_name(fun),
+                     [get_aval(o) for o in out_flat[:n]],
+                     [get_aval(o) for o in out_flat[n:]], reduce_axes)
+    # Summing over reduce_axes asks each primal whether it is mapped along them.
+    summed_primals = tree_util.tree_leaves(primals) if reduce_axes else []
+    f_vjp = tree_util.Partial(pull, *lin.jaxpr.consts, *summed_primals)
     return (out, f_vjp, aux) if has_aux else (out, f_vjp)
 
 
@@ -293,6 +351,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
                    allow_int: bool = False, reduce_axes=()):
     """A function returning `fun`'s value and its gradient with respect to `argnums`
     (summed over the vmap axes named in `reduce_axes` where an input is broadcast)."""
+    _check_callable(fun)
     name = f"value_and_grad({_fun_name(fun)})"
 
     @api_boundary
@@ -377,6 +436,7 @@ def _split_columns(flat_jac, axis_sizes, shapes, axis):
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """The Jacobian by forward mode: one jvp per input coordinate, vmapped."""
+    _check_callable(fun)
 
     @api_boundary
     def jacfun(*args, **kwargs):
@@ -413,6 +473,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
     """The Jacobian by reverse mode: one vjp per output coordinate, vmapped."""
+    _check_callable(fun)
 
     @api_boundary
     def jacfun(*args, **kwargs):
@@ -528,6 +589,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     Beyond JAX: inputs may be ragged `Pile`s (`in_axes=pile_axis`) or types registered
     with `batching.register_vmappable`; `chunk_size=k` computes the same result k
     elements at a time, so peak memory is bounded by a chunk."""
+    _check_callable(fun)
     if spmd_axis_name is not None and type(spmd_axis_name) is not tuple:
         spmd_axis_name = (spmd_axis_name,)
     if isinstance(in_axes, list):
@@ -656,14 +718,24 @@ def _avals_of(leaves):
     return [get_aval(x) for x in leaves]
 
 
-class _StagedFunction:
-    """A Python function with static arguments, staged to impl's IR on demand."""
+class StagedFunction:
+    """A Python function with static arguments, staged to impl's IR on demand.
 
-    def __init__(self, fun, static_argnums, static_argnames):
+    Traces are cached as JAX caches them: on the function object itself (weakly, so
+    the cache lives as long as the function), keyed by the static arguments, the
+    structure and types (shape, dtype, weak type) of the others, the named axes in
+    scope and JAX's tracing configuration. Every `jit(f)` and `make_jaxpr(f)` of one
+    function shares them, so Python runs `f` once per key, and a global it reads is
+    seen as it was when first traced."""
+
+    def __init__(self, fun, static_argnums, static_argnames, cache=None):
         self.fun = fun
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
         self.name = _fun_name(fun)
+        # `cache`: a table of traces by function, for a transformation that keeps its
+        # own (as JAX's checkpoint does); jit's and make_jaxpr's by default.
+        self._traces = _traces_of(fun, _traces if cache is None else cache)
 
     def _split(self, args, kwargs):
         nargs = len(args)
@@ -678,11 +750,31 @@ class _StagedFunction:
                           **dyn_k}
         return dyn_args, dyn_kwargs, rebuild
 
-    def trace(self, args, kwargs, avals_of=None):
-        """Stage the function for arguments like these: (program, flat args, out_tree)."""
+    def _key(self, args, kwargs, in_tree, avals):
+        nargs = len(args)
+        statics = tuple(args[i % nargs] for i in self.static_argnums if -nargs <= i < nargs)
+        statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        # Collectives in the program depend on the sizes of the axes they name.
+        key = (self.static_argnums, self.static_argnames, in_tree, tuple(avals), statics,
+               batching.axis_env_key(), _tracing_config())
+        try:
+            hash(key)
+        except TypeError:
+            raise ValueError(f"jit of {self.name}: static arguments must be hashable, got "
+                             f"{statics!r}") from None
+        return key
+
+    def trace(self, args, kwargs, avals_of=None, tracing_context=None):
+        """The function staged for arguments like these, from the cache when traced
+        before: (StagedTrace, flat dynamic arguments). `tracing_context` (a context
+        manager factory) surrounds the tracing itself, not the cache lookup."""
         dyn_args, dyn_kwargs, rebuild = self._split(args, kwargs)
         flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         avals = (avals_of or _avals_of)(flat)
+        key = self._key(args, kwargs, in_tree, avals)
+        hit = self._traces.get(key)
+        if hit is not None:
+            return hit, flat
         store = {}
 
         def flat_fun(*leaves):
@@ -694,29 +786,101 @@ class _StagedFunction:
                 _check_leaf(o, f"The outputs of the jitted function {self.name}")
             return out_leaves
 
-        closed, _ = pe.trace_to_jaxpr(flat_fun, avals)
-        return closed, flat, store["out_tree"]
+        with tracing_context() if tracing_context else contextlib.nullcontext():
+            closed, _ = pe.trace_to_jaxpr(flat_fun, avals, dce=False)
+        staged = StagedTrace(closed, store["out_tree"])
+        # Constants that are tracers belong to this call only; don't keep them.
+        if not any(isinstance(c, (Tracer, jax.core.Tracer)) for c in closed.consts):
+            self._traces[key] = staged
+        return staged, flat
 
     def _lower_and_run(self, *args, **kwargs):
         # Called by jax.jit while it traces: stage to impl's IR, then lower each equation.
         # Staging sees only abstract values; compile-time evaluation keeps the concrete
         # constants impl builds with jax.numpy (creation functions) concrete.
-        with core.set_current_trace(core.eval_trace), jax.ensure_compile_time_eval():
-            closed, flat, out_tree = self.trace(args, kwargs, _avals_of_jax_values)
-        outs = lowering.eval_jaxpr_lowered(closed.jaxpr, closed.consts, flat)
-        return tree_unflatten(out_tree, outs)
+        def eager_staging():
+            return _both(core.set_current_trace(core.eval_trace),
+                         jax.ensure_compile_time_eval())
+        staged, flat = self.trace(args, kwargs, _avals_of_jax_values, eager_staging)
+        outs = lowering.eval_jaxpr_lowered(staged.program.jaxpr, [],
+                                           [*staged.consts, *flat])
+        return tree_unflatten(staged.out_tree, outs)
 
 
-_jitted_functions = weakref.WeakSet()
+def _tracing_config():
+    """JAX's configuration that tracing depends on (the part of JAX's own trace-cache
+    key), without the constant-folding flag impl itself sets while staging for jax.jit."""
+    context = jax_config.trace_context()
+    return tuple(v for i, v in enumerate(context) if i != _OWN_FLAG_INDEX)
 
 
-def clear_staged_programs():
-    """Forget every jitted function's staged programs (impl.clear_caches)."""
-    for f in list(_jitted_functions):
-        f._programs.clear()
+def _own_flag_index():
+    try:
+        return jax_config.trace_context_names().index("eager_constant_folding")
+    except (NotImplementedError, ValueError):
+        return None
 
 
-class _JittedFunction(_StagedFunction):
+_OWN_FLAG_INDEX = _own_flag_index()
+
+
+class StagedTrace:
+    """One trace of a function: its program as written (what make_jaxpr shows), the
+    program that runs (without the equations nothing uses, taking the constants as
+    leading arguments: what a jit call binds) and the structure of its output."""
+
+    __slots__ = ("closed", "program", "consts", "out_tree")
+
+    def __init__(self, closed, out_tree):
+        self.closed = closed
+        live = core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr), closed.consts)
+        self.program, self.consts = pe.convert_constvars_to_invars(live)
+        self.out_tree = out_tree
+
+
+@contextlib.contextmanager
+def _both(first, second):
+    with first, second:
+        yield
+
+
+class _Traces(dict):
+    """The traces of one function: {key: StagedTrace}; compared by identity."""
+    __slots__ = ("__weakref__",)
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+
+# function -> its _Traces, weak on the function as JAX's trace cache is. A function that
+# cannot be weakly referenced (or hashed) keeps its own. Staged functions hold their
+# _Traces, so clearing empties each of them (the live ones are in `_all_traces`).
+_traces = weakref.WeakKeyDictionary()   # jit's and make_jaxpr's
+_all_traces = weakref.WeakSet()
+
+
+@core.register_cache
+def _clear_traces():
+    for traces in list(_all_traces):
+        traces.clear()
+
+
+def new_trace_cache():
+    """A table of traces by function (weak on the function)."""
+    return weakref.WeakKeyDictionary()
+
+
+def _traces_of(fun, table):
+    try:
+        traces = table.get(fun)
+        if traces is None:
+            traces = table[fun] = _Traces()
+    except TypeError:
+        traces = _Traces()
+    _all_traces.add(traces)
+    return traces
+
+
+class _JittedFunction(StagedFunction):
     """A function staged to the IR and compiled by XLA as one program."""
 
     def __init__(self, fun, static_argnums, static_argnames, inline=False, in_shardings=None,
@@ -739,8 +903,6 @@ class _JittedFunction(_StagedFunction):
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
         self.inline = inline
-        self._programs = {}   # staged programs for calls inside transformations
-        _jitted_functions.add(self)
 
     @api_boundary
     def __call__(self, *args, **kwargs):
@@ -778,43 +940,19 @@ class _JittedFunction(_StagedFunction):
                         "using the static_argnums or static_argnames parameters of "
                         "jit.") from None
 
-    def _cache_key(self, args, kwargs):
-        dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
-        flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        nargs = len(args)
-        statics = tuple(args[i % nargs] for i in self.static_argnums if -nargs <= i < nargs)
-        statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
-        # Collectives in the program depend on the sizes of the axes they name.
-        key = (in_tree, tuple(get_aval(x) for x in flat), statics, batching.axis_env_key())
-        try:
-            hash(key)
-        except TypeError:
-            raise ValueError(f"jit of {self.name}: static arguments must be hashable, got "
-                             f"{statics!r}") from None
-        return key, flat
-
     def _bind(self, args, kwargs):
         if self.inline and self.in_shardings is None and self.out_shardings is None:
             return self.fun(*args, **kwargs)   # trace into the enclosing transformation
         try:
-            key, flat = self._cache_key(args, kwargs)
+            staged, flat = self.trace(args, kwargs)
         except TypeError:
             self._raise_if_bad_argument(args, kwargs)
             raise
-        hit = self._programs.get(key)
-        if hit is None:
-            closed, flat, out_tree = self.trace(args, kwargs)
-            program, consts = pe.convert_constvars_to_invars(closed)
-            hit = (program, consts, out_tree)
-            # Constants that are tracers belong to this call only; don't keep them.
-            if not any(isinstance(c, Tracer) for c in consts):
-                self._programs[key] = hit
-        program, consts, out_tree = hit
-        outs = jit_p.bind(*consts, *flat, jaxpr=program, name=self.name,
-                          in_shardings=(None,) * len(consts) + self._flat_in_shardings(
+        outs = jit_p.bind(*staged.consts, *flat, jaxpr=staged.program, name=self.name,
+                          in_shardings=(None,) * len(staged.consts) + self._flat_in_shardings(
                               args, kwargs, len(flat)),
-                          out_shardings=self._flat_out_shardings(out_tree))
-        return tree_unflatten(out_tree, outs)
+                          out_shardings=self._flat_out_shardings(staged.out_tree))
+        return tree_unflatten(staged.out_tree, outs)
 
     def _flat_in_shardings(self, args, kwargs, num_flat):
         """One sharding (or None) per dynamic argument leaf, from the in_shardings prefix
@@ -857,26 +995,82 @@ def _positional_names(fun):
     return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def _argnums_and_names(fun, argnums, argnames):
-    """Both spellings of a set of arguments (as jax.jit resolves static/donated ones):
-    positions named in `argnames` and names of the positions in `argnums`."""
-    if isinstance(argnums, int):
-        argnums = (argnums,)
-    if isinstance(argnames, str):
-        argnames = (argnames,)
-    argnums = tuple(argnums or ())
-    argnames = tuple(argnames or ())
-    positional = _positional_names(fun)
-    if positional is None:
-        return argnums, argnames
-    names, nums = set(argnames), set(argnums)
-    for i in argnums:
-        if 0 <= i < len(positional):
-            names.add(positional[i])
-    for n in argnames:
-        if n in positional:
-            nums.add(positional.index(n))
-    return tuple(sorted(nums)), tuple(sorted(names))
+def _index_tuple(x):
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(map(operator.index, x))
+
+
+def _str_tuple(x):
+    names = (x,) if isinstance(x, str) else tuple(x)
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"argument is not a string: {n}")
+    return names
+
+
+def _argnums_and_names(params, argnums, argnames, what):
+    """Both spellings of a set of arguments (static or donated), the missing one
+    inferred from the signature `params` when only one is given, as jax.jit does;
+    each checked against the signature (ValueError naming `what`)."""
+    if argnums is None and argnames is None:
+        return (), ()
+    nums = None if argnums is None else _index_tuple(argnums)
+    names = None if argnames is None else _str_tuple(argnames)
+    if params is None:   # no signature (some builtins): nothing to infer or check
+        return nums or (), names or ()
+    either = [(i, p.name) for i, p in enumerate(params) if p.kind is p.POSITIONAL_OR_KEYWORD]
+    if names is None:
+        names = tuple(n for i, n in either if i in nums)
+    elif nums is None:
+        nums = tuple(i for i, n in either if n in names)
+    if not any(p.kind is p.VAR_POSITIONAL for p in params):
+        npos = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        if nums and (-min(nums) > npos or max(nums) >= npos):
+            raise ValueError(f"Jitted function has {what}_argnums={nums}, but only accepts "
+                             f"{npos} positional arguments.")
+    positional_only = {p.name for p in params
+                       if p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL)}
+    if bad := positional_only & set(names):
+        raise ValueError(f"Jitted function has invalid argnames {bad} in {what}_argnames. "
+                         "These are positional-only")
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        keywords = {p.name for p in params
+                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if bad := set(names) - keywords:
+            raise ValueError(f"Jitted function has invalid argnames {bad} in "
+                             f"{what}_argnames. Function does not take these args.")
+    return nums, names
+
+
+def _both_spellings(params, nums, names):
+    """`nums` with the positions of `names`, `names` with the names of `nums`."""
+    if params is None:
+        return nums, names
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    by_name = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    all_nums = set(nums) | {positional.index(n) for n in names if n in positional}
+    all_names = set(names) | {positional[i] for i in nums
+                              if 0 <= i < len(positional) and positional[i] in by_name}
+    return tuple(sorted(all_nums)), tuple(sorted(all_names))
+
+
+def _signature_params(fun):
+    try:
+        return list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_callable(fun):
+    if isinstance(fun, staticmethod):
+        raise TypeError(f"staticmethod arguments are not supported, got {fun}")
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun}")
+    if inspect.isgeneratorfunction(fun):
+        raise TypeError(f"Expected a function, got a generator function: {fun}")
 
 
 def jit(fun: Callable | None = None, /, *, static_argnums=None, static_argnames=None,
@@ -898,10 +1092,22 @@ def jit(fun: Callable | None = None, /, *, static_argnums=None, static_argnames=
                    compiler_options=compiler_options)
     if fun is None:
         return lambda f: jit(f, **options)
-    if not callable(fun):
-        raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-    nums, names = _argnums_and_names(fun, static_argnums, static_argnames)
-    donate_nums, _ = _argnums_and_names(fun, donate_argnums, donate_argnames)
+    _check_callable(fun)
+    params = _signature_params(fun)
+    if params is None and donate_argnames is not None:
+        raise ValueError(f"Getting the signature of function {fun} failed. Pass "
+                         "donate_argnums instead of donate_argnames.")
+    nums, names = _argnums_and_names(params, static_argnums, static_argnames, "static")
+    donate_nums, donate_names = _argnums_and_names(params, donate_argnums, donate_argnames,
+                                                   "donate")
+    if both := set(names) & set(donate_names):
+        raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
+                         f"names {both} appear in both static_argnames and "
+                         "donate_argnames")
+    # The compiled program is a function of (*args, **kwargs): it knows arguments by
+    # position or by keyword only, so each set is given both ways.
+    nums, names = _both_spellings(params, nums, names)
+    donate_nums, _ = _both_spellings(params, donate_nums, donate_names)
     executable_options = dict(keep_unused=keep_unused, compiler_options=compiler_options)
     if donate_nums:
         executable_options["donate_argnums"] = donate_nums
@@ -920,6 +1126,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
 
     `axis_env`, a sequence of (axis name, size) pairs, binds those names while staging,
     so collectives over them appear in the program as equations."""
+    _check_callable(fun)
     frames = _axis_env_frames(axis_env)
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -927,9 +1134,9 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
     @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        staged = _StagedFunction(fun, tuple(static_argnums), ())
         with batching.extend_axis_env(frames):
-            closed, _, out_tree = staged.trace(args, kwargs)
+            staged, _ = StagedFunction(fun, tuple(static_argnums), ()).trace(args, kwargs)
+        closed, out_tree = staged.closed, staged.out_tree
         if return_shape:
             shapes = [a.to_shape_dtype() for a in closed.out_avals]
             return closed, tree_unflatten(out_tree, shapes)

@@ -13,12 +13,18 @@ nested transformations free of perturbation confusion.
 from __future__ import annotations
 
 import itertools
+import os
+import sys
+import sysconfig
 import threading
+import weakref
 from typing import Any, Callable
 
 import numpy as np
 import jax
 from jax import dtypes as jax_dtypes
+
+from impl import _pretty as pp
 
 from impl.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa: F401
                          TracerBoolConversionError, TracerIntegerConversionError,
@@ -60,7 +66,14 @@ class ShapedArray:
     def str_short(self):
         return f"{dtype_short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
-    __repr__ = lambda self: f"ShapedArray({self.str_short()}{', weak' if self.weak_type else ''})"
+    def __str__(self):   # as JAX prints a type: ~float32[3] (~ for a weak type)
+        shape = ",".join(map(str, self.shape))
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{shape}]"
+
+    def __repr__(self):
+        shape = ",".join(map(str, self.shape))
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}[{shape}]{weak})"
 
     def to_shape_dtype(self):
         return jax.ShapeDtypeStruct(self.shape, self.dtype, weak_type=self.weak_type)
@@ -157,8 +170,9 @@ class Literal:
 
 class JaxprEqn:
     """One primitive application. `name_stack`: the `impl.named_scope` names active
-    when it was staged (they reach the compiled program's op names)."""
-    __slots__ = ("primitive", "invars", "outvars", "params", "name_stack")
+    when it was staged (they reach the compiled program's op names). `source`: where
+    in the user's code it was staged, recorded only inside `recording_sources()`."""
+    __slots__ = ("primitive", "invars", "outvars", "params", "name_stack", "source")
 
     def __init__(self, primitive, invars, outvars, params, name_stack=()):
         self.primitive = primitive
@@ -166,6 +180,7 @@ class JaxprEqn:
         self.outvars = list(outvars)
         self.params = params
         self.name_stack = name_stack or _state.name_stack
+        self.source = (_state.source or user_frame()) if _state.recording else None
 
     def __repr__(self):
         return pp_eqn(self, _Namer())
@@ -191,15 +206,43 @@ class Jaxpr:
     __str__ = __repr__
 
 
+# ------------------------------------------------------------------------- caches
+# Every cache impl keeps registers how to empty it here, so `impl.clear_caches()` reaches
+# them all without searching memory for them.
+_cache_clearers: list[Callable[[], None]] = []
+
+
+def register_cache(clear: Callable[[], None]):
+    """Register `clear`, a function emptying one of impl's caches."""
+    _cache_clearers.append(clear)
+    return clear
+
+
+def clear_caches():
+    """Empty every registered cache (staged traces, derived and compiled programs)."""
+    for clear in _cache_clearers:
+        clear()
+
+
 class ClosedJaxpr:
     """A Jaxpr together with the values of its constvars."""
 
-    __slots__ = ("jaxpr", "consts", "_cache", "__weakref__")
+    __slots__ = ("jaxpr", "consts", "_derived", "__weakref__")
 
     def __init__(self, jaxpr: Jaxpr, consts):
         self.jaxpr = jaxpr
         self.consts = list(consts)
-        self._cache = {}   # derived programs (jvp, batched, compiled), keyed by transformation
+        self._derived = None
+
+    @property
+    def _cache(self) -> dict:
+        """Programs derived from this one (jvp, batched, compiled), keyed by
+        transformation; the programs holding some are remembered for clear_caches."""
+        derived = self._derived
+        if derived is None:
+            derived = self._derived = {}
+            _programs_with_derived.add(self)
+        return derived
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
@@ -214,71 +257,131 @@ class ClosedJaxpr:
         return pp_jaxpr(self.jaxpr)
 
 
+_programs_with_derived: "weakref.WeakSet[ClosedJaxpr]" = weakref.WeakSet()
+
+
+@register_cache
+def _clear_derived_programs():
+    for program in list(_programs_with_derived):
+        program._derived = None
+    _programs_with_derived.clear()
+
+
 # -------------------------------------------------------------------- pretty-print
+# Programs print as JAX prints them: the same layout (impl._pretty), variables named
+# a, b, ..., z, ba, bb, ... in order of appearance across nested programs, literals
+# with their types (2.0:f32[]), and `_` for an equation's output nothing reads.
 
 class _Namer:
     def __init__(self):
         self.names = {}
+        self.fresh = 0
 
     def __call__(self, v):
         if isinstance(v, Literal):
-            return repr(v)
+            return _pp_literal(v)
         name = self.names.get(v.id)
         if name is None:
-            name = self.names[v.id] = _var_name(len(self.names))
+            name = self.names[v.id] = _var_name(self.fresh)
+            self.fresh += 1
         return name
+
+    def suggest(self, new_vars, like_vars):
+        """Name each of `new_vars` (a nested program's) as the matching `like_vars`."""
+        if len(new_vars) != len(like_vars):
+            return
+        taken = set()
+        for new, like in zip(new_vars, like_vars):
+            if type(like) is Var and like.id not in taken and new.id not in self.names:
+                taken.add(like.id)
+                self.names[new.id] = self(like)
 
 
 def _var_name(i):
-    letters = "abcdefghijklmnopqrstuvwxyz"
     s = ""
-    while True:
-        s = letters[i % 26] + s
-        i = i // 26 - 1
-        if i < 0:
-            return s
+    while not s or i:
+        i, digit = divmod(i, 26)
+        s = chr(ord("a") + digit) + s
+    return s
 
 
-def _pp_param(value, indent):
+def _pp_literal(lit):
+    val = lit.val
+    if np.shape(val):
+        shown = "[...]"
+    else:
+        arr = np.asarray(val)
+        shown = str(arr.astype(lit.aval.dtype).item() if arr.dtype != lit.aval.dtype
+                    else arr.item())
+    return f"{shown}:{lit.aval.str_short()}"
+
+
+# Rules printing a primitive's parameters differently from `name=value` for each in
+# name order: rule(eqn, namer) -> [(name, value)] (which, in what order); a rule may
+# name the variables of a program it prints after the equation's own.
+pp_params_rules: dict = {}
+
+
+def _pp_param_value(value, namer):
     if isinstance(value, tuple) and value and all(
             isinstance(v, (ClosedJaxpr, Jaxpr)) for v in value):   # cond's branches
-        inner = ("\n" + " " * (indent + 2)).join(_pp_param(v, indent + 2) for v in value)
-        return f"(\n{' ' * (indent + 2)}{inner}\n{' ' * indent})"
+        docs = [_jaxpr_doc(v.jaxpr if isinstance(v, ClosedJaxpr) else v, namer)
+                for v in value]
+        return pp.group(pp.concat([
+            pp.nest(2, pp.concat([pp.text("("), pp.brk(""), pp.join(pp.brk(), docs)])),
+            pp.brk(""), pp.text(")")]))
     if isinstance(value, ClosedJaxpr):
-        return _indent(pp_jaxpr(value.jaxpr), indent)
+        return _jaxpr_doc(value.jaxpr, namer)
     if isinstance(value, Jaxpr):
-        return _indent(pp_jaxpr(value), indent)
+        return _jaxpr_doc(value, namer)
     if isinstance(value, np.dtype) or isinstance(value, type):
-        return np.dtype(value).name
+        return pp.text(np.dtype(value).name)
     if callable(value):
-        return getattr(value, "__name__", type(value).__name__)
-    return str(value)
+        return pp.text(getattr(value, "__name__", type(value).__name__))
+    return pp.text(str(value))
 
 
-def _indent(text, n):
-    pad = " " * n
-    return text.replace("\n", "\n" + pad)
+def _pp_vars(vs, names, separator="", typed=False):
+    docs = [pp.text(names(v) + (f":{v.aval.str_short()}" if typed else "")) for v in vs]
+    return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), docs)))
 
 
-def pp_eqn(eqn, name, indent=4):
-    outs = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in eqn.outvars) or "_"
-    params = ""
-    if eqn.params:
-        params = "[" + " ".join(f"{k}={_pp_param(v, indent + 2)}"
-                                for k, v in sorted(eqn.params.items())) + "]"
-    ins = " ".join(name(v) for v in eqn.invars)
-    return f"{outs} = {eqn.primitive.name}{params} {ins}"
+def _eqn_doc(eqn, namer, unread=frozenset()):
+    outs = _pp_vars(eqn.outvars, lambda v: "_" if v.id in unread else namer(v), typed=True)
+    rule = pp_params_rules.get(eqn.primitive)
+    params = rule(eqn, namer) if rule else sorted(eqn.params.items())
+    rhs = [pp.text(eqn.primitive.name)]
+    if params:
+        pairs = [pp.text(f"{k}=") + _pp_param_value(v, namer) for k, v in params]
+        rhs.append(pp.group(pp.concat([
+            pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), pairs)])),
+            pp.brk(""), pp.text("]")])))
+    rhs.append(pp.text(" ") + _pp_vars(eqn.invars, namer))
+    if not eqn.outvars:
+        return pp.concat(rhs)
+    return pp.concat([outs, pp.text(" = "), *rhs])
+
+
+def _jaxpr_doc(jaxpr, namer):
+    read = {v.id for e in jaxpr.eqns for v in e.invars if type(v) is Var}
+    read.update(v.id for v in jaxpr.outvars if type(v) is Var)
+    unread = frozenset(v.id for e in jaxpr.eqns for v in e.outvars if v.id not in read)
+    consts = _pp_vars(jaxpr.constvars, namer, typed=True)
+    ins = _pp_vars(jaxpr.invars, namer, typed=True)
+    eqns = pp.join(pp.brk("; "), [_eqn_doc(e, namer, unread) for e in jaxpr.eqns])
+    outs = pp.concat([pp.text("("), _pp_vars(jaxpr.outvars, namer, separator=","),
+                      pp.text(",)" if len(jaxpr.outvars) == 1 else ")")])
+    return pp.group(pp.nest(2, pp.concat([
+        pp.text("{ lambda "), consts, pp.text("; "), ins, pp.text(". let"),
+        pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outs]))) + pp.text(" }")
+
+
+def pp_eqn(eqn, name=None):
+    return pp.format(_eqn_doc(eqn, name or _Namer()))
 
 
 def pp_jaxpr(jaxpr: Jaxpr, name=None):
-    name = name or _Namer()
-    consts = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
-    ins = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
-    lines = [f"{{ lambda {consts}; {ins}. let"]
-    lines += ["    " + pp_eqn(e, name) for e in jaxpr.eqns]
-    outs = ", ".join(name(v) for v in jaxpr.outvars)
-    lines.append(f"  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
-    return "\n".join(lines)
+    return pp.format(_jaxpr_doc(jaxpr, name or _Namer()))
 
 
 # ------------------------------------------------------------------------ primitives
@@ -418,6 +521,8 @@ class _TraceState(threading.local):
     def __init__(self):
         self.trace = eval_trace
         self.name_stack = ()   # names of the enclosing `impl.named_scope`s
+        self.recording = False   # whether staged equations record their source
+        self.source = None       # the source of the equation being replayed
 
 
 _state = _TraceState()
@@ -454,6 +559,65 @@ class new_trace(set_current_trace):
         _state.trace = self.prev
         self.trace.alive = False
         return False
+
+
+class recording_sources:
+    """Context manager: equations staged inside remember where in the user's code they
+    were staged (what `saved_residuals` reports); replayed ones keep their original."""
+
+    __slots__ = ("prev",)
+
+    def __enter__(self):
+        self.prev = _state.recording
+        _state.recording = True
+        return self
+
+    def __exit__(self, *exc):
+        _state.recording = self.prev
+        return False
+
+
+class _replaying_source:
+    __slots__ = ("source", "prev")
+
+    def __init__(self, source):
+        self.source = source
+
+    def __enter__(self):
+        self.prev = _state.source
+        _state.source = self.source
+
+    def __exit__(self, *exc):
+        _state.source = self.prev
+        return False
+
+
+# Code that is not the user's: impl, JAX and the standard library.
+_NOT_USER_CODE = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
+                  os.path.dirname(os.path.abspath(jax.__file__)) + os.sep,
+                  sysconfig.get_paths()["stdlib"] + os.sep)
+
+
+def user_frame():
+    """(code, instruction offset) of the innermost frame of the user's code, or None."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_NOT_USER_CODE):
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code, frame.f_lasti)
+
+
+def summarize_source(source):
+    """`file:line:column (function)` of a recorded source, as JAX summarises one."""
+    if source is None:
+        return "unknown"
+    code, offset = source
+    line, _, column, _ = list(code.co_positions())[offset // 2]
+    name = code.co_qualname
+    if line is None:
+        return f"{code.co_filename}:{code.co_firstlineno} ({name})"
+    if column:
+        return f"{code.co_filename}:{line}:{column} ({name})"
+    return f"{code.co_filename}:{line} ({name})"
 
 
 def current_name_stack() -> tuple:
@@ -552,8 +716,8 @@ class Tracer:
     def __hash__(self):
         raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
 
-    def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+    def __repr__(self):   # each transformation's tracer prints as JAX's counterpart
+        return f"{type(self).__name__}<{self.aval}>"
 
     def __getattr__(self, name):
         method = tracer_methods.get(name)
@@ -601,6 +765,9 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     for eqn in jaxpr.eqns:
         if eqn.name_stack:   # replayed equations keep their scope names
             with set_name_stack(eqn.name_stack):
+                outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        elif eqn.source is not None and _state.recording:   # ... and their source
+            with _replaying_source(eqn.source):
                 outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
         else:
             outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)

@@ -107,7 +107,7 @@ def typeof(x):
 
 
 def clear_caches():
-    """Clear JAX's compilation caches and impl's staged programs, so the next call of a
-    jitted function traces it again."""
+    """Clear JAX's compilation caches and every cache of impl (traces of functions,
+    programs derived from them), so the next call of a jitted function traces it again."""
     jax.clear_caches()
-    api.clear_staged_programs()
+    core.clear_caches()

@@ -468,7 +468,10 @@ def test_optimize_remat_vmap_of_numpy_constant_under_jit():
 # ------------------------------------------------- dead code in bodies (structure)
 
 def _eqn(closed, name):
-    (eqn,) = [e for e in closed.jaxpr.eqns if e.primitive.name == name]
+    """The equation of primitive `name` in the program as it runs: make_jaxpr keeps
+    unused equations (as JAX's does), dead-code removal then drops what they hold."""
+    from impl.interpreters import partial_eval as pe
+    (eqn,) = [e for e in pe.dce_jaxpr(closed.jaxpr).eqns if e.primitive.name == name]
     return eqn
 
 

@@ -144,6 +144,7 @@ def _full_cts(cts, ct_avals):
 
 
 _bwd_programs = {}
+core.register_cache(_bwd_programs.clear)
 
 
 def _bwd_program(bwd, num_consts, res_avals, ct_avals, perturbed):

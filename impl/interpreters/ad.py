@@ -74,6 +74,18 @@ class JVPTracer(Tracer):
         p = self.primal
         return p.concrete_value() if isinstance(p, Tracer) else p
 
+    def __repr__(self):
+        primal = repr(self.primal) if isinstance(self.primal, Tracer) else str(self.primal)
+        parent = self._trace.parent
+        if isinstance(parent, pe.JaxprTrace) and parent.forward_known:
+            # reverse mode: the tangent is being staged for the backward pass
+            tangent = get_aval(self.tangent) if type(self.tangent) is not Zero else \
+                self.tangent.aval
+            return f"GradTracer(primal={primal}, typeof(tangent)={tangent.str_short()})"
+        t = self.tangent
+        tangent = repr(t) if isinstance(t, (Tracer, Zero)) else str(t)
+        return f"JVPTracer(primal={primal}, tangent={tangent})"
+
 
 class JVPTrace(core.Trace):
     __slots__ = ()
@@ -192,7 +204,7 @@ class LinearizedFunction:
 def linearize_flat(fun, primals):
     """Evaluate `fun` at `primals` and stage its tangent map as a linear program."""
     parent = core.current_trace()
-    staging = pe.JaxprTrace(parent, forward_known=True)
+    staging = pe.JaxprTrace(parent, forward_known=True, literal_arrays=False)
     avals = [get_aval(p) for p in primals]
     t_avals = [tangent_aval(a) for a in avals]
     with core.new_trace(staging):

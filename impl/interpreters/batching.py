@@ -270,7 +270,7 @@ class BatchTracer(Tracer):
         return example_aval(self.val, self.batch_dim)
 
     def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>with<BatchTrace(axis={self._trace.axis_data.name}, size={self._trace.axis_data.size})>"
+        return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
 
 
 def _holds_collective(params):

@@ -38,6 +38,9 @@ class JaxprTracer(Tracer):
     def aval(self):
         return self.var.aval
 
+    def __repr__(self):   # a value being staged, as JAX names it under jit
+        return f"JitTracer({self.aval})"
+
 
 def _is_literal_scalar(x):
     # Scalar constants are written into the program (as JAX does), so XLA sees them as
@@ -49,9 +52,13 @@ def _is_literal_scalar(x):
 
 
 class JaxprTrace(core.Trace):
-    __slots__ = ("eqns", "invars", "constvars", "consts", "const_ids", "forward_known")
+    """Stages equations. `literal_arrays=False` keeps rank-0 jax arrays as constants
+    rather than literals (only Python and NumPy scalars are written inline): linearize's
+    residuals are values computed on the way, which its result exposes as pytree leaves."""
+    __slots__ = ("eqns", "invars", "constvars", "consts", "const_ids", "forward_known",
+                 "literal_arrays")
 
-    def __init__(self, parent, forward_known=False):
+    def __init__(self, parent, forward_known=False, literal_arrays=True):
         super().__init__(parent)
         self.eqns = []
         self.invars = []
@@ -59,6 +66,7 @@ class JaxprTrace(core.Trace):
         self.consts = []
         self.const_ids = {}
         self.forward_known = forward_known
+        self.literal_arrays = literal_arrays
 
     def new_arg(self, aval):
         var = Var(aval)
@@ -73,7 +81,8 @@ class JaxprTrace(core.Trace):
             return x.var
         if isinstance(x, Tracer):
             self.check_alive(x)
-        elif _is_literal_scalar(x):
+        elif _is_literal_scalar(x) and (self.literal_arrays
+                                        or not isinstance(x, jax.Array)):
             return Literal(x, get_aval(x))
         key = id(x)
         var = self.const_ids.get(key)
@@ -187,15 +196,18 @@ def dce_closed_jaxpr(closed: ClosedJaxpr, used_outputs, keep_inputs=False):
                        closed.consts), used_inputs
 
 
-def trace_to_jaxpr(fun, in_avals, *, forward_known=False) -> tuple[ClosedJaxpr, list]:
+def trace_to_jaxpr(fun, in_avals, *, forward_known=False, dce=True
+                   ) -> tuple[ClosedJaxpr, list]:
     """Stage `fun(*tracers)` (a function of flat arrays returning a flat list).
 
-    Returns the closed program and the raw outputs (tracers or constants)."""
+    Returns the closed program and the raw outputs (tracers or constants). With
+    `dce=False` equations nothing uses stay in the program, as the user wrote them
+    (what jit and make_jaxpr show)."""
     trace = JaxprTrace(core.current_trace(), forward_known=forward_known)
     with core.new_trace(trace):
         args = [trace.new_arg(a) for a in in_avals]
         outs = fun(*args)
-        closed = trace.to_closed_jaxpr(outs)
+        closed = trace.to_closed_jaxpr(outs, dce=dce)
     return closed, outs
 
 

@@ -11,8 +11,8 @@ JAX's method runs unchanged, so programs using JAX directly see no difference.
 """
 from __future__ import annotations
 
-import jax
 from jax import tree_util
+from jax._src.array import ArrayImpl as _ArrayImpl
 from jax._src.numpy import array_methods as _jax_array_methods
 
 from impl.core import Tracer
@@ -54,7 +54,9 @@ def _update_deferring_to_impl(name, jax_method):
 
 def install():
     """Wrap jax.Array's `__getitem__` and the methods of its `.at[...]` (once)."""
-    array_type = type(jax.numpy.zeros(()))
+    # The class itself, not the type of an array made here: making one would initialise
+    # JAX's backends at import time, after which its device flags can no longer be set.
+    array_type = _ArrayImpl
     if not getattr(array_type.__getitem__, "_defers_to_impl", False):
         wrapped = _getitem_deferring_to_impl(array_type.__getitem__)
         wrapped._defers_to_impl = True

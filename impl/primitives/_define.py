@@ -47,6 +47,7 @@ def _hashable(params):
 def _shape_from_lowering(prim, lower_fn):
     """Abstract evaluation by asking JAX for the shape of the lowering (cached)."""
     cache = {}
+    core.register_cache(cache.clear)
 
     def rule(*avals, **params):
         pkey = _hashable(params)

@@ -9,6 +9,7 @@ sharding gains its batch axis, a transpose swaps input and output shardings.
 """
 from __future__ import annotations
 
+from impl import core
 from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
@@ -47,7 +48,7 @@ def _jit_jvp(primals, tangents, *, jaxpr, name, in_shardings, out_shardings):
     nonzeros = [type(t) is not Zero for t in tangents]
     new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzeros)
     outs = jit_p.bind(*primals, *[t for t in tangents if type(t) is not Zero],
-                      jaxpr=new, name=f"jvp({name})",
+                      jaxpr=new, name=name,
                       in_shardings=in_shardings + _nonzero(in_shardings, nonzeros),
                       out_shardings=out_shardings + _nonzero(out_shardings, out_nonzero))
     n = len(jaxpr.out_avals)
@@ -64,7 +65,7 @@ def _jit_transpose(cts, *args, jaxpr, name, in_shardings, out_shardings):
     linear_shardings = _nonzero(in_shardings, linear)
     outs = iter(jit_p.bind(
         *[x for x, lin in zip(args, linear) if not lin],
-        *[ct for ct in cts if type(ct) is not Zero], jaxpr=new, name=f"transpose({name})",
+        *[ct for ct in cts if type(ct) is not Zero], jaxpr=new, name=name,
         in_shardings=(_nonzero(in_shardings, [not lin for lin in linear])
                       + _nonzero(out_shardings, ct_nonzero)),
         out_shardings=_nonzero(linear_shardings, in_nonzero)))
@@ -76,7 +77,7 @@ def _jit_batch(axis_data, vals, dims, *, jaxpr, name, in_shardings, out_sharding
     new, out_dims = batching.batch_jaxpr(jaxpr, axis_data, [get_aval(v) for v in vals], dims)
     spmd = axis_data.spmd_name
     return jit_p.bind(
-        *vals, jaxpr=new, name=f"vmap({name})",
+        *vals, jaxpr=new, name=name,
         in_shardings=tuple(s if d is None else batch_sharding(s, d, spmd, what="jit")
                            for s, d in zip(in_shardings, dims)),
         out_shardings=tuple(s if d is None else batch_sharding(s, d, spmd, what="jit")
@@ -95,7 +96,7 @@ def _jit_partial_eval(trace, args, *, jaxpr, name, in_shardings, out_shardings):
     out_knowns = [not u for u in out_unknowns]
     known_outs = trace.bind_known(
         jit_p, known_args,
-        dict(jaxpr=known, name=f"known({name})",
+        dict(jaxpr=known, name=name,
              in_shardings=_nonzero(in_shardings, knowns),
              out_shardings=_nonzero(out_shardings, out_knowns) + (None,) * num_res))
     n_known = len(known_outs) - num_res
@@ -103,7 +104,7 @@ def _jit_partial_eval(trace, args, *, jaxpr, name, in_shardings, out_shardings):
     unknown_args = [x for x, u in zip(args, unknowns) if u]
     invars = [trace.get_var(x) for x in list(residuals) + unknown_args]
     staged = trace.add_eqn(jit_p, invars, unknown.out_avals,
-                           dict(jaxpr=unknown, name=f"unknown({name})",
+                           dict(jaxpr=unknown, name=name,
                                 in_shardings=(None,) * num_res + _nonzero(in_shardings,
                                                                           unknowns),
                                 out_shardings=_nonzero(out_shardings, out_unknowns)))
@@ -115,3 +116,17 @@ jit_p = define("jit", multiple_results=True, abstract_eval=_jit_abstract_eval,
                lowering=_jit_lowering, impl=_jit_impl, jvp=_jit_jvp,
                transpose=_jit_transpose, batching=_jit_batch,
                partial_eval=_jit_partial_eval)
+
+
+def _jit_printed_params(eqn, namer):
+    """As JAX prints a jit call: its name and program, whose variables are named as the
+    call's arguments and results; shardings only where some are given."""
+    program = eqn.params["jaxpr"]
+    namer.suggest(program.jaxpr.invars, eqn.invars)
+    namer.suggest(program.jaxpr.outvars, eqn.outvars)
+    shown = [("name", eqn.params["name"]), ("jaxpr", program)]
+    return shown + [(k, eqn.params[k]) for k in ("in_shardings", "out_shardings")
+                    if any(s is not None for s in eqn.params[k])]
+
+
+core.pp_params_rules[jit_p] = _jit_printed_params

@@ -141,6 +141,7 @@ reduce_p = define("reduce", abstract_eval=_reduce_aval, lowering=_reduce_lower,
 # ------------------------------------------------------------ the computation
 
 _programs = weakref.WeakKeyDictionary()   # computation -> {(init types, tree): program}
+core.register_cache(_programs.clear)
 
 
 def _trace_computation(computation, init_avals, tree):

@@ -290,10 +290,13 @@ def applied(mutant):
 
 
 def forget_derived_programs():
-    """Forget every program impl derived (jvp, transposed, batched, staged, compiled): one
-    derived under a wrong rule must not serve the true rule's run, nor the next mutant's."""
-    import impl
-    impl.clear_caches()
+    """Empty impl's caches (the jvp, transpose, batched and compiled programs derived
+    from each staged program, the traces of jitted and checkpointed functions, custom_vjp
+    bwd programs): a program derived under a wrong rule must not serve the true rule's
+    run, nor the next mutant's. The registry impl.clear_caches() empties, without JAX's
+    compilation caches: mutants change impl's rules, never what JAX compiles for a program."""
+    from impl import core
+    core.clear_caches()
 
 
 # ------------------------------------------------------------------ focus

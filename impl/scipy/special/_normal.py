@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 import impl.numpy as jnp
-from impl import lax
+from impl import core, lax
 from impl.core import get_aval
 from impl.custom_derivatives import custom_jvp
 from impl.primitives import elementwise as ew
@@ -128,6 +128,9 @@ def _log_ndtr_of_order(series_order):
     log_ndtr_fixed.defjvps(lambda t, ans, x: t * jnp.exp(
         -0.5 * x * x - 0.5 * math.log(2 * math.pi) - ans))
     return log_ndtr_fixed
+
+
+core.register_cache(_log_ndtr_of_order.cache_clear)
 
 
 def log_ndtr(x, series_order=3):

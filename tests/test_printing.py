@@ -1,0 +1,87 @@
+"""Printed text as JAX 0.10 prints it: make_jaxpr programs (layout, variable names,
+literals with their types, `_` for unused results, jit calls) and the tracers a
+function sees under each transformation. Each program runs on JAX and on impl and the
+two texts must be equal."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+from jax import lax as jlax
+
+import impl
+import impl.numpy as inp
+from impl import lax as ilax
+
+APIS = {"jax": (jax, jjnp, jlax), "impl": (impl, inp, ilax)}
+F = np.float32(1.0)
+
+
+def _unused_log(J, N, L):
+    def f(x):
+        c = N.cos(x)
+        _ = N.log(c)
+        return x * 2.0
+    return f
+
+
+PROGRAMS = {
+    "literals keep their types": (lambda J, N, L: lambda x: N.log(2.0) * x + 1.0, (F,)),
+    "unused results print as _": (_unused_log, (F,)),
+    "unused tuple element": (lambda J, N, L: lambda x: (N.log(x), N.sin(x))[1], (F,)),
+    "short program on one line": (lambda J, N, L: lambda x: J.vjp(N.sin, x), (1.0,)),
+    "jit call names its program's variables as its own":
+        (lambda J, N, L: J.jit(lambda x: N.cos(x) * 2.0), (F,)),
+    "jit inside a program": (lambda J, N, L: lambda x: J.jit(
+        lambda y: N.cos(y) * 2.0)(x) + 1.0, (F,)),
+    "cond branches": (lambda J, N, L: lambda x: L.cond(x > 0, N.sin, N.cos, x), (F,)),
+    "several inputs and outputs": (lambda J, N, L: lambda x, y, z: (
+        x * y + z, N.sin(x), N.exp(y) - z * 3.0), (F, F, F)),
+    "a program longer than a line": (lambda J, N, L: lambda a: sum(
+        N.sin(a) * float(i) for i in range(30)), (F,)),
+    "integer and boolean literals": (lambda J, N, L: lambda i: (i + np.int32(3), i > 2),
+                                     (np.int32(1),)),
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_make_jaxpr_prints_as_jax(name):
+    make, args = PROGRAMS[name]
+    want, got = [str(J.make_jaxpr(make(J, N, L))(*args))
+                 for J, N, L in APIS.values()]
+    assert got == want
+
+
+def test_the_layout_breaks_only_what_does_not_fit():
+    text = str(impl.make_jaxpr(lambda x: impl.vjp(inp.sin, x))(1.0))
+    assert "\n" not in text and len(text) <= 80
+    longer = str(impl.make_jaxpr(PROGRAMS["a program longer than a line"][0](
+        impl, inp, ilax))(F))
+    assert longer.startswith("{ lambda ; a:f32[]. let\n    b:f32[] = sin a\n")
+
+
+def _printed_tracers(J, N, capsys):
+    def p(x):
+        print(x, repr(x), f"{x}")
+        return x
+    ones = N.ones(2)
+    J.jvp(p, (1.0,), (2.0,))
+    J.jvp(p, (ones,), (ones,))
+    J.grad(p)(1.0)
+    J.jit(p)(ones)
+    J.vmap(p)(ones)
+    J.grad(J.jit(p))(1.0)
+    J.jit(J.grad(p))(1.0)
+    J.vmap(J.grad(p))(ones)
+    J.make_jaxpr(p)(1)
+    J.jvp(J.vmap(p), (ones,), (ones,))
+    J.vmap(lambda x: J.jvp(p, (x,), (x,)))(ones)
+    return capsys.readouterr().out
+
+
+def test_tracers_print_as_jax(capsys):
+    want = _printed_tracers(jax, jjnp, capsys)
+    got = _printed_tracers(impl, inp, capsys)
+    assert "JitTracer(~int" in want and "GradTracer(" in want
+    assert got == want
