@@ -114,13 +114,14 @@ def _run(laws, backend, given, strategy, max_examples):
 def _law(fn, name=None):
     """``fn`` as a law, its cases given by the checker.  A Law is named by its function;
     ``name`` names one made at run time (the derivative laws of each order)."""
-    if name is not None:
-        def check(backend, case):
-            return fn(backend, case)
-        check.__name__ = check.__qualname__ = name
-        check.__doc__ = fn.__doc__
-        fn = check
-    return Law(fn, lambda: None)
+    if name is None:
+        return Law(fn, lambda: None)
+
+    def check(backend, case):
+        return fn(backend, case)
+    check.__name__ = check.__qualname__ = name
+    check.__doc__ = fn.__doc__
+    return Law(check, lambda: None)
 
 
 # --- check_grads --------------------------------------------------------------
