@@ -140,6 +140,13 @@ def test_a_toy_law_declared_once_runs_and_is_caught(toy_declared):
     assert any(line.startswith("toy_jit_matches_eager ") for line in listing.text())
 
 
+def test_laws_named_outside_the_declarations_are_declared():
+    """The benchmarks pick laws by name (asv parameters are strings): a renamed law fails
+    here, not as a silently skipped benchmark."""
+    from benchmarks import bench_laws
+    assert set(bench_laws.LAWS) <= {law.name for law in LAWS}
+
+
 def _renamed(fn, name):
     """A copy of the function ``fn`` called ``name``: what renaming its ``def`` line makes."""
     copy = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
