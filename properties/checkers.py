@@ -221,8 +221,7 @@ def check_custom_jvp(f, *args, backend="jax", max_examples=20):
         if callable(primal):
             _, auto = evaluate(lambda: backend.jvp(primal, case.args, t))
             if all(np.all(np.isfinite(x)) for x in leaves(auto)):
-                assert_close(case, "rule vs autodiff of f.fun", t_out, auto,
-                             kind="reference")
+                assert_close(case, "rule vs autodiff of f.fun", t_out, auto, kind="reference")
 
     return _run([_law(custom_jvp_rule)], backend, PointCase(args), _points(args),
                 max_examples)

@@ -58,15 +58,12 @@ def vjp_adjoint_of_jvp(backend, case):
     jtv = evaluate(pullback, v)
     require_finite(ju, jtv, what="derivative")
     if len(leaves(jtv)) != len(case.args):
-        fail(case, f"vjp returned {len(leaves(jtv))} cotangents for "
-             f"{len(case.args)} inputs")
+        fail(case, f"vjp returned {len(leaves(jtv))} cotangents for {len(case.args)} inputs")
     for ct, a in zip(leaves(jtv), case.args):
         if ct.shape != np.shape(a):
-            fail(case, f"cotangent shape {ct.shape} != input shape "
-                 f"{np.shape(a)}")
+            fail(case, f"cotangent shape {ct.shape} != input shape {np.shape(a)}")
     assert_close(case, "vjp primal output", evaluate(lambda: y_vjp), y)
-    assert_dot_equal(case, "<v, J u> vs <J^T v, u>",
-                     (v, ju), (jtv, u))
+    assert_dot_equal(case, "<v, J u> vs <J^T v, u>", (v, ju), (jtv, u))
 
 
 def vjp_of_vjp_matches_jvp(backend, case):
@@ -144,8 +141,7 @@ def grad_matches_jvp(backend, case):
     _, jv = evaluate(lambda: backend.jvp(g, case.args, v))
     require_finite(grads, jv, what="derivative")
     _check_cotangent_shapes(case, grads)
-    assert_dot_equal(case, "<grad g, v> vs jvp(g)(x; v)",
-                     (grads, v), ((np.ones(()),), (jv,)))
+    assert_dot_equal(case, "<grad g, v> vs jvp(g)(x; v)", (grads, v), ((np.ones(()),), (jv,)))
 
 
 def grad_matches_vjp(backend, case):
@@ -172,8 +168,7 @@ def grad_matches_finite_differences(backend, case):
     require_finite(grads, what="gradient")
     _check_cotangent_shapes(case, grads)
     want = fd_jvp(g, case.args, v)
-    assert_dot_equal(case,
-                     "<grad g, v> vs float64 finite differences", (grads, v),
+    assert_dot_equal(case, "<grad g, v> vs float64 finite differences", (grads, v),
                      ((np.ones(()),), (want,)), kind="reference")
 
 
@@ -187,8 +182,7 @@ def vjp_matches_finite_differences(backend, case):
     require_finite(cts, what="cotangent")
     _check_cotangent_shapes(case, cts)
     want = fd_jvp(f, case.args, u)
-    assert_dot_equal(case, "<J^T c, u> vs <c, FD(u)>",
-                     (cts, u), ((c,), (want,)), kind="reference")
+    assert_dot_equal(case, "<J^T c, u> vs <c, FD(u)>", (cts, u), ((c,), (want,)), kind="reference")
 
 
 def jacobian_matches_finite_differences(backend, case):
@@ -260,7 +254,6 @@ def _contract(name, case, blocks, u, out_shape):
     for J, t in zip(blocks, u):
         want_shape = tuple(out_shape) + np.shape(t)
         if J.shape != want_shape:
-            fail(case,
-                 f"{name} block shape {J.shape}, expected {want_shape}")
+            fail(case, f"{name} block shape {J.shape}, expected {want_shape}")
         total = total + (J.reshape(int(np.prod(out_shape)), -1) @ np.ravel(t)).reshape(out_shape)
     return total

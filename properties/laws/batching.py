@@ -71,8 +71,7 @@ def reduce_axes_matches_summed_grads(backend, case):
     value_total = backend.vmap(backend.value_and_grad(g, argnums=0, reduce_axes=("batch",)),
                                in_axes=case.in_axes, out_axes=(0, None), axis_name="batch")
     _, got = evaluate(value_total, *case.args)
-    assert_close(case, "value_and_grad with reduce_axes vs summed per-example gradients",
-                 got, want)
+    assert_close(case, "value_and_grad with reduce_axes vs summed per-example gradients", got, want)
     # Second order, inside the vmap (where the cotangent sum is bound): the summed gradient's
     # jvp along u is the sum of the per-example gradients' jvps, and its vjp against w is,
     # on each member, that member's per-example vjp against the sum of every member's w

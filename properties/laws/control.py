@@ -44,10 +44,8 @@ def control_flow_matches_python(backend, case):
     index with clamping) on concrete values, eagerly and under jit."""
     f = case.build(backend)
     want = check_conditioning(_meaning(backend, case), _floats(case))
-    assert_close(case, f"{case.kind} vs Python", evaluate(f, *case.args),
-                 want)
-    assert_close(case, f"jit({case.kind}) vs Python",
-                 evaluate(backend.jit(f), *case.args), want)
+    assert_close(case, f"{case.kind} vs Python", evaluate(f, *case.args), want)
+    assert_close(case, f"jit({case.kind}) vs Python", evaluate(backend.jit(f), *case.args), want)
 
 
 def control_flow_jvp_matches_finite_differences(backend, case):
@@ -95,5 +93,4 @@ def control_flow_vmap_matches_loop(backend, case):
         outs.append(check_conditioning(_meaning(backend, case, example),
                                        tuple(example[k] for k in case.float_argnums)))
     got = evaluate_compiled(backend, backend.vmap(f), *case.batch)
-    assert_close(case, f"vmap({case.kind}) vs loop of Python",
-                 got, stack(outs, 0))
+    assert_close(case, f"vmap({case.kind}) vs loop of Python", got, stack(outs, 0))

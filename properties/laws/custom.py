@@ -107,8 +107,7 @@ def _true_vjp_checks(backend, case, F):
     assert_close(case, "bwd vs autodiff of the primal", got, auto, kind="reference")
     u = directions(primals, salt=24)
     fd = fd_jvp(primal, primals, u)
-    assert_dot_equal(case, "<g, FD(u)> vs <bwd(g), u>", (g, fd), (got, u),
-                     kind="reference")
+    assert_dot_equal(case, "<g, FD(u)> vs <bwd(g), u>", (g, fd), (got, u), kind="reference")
 
 
 def custom_vjp_true_rule(backend, case):

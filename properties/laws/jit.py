@@ -20,8 +20,7 @@ def jit_grad_matches_grad(backend, case):
     g = backend.grad(scalarize(backend, f, y), argnums=all_argnums(case.args))
     want = evaluate(g, *case.args)
     require_finite(want, what="gradient")
-    assert_close(case, "jit(grad(f)) vs grad(f)",
-                 evaluate(backend.jit(g), *case.args), want)
+    assert_close(case, "jit(grad(f)) vs grad(f)", evaluate(backend.jit(g), *case.args), want)
 
 
 def jit_vmap_matches_vmap(backend, case):

@@ -24,10 +24,8 @@ def linear_transpose_dot_product(backend, case):
     au = evaluate(f, *u)
     atv = evaluate(T, v)
     if len(leaves(atv)) != len(case.args):
-        fail(case,
-             f"transpose returned {len(leaves(atv))} cotangents for {len(case.args)} inputs")
-    assert_dot_equal(case, "<v, A u> vs <A^T v, u>",
-                     (v, au), (atv, u))
+        fail(case, f"transpose returned {len(leaves(atv))} cotangents for {len(case.args)} inputs")
+    assert_dot_equal(case, "<v, A u> vs <A^T v, u>", (v, au), (atv, u))
 
 
 def linear_transpose_twice(backend, case):
@@ -38,8 +36,7 @@ def linear_transpose_twice(backend, case):
     got = evaluate(TT, tuple(u))
     if len(leaves(got)) != 1:
         fail(case, f"double transpose returned {len(leaves(got))} outputs")
-    assert_close(case, "transpose(transpose(A)) u vs A u",
-                 leaves(got)[0], evaluate(f, *u))
+    assert_close(case, "transpose(transpose(A)) u vs A u", leaves(got)[0], evaluate(f, *u))
 
 
 # --- linear_call ------------------------------------------------------------

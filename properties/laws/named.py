@@ -139,8 +139,7 @@ def _check_jvp(backend, case):
     (u,) = directions((case.x,), salt=40)
     y, t = evaluate_compiled(backend, lambda x, u: backend.jvp(f, (x,), (u,)), case.x, u)
     require_finite(t, what="tangent")
-    assert_close(case, "jvp primal output", y, want,
-                 kind="reference")
+    assert_close(case, "jvp primal output", y, want, kind="reference")
     fd = fd_jvp(case.reference, (case.x,), (u,))
     assert_close(case,
                  "jvp tangent vs float64 finite differences of the reference", t, fd, kind="reference")
@@ -153,8 +152,7 @@ def _check_vjp(backend, case):
     (ct,) = evaluate_compiled(backend, lambda x, c: backend.vjp(f, x)[1](c), case.x, c)
     require_finite(ct, what="cotangent")
     if ct.shape != case.x.shape:
-        fail(case,
-             f"cotangent shape {ct.shape} != input shape {case.x.shape}")
+        fail(case, f"cotangent shape {ct.shape} != input shape {case.x.shape}")
     fd = fd_jvp(case.reference, (case.x,), (u,))
     assert_dot_equal(case, "<vjp(c), u> vs <c, FD(u)>",
                      ((ct,), (u,)), ((c,), (fd,)), kind="reference")

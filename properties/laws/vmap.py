@@ -98,8 +98,7 @@ def grad_of_batch_sum(backend, case):
     for k, ax in enumerate(case.in_axes):
         parts = [p[k] for p in per_example]
         want.append(np.sum(np.stack(parts), axis=0) if ax is None else stack(parts, ax))
-    assert_close(case, "grad(sum of vmap(f)) vs summed loop",
-                 got, tuple(want))
+    assert_close(case, "grad(sum of vmap(f)) vs summed loop", got, tuple(want))
 
 
 def vmap_pytrees_match_loops(backend, case):
@@ -126,5 +125,4 @@ def vmap_pytrees_match_loops(backend, case):
         return outs[0] if axis is None else stack(outs, axis)
 
     got = evaluate(case.vmapped(backend), *case.args)
-    assert_close(case, "nested vmaps vs nested loops", got,
-                 loop(0, case.unbatched_args))
+    assert_close(case, "nested vmaps vs nested loops", got, loop(0, case.unbatched_args))
