@@ -51,8 +51,8 @@ class LawThroughput(BenchBase):
             from properties import laws as prop_laws
         except Exception as exc:  # being written in parallel
             raise SkipNotImplemented(f"properties unavailable: {exc!r}") from exc
+        self.law = prop_laws.get(law)   # an unknown (renamed) law is an error, not a skip
         try:
-            self.law = prop_laws.get(law)
             self.backend = prop_backends.load_backend(
                 self.be.module.__name__ if backend == "impl" else backend
             )

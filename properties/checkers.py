@@ -111,8 +111,12 @@ def _run(laws, backend, given, strategy, max_examples):
     return outcome
 
 
-def _law(name, fn):
-    """``fn`` as a law called ``name`` (a Law is named by its function), cases given by the checker."""
+def _law(fn, name=None):
+    """``fn`` as a law, its cases given by the checker.  A Law is named by its function;
+    ``name`` names one made at run time (the derivative laws of each order)."""
+    if name is None:
+        return Law(fn, lambda: None)
+
     def check(backend, case):
         return fn(backend, case)
     check.__name__ = check.__qualname__ = name
@@ -137,7 +141,7 @@ def _derivative_laws(f, order, modes, tag=""):
         t = directions(case.args, salt=41)
         _, jt = evaluate(lambda: backend.jvp(f, case.args, t))
         require_finite(jt, what="tangent")
-        assert_close(f"grads_fwd{tag}", case, "jvp vs float64 finite differences", jt,
+        assert_close(case, "jvp vs float64 finite differences", jt,
                      fd_jvp(f, case.args, t), kind="reference")
 
     def rev(backend, case):
@@ -147,13 +151,13 @@ def _derivative_laws(f, order, modes, tag=""):
         v = directions((leaves(y)[0],), salt=43)[0]
         ct = evaluate(backend.vjp(f, *case.args)[1], v)
         require_finite(ct, what="cotangent")
-        assert_dot_equal(f"grads_rev{tag}", case, "<v, FD(u)> vs <vjp(v), u>",
+        assert_dot_equal(case, "<v, FD(u)> vs <vjp(v), u>",
                          (v, fd_jvp(f, case.args, u)), (ct, u), kind="reference")
 
     if "fwd" in modes:
-        laws.append(_law(f"grads_fwd{tag}", fwd))
+        laws.append(_law(fwd, f"grads_fwd{tag}"))
     if "rev" in modes:
-        laws.append(_law(f"grads_rev{tag}", rev))
+        laws.append(_law(rev, f"grads_rev{tag}"))
     if order > 1:
         backend_holder = {}
 
@@ -168,7 +172,7 @@ def _derivative_laws(f, order, modes, tag=""):
             def bound(backend, case, law=law):
                 backend_holder["backend"] = backend
                 return law.fn(backend, case)
-            laws.append(_law(law.name, bound))
+            laws.append(_law(bound, law.name))
     return laws
 
 
@@ -206,22 +210,20 @@ def check_custom_jvp(f, *args, backend="jax", max_examples=20):
     args = _as_arrays(args)
     primal = getattr(f, "fun", None)
 
-    def jvp_law(backend, case):
+    def custom_jvp_rule(backend, case):
         y = check_conditioning(f, case.args)
         t = directions(case.args, salt=46)
         y_out, t_out = evaluate(lambda: backend.jvp(f, case.args, t))
         require_finite(t_out, what="tangent")
-        law = "custom_jvp_rule"
-        assert_close(law, case, "jvp primal output vs f", y_out, y)
-        assert_close(law, case, "rule vs float64 finite differences", t_out,
+        assert_close(case, "jvp primal output vs f", y_out, y)
+        assert_close(case, "rule vs float64 finite differences", t_out,
                      fd_jvp(f, case.args, t), kind="reference")
         if callable(primal):
             _, auto = evaluate(lambda: backend.jvp(primal, case.args, t))
             if all(np.all(np.isfinite(x)) for x in leaves(auto)):
-                assert_close(law, case, "rule vs autodiff of f.fun", t_out, auto,
-                             kind="reference")
+                assert_close(case, "rule vs autodiff of f.fun", t_out, auto, kind="reference")
 
-    return _run([_law("custom_jvp_rule", jvp_law)], backend, PointCase(args), _points(args),
+    return _run([_law(custom_jvp_rule)], backend, PointCase(args), _points(args),
                 max_examples)
 
 
@@ -238,23 +240,22 @@ def check_custom_vjp(f, *args, backend="jax", max_examples=20):
     args = _as_arrays(args)
     fwd_rule = getattr(f, "fwd", None)
 
-    def vjp_law(backend, case):
-        law = "custom_vjp_rule"
+    def custom_vjp_rule(backend, case):
         y = check_conditioning(f, case.args)
         if callable(fwd_rule):
-            assert_close(law, case, "fwd primal output vs f",
+            assert_close(case, "fwd primal output vs f",
                          evaluate(fwd_rule, *_fwd_args(backend, f, case.args))[0], y)
         y_out, pullback = backend.vjp(f, *case.args)
-        assert_close(law, case, "vjp primal output vs f", evaluate(lambda: y_out), y)
+        assert_close(case, "vjp primal output vs f", evaluate(lambda: y_out), y)
         g = directions(leaves(y), salt=47)
         g = g[0] if len(g) == 1 else tuple(g)
         ct = evaluate(pullback, g)
         require_finite(ct, what="cotangent")
         u = directions(case.args, salt=48)
-        assert_dot_equal(law, case, "<g, FD(u)> vs <bwd(g), u>",
+        assert_dot_equal(case, "<g, FD(u)> vs <bwd(g), u>",
                          (g, fd_jvp(f, case.args, u)), (ct, u), kind="reference")
 
-    return _run([_law("custom_vjp_rule", vjp_law)], backend, PointCase(args), _points(args),
+    return _run([_law(custom_vjp_rule)], backend, PointCase(args), _points(args),
                 max_examples)
 
 
@@ -300,12 +301,11 @@ def check_linear_call(fun, fun_transpose, residual_args, linear_args, *, backend
         raise TypeError(f"linear_args must be a float32 or float64 array, got {linear_args.dtype}")
     case = LinearCase(_UserLinear(fun, fun_transpose, residual_args, linear_args))
     b = load_backend(backend)
-    laws = [_law("linear_call_involution", _linear.linear_call_involution),
-            _law("linear_call_dot_product", _linear.linear_call_dot_product)]
+    laws = [_law(_linear.linear_call_involution), _law(_linear.linear_call_dot_product)]
     outcome = _run(laws, b, case, st.just(case), 0)
     if vmap:
         vb = _broken.broken(b, "loop_vmap") if vmap == "loop" else b
-        outcome.update(_run([_law("linear_call_under_vmap", _linear.linear_call_under_vmap)],
+        outcome.update(_run([_law(_linear.linear_call_under_vmap)],
                             vb, case, st.just(case), 0))
     return outcome
 
@@ -340,8 +340,7 @@ def check_vmap(f, in_axes, *args, out_axes=0, backend="jax", max_examples=20):
     def to_case(point):
         return VmapCase(program, point.args, in_axes, out_axes, size)
 
-    laws = [_law("vmap_matches_loop", _vmap.vmap_matches_loop),
-            _law("vmap_jit_commute", _vmap.vmap_jit_commute)]
+    laws = [_law(_vmap.vmap_matches_loop), _law(_vmap.vmap_jit_commute)]
     return _run(laws, backend, to_case(PointCase(args)), _points(args).map(to_case),
                 max_examples)
 

@@ -1,8 +1,8 @@
 """The laws: plain functions ``law(backend, case) -> None``, each declared once in ``LAWS``.
 
-Each raises an AssertionError naming the law and the case when it does not
-hold, ``CaseFiltered`` for a case outside its domain, and ``MissingName`` /
-``LawSkipped`` when the backend cannot run it.
+Each raises an AssertionError saying what failed on which case when it does not
+hold (``Law.__call__`` puts the law's name in front), ``CaseFiltered`` for a case
+outside its domain, and ``MissingName`` / ``LawSkipped`` when the backend cannot run it.
 
 ``LAWS`` is the one place that says everything else about a law: where its
 cases come from, what it needs from a backend, whether it compares with JAX
@@ -95,13 +95,24 @@ class Law:
         return (self.fn.__doc__ or "").strip().splitlines()[0]
 
     def __call__(self, backend, case):
+        """Check the law on ``case``.
+
+        The law's code says what failed and on which case (``_common.fail``, ``assert_close``,
+        ...); its name is added here, the one place that knows it, so a failure reads
+        ``law NAME failed: ...`` and renaming a law is renaming its function.  The
+        AssertionError is the law's own, re-raised with its traceback: hypothesis tells
+        failures apart, shrinks and replays them by where they were raised."""
         if self.needs:
             from .. import features
             api_names = [n for n in self.needs if n not in features.PROBES]
             if api_names:
                 backend.require(*api_names)
             features.require(backend, *[n for n in self.needs if n in features.PROBES])
-        return self.fn(backend, case)
+        try:
+            return self.fn(backend, case)
+        except AssertionError as exc:
+            exc.args = (f"law {self.name} failed: {exc}",)
+            raise
 
 
 FWD, REV, BATCH = ("jvp",), ("jvp", "transpose"), ("jvp", "transpose", "batching")

@@ -21,27 +21,30 @@ def discard(reason):
     raise CaseFiltered(reason)
 
 
-def fail(law, case, message):
-    raise AssertionError(f"law {law} failed: {message}\n  case: {case.describe()}")
+def fail(case, message):
+    """The law does not hold on ``case``: what failed, and the case.  The law's name is
+    not given here: ``Law.__call__`` (laws/__init__.py) puts it in front, so renaming a
+    law is renaming its function."""
+    raise AssertionError(f"{message}\n  case: {case.describe()}")
 
 
 def leaves(tree):
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
 
 
-def assert_close(law, case, what, actual, expected, kind="agree", dtype=None):
+def assert_close(case, what, actual, expected, kind="agree", dtype=None):
     """Norm-wise comparison of two pytrees of arrays (see tolerances.py)."""
     a_leaves, e_leaves = leaves(actual), leaves(expected)
     if len(a_leaves) != len(e_leaves):
-        fail(law, case, f"{what}: {len(a_leaves)} outputs, expected {len(e_leaves)}")
+        fail(case, f"{what}: {len(a_leaves)} outputs, expected {len(e_leaves)}")
     dtype = dtype if dtype is not None else getattr(case, "dtype", None)
     for i, (a, e) in enumerate(zip(a_leaves, e_leaves)):
         where = f"{what}[{i}]" if len(a_leaves) > 1 else what
         if a.shape != e.shape:
-            fail(law, case, f"{where}: shape {a.shape}, expected {e.shape}")
+            fail(case, f"{where}: shape {a.shape}, expected {e.shape}")
         ok, err, bound = tol.close(a, e, kind, dtype)
         if not ok:
-            fail(law, case, f"{where}: max error {err:.3g} > tolerance {bound:.3g}"
+            fail(case, f"{where}: max error {err:.3g} > tolerance {bound:.3g}"
                  f" ({kind}, {dtype})\n  got      {np.array2string(a, precision=6)}"
                  f"\n  expected {np.array2string(e, precision=6)}")
 
@@ -56,7 +59,7 @@ def vdot(xs, ys):
     return total, scale
 
 
-def assert_dot_equal(law, case, what, lhs, rhs, dtype=None, kind="agree"):
+def assert_dot_equal(case, what, lhs, rhs, dtype=None, kind="agree"):
     """<lhs pair> == <rhs pair>: each side is a (xs, ys) pair of pytrees."""
     dtype = dtype if dtype is not None else getattr(case, "dtype", None)
     a, sa = vdot(*lhs)
@@ -64,7 +67,7 @@ def assert_dot_equal(law, case, what, lhs, rhs, dtype=None, kind="agree"):
     t = tol.tolerance(kind, dtype)
     bound = t.atol + t.rtol * max(sa, sb)
     if not abs(a - b) <= bound:
-        fail(law, case, f"{what}: {a!r} != {b!r} (difference {abs(a - b):.3g} > {bound:.3g})")
+        fail(case, f"{what}: {a!r} != {b!r} (difference {abs(a - b):.3g} > {bound:.3g})")
 
 
 def require_finite(*trees, what="value"):

@@ -10,7 +10,7 @@ from ._common import (all_argnums, assert_close, assert_dot_equal, check_conditi
 
 def jvp_matches_finite_differences(backend, case):
     """jvp(f) equals central finite differences computed in float64."""
-    _jvp_vs_finite_differences("jvp_matches_finite_differences", backend, case)
+    _jvp_vs_finite_differences(backend, case)
 
 
 def piecewise_jvp_matches_finite_differences(backend, case):
@@ -18,10 +18,10 @@ def piecewise_jvp_matches_finite_differences(backend, case):
     piecewise-smooth ops (max, sort, top_k, cummax, pooling, floor, ...), at
     points away from their kinks (where two step sizes disagree the case is
     filtered): the one check of their jvp rules independent of autodiff."""
-    _jvp_vs_finite_differences("piecewise_jvp_matches_finite_differences", backend, case, kinks=True)
+    _jvp_vs_finite_differences(backend, case, kinks=True)
 
 
-def _jvp_vs_finite_differences(law, backend, case, kinks=False):
+def _jvp_vs_finite_differences(backend, case, kinks=False):
     f = case.program.build(backend)
     y = check_conditioning(f, case.args)
     t = directions(case.args, salt=1)
@@ -29,9 +29,9 @@ def _jvp_vs_finite_differences(law, backend, case, kinks=False):
         require_no_kink(f, case.args, t)
     y_out, t_out = evaluate(lambda: backend.jvp(f, case.args, t))
     require_finite(t_out, what="tangent")
-    assert_close(law, case, "jvp primal output", y_out, y)
+    assert_close(case, "jvp primal output", y_out, y)
     want = fd_jvp(f, case.args, t)
-    assert_close(law, case, "jvp tangent vs float64 finite differences", t_out, want, kind="reference")
+    assert_close(case, "jvp tangent vs float64 finite differences", t_out, want, kind="reference")
 
 
 def linearize_matches_jvp(backend, case):
@@ -40,11 +40,11 @@ def linearize_matches_jvp(backend, case):
     y = check_conditioning(f, case.args)
     t = directions(case.args, salt=2)
     y_lin, f_lin = backend.linearize(f, *case.args)
-    assert_close("linearize_matches_jvp", case, "linearize primal output", evaluate(lambda: y_lin), y)
+    assert_close(case, "linearize primal output", evaluate(lambda: y_lin), y)
     _, want = evaluate(lambda: backend.jvp(f, case.args, t))
     require_finite(want, what="tangent")
     got = evaluate(f_lin, *t)
-    assert_close("linearize_matches_jvp", case, "linearized map vs jvp", got, want)
+    assert_close(case, "linearized map vs jvp", got, want)
 
 
 def vjp_adjoint_of_jvp(backend, case):
@@ -58,15 +58,12 @@ def vjp_adjoint_of_jvp(backend, case):
     jtv = evaluate(pullback, v)
     require_finite(ju, jtv, what="derivative")
     if len(leaves(jtv)) != len(case.args):
-        fail("vjp_adjoint_of_jvp", case, f"vjp returned {len(leaves(jtv))} cotangents for "
-             f"{len(case.args)} inputs")
+        fail(case, f"vjp returned {len(leaves(jtv))} cotangents for {len(case.args)} inputs")
     for ct, a in zip(leaves(jtv), case.args):
         if ct.shape != np.shape(a):
-            fail("vjp_adjoint_of_jvp", case, f"cotangent shape {ct.shape} != input shape "
-                 f"{np.shape(a)}")
-    assert_close("vjp_adjoint_of_jvp", case, "vjp primal output", evaluate(lambda: y_vjp), y)
-    assert_dot_equal("vjp_adjoint_of_jvp", case, "<v, J u> vs <J^T v, u>",
-                     (v, ju), (jtv, u))
+            fail(case, f"cotangent shape {ct.shape} != input shape {np.shape(a)}")
+    assert_close(case, "vjp primal output", evaluate(lambda: y_vjp), y)
+    assert_dot_equal(case, "<v, J u> vs <J^T v, u>", (v, ju), (jtv, u))
 
 
 def vjp_of_vjp_matches_jvp(backend, case):
@@ -75,7 +72,6 @@ def vjp_of_vjp_matches_jvp(backend, case):
     rules of the primitives only reverse mode emits (scatter_add_along_axis,
     cumchooser_cotangent, pad, dynamic_update_slice, ...) are checked against
     jvp, which does not use them."""
-    law = "vjp_of_vjp_matches_jvp"
     f = case.program.build(backend)
     y = check_conditioning(f, case.args)
     u = directions(case.args, salt=5)
@@ -89,7 +85,7 @@ def vjp_of_vjp_matches_jvp(backend, case):
 
     got, want = evaluate_compiled(backend, run, tuple(case.args), c, u)
     require_finite(got, want, what="derivative")
-    assert_close(law, case, "vjp of vjp (c -> J^T c) applied to u vs jvp J u", got, want)
+    assert_close(case, "vjp of vjp (c -> J^T c) applied to u vs jvp J u", got, want)
 
 
 def jacfwd_matches_jacrev(backend, case):
@@ -100,7 +96,7 @@ def jacfwd_matches_jacrev(backend, case):
     fwd = evaluate_compiled(backend, backend.jacfwd(f, argnums=argnums), *case.args)
     rev = evaluate_compiled(backend, backend.jacrev(f, argnums=argnums), *case.args)
     require_finite(fwd, rev, what="jacobian")
-    assert_close("jacfwd_matches_jacrev", case, "jacfwd vs jacrev", rev, fwd)
+    assert_close(case, "jacfwd vs jacrev", rev, fwd)
 
 
 def _full_matrix(blocks, args):
@@ -124,8 +120,8 @@ def hessian_symmetric(backend, case):
     try:
         H = _full_matrix(blocks, case.args)
     except (ValueError, TypeError, IndexError) as exc:
-        fail("hessian_symmetric", case, f"hessian has the wrong structure: {exc}")
-    assert_close("hessian_symmetric", case, "H vs H^T", H.T, H)
+        fail(case, f"hessian has the wrong structure: {exc}")
+    assert_close(case, "H vs H^T", H.T, H)
 
 
 # --- grad, vjp and jvp tied together, and each against finite differences ----------
@@ -144,9 +140,8 @@ def grad_matches_jvp(backend, case):
     grads = evaluate(backend.grad(g, argnums=all_argnums(case.args)), *case.args)
     _, jv = evaluate(lambda: backend.jvp(g, case.args, v))
     require_finite(grads, jv, what="derivative")
-    _check_cotangent_shapes("grad_matches_jvp", case, grads)
-    assert_dot_equal("grad_matches_jvp", case, "<grad g, v> vs jvp(g)(x; v)",
-                     (grads, v), ((np.ones(()),), (jv,)))
+    _check_cotangent_shapes(case, grads)
+    assert_dot_equal(case, "<grad g, v> vs jvp(g)(x; v)", (grads, v), ((np.ones(()),), (jv,)))
 
 
 def grad_matches_vjp(backend, case):
@@ -158,11 +153,11 @@ def grad_matches_vjp(backend, case):
     one = np.ones(np.shape(out), np.asarray(out).dtype)
     cts = evaluate(pullback, one)
     require_finite(grads, cts, what="derivative")
-    _check_cotangent_shapes("grad_matches_vjp", case, grads)
-    assert_close("grad_matches_vjp", case, "grad(g) vs vjp(g)(1)", grads, cts)
+    _check_cotangent_shapes(case, grads)
+    assert_close(case, "grad(g) vs vjp(g)(1)", grads, cts)
     value, grads2 = evaluate(backend.value_and_grad(g, argnums=argnums), *case.args)
-    assert_close("grad_matches_vjp", case, "value_and_grad value vs g", value, evaluate(g, *case.args))
-    assert_close("grad_matches_vjp", case, "value_and_grad gradient vs vjp(g)(1)", grads2, cts)
+    assert_close(case, "value_and_grad value vs g", value, evaluate(g, *case.args))
+    assert_close(case, "value_and_grad gradient vs vjp(g)(1)", grads2, cts)
 
 
 def grad_matches_finite_differences(backend, case):
@@ -171,10 +166,9 @@ def grad_matches_finite_differences(backend, case):
     v = directions(case.args, salt=6)
     grads = evaluate(backend.grad(g, argnums=all_argnums(case.args)), *case.args)
     require_finite(grads, what="gradient")
-    _check_cotangent_shapes("grad_matches_finite_differences", case, grads)
+    _check_cotangent_shapes(case, grads)
     want = fd_jvp(g, case.args, v)
-    assert_dot_equal("grad_matches_finite_differences", case,
-                     "<grad g, v> vs float64 finite differences", (grads, v),
+    assert_dot_equal(case, "<grad g, v> vs float64 finite differences", (grads, v),
                      ((np.ones(()),), (want,)), kind="reference")
 
 
@@ -186,10 +180,9 @@ def vjp_matches_finite_differences(backend, case):
     c = directions((y,), salt=9)[0]
     cts = evaluate(backend.vjp(f, *case.args)[1], c)
     require_finite(cts, what="cotangent")
-    _check_cotangent_shapes("vjp_matches_finite_differences", case, cts)
+    _check_cotangent_shapes(case, cts)
     want = fd_jvp(f, case.args, u)
-    assert_dot_equal("vjp_matches_finite_differences", case, "<J^T c, u> vs <c, FD(u)>",
-                     (cts, u), ((c,), (want,)), kind="reference")
+    assert_dot_equal(case, "<J^T c, u> vs <c, FD(u)>", (cts, u), ((c,), (want,)), kind="reference")
 
 
 def jacobian_matches_finite_differences(backend, case):
@@ -203,7 +196,7 @@ def jacobian_matches_finite_differences(backend, case):
         blocks = evaluate_compiled(backend, getattr(backend, name)(f, argnums=argnums), *case.args)
         require_finite(blocks, what=name)
         got = _contract(name, case, blocks, u, np.shape(y))
-        assert_close("jacobian_matches_finite_differences", case,
+        assert_close(case,
                      f"{name}(f) . u vs float64 finite differences", got, want, kind="reference")
 
 
@@ -217,7 +210,7 @@ def hessian_matches_jacfwd_jacrev(backend, case):
         want = evaluate_compiled(backend, getattr(backend, outer)(
             getattr(backend, inner)(g, argnums=argnums), argnums=argnums), *case.args)
         require_finite(want, what=f"{outer}({inner})")
-        assert_close("hessian_matches_jacfwd_jacrev", case, f"hessian vs {outer}({inner}(g))", H, want)
+        assert_close(case, f"hessian vs {outer}({inner}(g))", H, want)
 
 
 def hessian_matches_finite_differences(backend, case):
@@ -231,13 +224,13 @@ def hessian_matches_finite_differences(backend, case):
     try:
         H = _full_matrix(blocks, case.args)
     except (ValueError, TypeError, IndexError) as exc:
-        fail("hessian_matches_finite_differences", case, f"hessian has the wrong structure: {exc}")
+        fail(case, f"hessian has the wrong structure: {exc}")
     flat_u, flat_v = _flat(u), _flat(v)
 
     directional = backend.jit(lambda *xs: backend.jvp(g, xs, tuple(
         np.asarray(t, x.dtype) for t, x in zip(u, xs)))[1])
     want = fd_jvp(directional, case.args, v)
-    assert_close("hessian_matches_finite_differences", case, "v^T H u vs FD of jvp(g)(.; u) along v",
+    assert_close(case, "v^T H u vs FD of jvp(g)(.; u) along v",
                  flat_v @ H @ flat_u, want, kind="reference")
 
 
@@ -245,13 +238,13 @@ def _flat(xs):
     return np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in xs])
 
 
-def _check_cotangent_shapes(law, case, cts):
+def _check_cotangent_shapes(case, cts):
     got = leaves(cts)
     if len(got) != len(case.args):
-        fail(law, case, f"{len(got)} cotangents for {len(case.args)} inputs")
+        fail(case, f"{len(got)} cotangents for {len(case.args)} inputs")
     for ct, a in zip(got, case.args):
         if ct.shape != np.shape(a):
-            fail(law, case, f"cotangent shape {ct.shape} != input shape {np.shape(a)}")
+            fail(case, f"cotangent shape {ct.shape} != input shape {np.shape(a)}")
 
 
 def _contract(name, case, blocks, u, out_shape):
@@ -261,7 +254,6 @@ def _contract(name, case, blocks, u, out_shape):
     for J, t in zip(blocks, u):
         want_shape = tuple(out_shape) + np.shape(t)
         if J.shape != want_shape:
-            fail("jacobian_matches_finite_differences", case,
-                 f"{name} block shape {J.shape}, expected {want_shape}")
+            fail(case, f"{name} block shape {J.shape}, expected {want_shape}")
         total = total + (J.reshape(int(np.prod(out_shape)), -1) @ np.ravel(t)).reshape(out_shape)
     return total

@@ -18,29 +18,28 @@ from .vmap import _example_output, _per_example_check
 def chunked_vmap_matches_vmap(backend, case):
     """vmap(f, chunk_size=k) equals vmap(f): values, under jit and under an outer
     vmap, and the gradient of a weighted sum of the batched outputs."""
-    law = "chunked_vmap_matches_vmap"
     f = case.program.build(backend)
     _per_example_check(f, case)
     kw = dict(in_axes=case.in_axes, out_axes=case.out_axes)
     want = evaluate(backend.vmap(f, **kw), *case.args)
     chunked = backend.vmap(f, chunk_size=case.chunk_size, **kw)
-    assert_close(law, case, f"vmap(f, chunk_size={case.chunk_size}) vs vmap(f)",
+    assert_close(case, f"vmap(f, chunk_size={case.chunk_size}) vs vmap(f)",
                  evaluate(chunked, *case.args), want)
-    assert_close(law, case, "jit of the chunked vmap vs vmap(f)",
+    assert_close(case, "jit of the chunked vmap vs vmap(f)",
                  evaluate_compiled(backend, chunked, *case.args), want)
     # under an outer vmap over the arguments and their batch-reversed copies
     flipped = [a if ax is None else np.flip(a, ax) for a, ax in zip(case.args, case.in_axes)]
     outer = backend.vmap(chunked, in_axes=tuple(None if ax is None else 0 for ax in case.in_axes))
     got = evaluate(outer, *[a if ax is None else np.stack([a, b])
                             for a, b, ax in zip(case.args, flipped, case.in_axes)])
-    assert_close(law, case, "vmap of the chunked vmap vs vmap(f) of each",
+    assert_close(case, "vmap of the chunked vmap vs vmap(f) of each",
                  got, np.stack([want, evaluate(backend.vmap(f, **kw), *flipped)]))
     argnums = all_argnums(case.args)
     g_want = evaluate(backend.grad(scalarize(backend, backend.vmap(f, **kw), want), argnums=argnums),
                       *case.args)
     require_finite(g_want, what="gradient")
     g_got = evaluate(backend.grad(scalarize(backend, chunked, want), argnums=argnums), *case.args)
-    assert_close(law, case, "grad through the chunked vmap vs through vmap(f)", g_got, g_want)
+    assert_close(case, "grad through the chunked vmap vs through vmap(f)", g_got, g_want)
 
 
 def reduce_axes_matches_summed_grads(backend, case):
@@ -48,7 +47,6 @@ def reduce_axes_matches_summed_grads(backend, case):
     axis_name='batch') returns the sum over the batch of the per-example
     gradients with respect to the shared (unbatched) first argument, and the
     per-example gradients with respect to a batched one."""
-    law = "reduce_axes_matches_summed_grads"
     f = case.program.build(backend)
     _per_example_check(f, case)
     out0, _ = _example_output(f, case)
@@ -67,14 +65,13 @@ def reduce_axes_matches_summed_grads(backend, case):
     total = backend.vmap(backend.grad(g, argnums=(0, k), reduce_axes=("batch",)), in_axes=case.in_axes,
                          out_axes=(None, mapped), axis_name="batch")
     got, got_mapped = evaluate(total, *case.args)
-    assert_close(law, case, "grad with reduce_axes vs summed per-example gradients", got, want)
-    assert_close(law, case, "grad with reduce_axes of a batched argument vs per-example gradients",
+    assert_close(case, "grad with reduce_axes vs summed per-example gradients", got, want)
+    assert_close(case, "grad with reduce_axes of a batched argument vs per-example gradients",
                  got_mapped, np.stack([p[1] for p in per_example], axis=mapped))
     value_total = backend.vmap(backend.value_and_grad(g, argnums=0, reduce_axes=("batch",)),
                                in_axes=case.in_axes, out_axes=(0, None), axis_name="batch")
     _, got = evaluate(value_total, *case.args)
-    assert_close(law, case, "value_and_grad with reduce_axes vs summed per-example gradients",
-                 got, want)
+    assert_close(case, "value_and_grad with reduce_axes vs summed per-example gradients", got, want)
     # Second order, inside the vmap (where the cotangent sum is bound): the summed gradient's
     # jvp along u is the sum of the per-example gradients' jvps, and its vjp against w is,
     # on each member, that member's per-example vjp against the sum of every member's w
@@ -94,9 +91,9 @@ def reduce_axes_matches_summed_grads(backend, case):
         forward_want.append(evaluate(lambda x: backend.jvp(lambda a: example(a, *sliced), (x,), (u,))[1], x0))
         backward_want.append(evaluate(lambda x: backend.vjp(lambda a: example(a, *sliced), x)[1](
             case.axis_size * w)[0], x0))
-    assert_close(law, case, "jvp of the reduce_axes gradient vs summed per-example jvps",
+    assert_close(case, "jvp of the reduce_axes gradient vs summed per-example jvps",
                  evaluate(forward, *case.args), np.sum(np.stack(forward_want), axis=0))
-    assert_close(law, case, "per-member vjp of the reduce_axes gradient vs per-example vjps",
+    assert_close(case, "per-member vjp of the reduce_axes gradient vs per-example vjps",
                  evaluate(backward, *case.args), np.stack(backward_want))
 
 
@@ -113,7 +110,6 @@ def _pile_run(backend, case, w, jit=False):
 def pile_map_matches_loop(backend, case):
     """vmap over a pile (pile_axis in, pile_axis or 0 out) equals a loop over
     the unpiled arrays, eagerly and under jit."""
-    law = "pile_map_matches_loop"
     f = case.element_fun(backend)
     want = [evaluate(f, x) for x in case.xs]
     require_finite(want, what="per-element output")
@@ -121,16 +117,15 @@ def pile_map_matches_loop(backend, case):
         got = evaluate(lambda: _pile_run(backend, case, case.w, jit))
         if case.ragged_output:
             if len(got) != len(want):
-                fail(law, case, f"unpile gave {len(got)} arrays, expected {len(want)}")
-            assert_close(law, case, f"{'jit ' if jit else ''}pile map vs loop", got, want)
+                fail(case, f"unpile gave {len(got)} arrays, expected {len(want)}")
+            assert_close(case, f"{'jit ' if jit else ''}pile map vs loop", got, want)
         else:
-            assert_close(law, case, f"{'jit ' if jit else ''}pile map vs loop", got, stack(want, 0))
+            assert_close(case, f"{'jit ' if jit else ''}pile map vs loop", got, stack(want, 0))
 
 
 def pile_grad_matches_loop(backend, case):
     """The gradient, with respect to a shared scalar, of a weighted sum of a
     pile map's outputs equals the sum of the per-element gradients."""
-    law = "pile_grad_matches_loop"
     np_ = backend.numpy
     f = case.element_fun(backend)
     outs = [evaluate(f, x) for x in case.xs]
@@ -147,24 +142,23 @@ def pile_grad_matches_loop(backend, case):
         want_shapes = [wt.shape for wt in weights] if case.ragged_output else \
             (len(weights),) + weights[0].shape
         if shapes != want_shapes:
-            fail(law, case, f"pile map output shapes {shapes}, expected {want_shapes}")
+            fail(case, f"pile map output shapes {shapes}, expected {want_shapes}")
         if case.ragged_output:
             return sum(np_.sum(o * wt) for o, wt in zip(out, weights))
         return np_.sum(out * np.stack(weights))
     got = evaluate(backend.grad(total), case.w)
     require_finite(got, what="gradient")
-    assert_close(law, case, "grad through the pile map vs summed per-element gradients",
+    assert_close(case, "grad through the pile map vs summed per-element gradients",
                  got, np.asarray(want, case.dtype))
 
 
 def prng_vmap_matches_loop(backend, case):
     """vmap over split PRNG keys equals a loop over the keys (and so does jit of the vmap)."""
-    law = "prng_vmap_matches_loop"
     program = case.program(backend)
     keys = case.keys(backend)
     want = stack([evaluate(program, keys[i], case.x) for i in range(case.num_keys)], 0)
     check_conditioning(lambda x: program(keys[0], x), (case.x,))
     mapped = backend.vmap(program, in_axes=(0, None))
-    assert_close(law, case, "vmap over keys vs loop", evaluate(mapped, keys, case.x), want)
-    assert_close(law, case, "jit(vmap over keys) vs loop", evaluate_compiled(backend, mapped, keys, case.x),
+    assert_close(case, "vmap over keys vs loop", evaluate(mapped, keys, case.x), want)
+    assert_close(case, "jit(vmap over keys) vs loop", evaluate_compiled(backend, mapped, keys, case.x),
                  want)

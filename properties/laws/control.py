@@ -44,10 +44,8 @@ def control_flow_matches_python(backend, case):
     index with clamping) on concrete values, eagerly and under jit."""
     f = case.build(backend)
     want = check_conditioning(_meaning(backend, case), _floats(case))
-    assert_close("control_flow_matches_python", case, f"{case.kind} vs Python", evaluate(f, *case.args),
-                 want)
-    assert_close("control_flow_matches_python", case, f"jit({case.kind}) vs Python",
-                 evaluate(backend.jit(f), *case.args), want)
+    assert_close(case, f"{case.kind} vs Python", evaluate(f, *case.args), want)
+    assert_close(case, f"jit({case.kind}) vs Python", evaluate(backend.jit(f), *case.args), want)
 
 
 def control_flow_jvp_matches_finite_differences(backend, case):
@@ -61,9 +59,9 @@ def control_flow_jvp_matches_finite_differences(backend, case):
     y_out, t_out = evaluate_compiled(
         backend, lambda xs, ts: backend.jvp(_float_fun(case, f), xs, ts), floats, t)
     require_finite(t_out, what="tangent")
-    assert_close("control_flow_jvp_matches_finite_differences", case, "jvp primal output", y_out, y)
+    assert_close(case, "jvp primal output", y_out, y)
     want = fd_jvp(ref, floats, t)
-    assert_close("control_flow_jvp_matches_finite_differences", case,
+    assert_close(case,
                  f"jvp of {case.kind} vs float64 finite differences", t_out, want, kind="reference")
 
 
@@ -81,7 +79,7 @@ def control_flow_vjp_matches_finite_differences(backend, case):
                             floats, c)
     require_finite(cts, what="cotangent")
     want = fd_jvp(ref, floats, u)
-    assert_dot_equal("control_flow_vjp_matches_finite_differences", case,
+    assert_dot_equal(case,
                      f"<vjp of {case.kind}, u> vs <c, FD(u)>", (cts, u), (c, want), kind="reference")
 
 
@@ -95,5 +93,4 @@ def control_flow_vmap_matches_loop(backend, case):
         outs.append(check_conditioning(_meaning(backend, case, example),
                                        tuple(example[k] for k in case.float_argnums)))
     got = evaluate_compiled(backend, backend.vmap(f), *case.batch)
-    assert_close("control_flow_vmap_matches_loop", case, f"vmap({case.kind}) vs loop of Python",
-                 got, stack(outs, 0))
+    assert_close(case, f"vmap({case.kind}) vs loop of Python", got, stack(outs, 0))

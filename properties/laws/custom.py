@@ -51,55 +51,52 @@ def custom_jvp_uses_rule(backend, case):
     want_y, want_t = evaluate(case.jvp_rule(backend.numpy), primals, tangents)
     require_finite(want_y, want_t, what="rule output")
     y, t = evaluate(lambda: backend.jvp(F, primals, tangents))
-    law = "custom_jvp_uses_rule"
-    assert_close(law, case, "F(w, x) vs primal", evaluate(F, *primals),
+    assert_close(case, "F(w, x) vs primal", evaluate(F, *primals),
                  evaluate(case.primal(backend.numpy), *primals))
-    assert_close(law, case, "jvp primal output vs rule", y, want_y)
-    assert_close(law, case, "jvp tangent vs rule", t, want_t)
+    assert_close(case, "jvp primal output vs rule", y, want_y)
+    assert_close(case, "jvp tangent vs rule", t, want_t)
 
 
-def _true_jvp_checks(backend, case, law, transformed_jvp):
+def _true_jvp_checks(backend, case, transformed_jvp):
     primals = _point(case)
     tangents = directions(primals, salt=21)
     primal = case.primal(backend.numpy)
     got = transformed_jvp(primals, tangents)
     require_finite(got, what="tangent")
     _, auto = evaluate(lambda: backend.jvp(primal, primals, tangents))
-    assert_close(law, case, "rule vs autodiff of the primal", got, auto, kind="reference")
+    assert_close(case, "rule vs autodiff of the primal", got, auto, kind="reference")
     fd = fd_jvp(primal, primals, tangents)
-    assert_close(law, case, "rule vs float64 finite differences", got, fd, kind="reference")
+    assert_close(case, "rule vs float64 finite differences", got, fd, kind="reference")
 
 
 def custom_jvp_true_rule(backend, case):
     """A custom_jvp rule that is the derivative agrees with autodiff and FD."""
     F = make_custom_jvp(backend, case)
-    _true_jvp_checks(backend, case, "custom_jvp_true_rule",
-                     lambda p, t: evaluate(lambda: backend.jvp(F, p, t))[1])
+    _true_jvp_checks(backend, case, lambda p, t: evaluate(lambda: backend.jvp(F, p, t))[1])
 
 
-def _uses_bwd(backend, case, law, F):
+def _uses_bwd(backend, case, F):
     primals = _point(case)
     np_ = backend.numpy
     want = evaluate(case.primal(np_), *primals)
     require_finite(want, what="output")
-    assert_close(law, case, "F(w, x) vs primal", evaluate(F, *primals), want)
+    assert_close(case, "F(w, x) vs primal", evaluate(F, *primals), want)
     y, pullback = backend.vjp(F, *primals)
-    assert_close(law, case, "vjp primal output vs primal", evaluate(lambda: y), want)
+    assert_close(case, "vjp primal output vs primal", evaluate(lambda: y), want)
     g = directions((want,), salt=22)[0]
-    assert_close(law, case, "vjp cotangents vs bwd", evaluate(pullback, g),
+    assert_close(case, "vjp cotangents vs bwd", evaluate(pullback, g),
                  evaluate(case.bwd(np_), primals, g))
 
 
 def custom_vjp_uses_rule(backend, case):
     """custom_vjp: fwd's primal output is F's, and vjp returns what bwd returns."""
-    law = "custom_vjp_uses_rule"
     fwd_y, _ = evaluate(case.fwd(backend.numpy), case.w, case.x)
-    assert_close(law, case, "fwd primal output vs primal", fwd_y,
+    assert_close(case, "fwd primal output vs primal", fwd_y,
                  evaluate(case.primal(backend.numpy), case.w, case.x))
-    _uses_bwd(backend, case, law, make_custom_vjp(backend, case))
+    _uses_bwd(backend, case, make_custom_vjp(backend, case))
 
 
-def _true_vjp_checks(backend, case, law, F):
+def _true_vjp_checks(backend, case, F):
     primals = _point(case)
     primal = case.primal(backend.numpy)
     y = evaluate(primal, *primals)
@@ -107,16 +104,15 @@ def _true_vjp_checks(backend, case, law, F):
     got = evaluate(backend.vjp(F, *primals)[1], g)
     require_finite(got, what="cotangent")
     auto = evaluate(backend.vjp(primal, *primals)[1], g)
-    assert_close(law, case, "bwd vs autodiff of the primal", got, auto, kind="reference")
+    assert_close(case, "bwd vs autodiff of the primal", got, auto, kind="reference")
     u = directions(primals, salt=24)
     fd = fd_jvp(primal, primals, u)
-    assert_dot_equal(law, case, "<g, FD(u)> vs <bwd(g), u>", (g, fd), (got, u),
-                     kind="reference")
+    assert_dot_equal(case, "<g, FD(u)> vs <bwd(g), u>", (g, fd), (got, u), kind="reference")
 
 
 def custom_vjp_true_rule(backend, case):
     """A custom_vjp bwd that is the derivative agrees with autodiff and FD."""
-    _true_vjp_checks(backend, case, "custom_vjp_true_rule", make_custom_vjp(backend, case))
+    _true_vjp_checks(backend, case, make_custom_vjp(backend, case))
 
 
 def custom_vjp_forward_over_forward(backend, case):
@@ -126,7 +122,6 @@ def custom_vjp_forward_over_forward(backend, case):
     finite differences along v of the primal's reverse-mode <vjp(g), u>, plus
     <vjp(g), s> (the inner tangent moves too, so every outer tangent is live);
     and vmap of jvp(F) equals a loop of it."""
-    law = "custom_vjp_forward_over_forward"
     F = make_custom_vjp(backend, case)
     primals = _point(case)
     primal = case.primal(backend.numpy)
@@ -142,30 +137,28 @@ def custom_vjp_forward_over_forward(backend, case):
         cts = evaluate(backend.vjp(primal, *p)[1], g.astype(p[0].dtype))
         return np.float64(sum(np.vdot(c, t) for c, t in zip(cts, along)))
     want = fd_jvp(reverse, primals, v) + reverse(*primals, along=s)
-    assert_dot_equal(law, case, "<g, d/d(v, s) jvp(F)(p; u)> vs FD_v <vjp(primal)(g), u> + <vjp(primal)(g), s>",
+    assert_dot_equal(case, "<g, d/d(v, s) jvp(F)(p; u)> vs FD_v <vjp(primal)(g), u> + <vjp(primal)(g), s>",
                      ((g,), (got,)), ((np.float64(1.0),), (want,)), kind="reference")
     # forward mode through F under vmap (over the batch of x) equals a loop of it
     w = primals[0]
     batched = evaluate(backend.vmap(lambda x: backend.jvp(F, (w, x), tuple(u))[1]), case.batch)
     loop = np.stack([np.asarray(evaluate(lambda: backend.jvp(F, (w, x), tuple(u))[1])) for x in case.batch])
-    assert_close(law, case, "vmap of jvp(F) vs a loop of it", batched, loop)
+    assert_close(case, "vmap of jvp(F) vs a loop of it", batched, loop)
 
 
 def custom_gradient_uses_rule(backend, case):
     """custom_gradient: F's value is the primal and vjp returns the rule's cotangents."""
-    _uses_bwd(backend, case, "custom_gradient_uses_rule", make_custom_gradient(backend, case))
+    _uses_bwd(backend, case, make_custom_gradient(backend, case))
 
 
 def custom_gradient_true_rule(backend, case):
     """A custom_gradient rule that is the derivative agrees with autodiff and FD."""
-    _true_vjp_checks(backend, case, "custom_gradient_true_rule",
-                     make_custom_gradient(backend, case))
+    _true_vjp_checks(backend, case, make_custom_gradient(backend, case))
 
 
 def custom_rules_under_vmap(backend, case):
     """vmap of custom_jvp / custom_vjp functions equals a loop: values, jvp,
     and gradients, where w is shared (unbatched) so its cotangent is summed."""
-    law = "custom_rules_under_vmap"
     np_ = backend.numpy
     w, batch = case.w, case.batch
     require_finite(w, batch, what="input")
@@ -177,14 +170,14 @@ def custom_rules_under_vmap(backend, case):
         F = make(backend, case)
         got = evaluate(backend.vmap(F, in_axes=(None, 0)), w, batch)
         want = stack([evaluate(F, w, batch[i]) for i in range(size)], 0)
-        assert_close(law, case, f"[{kind}] vmap(F) vs loop", got, want)
+        assert_close(case, f"[{kind}] vmap(F) vs loop", got, want)
 
         if kind == "custom_jvp":
             def jvp_at(x, tx, F=F):
                 return backend.jvp(F, (w, x), (tw, tx))[1]
             got = evaluate(backend.vmap(jvp_at), batch, tbatch)
             want = stack([evaluate(jvp_at, batch[i], tbatch[i]) for i in range(size)], 0)
-            assert_close(law, case, f"[{kind}] vmap(jvp(F)) vs loop", got, want)
+            assert_close(case, f"[{kind}] vmap(jvp(F)) vs loop", got, want)
 
         def total(w_, xs, F=F):
             return np_.sum(backend.vmap(F, in_axes=(None, 0))(w_, xs) * weights)
@@ -194,8 +187,8 @@ def custom_rules_under_vmap(backend, case):
                                      argnums=(0, 1)), w, batch[i]) for i in range(size)]
         want_w = np.sum(np.stack([p[0] for p in per]), axis=0)
         want_x = np.stack([p[1] for p in per])
-        assert_close(law, case, f"[{kind}] grad wrt shared w (summed) vs loop", gw, want_w)
-        assert_close(law, case, f"[{kind}] grad wrt batched x vs loop", gx, want_x)
+        assert_close(case, f"[{kind}] grad wrt shared w (summed) vs loop", gw, want_w)
+        assert_close(case, f"[{kind}] grad wrt batched x vs loop", gx, want_x)
 
 
 # --- custom rules wrapped around drawn programs: true, scaled, symbolic-zero rules ----------
@@ -228,7 +221,6 @@ def custom_wrapper_uses_rule(backend, case):
     """jvp of a custom_jvp wrapper (vjp of a custom_vjp wrapper) returns what
     the rule returns -- true, scaled or symbolic-zero -- eagerly and under jit;
     linear_transpose of a custom_jvp wrapper of a linear body transposes the body."""
-    law = "custom_wrapper_uses_rule"
     _require_symbolic(backend, case)
     f, rule = case.make(backend)
     y = evaluate(f, *case.args)
@@ -238,27 +230,26 @@ def custom_wrapper_uses_rule(backend, case):
         want = _rule_output(backend, case, rule, t)
         require_finite(want, what="rule output")
         got = evaluate(lambda: backend.jvp(f, case.args, t))
-        assert_close(law, case, "jvp vs the rule", got, want)
+        assert_close(case, "jvp vs the rule", got, want)
         got = evaluate(backend.jit(lambda xs, ts: backend.jvp(f, xs, ts)), case.args, t)
-        assert_close(law, case, "jit(jvp) vs the rule", got, want)
+        assert_close(case, "jit(jvp) vs the rule", got, want)
         if case.weights:   # a linear body: linear_transpose transposes it, the rule plays no part
             (c,) = directions((y,), salt=63)
             got = evaluate(backend.linear_transpose(f, *case.args), c)
-            assert_close(law, case, "linear_transpose vs the weights times the cotangent", got,
+            assert_close(case, "linear_transpose vs the weights times the cotangent", got,
                          tuple(w * np.asarray(c) for w in case.weights))
     else:
         (c,) = directions((y,), salt=61)
         want = _rule_output(backend, case, rule, c)
         require_finite(want, what="rule output")
-        assert_close(law, case, "vjp vs the rule", evaluate(backend.vjp(f, *case.args)[1], c), want)
+        assert_close(case, "vjp vs the rule", evaluate(backend.vjp(f, *case.args)[1], c), want)
         got = evaluate(backend.jit(lambda xs, ct: backend.vjp(f, *xs)[1](ct)), case.args, c)
-        assert_close(law, case, "jit(vjp) vs the rule", got, want)
+        assert_close(case, "jit(vjp) vs the rule", got, want)
 
 
 def custom_wrapper_true_rule_matches_finite_differences(backend, case):
     """A rule that claims to be the derivative agrees with float64 finite
     differences of the wrapped program (jvp, or <vjp(c), u> == <c, FD(u)>)."""
-    law = "custom_wrapper_true_rule_matches_finite_differences"
     if not case.claims_true:
         return
     _require_symbolic(backend, case)
@@ -269,12 +260,12 @@ def custom_wrapper_true_rule_matches_finite_differences(backend, case):
     if case.kind == "custom_jvp":
         _, t = evaluate(lambda: backend.jvp(f, case.args, u))
         require_finite(t, what="tangent")
-        assert_close(law, case, "jvp vs float64 finite differences", t, want, kind="reference")
+        assert_close(case, "jvp vs float64 finite differences", t, want, kind="reference")
     else:
         (c,) = directions((y,), salt=63)
         cts = evaluate(backend.vjp(f, *case.args)[1], c)
         require_finite(cts, what="cotangent")
-        assert_dot_equal(law, case, "<vjp(c), u> vs <c, FD(u)>", (cts, u), ((c,), (want,)),
+        assert_dot_equal(case, "<vjp(c), u> vs <c, FD(u)>", (cts, u), ((c,), (want,)),
                          kind="reference")
 
 
@@ -282,7 +273,6 @@ def custom_wrapper_symbolic_zeros(backend, case):
     """With symbolic_zeros=True, differentiating only the ``perturbed`` inputs
     hands the rule SymbolicZero tangents (custom_jvp) or perturbed=False
     primals (custom_vjp) exactly for the others, and the derivative is right."""
-    law = "custom_wrapper_symbolic_zeros"
     if case.rule != "symbolic_zeros":
         return
     _require_symbolic(backend, case)
@@ -308,13 +298,13 @@ def custom_wrapper_symbolic_zeros(backend, case):
         got = None
         expected_flags = case.perturbed
     if not seen:
-        fail(law, case, "the rule was never called")
+        fail(case, "the rule was never called")
     if seen[-1] != expected_flags:
         what = "SymbolicZero tangents" if case.kind == "custom_jvp" else "perturbed flags"
-        fail(law, case, f"the rule saw {what} {seen[-1]}, expected {expected_flags} "
+        fail(case, f"the rule saw {what} {seen[-1]}, expected {expected_flags} "
              f"(differentiating inputs {chosen})")
     if got is not None:
-        assert_close(law, case, "jvp vs float64 finite differences", got, want, kind="reference")
+        assert_close(case, "jvp vs float64 finite differences", got, want, kind="reference")
     else:
-        assert_dot_equal(law, case, "<vjp(c), u> vs <c, FD(u)>", (cts, u), ((c,), (want,)),
+        assert_dot_equal(case, "<vjp(c), u> vs <c, FD(u)>", (cts, u), ((c,), (want,)),
                          kind="reference")

@@ -22,7 +22,7 @@ def differential_value(backend, case):
     """f gives JAX's value."""
     ref, fb, fr = _pair(backend, case)
     want = check_conditioning(fr, case.args)
-    assert_close("differential_value", case, f"{backend.name} vs jax value",
+    assert_close(case, f"{backend.name} vs jax value",
                  evaluate(fb, *case.args), want, kind="reference")
 
 
@@ -34,8 +34,7 @@ def differential_jvp(backend, case):
     want = evaluate(lambda: ref.jvp(fr, case.args, t))
     require_finite(want, what="jax jvp")
     got = evaluate(lambda: backend.jvp(fb, case.args, t))
-    assert_close("differential_jvp", case, f"{backend.name} vs jax jvp", got, want,
-                 kind="reference")
+    assert_close(case, f"{backend.name} vs jax jvp", got, want, kind="reference")
 
 
 def differential_vjp(backend, case):
@@ -46,8 +45,7 @@ def differential_vjp(backend, case):
     want = evaluate(ref.vjp(fr, *case.args)[1], v)
     require_finite(want, what="jax vjp")
     got = evaluate(backend.vjp(fb, *case.args)[1], v)
-    assert_close("differential_vjp", case, f"{backend.name} vs jax vjp", got, want,
-                 kind="reference")
+    assert_close(case, f"{backend.name} vs jax vjp", got, want, kind="reference")
 
 
 def differential_grad(backend, case):
@@ -58,8 +56,7 @@ def differential_grad(backend, case):
     want = evaluate(ref.grad(scalarize(ref, fr, y), argnums=argnums), *case.args)
     require_finite(want, what="jax gradient")
     got = evaluate(backend.grad(scalarize(backend, fb, y), argnums=argnums), *case.args)
-    assert_close("differential_grad", case, f"{backend.name} vs jax grad", got, want,
-                 kind="reference")
+    assert_close(case, f"{backend.name} vs jax grad", got, want, kind="reference")
 
 
 def differential_vmap(backend, case):
@@ -69,5 +66,4 @@ def differential_vmap(backend, case):
     kw = dict(in_axes=case.in_axes, out_axes=case.out_axes)
     want = evaluate(ref.vmap(fr, **kw), *case.args)
     got = evaluate(backend.vmap(fb, **kw), *case.args)
-    assert_close("differential_vmap", case, f"{backend.name} vs jax vmap", got, want,
-                 kind="reference")
+    assert_close(case, f"{backend.name} vs jax vmap", got, want, kind="reference")

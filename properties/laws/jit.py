@@ -10,7 +10,7 @@ def jit_matches_eager(backend, case):
     """jit(f) == f within the dtype's tolerance."""
     f = case.program.build(backend)
     y = check_conditioning(f, case.args)
-    assert_close("jit_matches_eager", case, "jit(f) vs f", evaluate(backend.jit(f), *case.args), y)
+    assert_close(case, "jit(f) vs f", evaluate(backend.jit(f), *case.args), y)
 
 
 def jit_grad_matches_grad(backend, case):
@@ -20,8 +20,7 @@ def jit_grad_matches_grad(backend, case):
     g = backend.grad(scalarize(backend, f, y), argnums=all_argnums(case.args))
     want = evaluate(g, *case.args)
     require_finite(want, what="gradient")
-    assert_close("jit_grad_matches_grad", case, "jit(grad(f)) vs grad(f)",
-                 evaluate(backend.jit(g), *case.args), want)
+    assert_close(case, "jit(grad(f)) vs grad(f)", evaluate(backend.jit(g), *case.args), want)
 
 
 def jit_vmap_matches_vmap(backend, case):
@@ -29,5 +28,5 @@ def jit_vmap_matches_vmap(backend, case):
     f = case.program.build(backend)
     _per_example_check(f, case)
     vf = backend.vmap(f, in_axes=case.in_axes, out_axes=case.out_axes)
-    assert_close("jit_vmap_matches_vmap", case, "jit(vmap(f)) vs vmap(f)",
+    assert_close(case, "jit(vmap(f)) vs vmap(f)",
                  evaluate(backend.jit(vf), *case.args), evaluate(vf, *case.args))

@@ -24,10 +24,8 @@ def linear_transpose_dot_product(backend, case):
     au = evaluate(f, *u)
     atv = evaluate(T, v)
     if len(leaves(atv)) != len(case.args):
-        fail("linear_transpose_dot_product", case,
-             f"transpose returned {len(leaves(atv))} cotangents for {len(case.args)} inputs")
-    assert_dot_equal("linear_transpose_dot_product", case, "<v, A u> vs <A^T v, u>",
-                     (v, au), (atv, u))
+        fail(case, f"transpose returned {len(leaves(atv))} cotangents for {len(case.args)} inputs")
+    assert_dot_equal(case, "<v, A u> vs <A^T v, u>", (v, au), (atv, u))
 
 
 def linear_transpose_twice(backend, case):
@@ -37,9 +35,8 @@ def linear_transpose_twice(backend, case):
     u = directions(case.args, salt=7)
     got = evaluate(TT, tuple(u))
     if len(leaves(got)) != 1:
-        fail("linear_transpose_twice", case, f"double transpose returned {len(leaves(got))} outputs")
-    assert_close("linear_transpose_twice", case, "transpose(transpose(A)) u vs A u",
-                 leaves(got)[0], evaluate(f, *u))
+        fail(case, f"double transpose returned {len(leaves(got))} outputs")
+    assert_close(case, "transpose(transpose(A)) u vs A u", leaves(got)[0], evaluate(f, *u))
 
 
 # --- linear_call ------------------------------------------------------------
@@ -103,7 +100,7 @@ def _linear_call_parts(backend, case, form):
     return fun, fun_t, res, x, y, lc, T1, T2, T3
 
 
-def _involution(backend, case, form, law):
+def _involution(backend, case, form):
     fun, fun_t, res, x, y, lc, T1, T2, T3 = _linear_call_parts(backend, case, form)
     us = (tree_directions(x, 8), tree_directions(x, 9))
     vs = (tree_directions(y, 10), tree_directions(y, 11))
@@ -116,10 +113,10 @@ def _involution(backend, case, form, law):
               ("transpose three times vs fun_transpose", T3, lambda a: fun_t(res, a), vs)]
     for what, fn, ref, (a, b) in checks:
         got = evaluate(_under(backend, form, fn), _inputs(form, a, b))
-        assert_close(law, case, f"[{form}] {what}", got, _expected(form, ref, a, b))
+        assert_close(case, f"[{form}] {what}", got, _expected(form, ref, a, b))
 
 
-def _dot_product(backend, case, form, law):
+def _dot_product(backend, case, form):
     fun, fun_t, res, x, y, lc, T1, T2, T3 = _linear_call_parts(backend, case, form)
     us = (tree_directions(x, 12), tree_directions(x, 13))
     vs = (tree_directions(y, 14), tree_directions(y, 15))
@@ -130,7 +127,7 @@ def _dot_product(backend, case, form, law):
     else:
         pairs = [((vs[0], au), (atv, us[0]))]
     for lhs, rhs in pairs:
-        assert_dot_equal(law, case, f"[{form}] <v, fun(u)> vs <fun_transpose(v), u>", lhs, rhs)
+        assert_dot_equal(case, f"[{form}] <v, fun(u)> vs <fun_transpose(v), u>", lhs, rhs)
 
 
 def linear_call_involution(backend, case):
@@ -138,18 +135,18 @@ def linear_call_involution(backend, case):
     times fun_transpose again, and its jvp is fun -- plain and under jit.  (A wrong
     fun_transpose passes this law: see linear_call_dot_product.)"""
     for form in FORMS:
-        _involution(backend, case, form, "linear_call_involution")
+        _involution(backend, case, form)
 
 
 def linear_call_dot_product(backend, case):
     """<v, fun(u)> == <T(v), u> where T is linear_call's transpose, plain and
     under jit: this catches a wrong fun_transpose, which involution cannot."""
     for form in FORMS:
-        _dot_product(backend, case, form, "linear_call_dot_product")
+        _dot_product(backend, case, form)
 
 
 def linear_call_under_vmap(backend, case):
     """Under vmap, linear_call and its transposes equal a loop, and the
     dot-product test holds per batch element."""
-    _involution(backend, case, "vmap", "linear_call_under_vmap")
-    _dot_product(backend, case, "vmap", "linear_call_under_vmap")
+    _involution(backend, case, "vmap")
+    _dot_product(backend, case, "vmap")

@@ -100,81 +100,77 @@ def named_collectives_match_reference(backend, case):
     """Nested vmaps with collectives equal the member-by-member NumPy reference
     (eagerly and under jit)."""
     f, want = _prepare(backend, case)
-    assert_close("named_collectives_match_reference", case, "vmapped collectives vs reference",
+    assert_close(case, "vmapped collectives vs reference",
                  evaluate(f, case.x), want, kind="reference")
-    assert_close("named_collectives_match_reference", case, "jit of vmapped collectives vs reference",
+    assert_close(case, "jit of vmapped collectives vs reference",
                  evaluate(backend.jit(f), case.x), want, kind="reference")
 
 
 def named_collectives_jvp_matches_reference(backend, case):
     """jvp through the collectives equals float64 central differences of the reference."""
-    _check_jvp("named_collectives_jvp_matches_reference", backend, case)
+    _check_jvp(backend, case)
 
 
 def named_collectives_vjp_matches_reference(backend, case):
     """<vjp(c), u> through the collectives equals <c, FD(u)> of the reference."""
-    _check_vjp("named_collectives_vjp_matches_reference", backend, case)
+    _check_vjp(backend, case)
 
 
 def named_extrema_derivatives_match_reference(backend, case):
     """jvp and vjp through pmax/pmin equal finite differences of the reference,
     taken outside and inside the named vmaps (JAX has no differentiation rule
     for pmax/pmin: skipped there)."""
-    law = "named_extrema_derivatives_match_reference"
-    _check_jvp(law, backend, case)
-    _check_vjp(law, backend, case)
-    _check_member_jvp(law, backend, case)
-    _check_member_vjp(law, backend, case)
+    _check_jvp(backend, case)
+    _check_vjp(backend, case)
+    _check_member_jvp(backend, case)
+    _check_member_vjp(backend, case)
 
 
 def named_collectives_member_derivatives_match_reference(backend, case):
     """jvp and vjp taken by each member inside the named vmaps -- where the
     collectives' own jvp and transpose rules run, not their batching rules --
     equal finite differences of the reference (jvp) and <c, FD(u)> (vjp)."""
-    law = "named_collectives_member_derivatives_match_reference"
-    _check_member_vjp(law, backend, case)
-    _check_member_jvp(law, backend, case)
+    _check_member_vjp(backend, case)
+    _check_member_jvp(backend, case)
 
 
-def _check_jvp(law, backend, case):
+def _check_jvp(backend, case):
     f, want = _prepare(backend, case, "jvp")
     (u,) = directions((case.x,), salt=40)
     y, t = evaluate_compiled(backend, lambda x, u: backend.jvp(f, (x,), (u,)), case.x, u)
     require_finite(t, what="tangent")
-    assert_close(law, case, "jvp primal output", y, want,
-                 kind="reference")
+    assert_close(case, "jvp primal output", y, want, kind="reference")
     fd = fd_jvp(case.reference, (case.x,), (u,))
-    assert_close(law, case,
+    assert_close(case,
                  "jvp tangent vs float64 finite differences of the reference", t, fd, kind="reference")
 
 
-def _check_vjp(law, backend, case):
+def _check_vjp(backend, case):
     f, want = _prepare(backend, case, "vjp")
     (u,) = directions((case.x,), salt=41)
     (c,) = directions((want.astype(case.x.dtype),), salt=42)
     (ct,) = evaluate_compiled(backend, lambda x, c: backend.vjp(f, x)[1](c), case.x, c)
     require_finite(ct, what="cotangent")
     if ct.shape != case.x.shape:
-        fail(law, case,
-             f"cotangent shape {ct.shape} != input shape {case.x.shape}")
+        fail(case, f"cotangent shape {ct.shape} != input shape {case.x.shape}")
     fd = fd_jvp(case.reference, (case.x,), (u,))
-    assert_dot_equal(law, case, "<vjp(c), u> vs <c, FD(u)>",
+    assert_dot_equal(case, "<vjp(c), u> vs <c, FD(u)>",
                      ((ct,), (u,)), ((c,), (fd,)), kind="reference")
 
 
 
-def _check_member_jvp(law, backend, case):
+def _check_member_jvp(backend, case):
     _, want = _prepare(backend, case, "member_jvp")
     (u,) = directions((case.x,), salt=43)
     y, t = evaluate_compiled(backend, case.member_derivative_program(backend, "jvp"), case.x, u)
     require_finite(t, what="tangent")
-    assert_close(law, case, "per-member jvp primal output", y, want, kind="reference")
+    assert_close(case, "per-member jvp primal output", y, want, kind="reference")
     fd = fd_jvp(case.reference, (case.x,), (u,))
-    assert_close(law, case, "per-member jvp tangent vs float64 finite differences of the reference",
+    assert_close(case, "per-member jvp tangent vs float64 finite differences of the reference",
                  t, fd, kind="reference")
 
 
-def _check_member_vjp(law, backend, case):
+def _check_member_vjp(backend, case):
     case = case.batched_everywhere()
     _, want = _prepare(backend, case, "member_vjp")
     (u,) = directions((case.x,), salt=44)
@@ -182,7 +178,7 @@ def _check_member_vjp(law, backend, case):
     ct = evaluate_compiled(backend, case.member_derivative_program(backend, "vjp"), case.x, c)
     require_finite(ct, what="cotangent")
     if ct.shape != case.x.shape:
-        fail(law, case, f"per-member cotangent shape {ct.shape} != input shape {case.x.shape}")
+        fail(case, f"per-member cotangent shape {ct.shape} != input shape {case.x.shape}")
     fd = fd_jvp(case.reference, (case.x,), (u,))
-    assert_dot_equal(law, case, "per-member <vjp(c), u> vs <c, FD(u)>",
+    assert_dot_equal(case, "per-member <vjp(c), u> vs <c, FD(u)>",
                      ((ct,), (u,)), ((c,), (fd,)), kind="reference")

@@ -38,17 +38,16 @@ def _mesh_and_sharding(case):
     return mesh, (lambda spec: NamedSharding(mesh, PartitionSpec(*spec)))
 
 
-def _check_sharding(law, case, out, want_sharding):
+def _check_sharding(case, out, want_sharding):
     got = getattr(out, "sharding", None)
     if got is None or not got.is_equivalent_to(want_sharding, np.ndim(out)):
-        fail(law, case, f"result sharding {got}, expected one equivalent to {want_sharding}")
+        fail(case, f"result sharding {got}, expected one equivalent to {want_sharding}")
 
 
 def sharded_jit_matches_unsharded(backend, case):
     """jit(f, in_shardings, out_shardings) and jit of f with
     with_sharding_constraint on its output equal f, their results carry the
     requested sharding, and so do gradients of the sharded program."""
-    law = "sharded_jit_matches_unsharded"
     require_devices()
     features.require(backend, "jit_shardings")
     _, sharding = _mesh_and_sharding(case)
@@ -63,19 +62,18 @@ def sharded_jit_matches_unsharded(backend, case):
         g = backend.jit(lambda *xs: backend.lax.with_sharding_constraint(f(*xs), out_sharding))
         args = case.args
     out = g(*args)
-    assert_close(law, case, f"{case.kind}-sharded f vs f", evaluate(lambda: out), y)
-    _check_sharding(law, case, out, out_sharding)
+    assert_close(case, f"{case.kind}-sharded f vs f", evaluate(lambda: out), y)
+    _check_sharding(case, out, out_sharding)
     argnums = all_argnums(case.args)
     want = evaluate(backend.grad(scalarize(backend, f, y), argnums=argnums), *case.args)
     require_finite(want, what="gradient")
     got = evaluate(backend.jit(backend.grad(scalarize(backend, g, y), argnums=argnums)), *args)
-    assert_close(law, case, "grad of the sharded program vs grad of f", got, want)
+    assert_close(case, "grad of the sharded program vs grad of f", got, want)
 
 
 def spmd_axis_name_places_batch_axis(backend, case):
     """vmap(f, spmd_axis_name=a), with a sharding constraint inside f, equals a
     loop over the batch and puts the batch dimension on mesh axis a."""
-    law = "spmd_axis_name_places_batch_axis"
     require_devices()
     _, sharding = _mesh_and_sharding(case)
     f = case.program.build(backend)
@@ -85,29 +83,28 @@ def spmd_axis_name_places_batch_axis(backend, case):
     size = np.shape(case.args[0])[0]
     want = stack([check_conditioning(f, [a[i] for a in case.args]) for i in range(size)], 0)
     out = mapped(*case.args)
-    assert_close(law, case, "vmap with spmd_axis_name vs loop", evaluate(lambda: out), want)
-    _check_sharding(law, case, out, sharding((case.batch_axis,) + tuple(case.out_spec)))
+    assert_close(case, "vmap with spmd_axis_name vs loop", evaluate(lambda: out), want)
+    _check_sharding(case, out, sharding((case.batch_axis,) + tuple(case.out_spec)))
 
 
 def shard_map_matches_reference(backend, case):
     """shard_map with collectives over mesh axes equals the block-by-block
     reference: values (eagerly and under jit), jvp against float64 finite
     differences, and <vjp(c), u> == <c, FD(u)>."""
-    law = "shard_map_matches_reference"
     require_devices()
     f = case.program(backend)
     gaps = []
     want = case.reference(np.asarray(case.x, np.float64), gaps)
     require_finite(want, what="reference")
-    assert_close(law, case, "shard_map vs reference", evaluate(f, case.x), want, kind="reference")
-    assert_close(law, case, "jit(shard_map) vs reference", evaluate_compiled(backend, f, case.x), want,
+    assert_close(case, "shard_map vs reference", evaluate(f, case.x), want, kind="reference")
+    assert_close(case, "jit(shard_map) vs reference", evaluate_compiled(backend, f, case.x), want,
                  kind="reference")
     if gaps and min(gaps) < 1e-2:
         return  # pmax/pmin near a tie: no derivative to compare
     (u,) = directions((case.x,), salt=70)
     _, t = evaluate_compiled(backend, lambda x, u: backend.jvp(f, (x,), (u,)), case.x, u)
     fd = fd_jvp(case.reference, (case.x,), (u,))
-    assert_close(law, case, "jvp of shard_map vs finite differences of the reference", t, fd,
+    assert_close(case, "jvp of shard_map vs finite differences of the reference", t, fd,
                  kind="reference")
     if backend.module is jax and any(s.op == "all_to_all" and not s.kw["tiled"]
                                      and s.kw["split"] != s.kw["concat"] for s in case.steps):
@@ -115,5 +112,5 @@ def shard_map_matches_reference(backend, case):
         discard(f"known JAX bug: {SHARD_MAP_TRANSPOSE_BUG}")
     (c,) = directions((want.astype(case.x.dtype),), salt=71)
     (ct,) = evaluate_compiled(backend, lambda x, c: backend.vjp(f, x)[1](c), case.x, c)
-    assert_dot_equal(law, case, "<vjp(c), u> vs <c, FD(u)>", ((ct,), (u,)), ((c,), (fd,)),
+    assert_dot_equal(case, "<vjp(c), u> vs <c, FD(u)>", ((ct,), (u,)), ((c,), (fd,)),
                      kind="reference")

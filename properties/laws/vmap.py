@@ -25,7 +25,7 @@ def vmap_matches_loop(backend, case):
     _per_example_check(f, case)
     got = evaluate(backend.vmap(f, in_axes=case.in_axes, out_axes=case.out_axes), *case.args)
     want = loop_vmap(f, case.args, case.in_axes, case.out_axes, case.axis_size)
-    assert_close("vmap_matches_loop", case, "vmap(f) vs loop", got, want)
+    assert_close(case, "vmap(f) vs loop", got, want)
 
 
 def nested_vmap_matches_loops(backend, case):
@@ -47,7 +47,7 @@ def nested_vmap_matches_loops(backend, case):
     vf = backend.vmap(backend.vmap(f, in_axes=inner_in, out_axes=inner_out),
                       in_axes=outer_in, out_axes=outer_out)
     got = evaluate(vf, *case.args)
-    assert_close("nested_vmap_matches_loops", case, "vmap(vmap(f)) vs nested loops", got, want)
+    assert_close(case, "vmap(vmap(f)) vs nested loops", got, want)
 
 
 def vmap_jit_commute(backend, case):
@@ -57,7 +57,7 @@ def vmap_jit_commute(backend, case):
     kw = dict(in_axes=case.in_axes, out_axes=case.out_axes)
     a = evaluate(backend.vmap(backend.jit(f), **kw), *case.args)
     b = evaluate(backend.jit(backend.vmap(f, **kw)), *case.args)
-    assert_close("vmap_jit_commute", case, "vmap(jit(f)) vs jit(vmap(f))", a, b)
+    assert_close(case, "vmap(jit(f)) vs jit(vmap(f))", a, b)
 
 
 def vmap_grad_matches_loop(backend, case):
@@ -72,7 +72,7 @@ def vmap_grad_matches_loop(backend, case):
     want = loop_vmap(backend.grad(g, argnums=argnums), case.args, case.in_axes, 0,
                      case.axis_size)
     require_finite(want, what="per-example gradient")
-    assert_close("vmap_grad_matches_loop", case, "vmap(grad(f)) vs loop of grad(f)", got, want)
+    assert_close(case, "vmap(grad(f)) vs loop of grad(f)", got, want)
 
 
 def grad_of_batch_sum(backend, case):
@@ -98,8 +98,7 @@ def grad_of_batch_sum(backend, case):
     for k, ax in enumerate(case.in_axes):
         parts = [p[k] for p in per_example]
         want.append(np.sum(np.stack(parts), axis=0) if ax is None else stack(parts, ax))
-    assert_close("grad_of_batch_sum", case, "grad(sum of vmap(f)) vs summed loop",
-                 got, tuple(want))
+    assert_close(case, "grad(sum of vmap(f)) vs summed loop", got, tuple(want))
 
 
 def vmap_pytrees_match_loops(backend, case):
@@ -126,5 +125,4 @@ def vmap_pytrees_match_loops(backend, case):
         return outs[0] if axis is None else stack(outs, axis)
 
     got = evaluate(case.vmapped(backend), *case.args)
-    assert_close("vmap_pytrees_match_loops", case, "nested vmaps vs nested loops", got,
-                 loop(0, case.unbatched_args))
+    assert_close(case, "nested vmaps vs nested loops", got, loop(0, case.unbatched_args))
