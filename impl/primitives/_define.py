@@ -51,8 +51,10 @@ def _shape_from_lowering(prim, lower_fn):
         hit = cache.get(key) if key is not None else None
         if hit is not None:
             return hit
+        # Shapes and dtypes only: shardings are the sharding rule's business.
         out = jax.eval_shape(lambda *xs: lower_fn(*xs, **params),
-                             *[a.to_shape_dtype() for a in avals])
+                             *[jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                               for a in avals])
         if prim.multiple_results:
             res = [ShapedArray(o.shape, o.dtype, getattr(o, "weak_type", False)) for o in out]
         else:
@@ -73,11 +75,12 @@ class _ShapeFromLowering:
 SHAPE_FROM_LOWERING = _ShapeFromLowering()
 
 
-def _checked_eager(abstract_eval, run):
-    """Eager evaluation type-checks first, so bad input gets impl's clear TypeError with
-    or without a transformation (never an error from deep inside jax.lax)."""
+def _checked_eager(prim, run):
+    """Eager evaluation type-checks first (shardings included), so bad input gets impl's
+    clear error with or without a transformation (never an error from deep inside
+    jax.lax)."""
     def impl(*args, **params):
-        abstract_eval(*[get_aval(a) for a in args], **params)
+        core.abstract_eval(prim, [get_aval(a) for a in args], params)
         return run(*args, **params)
     return impl
 
@@ -88,7 +91,7 @@ def _build(rule, prim):
 
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
            transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
-           collective=False, effectful=False) -> core.Primitive:
+           collective=False, effectful=False, sharding_rule=None) -> core.Primitive:
     """Create the primitive `name` and register every one of its rules.
 
     abstract_eval: `(*avals, **params) -> aval` (a list when multiple_results),
@@ -111,6 +114,13 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         runs when no operand is batched, to find out whether its axis is the one mapped.
     effectful: the primitive has a side effect (a host callback), so dead-code removal
         keeps its equations even when nothing reads their outputs.
+    sharding_rule: `(*avals, **params) -> spec` (per result, a tuple with one
+        PartitionSpec entry per axis, or a NamedSharding), how the results are sharded
+        over Explicit mesh axes given the operands' types; it raises ShardingTypeError
+        where they do not fit. `core.TYPED_BY_ABSTRACT_EVAL` when the abstract
+        evaluation already types the results; None: the primitive refuses operands
+        sharded over Explicit axes. Rules shared by many primitives are in
+        `impl.primitives.sharding_rules`.
     """
     if name in registry:
         raise ValueError(f"primitive {name!r} is already defined")
@@ -121,11 +131,13 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         core.abstract_eval_rules[prim] = abstract_eval
     if lowering is not None:
         _lowering.lowering_rules[prim] = lowering
+    if sharding_rule is not None:
+        core.sharding_rules[prim] = sharding_rule
     if impl is not None:
         core.impl_rules[prim] = impl
     elif lowering is not None:
         core.impl_rules[prim] = (lowering if abstract_eval is None
-                                 else _checked_eager(abstract_eval, lowering))
+                                 else _checked_eager(prim, lowering))
     for table, rule in ((ad.jvp_rules, jvp), (ad.transpose_rules, transpose),
                         (_batching.batching_rules, batching),
                         (pe.partial_eval_rules, partial_eval), (pe.dce_rules, dce)):

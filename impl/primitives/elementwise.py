@@ -17,6 +17,7 @@ from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
+from impl.primitives import sharding_rules
 from impl.primitives._define import cast_to, define
 from impl.primitives.shape import broadcast_in_dim, reduce_sum
 
@@ -100,13 +101,15 @@ def unbroadcast(ct, aval):
 def _unop(name, lax_fn, jvp, accepted=_float, transpose=None, out_dtype=None):
     return define(name, abstract_eval=_naryop_aval(name, accepted, out_dtype),
                   lowering=_lower_nary(lax_fn, name, weak_ok=out_dtype is None), jvp=jvp,
-                  transpose=transpose, batching=batching.vectorized)
+                  transpose=transpose, batching=batching.vectorized,
+                  sharding_rule=sharding_rules.same_as_operand)
 
 
 def _binop(name, lax_fn, jvp, accepted=None, out_dtype=None, transpose=None):
     return define(name, abstract_eval=_naryop_aval(name, accepted, out_dtype),
                   lowering=_lower_nary(lax_fn, name, weak_ok=out_dtype is None),
-                  jvp=jvp, transpose=transpose, batching=batching.broadcasting)
+                  jvp=jvp, transpose=transpose, batching=batching.broadcasting,
+                  sharding_rule=sharding_rules.elementwise(name))
 
 
 by_parts = ad.jvp_by_parts
@@ -283,7 +286,7 @@ def _integer_pow_jvp(t, x, *, y):
 integer_pow_p = define(
     "integer_pow", abstract_eval=lambda x, *, y: _naryop_aval("integer_pow", _not_bool)(x),
     lowering=lambda x, *, y: lax.integer_pow(x, y), jvp=by_parts(_integer_pow_jvp),
-    batching=batching.vectorized)
+    batching=batching.vectorized, sharding_rule=sharding_rules.same_as_operand)
 
 
 # ---------------------------------------------------------------- select_n
@@ -347,7 +350,7 @@ def _select_n_transpose(ct, pred, *cases):
 
 select_n_p = define("select_n", abstract_eval=_select_n_aval, lowering=_select_n_lower,
                     jvp=_select_n_jvp, transpose=_select_n_transpose,
-                    batching=_select_n_batch)
+                    batching=_select_n_batch, sharding_rule=sharding_rules.select_cases)
 
 
 # ------------------------------------------------------------------- clamp
@@ -398,7 +401,7 @@ def _bcast_like(t, like):
 
 
 clamp_p = define("clamp", abstract_eval=_clamp_aval, lowering=_clamp_lower, jvp=_clamp_jvp,
-                 batching=_clamp_batch)
+                 batching=_clamp_batch, sharding_rule=sharding_rules.elementwise("clamp"))
 
 
 # -------------------------------------------------------- convert_element_type
@@ -437,14 +440,16 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
 
 convert_element_type_p = define(
     "convert_element_type", abstract_eval=_convert_aval, lowering=_convert_lower,
-    jvp=_convert_jvp, transpose=_convert_transpose, batching=batching.vectorized)
+    jvp=_convert_jvp, transpose=_convert_transpose, batching=batching.vectorized,
+    sharding_rule=sharding_rules.same_as_operand)
 
 
 # ------------------------------------------------------------- stop_gradient
 
 stop_gradient_p = define("stop_gradient", abstract_eval=lambda x: x,
                          lowering=lax.stop_gradient, jvp=ad.zero_jvp,
-                         batching=batching.vectorized)
+                         batching=batching.vectorized,
+                         sharding_rule=sharding_rules.same_as_operand)
 
 
 # ------------------------------------------------------------------ helpers
