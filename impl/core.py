@@ -160,7 +160,7 @@ def get_aval(x) -> ShapedArray:
     if t in _PY_SCALAR_DTYPES:
         return ShapedArray((), canonical_dtype(_PY_SCALAR_DTYPES[t]), weak_type=t is not bool)
     if isinstance(x, jax.Array):
-        return ShapedArray(x.shape, x.dtype, x.weak_type, _jax_explicit_sharding(x))
+        return ShapedArray(x.shape, x.dtype, x.weak_type, jax_explicit_sharding(x))
     if isinstance(x, (np.ndarray, np.generic)):
         dtype = x.dtype if x.dtype == float0 else canonical_dtype(x.dtype)
         return ShapedArray(x.shape, dtype)
@@ -176,10 +176,13 @@ def get_aval(x) -> ShapedArray:
                     "expected an array, a Python scalar or a tracer.")
 
 
-def _jax_explicit_sharding(x):
+def jax_explicit_sharding(x):
     """The explicit sharding in a jax value's type (JAX's aval has already dropped Auto
     and Manual axes), or None."""
-    sharding = x.aval.sharding
+    aval = getattr(x, "aval", None)
+    if aval is None:
+        return None
+    sharding = aval.sharding
     if sharding.mesh.empty or all(e is None for e in sharding.spec):
         return None
     return sharding

@@ -52,7 +52,8 @@ def _shape_from_lowering(prim, lower_fn):
         if hit is not None:
             return hit
         # Shapes and dtypes only: shardings are the sharding rule's business.
-        out = jax.eval_shape(lambda *xs: lower_fn(*xs, **params),
+        shape_params = {k: v for k, v in params.items() if k != "out_sharding"}
+        out = jax.eval_shape(lambda *xs: lower_fn(*xs, **shape_params),
                              *[jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                                for a in avals])
         if prim.multiple_results:

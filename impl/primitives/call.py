@@ -9,6 +9,7 @@ sharding gains its batch axis, a transpose swaps input and output shardings.
 """
 from __future__ import annotations
 
+from impl import core
 from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
@@ -114,4 +115,5 @@ def _jit_partial_eval(trace, args, *, jaxpr, name, in_shardings, out_shardings):
 jit_p = define("jit", multiple_results=True, abstract_eval=_jit_abstract_eval,
                lowering=_jit_lowering, impl=_jit_impl, jvp=_jit_jvp,
                transpose=_jit_transpose, batching=_jit_batch,
-               partial_eval=_jit_partial_eval)
+               partial_eval=_jit_partial_eval,
+               sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)

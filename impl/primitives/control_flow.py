@@ -274,7 +274,8 @@ cond_p = define(
     "cond", multiple_results=True, collective=True,
     abstract_eval=_cond_aval, lowering=_cond_lower, impl=_cond_impl,
     jvp=_cond_jvp, transpose=_cond_transpose, batching=_cond_batch,
-    partial_eval=_cond_partial_eval, dce=_cond_dce)
+    partial_eval=_cond_partial_eval, dce=_cond_dce,
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------------------------- while
@@ -457,7 +458,8 @@ while_p = define(
     abstract_eval=_while_aval, lowering=_while_lower,
     impl=_compiled_impl(_while_aval, _while_lower, "body_jaxpr"),
     jvp=_while_jvp, transpose=_while_transpose, batching=_while_batch,
-    partial_eval=_while_partial_eval, dce=_while_dce)
+    partial_eval=_while_partial_eval, dce=_while_dce,
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # -------------------------------------------------------------------------- scan
@@ -727,4 +729,5 @@ scan_p = define(
     abstract_eval=_scan_aval, lowering=_scan_lower,
     impl=_compiled_impl(_scan_aval, _scan_lower, "jaxpr"),
     jvp=_scan_jvp, transpose=_scan_transpose, batching=_scan_batch,
-    partial_eval=_scan_partial_eval, dce=_scan_dce)
+    partial_eval=_scan_partial_eval, dce=_scan_dce,
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)

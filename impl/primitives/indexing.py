@@ -21,6 +21,7 @@ from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
+from impl.primitives import sharding_rules
 from impl.primitives._define import cast_to, define
 
 GatherDimensionNumbers = lax.GatherDimensionNumbers
@@ -128,7 +129,8 @@ def _concatenate_batch(axis_data, vals, dims, *, dimension):
 
 concatenate_p = define(
     "concatenate", abstract_eval=_concatenate_aval, lowering=_concatenate_lower,
-    jvp=ad.linear_jvp, transpose=_concatenate_transpose, batching=_concatenate_batch)
+    jvp=ad.linear_jvp, transpose=_concatenate_transpose, batching=_concatenate_batch,
+    sharding_rule=sharding_rules.concatenate)
 
 
 # ------------------------------------------------------------------------ pad
@@ -203,7 +205,8 @@ def _pad_batch(axis_data, vals, dims, *, padding_config):
 
 
 pad_p = define("pad", abstract_eval=_pad_aval, lowering=_pad_lower, jvp=ad.linear_jvp,
-               transpose=_pad_transpose, batching=_pad_batch)
+               transpose=_pad_transpose, batching=_pad_batch,
+               sharding_rule=sharding_rules.pad_rule)
 
 
 # ---------------------------------------------------------------------- slice
@@ -269,7 +272,8 @@ slice_p = define(
     "slice", abstract_eval=_slice_aval,
     lowering=lambda x, *, start_indices, limit_indices, strides:
         lax.slice(x, start_indices, limit_indices, strides),
-    jvp=ad.linear_jvp, transpose=_slice_transpose, batching=_slice_batch)
+    jvp=ad.linear_jvp, transpose=_slice_transpose, batching=_slice_batch,
+    sharding_rule=sharding_rules.slice_rule)
 
 
 # ------------------------------------------------------------------------ rev
@@ -300,7 +304,8 @@ rev_p = define(
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, dimensions:
         [None if type(ct) is Zero else rev_p.bind(ct, dimensions=dimensions)],
-    batching=_rev_batch)
+    batching=_rev_batch,
+    sharding_rule=sharding_rules.same_as_operand)
 
 
 # -------------------------------------------------------------- dynamic_slice

@@ -26,6 +26,7 @@ from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import elementwise as ew
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.shape import broadcast_in_dim, reduce_sum, reshape, transpose
 
@@ -161,14 +162,17 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 
 reduce_max_p = define("reduce_max", abstract_eval=_reduce_aval("reduce_max", _any_dtype),
                       lowering=lambda x, *, axes: lax.reduce_max(x, axes),
-                      jvp=_chooser_jvp, batching=batching.reducer)
+                      jvp=_chooser_jvp, batching=batching.reducer,
+                      sharding_rule=sharding_rules.drop_axes("axes"))
 reduce_min_p = define("reduce_min", abstract_eval=_reduce_aval("reduce_min", _any_dtype),
                       lowering=lambda x, *, axes: lax.reduce_min(x, axes),
-                      jvp=_chooser_jvp, batching=batching.reducer)
+                      jvp=_chooser_jvp, batching=batching.reducer,
+                      sharding_rule=sharding_rules.drop_axes("axes"))
 reduce_prod_p = define("reduce_prod",
                        abstract_eval=_reduce_aval("reduce_prod", _check_numeric),
                        lowering=lambda x, *, axes: lax.reduce_prod(x, axes),
-                       jvp=_reduce_prod_jvp, batching=batching.reducer)
+                       jvp=_reduce_prod_jvp, batching=batching.reducer,
+                       sharding_rule=sharding_rules.drop_axes("axes"))
 
 
 # ------------------------------------------------------------- argmax / argmin
@@ -188,10 +192,12 @@ def _argminmax_aval(name):
 
 argmax_p = define("argmax", abstract_eval=_argminmax_aval("argmax"),
                   lowering=lambda x, *, axes, index_dtype: lax.argmax(x, axes[0], index_dtype),
-                  jvp=ad.zero_jvp, batching=batching.reducer)
+                  jvp=ad.zero_jvp, batching=batching.reducer,
+                  sharding_rule=sharding_rules.drop_axes("axes"))
 argmin_p = define("argmin", abstract_eval=_argminmax_aval("argmin"),
                   lowering=lambda x, *, axes, index_dtype: lax.argmin(x, axes[0], index_dtype),
-                  jvp=ad.zero_jvp, batching=batching.reducer)
+                  jvp=ad.zero_jvp, batching=batching.reducer,
+                  sharding_rule=sharding_rules.drop_axes("axes"))
 
 
 def argmax(operand, axis, index_dtype):
@@ -331,7 +337,8 @@ _cumulative_batch = core.RuleMaker(_make_cumulative_batch)
 def _cumulative(name, lax_fn, jvp, transpose=None, accepted=None):
     return define(name, abstract_eval=_cumulative_aval(name, accepted or _check_numeric),
                   lowering=lambda x, *, axis, reverse: lax_fn(x, axis=axis, reverse=reverse),
-                  jvp=jvp, transpose=transpose, batching=_cumulative_batch)
+                  jvp=jvp, transpose=transpose, batching=_cumulative_batch,
+                  sharding_rule=sharding_rules.along_unsharded_axis)
 
 
 def _cumsum_transpose(ct, x, *, axis, reverse):

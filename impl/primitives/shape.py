@@ -70,17 +70,21 @@ def _broadcast_in_dim_batch(axis_data, vals, dims, *, shape, broadcast_dimension
     new_dims = (0,) + tuple(b + 1 for b in broadcast_dimensions)
     return broadcast_in_dim_p.bind(
         x, shape=new_shape, broadcast_dimensions=new_dims,
-        **_sharding_param(batch_explicit_sharding(out_sharding, axis_data))), 0
+        **_sharding_param(batch_explicit_sharding(out_sharding, axis_data, x, 0))), 0
 
 
-def batch_explicit_sharding(sharding, axis_data, dim=0):
-    """A result's explicit sharding under vmap: the batch axis at `dim`, sharded over
-    `spmd_axis_name` if given."""
+def batch_explicit_sharding(sharding, axis_data, batched, batch_dim, dim=0):
+    """A result's explicit sharding (an `out_sharding` parameter) under vmap: the batch
+    axis at `dim`, sharded over `spmd_axis_name` if given, else as the batched operand
+    is along its batch axis `batch_dim`."""
     if sharding is None:
         return None
+    if axis_data.spmd_name is not None:
+        entry = sharding_rules.entry_of(axis_data.spmd_name)
+    else:
+        entry = sharding_rules.spec(get_aval(batched))[batch_dim]
     entries = list(sharding.spec)
-    entries.insert(dim, None if axis_data.spmd_name is None
-                   else sharding_rules.entry_of(axis_data.spmd_name))
+    entries.insert(dim, entry)
     return sharding.update(spec=sharding.spec.update(partitions=entries))
 
 
@@ -117,7 +121,7 @@ def _reshape_batch(axis_data, vals, dims, *, new_sizes, out_sharding=None):
     x = batching.moveaxis(x, d, 0)
     return reshape_p.bind(x, new_sizes=(axis_data.size,) + tuple(new_sizes),
                           **_sharding_param(batch_explicit_sharding(out_sharding,
-                                                                    axis_data))), 0
+                                                                    axis_data, x, 0))), 0
 
 
 def _reshape_sharding(x, *, new_sizes, out_sharding=None):

@@ -12,7 +12,9 @@ an empty mesh from a replicated value on the mesh in context, impl does not.
 """
 from __future__ import annotations
 
-from impl.core import ShardingTypeError
+from jax.sharding import NamedSharding, PartitionSpec, get_abstract_mesh
+
+from impl.core import ShardingTypeError, explicit_sharding_of
 
 
 def spec(aval):
@@ -248,3 +250,63 @@ def _check_match(a, b, msg):
         if x is not None and y is not None and x != y:
             raise ShardingTypeError(msg)
 
+
+
+# ------------------------------------------------------------------ out_sharding=
+
+def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
+    """A user's `out_sharding=` (a PartitionSpec read against the mesh in context, or a
+    NamedSharding) as an equation parameter: a NamedSharding over the abstract mesh with
+    one entry per result axis, naming only Explicit axes. None stays None."""
+    if out_sharding is None:
+        return None
+    if isinstance(out_sharding, PartitionSpec):
+        mesh = get_abstract_mesh()
+        if mesh.empty and any(e is not None for e in out_sharding):
+            raise ValueError(f"{what}={out_sharding} is a PartitionSpec naming mesh axes, "
+                             "which needs a mesh in context: use `impl.set_mesh(mesh)` or "
+                             "pass a NamedSharding")
+        out_sharding = NamedSharding(mesh, out_sharding)
+    if not isinstance(out_sharding, NamedSharding):
+        raise TypeError(f"{what} must be a NamedSharding, a PartitionSpec or None, got "
+                        f"{out_sharding!r}")
+    if len(out_sharding.spec) > ndim:
+        raise ValueError(f"{what} {out_sharding.spec} has more entries than the result has "
+                         f"axes ({ndim})")
+    typed = explicit_sharding_of(out_sharding, ndim)
+    if typed is not None:
+        return typed
+    mesh = out_sharding.mesh.abstract_mesh
+    return NamedSharding(mesh, PartitionSpec(*[None] * ndim))
+
+
+# ------------------------------------------------------------------ slicing
+
+def _keep_if_divisible(name, x, out_shape):
+    """Slices and pads keep the operand's sharding; a sharded axis whose size changes
+    must stay divisible by its mesh axes."""
+    sizes, s = mesh_axis_sizes([x]), spec(x)
+    for old, new, entry in zip(x.shape, out_shape, s):
+        if old != new and entry is not None:
+            parts = 1
+            for n in entry_names(entry):
+                parts *= sizes[n]
+            if new % parts:
+                raise ShardingTypeError(
+                    f"{name} on sharded dims where out dim ({new}) is not divisible by mesh "
+                    f"axes ({parts}) with spec ({entry}) is not implemented. Got input "
+                    f"type={x.str_short()} and output shape={tuple(out_shape)}")
+    return s
+
+
+def slice_rule(x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * x.ndim
+    out = [max(0, -(-(hi - lo) // st)) for lo, hi, st in zip(start_indices, limit_indices,
+                                                              strides)]
+    return _keep_if_divisible("slicing", x, out)
+
+
+def pad_rule(x, padding_value, *, padding_config):
+    out = [lo + hi + d + max(0, d - 1) * interior
+           for d, (lo, hi, interior) in zip(x.shape, padding_config)]
+    return _keep_if_divisible("padding", x, out)
