@@ -64,8 +64,9 @@ def _sourceinfo(fun):
 
 
 def _type_str(aval):
-    """A type as JAX's error messages write it: float32[3,2]."""
-    return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
+    """A type as JAX's error messages write it: float32[3,2] (float32[8@X,4] when
+    sharded over Explicit mesh axes)."""
+    return f"{aval.dtype.name}[{core.shape_str(aval.shape, aval.explicit_sharding)}]"
 
 
 class _AvalForMessage:
@@ -131,7 +132,8 @@ def _mismatch(a, b):
 
 
 def _typematch(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype
+    return (a.shape == b.shape and a.dtype == b.dtype
+            and a.explicit_sharding == b.explicit_sharding)
 
 
 def _listing(diffs, capitalize=True, item_end="\n"):

@@ -6,6 +6,7 @@ import string
 
 import numpy as np
 import jax.numpy as jax_jnp
+from jax.sharding import PartitionSpec
 import opt_einsum as _opt_einsum
 
 from impl import core
@@ -13,6 +14,7 @@ from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import linalg as _lg
+from impl.primitives.sharding import reshard
 from impl.numpy import _ufuncs as uf
 from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonicalize_axis,
                               check_no_out, mask_where, promote, result_dtype)
@@ -122,9 +124,12 @@ def size(a, axis=None):
     return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
 
 
-def reshape(a, shape, order="C"):
-    """NumPy's reshape; order 'F' reads and writes elements in column-major order."""
+def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
+    """NumPy's reshape; order 'F' reads and writes elements in column-major order.
+    `out_sharding`: the result's sharding over Explicit mesh axes."""
     x = _arr(a)
+    if out_sharding is not None and order == "F":
+        raise NotImplementedError("reshape: out_sharding= with order='F' is not supported")
     if order not in ("C", "F", "A"):
         raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
     if isinstance(shape, (int, np.integer)):
@@ -150,7 +155,7 @@ def reshape(a, shape, order="C"):
         flipped = sh.transpose(x, tuple(reversed(range(len(old)))))
         out = sh.reshape(flipped, tuple(reversed(shape)))
         return sh.transpose(out, tuple(reversed(range(len(shape)))))
-    return sh.reshape(x, tuple(shape))
+    return sh.reshape(x, tuple(shape), out_sharding=out_sharding)
 
 
 def ravel(a, order="C"):
@@ -228,15 +233,28 @@ def _dot_dtype(a, b):
     return a, b
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     a, b = _dot_dtype(_arr(a), _arr(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if na == 0 or nb == 0:
         out = ew.mul(*_bcast_pair(a, b))
-        return out if preferred_element_type is None else astype(out, preferred_element_type)
+        out = out if preferred_element_type is None else astype(out, preferred_element_type)
+        return out if out_sharding is None else reshard(out, out_sharding)
     contract_b = 0 if nb == 1 else nb - 2
     return _lg.dot_general(a, b, (((na - 1,), (contract_b,)), ((), ())),
-                           precision=precision, preferred_element_type=preferred_element_type)
+                           precision=precision, preferred_element_type=preferred_element_type,
+                           out_sharding=out_sharding)
+
+
+def _spec_entries(out_sharding):
+    return tuple(out_sharding if isinstance(out_sharding, PartitionSpec)
+                 else out_sharding.spec)
+
+
+def _respec(out_sharding, entries):
+    if isinstance(out_sharding, PartitionSpec):
+        return PartitionSpec(*entries)
+    return out_sharding.update(spec=PartitionSpec(*entries))
 
 
 def _bcast_pair(a, b):
@@ -244,7 +262,7 @@ def _bcast_pair(a, b):
     return broadcast_arrays(a, b)
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     a, b = _dot_dtype(_arr(a), _arr(b))
     sa, sb = get_aval(a).shape, get_aval(b).shape
     if not sa or not sb:
@@ -263,8 +281,16 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     a = broadcast_to(a, batch + sa[-2:])
     b = broadcast_to(b, batch + sb[-2:])
     nb = len(batch)
+    if out_sharding is not None:   # as a spec of the product before vectors' axes go
+        entries = list(_spec_entries(out_sharding))
+        if a_vec:
+            entries.insert(nb, None)
+        if b_vec:
+            entries.append(None)
+        out_sharding = _respec(out_sharding, entries)
     out = _lg.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                          precision=precision, preferred_element_type=preferred_element_type)
+                          precision=precision, preferred_element_type=preferred_element_type,
+                          out_sharding=out_sharding)
     if a_vec:
         out = sh.squeeze(out, (nb,))
     if b_vec:
@@ -303,20 +329,29 @@ def tensordot(a, b, axes=2):
 
 # ------------------------------------------------------------------- creation
 
-def zeros(shape, dtype=None):
-    return jax_jnp.zeros(shape, core.canonical_dtype(dtype or np.float64))
+# The creation functions make concrete arrays with JAX (constants of a staged program);
+# `out_sharding` places them on the mesh, and their type carries it.
+
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
+    return jax_jnp.zeros(shape, core.canonical_dtype(dtype or np.float64), device=device,
+                         out_sharding=out_sharding)
 
 
-def ones(shape, dtype=None):
-    return jax_jnp.ones(shape, core.canonical_dtype(dtype or np.float64))
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
+    return jax_jnp.ones(shape, core.canonical_dtype(dtype or np.float64), device=device,
+                        out_sharding=out_sharding)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     if isinstance(fill_value, core.Tracer):
+        if device is not None:
+            raise NotImplementedError("full: device= with a traced fill_value is not "
+                                      "supported")
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         v = fill_value if dtype is None else ew.convert_element_type(fill_value, dtype)
-        return broadcast_to(v, shape)
-    return jax_jnp.full(shape, fill_value, dtype)
+        out = broadcast_to(v, shape)
+        return out if out_sharding is None else reshard(out, out_sharding)
+    return jax_jnp.full(shape, fill_value, dtype, device=device, out_sharding=out_sharding)
 
 
 def empty(shape, dtype=None):

@@ -26,10 +26,12 @@ def _broadcast_in_dim_aval(x, *, shape, broadcast_dimensions, out_sharding=None)
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
-    """`out_sharding`: the result's explicit sharding (a NamedSharding), when the
-    operand's does not say it; the parameter is left out of the equation otherwise."""
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
+    """`out_sharding`: the result's explicit sharding (a PartitionSpec or NamedSharding),
+    when the operand's does not say it; the parameter is left out of the equation
+    otherwise."""
     shape = tuple(int(d) for d in shape)
+    out_sharding = sharding_rules.canonical_out_sharding(out_sharding, len(shape))
     broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
     aval = get_aval(operand)
     if (aval.shape == shape and broadcast_dimensions == tuple(range(len(shape)))
@@ -59,7 +61,7 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions, out_shard
     stretched = tuple(d for i, d in enumerate(broadcast_dimensions)
                       if in_shape[i] == 1 and shape[d] != 1)
     summed = reduce_sum(ct, tuple(sorted(new_axes + stretched)))
-    return [reshape(summed, in_shape, x.aval.explicit_sharding)]
+    return [reshape(summed, in_shape, out_sharding=x.aval.explicit_sharding)]
 
 
 def _broadcast_in_dim_batch(axis_data, vals, dims, *, shape, broadcast_dimensions,
@@ -105,10 +107,14 @@ def _reshape_aval(x, *, new_sizes, out_sharding=None):
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
-def reshape(operand, new_sizes, out_sharding=None):
-    """`out_sharding`: the result's explicit sharding (a NamedSharding), for reshapes
-    whose sharding does not follow from the operand's."""
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
+    """`out_sharding`: the result's explicit sharding (a PartitionSpec or NamedSharding),
+    for reshapes whose sharding does not follow from the operand's."""
+    if dimensions is not None:
+        raise NotImplementedError("impl.lax.reshape: dimensions= is not supported "
+                                  f"(got {dimensions!r}); transpose first")
     new_sizes = tuple(int(d) for d in new_sizes)
+    out_sharding = sharding_rules.canonical_out_sharding(out_sharding, len(new_sizes))
     aval = get_aval(operand)
     if aval.shape == new_sizes and (out_sharding is None
                                     or out_sharding == aval.explicit_sharding):
@@ -132,7 +138,7 @@ def _reshape_sharding(x, *, new_sizes, out_sharding=None):
 
 def _operand_layout(ct, x, **params):
     """Transpose of a layout change: the cotangent takes the operand's shape and type."""
-    return [reshape(ct, x.aval.shape, x.aval.explicit_sharding)]
+    return [reshape(ct, x.aval.shape, out_sharding=x.aval.explicit_sharding)]
 
 
 reshape_p = define(
@@ -254,7 +260,7 @@ def _reduce_sum_transpose(ct, x, *, axes):
         return [None]
     shape = x.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [broadcast_in_dim(ct, shape, kept, x.aval.explicit_sharding)]
+    return [broadcast_in_dim(ct, shape, kept, out_sharding=x.aval.explicit_sharding)]
 
 
 reduce_sum_p = define(

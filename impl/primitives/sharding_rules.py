@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from jax.sharding import NamedSharding, PartitionSpec, get_abstract_mesh
 
-from impl.core import ShardingTypeError, explicit_sharding_of
+from impl.core import ShardingTypeError, explicit_sharding_of, shape_str
 
 
 def spec(aval):
@@ -41,6 +41,15 @@ def entry_of(names):
 
 def _fmt(specs):
     return ", ".join(str(tuple(s)) for s in specs)
+
+
+def type_str(aval):
+    """A type as JAX's sharding errors write it: float32[8@X,4]."""
+    return f"{aval.dtype.name}[{shape_str(aval.shape, aval.explicit_sharding)}]"
+
+
+def _shardings_str(avals):
+    return ", ".join(str(a.sharding) for a in avals)
 
 
 # ------------------------------------------------------------------ elementwise
@@ -84,11 +93,11 @@ def select_cases(which, *cases, **params):
         out = sharded[0]
         if any(s != out for s in sharded[1:]):
             raise ShardingTypeError("select cases must have the same shardings, got "
-                                    f"[{_fmt([spec(c) for c in cases])}].")
+                                    f"[{_shardings_str(cases)}].")
     if which.ndim and which.explicit_sharding is not None and spec(which) != out:
         raise ShardingTypeError(
             "select `which` must be scalar or have the same sharding as cases, got `which` "
-            f"sharding {spec(which)} but case sharding {out}.")
+            f"sharding {which.sharding} but case sharding {cases[0].sharding}.")
     return out
 
 
@@ -135,7 +144,7 @@ def along_unsharded_axis(x, *rest, axis, **params):
     s = spec(x)
     if s[axis % x.ndim] is not None:
         raise ShardingTypeError("Input should be unsharded over the axis being reduced. Got "
-                                f"input type={x.str_short()} and axis={axis}")
+                                f"input type={type_str(x)} and axis={axis}")
     return s
 
 
@@ -143,14 +152,14 @@ def concatenate(*operands, dimension):
     sharded = [spec(o) for o in operands if o.explicit_sharding is not None]
     if any(s != sharded[0] for s in sharded[1:]):
         raise ShardingTypeError("All operands should have the same sharding. Got shardings "
-                                f"{_fmt([spec(o) for o in operands])}")
+                                f"{_shardings_str(operands)}")
     return sharded[0]
 
 
 def _reshape_error(x, new_sizes):
     return ShardingTypeError(
         "This reshape is not supported. Please specify the sharding of the output via the "
-        f"`out_sharding` argument of jax.lax.reshape. Got operand type: {x.str_short()}, "
+        f"`out_sharding` argument of jax.lax.reshape. Got operand type: {type_str(x)}, "
         f"new sizes: {tuple(new_sizes)}")
 
 
@@ -273,6 +282,15 @@ def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
     if len(out_sharding.spec) > ndim:
         raise ValueError(f"{what} {out_sharding.spec} has more entries than the result has "
                          f"axes ({ndim})")
+    mesh = out_sharding.mesh
+    explicit = set(mesh.explicit_axes) if not mesh.empty else set()
+    others = {n for e in out_sharding.spec for n in entry_names(e)
+              if n is not PartitionSpec.UNCONSTRAINED} - explicit
+    if others:
+        raise NotImplementedError(
+            f"{what}={out_sharding.spec} names mesh axes {sorted(others)} that are not "
+            "Explicit: impl takes out_sharding over Explicit axes only (place the result "
+            "with jax.device_put or lax.with_sharding_constraint)")
     typed = explicit_sharding_of(out_sharding, ndim)
     if typed is not None:
         return typed
