@@ -643,19 +643,21 @@ def case_negative_custom_rules_dropping_spmd_axis_name_is_caught():
 
 # ------------------------------------------------------------------------- runner
 
-def all_cases():
-    return {name: fn for name, fn in globals().items()
+def all_cases(namespace=None):
+    namespace = globals() if namespace is None else namespace
+    return {name: fn for name, fn in namespace.items()
             if name.startswith("case_") and callable(fn)}
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, namespace=None, description=None):
+    """Run the `case_*` functions of `namespace` (this module's by default)."""
+    parser = argparse.ArgumentParser(description=description or __doc__.splitlines()[0])
     parser.add_argument("--json", help="write {case: {ok, error, seconds}} to this file")
     parser.add_argument("-k", default="", help="run the cases whose name contains this")
     args = parser.parse_args(argv)
     assert jax.device_count() == 8, f"expected 8 host devices, got {jax.device_count()}"
     results = {}
-    for name, fn in all_cases().items():
+    for name, fn in all_cases(namespace).items():
         if args.k not in name:
             continue
         start = time.perf_counter()

@@ -15,10 +15,10 @@ import numpy as np
 from jax import tree_util
 
 from impl import core
-from impl.core import ShapedArray, get_aval
+from impl.core import get_aval
 from impl.interpreters import partial_eval as pe
 from impl.primitives import indexing, shape
-from impl.primitives.control_flow import cond_p, scan_p, while_p
+from impl.primitives.control_flow import cond_p, example_aval, scan_p, while_p
 from impl.primitives.elementwise import clamp_p, convert_element_type, ne_p
 
 tree_flatten, tree_unflatten = tree_util.tree_flatten, tree_util.tree_unflatten
@@ -470,8 +470,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
             from None
     if unroll < 0:
         raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
-    x_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type)
-               for a in (get_aval(x) for x in xs_flat)]
+    x_avals = [example_aval(get_aval(x)) for x in xs_flat]
 
     def check_pair(out):
         if not (isinstance(out, (tuple, list)) and len(out) == 2):

@@ -12,12 +12,14 @@ import math
 import jax
 import numpy as np
 from jax import lax
+from jax.sharding import NamedSharding, PartitionSpec
 
 from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import sharding_rules
+from impl.primitives.sharding import reshard_p
 from impl.primitives._define import cast_to, define
 from impl.primitives.shape import broadcast_in_dim, reduce_sum
 
@@ -87,7 +89,8 @@ def _not_bool(d):
 
 
 def unbroadcast(ct, aval):
-    """Sum a cotangent down to a rank-0 operand that was broadcast."""
+    """Sum a cotangent down to a rank-0 operand that was broadcast; a cotangent takes
+    its operand's dtype and (explicit) sharding."""
     if type(ct) is Zero:
         return ct
     ct_aval = get_aval(ct)
@@ -95,6 +98,10 @@ def unbroadcast(ct, aval):
         ct = reduce_sum(ct, tuple(range(ct_aval.ndim)))
     if get_aval(ct).dtype != aval.dtype and aval.dtype != core.float0:
         ct = convert_element_type(ct, aval.dtype)
+    ct_sharding = get_aval(ct).explicit_sharding
+    if ct_sharding != aval.explicit_sharding:
+        ct = reshard_p.bind(ct, out_sharding=aval.explicit_sharding or NamedSharding(
+            ct_sharding.mesh, PartitionSpec(*[None] * aval.ndim)))
     return ct
 
 
@@ -459,14 +466,14 @@ def zeros_like(x):
 
 
 def full_like(x, value):
-    """An array of ``value`` with ``x``'s shape, dtype and weak type (a rule's constant must
-    not make a weakly typed result strong: grad of ``maximum(x, 0.)`` at a Python float is
-    weak in JAX)."""
+    """An array of ``value`` with ``x``'s shape, dtype, weak type and sharding (a rule's
+    constant must not make a weakly typed result strong: grad of ``maximum(x, 0.)`` at a
+    Python float is weak in JAX)."""
     aval = get_aval(x)
     fill = np.array(value, aval.dtype)
     if aval.weak_type and _jax_convert is not None:
         fill = _jax_convert(fill, weak_type=True)
-    return broadcast_in_dim(fill, aval.shape, ())
+    return broadcast_in_dim(fill, aval.shape, (), out_sharding=aval.explicit_sharding)
 
 
 # ------------------------------------------------- bit-level and special functions

@@ -273,7 +273,8 @@ reduce_sum_p = define(
 # --------------------------------------------------- ops for the interpreters
 
 def _zeros(aval):
-    return broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+    return broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, (),
+                            out_sharding=getattr(aval, "explicit_sharding", None))
 
 
 core.ops.zeros = _zeros

@@ -94,7 +94,7 @@ def select_cases(which, *cases, **params):
         if any(s != out for s in sharded[1:]):
             raise ShardingTypeError("select cases must have the same shardings, got "
                                     f"[{_shardings_str(cases)}].")
-    if which.ndim and which.explicit_sharding is not None and spec(which) != out:
+    if sharded and which.ndim and which.explicit_sharding is not None and spec(which) != out:
         raise ShardingTypeError(
             "select `which` must be scalar or have the same sharding as cases, got `which` "
             f"sharding {which.sharding} but case sharding {cases[0].sharding}.")
