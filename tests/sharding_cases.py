@@ -573,7 +573,8 @@ def case_docs_sharding_examples_print_what_they_say():
     doc = (pathlib.Path(__file__).parent.parent / "docs" / "sharding.md").read_text()
     source = "\n".join(re.findall(r"```python\n(.*?)```", doc, re.S))
     expected = [re.split(r"\s*#\s*", line, maxsplit=1)[1].split(":")[0].strip()
-                for line in source.splitlines() if line.startswith("print(") and "#" in line]
+                for line in source.splitlines()
+                if line.lstrip().startswith("print(") and "#" in line]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(source, "docs/sharding.md", "exec"), {})
