@@ -124,7 +124,7 @@ def size(a, axis=None):
     return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
 
 
-def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
+def reshape(a, shape, order="C", *, out_sharding=None):
     """NumPy's reshape; order 'F' reads and writes elements in column-major order.
     `out_sharding`: the result's sharding over Explicit mesh axes."""
     x = _arr(a)
