@@ -412,9 +412,11 @@ def abstract_eval(prim, avals, params):
     if rule is None:
         raise NotImplementedError(f"Abstract evaluation rule for '{prim.name}' not implemented")
     out = rule(*avals, **params)
-    if (params.get("out_sharding") is not None
-            or any(getattr(a, "explicit_sharding", None) is not None for a in avals)):
-        out = _with_explicit_shardings(prim, avals, params, out)
+    if "out_sharding" in params:
+        return _with_explicit_shardings(prim, avals, params, out)
+    for a in avals:
+        if a.explicit_sharding is not None:
+            return _with_explicit_shardings(prim, avals, params, out)
     return out
 
 

@@ -257,6 +257,20 @@ def case_creation_with_out_sharding():
     assert got[3].sharding.is_equivalent_to(want[3].sharding, 2)
 
 
+def case_random_draws_with_out_sharding():
+    """Draws placed by out_sharding: JAX's values (the bits do not depend on the
+    sharding) and JAX's types, eagerly and staged."""
+    def make(lib, np_):
+        with jax.set_mesh(MESH):
+            k = lib.random.key(0)
+            return (lib.random.normal(k, (8, 4), out_sharding=P("X", "Y")),
+                    lib.random.uniform(k, (8, 4), out_sharding=P(None, "Y")),
+                    lib.random.bits(k, (8,), out_sharding=P("X")),
+                    lib.jit(lambda k: lib.random.normal(k, (8, 4), out_sharding=P("X")))(k))
+    got, want = base.both(make)
+    check_typed(got, want, rtol=0, atol=0)
+
+
 # ------------------------------------------------------------------ errors
 
 def case_sharding_type_errors_as_jax():
