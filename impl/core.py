@@ -92,8 +92,12 @@ def shape_str(shape, sharding):
     JAX prints types."""
     if sharding is None:
         return ",".join(map(str, shape))
+    return spec_dims_str(shape, sharding.spec)
+
+
+def spec_dims_str(shape, spec):
     dims = []
-    for d, entry in zip(shape, sharding.spec):
+    for d, entry in zip(shape, spec):
         if entry is None:
             dims.append(str(d))
         elif isinstance(entry, tuple):
@@ -432,9 +436,9 @@ def _with_explicit_shardings(prim, avals, params, out):
     specs = rule(*avals, **params)
     mesh = common_mesh(avals)
     if prim.multiple_results:
-        return [o.update(explicit_sharding=_typed_sharding(s, mesh, o))
+        return [o.update(explicit_sharding=_typed_sharding(s, mesh, o, prim, avals))
                 for o, s in zip(out, specs)]
-    return out.update(explicit_sharding=_typed_sharding(specs, mesh, out))
+    return out.update(explicit_sharding=_typed_sharding(specs, mesh, out, prim, avals))
 
 
 def common_mesh(avals):
@@ -451,13 +455,21 @@ def common_mesh(avals):
     return jax.sharding.get_abstract_mesh() if mesh is None else mesh
 
 
-def _typed_sharding(spec, mesh, aval):
+def _typed_sharding(spec, mesh, aval, prim, avals):
     """A rule's answer as the type's sharding: None when no Explicit axis is named."""
     if isinstance(spec, jax.sharding.NamedSharding):
         sharding = explicit_sharding_of(spec, aval.ndim)
     elif spec is None or all(e is None for e in spec):
         return None
     else:
+        names = [n for e in spec if e is not None
+                 for n in (e if isinstance(e, tuple) else (e,))]
+        if len(set(names)) != len(names):   # one mesh axis cannot split two array axes
+            result = f"{dtype_short_name(aval.dtype)}[{spec_dims_str(aval.shape, spec)}]"
+            raise ShardingTypeError(
+                f"{prim.name} operation with inputs: "
+                f"{', '.join(a.str_short() for a in avals)} produces an illegally sharded "
+                f"result: {result}")
         sharding = explicit_sharding_of(
             jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*spec)), aval.ndim)
     if sharding is not None:

@@ -187,6 +187,10 @@ def case_dot_general_rules():
          lambda lib, np_: lambda a, b: np_.matmul(a, b, out_sharding=P()), (W, Z)),
         ("matmul of a matrix and a vector",
          lambda lib, np_: lambda a, r: np_.matmul(a, r, out_sharding=P("X")), (W, R)),
+        ("einsum with out_sharding", lambda lib, np_: lambda a, b: np_.einsum(
+            "ij,jk->ki", a, b, out_sharding=P(None, "X")), (W, Z)),
+        ("einsum of three operands", lambda lib, np_: lambda a, b, c: np_.einsum(
+            "ij,jk,kl->il", a, b, c), (A, np.ones((4, 4), np.float32), V)),
         ("lax.dot_general with batch axes",
          lambda lib, np_: lambda a, b: lib.lax.dot_general(a, b, (((1,), (1,)), ((0,), (0,)))),
          (A, A)),
@@ -282,6 +286,7 @@ def case_sharding_type_errors_as_jax():
         ("add over different mesh axes, only traced",
          lambda lib, np_: lib.make_jaxpr(lambda a, b: a + b)(A, lib.sharding.reshard(A, P("Y")))),
         ("the same, under grad", lambda lib, np_: lib.grad(lambda a: np_.dot(a, Z).sum())(W)),
+        ("a result sharded twice over one mesh axis", lambda lib, np_: np_.dot(A, A.T)),
         ("reshape the sharding cannot follow", lambda lib, np_: W.reshape(4, 8)),
         ("cumsum along a sharded axis", lambda lib, np_: np_.cumsum(W, axis=0)),
         ("select cases sharded differently", lambda lib, np_: np_.where(

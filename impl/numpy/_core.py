@@ -519,8 +519,9 @@ def _einsum_sum_unneeded(x, labels, keep):
     return x, labels
 
 
-def _einsum_pair(a, la, b, lb, keep, precision, preferred_element_type):
-    """Contract two operands; the result's labels are batch + a's free + b's free."""
+def _einsum_pair(a, la, b, lb, keep, precision, preferred_element_type, label_sharding=None):
+    """Contract two operands; the result's labels are batch + a's free + b's free.
+    `label_sharding`: (a sharding, {label: spec entry}) the result is sharded by."""
     a, la = _einsum_sum_unneeded(a, la, set(lb) | keep)
     b, lb = _einsum_sum_unneeded(b, lb, set(la) | keep)
     batch = [c for c in la if c in lb and c in keep]
@@ -532,22 +533,28 @@ def _einsum_pair(a, la, b, lb, keep, precision, preferred_element_type):
                              "in the other")
     dn = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
           (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)))
-    out = _lg.dot_general(a, b, dn, precision=precision,
-                             preferred_element_type=preferred_element_type)
     labels = ("".join(batch) + "".join(c for c in la if c not in lb)
               + "".join(c for c in lb if c not in la))
+    out_sharding = None
+    if label_sharding is not None:
+        sharding, entries = label_sharding
+        out_sharding = _respec(sharding, [entries.get(c) for c in labels])
+    out = _lg.dot_general(a, b, dn, precision=precision,
+                          preferred_element_type=preferred_element_type,
+                          out_sharding=out_sharding)
     return out, labels
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, out_sharding=None):
     """Einstein summation over dot_general, reductions and transposes.
 
     The operands are contracted pairwise in the order `optimize` gives, as in JAX: a path
     (a list of operand-position tuples, as `einsum_path` returns) or an opt_einsum
     strategy ('auto', 'greedy', 'optimal', ...; True means 'optimal', False contracts
     left to right). Labels are summed out as soon as nothing later needs them; repeated
-    labels within one operand take its diagonal; '...' broadcasts as in NumPy."""
+    labels within one operand take its diagonal; '...' broadcasts as in NumPy.
+    `out_sharding` (over Explicit mesh axes) is the last contraction's result sharding."""
     check_no_out("einsum", out)
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the string form of subscripts is supported")
@@ -569,7 +576,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         step_out = "".join(dict.fromkeys(c for s in step_ins for c in s if c in needed))
         ops.append(_contract(step_ops, step_ins, step_out, precision, preferred_element_type))
         ins.append(step_out)
-    return _contract(ops, ins, out_labels, precision, preferred_element_type)
+    return _contract(ops, ins, out_labels, precision, preferred_element_type, out_sharding)
 
 
 def _einsum_steps(subscripts, shapes, optimize):
@@ -594,17 +601,26 @@ def einsum_path(subscripts, /, *operands, optimize="auto"):
     return _opt_einsum.contract_path(subscripts, *shapes, shapes=True, optimize=strategy)
 
 
-def _contract(ops, ins, out_labels, precision, preferred_element_type):
-    """Contract `ops` (labelled `ins`) left to right into the labels `out_labels`."""
+def _contract(ops, ins, out_labels, precision, preferred_element_type, out_sharding=None):
+    """Contract `ops` (labelled `ins`) left to right into the labels `out_labels`; the
+    last contraction's result is sharded as `out_sharding` says of `out_labels`."""
     ops, ins = list(ops), list(ins)
     for k in range(len(ops)):
         ops[k], ins[k] = _einsum_diagonal(ops[k], ins[k])
+    label_sharding = None
+    if out_sharding is not None:
+        entries = _spec_entries(out_sharding)
+        label_sharding = (out_sharding, dict(zip(out_labels, entries)))
     x, lx = ops[0], ins[0]
     for k in range(1, len(ops)):
         keep = set(out_labels).union(*[set(s) for s in ins[k + 1:]])
-        x, lx = _einsum_pair(x, lx, ops[k], ins[k], keep, precision, preferred_element_type)
+        x, lx = _einsum_pair(x, lx, ops[k], ins[k], keep, precision, preferred_element_type,
+                             label_sharding if k == len(ops) - 1 else None)
     x, lx = _einsum_sum_unneeded(x, lx, set(out_labels))
-    return sh.transpose(x, tuple(lx.index(c) for c in out_labels))
+    x = sh.transpose(x, tuple(lx.index(c) for c in out_labels))
+    if out_sharding is not None and len(ops) == 1:
+        x = reshard(x, out_sharding)
+    return x
 
 
 # ---------------------------------------------------------- triangles and diagonals
