@@ -333,6 +333,9 @@ def _pp_param(value, indent):
         return np.dtype(value).name
     if callable(value):
         return getattr(value, "__name__", type(value).__name__)
+    if isinstance(value, jax.sharding.NamedSharding) and isinstance(
+            value.mesh, jax.sharding.AbstractMesh):
+        return str(value.spec)   # a type's sharding: the mesh is the operands'
     return str(value)
 
 

@@ -140,6 +140,8 @@ def case_types_print_as_jax_does():
         text = str(impl.make_jaxpr(lambda a, b: inp.sin(a) * b.sum())(W, flat))
         assert "a:f32[8@X,4@Y] b:f32[32@(X,Y)]" in text, text
         assert "c:f32[8@X,4@Y] = sin a" in text, text
+        text = str(impl.make_jaxpr(lambda a, b: inp.dot(a, b, out_sharding=P("X", None)))(W, Z))
+        assert "dot_general[" in text and "out_sharding=P('X', None)" in text, text
         # types without explicit sharding print as before
         text = str(impl.make_jaxpr(lambda a: inp.sin(a))(np.ones((8, 4), np.float32)))
         assert "a:f32[8,4]" in text and "@" not in text, text
