@@ -277,6 +277,59 @@ def case_random_draws_with_out_sharding():
     check_typed(got, want, rtol=0, atol=0)
 
 
+def case_data_parallel_mlp_training_steps():
+    """A data-parallel MLP (the shape of JAX's SPMD MNIST example): the batch sharded
+    over all 8 devices, parameters replicated, jitted gradient steps and accuracy; the
+    parameters' gradients contract the sharded batch axis (an all-reduce) back to the
+    parameters' type. Values and shardings against JAX's."""
+    batch_mesh = jax.make_mesh((8,), ("batch",))
+
+    def program(lib):
+        np_ = lib.numpy
+
+        def predict(params, inputs):
+            activations = inputs
+            for w, b in params[:-1]:
+                activations = np_.tanh(np_.dot(activations, w) + b)
+            final_w, final_b = params[-1]
+            logits = np_.dot(activations, final_w) + final_b
+            return logits - lib.scipy.special.logsumexp(logits, axis=1, keepdims=True)
+
+        def loss(params, batch):
+            inputs, targets = batch
+            return -np_.mean(predict(params, inputs) * targets)
+
+        @lib.jit
+        def update(params, batch):
+            grads = lib.grad(loss)(params, batch)
+            return [(w - 0.1 * dw, b - 0.1 * db) for (w, b), (dw, db) in zip(params, grads)]
+
+        @lib.jit
+        def accuracy(params, batch):
+            inputs, targets = batch
+            return np_.mean(np_.argmax(targets, axis=1)
+                            == np_.argmax(predict(params, inputs), axis=1))
+        return update, accuracy, loss
+
+    rng = np.random.RandomState(0)
+    sizes = [16, 32, 32, 10]
+    params0 = [(0.1 * rng.randn(m, n).astype(np.float32), 0.1 * rng.randn(n).astype(np.float32))
+               for m, n in zip(sizes[:-1], sizes[1:])]
+    x = rng.randn(64, 16).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.randint(0, 10, 64)]
+
+    def make(lib, np_):
+        update, accuracy, loss = program(lib)
+        with jax.set_mesh(batch_mesh):
+            params = jax.device_put(params0, P())
+            batch = jax.device_put((x, y), P("batch"))
+            for _ in range(3):
+                params = update(params, batch)
+            return params, accuracy(params, batch), lib.jit(lib.grad(loss))(params, batch)
+    got, want = base.both(make)
+    check_typed(got, want, rtol=1e-4, atol=1e-5)
+
+
 # ------------------------------------------------------------------ errors
 
 def case_sharding_type_errors_as_jax():
