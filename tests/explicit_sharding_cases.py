@@ -229,6 +229,24 @@ def case_layout_rules():
         ("cumsum along an unsharded axis", lambda lib, np_: lambda a: np_.cumsum(a, axis=1),
          (A,)),
         ("reshard", lambda lib, np_: lambda a: lib.sharding.reshard(a, P(None, "X")), (W,)),
+        ("tile (several axes merged at once)", lambda lib, np_: lambda a: np_.tile(a, (1, 2)),
+         (A,)),
+    ])
+
+
+def case_sorting_and_dynamic_slicing_rules():
+    check_rules([
+        # (sort not differentiated: JAX's own jvp of sort builds an unsharded iota and
+        # raises)
+        ("sort along an unsharded axis", lambda lib, np_: lambda a: np_.sort(a, axis=1), (A,),
+         ("derivatives",)),
+        ("argsort (sort with a sharded iota)", lambda lib, np_: lambda a: np_.argsort(a, axis=1),
+         (A,)),
+        ("top_k", lambda lib, np_: lambda a: lib.lax.top_k(a, 2), (A,)),
+        ("dynamic_slice", lambda lib, np_: lambda a: lib.lax.dynamic_slice(a, (0, 1), (8, 2)),
+         (A,)),
+        ("dynamic_update_slice", lambda lib, np_: lambda a: lib.lax.dynamic_update_slice(
+            a, a * 2.0, (0, 0)), (W,)),
     ])
 
 
@@ -349,6 +367,8 @@ def case_sharding_type_errors_as_jax():
         ("concatenate of differently sharded operands",
          lambda lib, np_: np_.concatenate([W, lib.sharding.reshard(W, P("X"))])),
         ("slice breaking divisibility", lambda lib, np_: W[:3]),
+        ("gather from a sharded operand", lambda lib, np_: np_.take(W, np.array([0, 1]), axis=1)),
+        ("outer product sharded twice over Y", lambda lib, np_: np_.outer(R, R)),
         ("cond branches typed differently", lambda lib, np_: lib.lax.cond(
             True, lambda a: a * 2.0, lambda a: lib.sharding.reshard(a, P("X")), W)),
         ("loop carry changing type", lambda lib, np_: lib.lax.fori_loop(

@@ -125,7 +125,7 @@ def broadcast_to(array, shape, *, out_sharding=None):
     return sh.broadcast_in_dim(x, shape, tuple(nd + i for i in keep), out_sharding=out_sharding)
 
 
-def broadcast_sharding(args, shape):
+def broadcast_sharding(args, shape, op=None):
     """The sharding operands broadcast together to `shape` share over Explicit mesh
     axes (each result axis sharded as the operands that have it at full size are), so
     that broadcast operands meet elementwise operations sharded alike; None when no
@@ -146,6 +146,17 @@ def broadcast_sharding(args, shape):
                     "broadcast_shardings got incompatible shardings for broadcasting: "
                     + ", ".join(str(tuple(b.sharding.spec)) for b in avals) + ".")
             entries[lead + i] = e
+    names = [n for e in entries if e is not None for n in (e if isinstance(e, tuple) else (e,))]
+    if len(set(names)) != len(names):   # one mesh axis would split two result axes
+        ranked = ", ".join(
+            f"{core.dtype_short_name(a.dtype)}[" + core.spec_dims_str(
+                (1,) * (len(shape) - a.ndim) + a.shape,
+                (None,) * (len(shape) - a.ndim) + tuple(a.sharding.spec)) + "]"
+            for a in avals)
+        raise core.ShardingTypeError(
+            f"{op or 'broadcast'} operation with inputs: {ranked} produces an illegally "
+            f"sharded result: {core.dtype_short_name(avals[0].dtype)}["
+            f"{core.spec_dims_str(shape, entries)}]")
     return NamedSharding(core.common_mesh(avals), PartitionSpec(*entries))
 
 
@@ -167,7 +178,7 @@ def broadcast_operands(op, *args):
         except ValueError:
             raise TypeError(f"{op} got incompatible shapes for broadcasting: "
                             f"{', '.join(map(str, shapes))}.") from None
-    sharding = broadcast_sharding(args, shape)
+    sharding = broadcast_sharding(args, shape, op)
     return [a if get_aval(a).shape == shape or not get_aval(a).shape
             else broadcast_to(a, shape, out_sharding=sharding) for a in args]
 

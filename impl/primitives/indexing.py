@@ -388,7 +388,8 @@ def _dynamic_slice_batch(axis_data, vals, dims, *, slice_sizes):
 dynamic_slice_p = define(
     "dynamic_slice", abstract_eval=_dynamic_slice_aval, lowering=_dynamic_slice_lower,
     jvp=ad.linear_in_jvp((0,)), transpose=_dynamic_slice_transpose,
-    batching=_dynamic_slice_batch)
+    batching=_dynamic_slice_batch,
+    sharding_rule=sharding_rules.dynamic_slice)
 
 
 # -------------------------------------------------------- dynamic_update_slice
@@ -450,7 +451,8 @@ def _dynamic_update_slice_batch(axis_data, vals, dims):
 dynamic_update_slice_p = define(
     "dynamic_update_slice", abstract_eval=_dynamic_update_slice_aval,
     lowering=_dynamic_update_slice_lower, jvp=ad.linear_in_jvp((0, 1)),
-    transpose=_dynamic_update_slice_transpose, batching=_dynamic_update_slice_batch)
+    transpose=_dynamic_update_slice_transpose, batching=_dynamic_update_slice_batch,
+    sharding_rule=sharding_rules.dynamic_update_slice)
 
 
 # --------------------------------------------------------------------- gather
@@ -671,7 +673,8 @@ def _gather_batch(axis_data, vals, dims, *, dimension_numbers, slice_sizes,
 
 
 gather_p = define("gather", abstract_eval=_gather_aval, lowering=_gather_lower,
-                  jvp=_gather_jvp, transpose=_gather_transpose, batching=_gather_batch)
+                  jvp=_gather_jvp, transpose=_gather_transpose, batching=_gather_batch,
+                  sharding_rule=sharding_rules.gather)
 
 
 # ------------------------------------------------------- scatter_add / scatter

@@ -550,7 +550,7 @@ scatter_add_along_axis_p = define(
 
 # ---------------------------------------------------------------------- iota
 
-def _iota_aval(*, dtype, shape, dimension):
+def _iota_aval(*, dtype, shape, dimension, out_sharding=None):
     if not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
         raise TypeError(f"iota: dtype must be an integer or floating dtype, got {dtype}")
     if any(s < 0 for s in shape):
@@ -560,16 +560,20 @@ def _iota_aval(*, dtype, shape, dimension):
 
 
 iota_p = define("iota", abstract_eval=_iota_aval,
-                lowering=lambda *, dtype, shape, dimension:
-                    lax.broadcasted_iota(dtype, shape, dimension),
-                jvp=ad.zero_jvp, batching=None)  # no operands: vmap never batches it
+                lowering=lambda *, dtype, shape, dimension, out_sharding=None:
+                    lax.broadcasted_iota(dtype, shape, dimension, out_sharding=out_sharding),
+                jvp=ad.zero_jvp, batching=None,  # no operands: vmap never batches it
+                sharding_rule=lambda *, out_sharding, **params: out_sharding)
 
 
-def broadcasted_iota(dtype, shape, dimension):
-    """0, 1, 2, ... along `dimension` of an array of `shape`, constant along the others."""
+def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
+    """0, 1, 2, ... along `dimension` of an array of `shape`, constant along the others
+    (sharded over Explicit mesh axes as `out_sharding` says)."""
     shape = tuple(int(s) for s in shape)
+    out_sharding = sharding_rules.canonical_out_sharding(out_sharding, len(shape))
     return iota_p.bind(dtype=core.canonical_dtype(dtype), shape=shape,
-                       dimension=_normalize_axis(dimension, len(shape)))
+                       dimension=_normalize_axis(dimension, len(shape)),
+                       **({} if out_sharding is None else {"out_sharding": out_sharding}))
 
 
 def iota(dtype, size):
@@ -621,7 +625,8 @@ def _sort_batch(axis_data, vals, dims, *, dimension, is_stable, num_keys):
 
 
 sort_p = define("sort", multiple_results=True, abstract_eval=_sort_aval,
-                lowering=_sort_lower, jvp=_sort_jvp, batching=_sort_batch)
+                lowering=_sort_lower, jvp=_sort_jvp, batching=_sort_batch,
+                sharding_rule=sharding_rules.sort)
 
 
 def sort(operand, dimension=-1, is_stable=True, num_keys=1):
@@ -675,7 +680,8 @@ def _top_k_batch(axis_data, vals, dims, *, k, axis):
 
 top_k_p = define("top_k", multiple_results=True, abstract_eval=_top_k_aval,
                  lowering=lambda x, *, k, axis: list(lax.top_k(x, k, axis=axis)),
-                 jvp=_top_k_jvp, batching=_top_k_batch)
+                 jvp=_top_k_jvp, batching=_top_k_batch,
+                 sharding_rule=sharding_rules.top_k)
 
 
 def top_k(operand, k, *, axis=-1):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from jax import lax
+from jax.sharding import NamedSharding, PartitionSpec
 
 from impl import core
 from impl.core import ShapedArray, get_aval
@@ -141,10 +142,19 @@ def _operand_layout(ct, x, **params):
     return [reshape(ct, x.aval.shape, out_sharding=x.aval.explicit_sharding)]
 
 
+def _reshape_lower(x, *, new_sizes, out_sharding=None):
+    aval = get_aval(x)
+    if out_sharding is None and aval.explicit_sharding is not None:
+        # impl's rule follows more reshapes than JAX's (several axes split or merged at
+        # once): tell JAX the result's sharding rather than let it refuse.
+        out_sharding = NamedSharding(aval.explicit_sharding.mesh, PartitionSpec(
+            *sharding_rules.reshape(aval, new_sizes=new_sizes)))
+    return lax.reshape(x, new_sizes, out_sharding=out_sharding)
+
+
 reshape_p = define(
     "reshape", abstract_eval=_reshape_aval,
-    lowering=lambda x, *, new_sizes, out_sharding=None:
-        lax.reshape(x, new_sizes, out_sharding=out_sharding),
+    lowering=_reshape_lower,
     jvp=ad.linear_jvp, transpose=_operand_layout, batching=_reshape_batch,
     sharding_rule=_reshape_sharding)
 

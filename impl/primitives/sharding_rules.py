@@ -200,7 +200,8 @@ def reshape(x, *, new_sizes, dimensions=None, **params):
     for gi, gj in _reshape_groups(tuple(x.shape), tuple(new_sizes)):
         names = []
         for i in gi:
-            names.extend(entry_names(s[i]) if s[i] is not None else [None])
+            if x.shape[i] != 1:   # size-1 axes hold no sharded data
+                names.extend(entry_names(s[i]) if s[i] is not None else [None])
         while names and names[-1] is None:
             names.pop()
         if not names:
@@ -328,3 +329,40 @@ def pad_rule(x, padding_value, *, padding_config):
     out = [lo + hi + d + max(0, d - 1) * interior
            for d, (lo, hi, interior) in zip(x.shape, padding_config)]
     return _keep_if_divisible("padding", x, out)
+
+
+def dynamic_slice(x, *indices, slice_sizes):
+    return _keep_if_divisible("dynamic_slice", x, slice_sizes)
+
+
+def dynamic_update_slice(x, update, *indices):
+    if x.explicit_sharding != update.explicit_sharding:
+        raise ShardingTypeError(
+            "dynamic_update_slice operand sharding must be equal to update sharding, got "
+            f"operand sharding {x.str_short()} and update sharding {update.str_short()}.")
+    return spec(x)
+
+
+def gather(operand, indices, **params):
+    """Gathers from sharded operands or with sharded indices are refused (JAX resolves
+    some of them; impl asks for an unsharded operand)."""
+    raise ShardingTypeError(
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand={operand!r}, indices={indices!r}")
+
+
+def sort(*operands, **params):
+    """Every result sharded as the sharded operands, which must agree."""
+    specs = {spec(o) for o in operands if o.explicit_sharding is not None}
+    if len(specs) > 1:
+        raise ShardingTypeError("sort operands must have the same shardings, got "
+                                f"{_shardings_str(operands)}")
+    return [specs.pop()] * len(operands)
+
+
+def top_k(x, *, k, axis, **params):
+    """Values and indices: the operand's sharding, the chosen axis not sharded."""
+    out = list(spec(x))
+    out[axis % x.ndim] = None
+    return [tuple(out)] * 2
