@@ -64,7 +64,16 @@ ONE_DTYPE = {
 # file::function -> case-id suffixes (transformation stacks) that run nightly only: CI keeps
 # each custom rule under eval, jit, jvp, vjp, grad, vmap, linearize, hessian and the
 # two-level stacks grad_grad, jvp_grad, vmap_grad, grad_vmap.
+# Explicit sharding on 8 devices: CI keeps the dot_general rules under every transformation,
+# the types, errors, creation, partitioned HLO and a negative test; the other rule groups
+# (each 20-60 programs compiled by impl and by JAX), the random draws, the MLP and the
+# negative test that reruns the layout rules run nightly.
 NIGHTLY_CASE_SUFFIXES = {
+    "tests/test_explicit_sharding.py::test_on_8_devices": (
+        "[case_elementwise_and_broadcasting_rules]", "[case_reduction_rules]",
+        "[case_layout_rules]", "[case_sorting_and_dynamic_slicing_rules]",
+        "[case_control_flow_rules]", "[case_random_draws_with_out_sharding]",
+        "[case_data_parallel_mlp_training_steps]", "[case_negative_a_wrong_rule_is_caught]"),
     "tests/test_custom_derivatives.py::test_against_jax": (
         "-grad_jit]", "-grad_of_jit_of_vmap]", "-grad_vmap_unbatched]", "-jacfwd]", "-jacrev]",
         "-jit_grad]", "-jit_jvp]", "-jit_vmap_grad]", "-jvp_jit]", "-jvp_jvp]", "-jvp_vmap]",

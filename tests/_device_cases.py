@@ -31,8 +31,20 @@ def _run_dir(tmp_path_factory):
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-def run_cases_once(cases_file, tmp_path_factory):
-    """The results of running `cases_file` (once per test run)."""
+def selected_cases(request, test_file):
+    """The case names this pytest run selected (marks and -k applied) among the tests
+    of `test_file`, so that cases marked slow do not run in the subprocess when they
+    are deselected."""
+    test_file = pathlib.Path(test_file).resolve()
+    return sorted({item.callspec.params["name"] for item in request.session.items
+                   if pathlib.Path(str(item.fspath)).resolve() == test_file
+                   and getattr(item, "callspec", None) is not None
+                   and "name" in item.callspec.params})
+
+
+def run_cases_once(cases_file, tmp_path_factory, only=None):
+    """The results of running `cases_file` (once per test run), or only the cases named
+    in `only`."""
     cases_file = pathlib.Path(cases_file)
     out = _run_dir(tmp_path_factory) / f"{cases_file.stem}.json"
     with open(str(out) + ".lock", "w") as lock:
@@ -41,7 +53,10 @@ def run_cases_once(cases_file, tmp_path_factory):
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(
                 [str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-            proc = subprocess.run([sys.executable, str(cases_file), "--json", str(out)],
+            command = [sys.executable, str(cases_file), "--json", str(out)]
+            if only is not None:
+                command += ["--only", ",".join(only)]
+            proc = subprocess.run(command,
                                   env=env, cwd=REPO_ROOT, capture_output=True, text=True,
                                   timeout=900)
             if not out.exists():

@@ -655,11 +655,14 @@ def main(argv=None, namespace=None, description=None):
     parser = argparse.ArgumentParser(description=description or __doc__.splitlines()[0])
     parser.add_argument("--json", help="write {case: {ok, error, seconds}} to this file")
     parser.add_argument("-k", default="", help="run the cases whose name contains this")
+    parser.add_argument("--only", default=None,
+                        help="run only these cases (names separated by commas)")
     args = parser.parse_args(argv)
+    only = None if args.only is None else set(args.only.split(","))
     assert jax.device_count() == 8, f"expected 8 host devices, got {jax.device_count()}"
     results = {}
     for name, fn in all_cases(namespace).items():
-        if args.k not in name:
+        if args.k not in name or (only is not None and name not in only):
             continue
         start = time.perf_counter()
         try:
