@@ -272,10 +272,10 @@ def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
         return None
     if isinstance(out_sharding, PartitionSpec):
         mesh = get_abstract_mesh()
-        if mesh.empty and any(e is not None for e in out_sharding):
-            raise ValueError(f"{what}={out_sharding} is a PartitionSpec naming mesh axes, "
-                             "which needs a mesh in context: use `impl.set_mesh(mesh)` or "
-                             "pass a NamedSharding")
+        if mesh.empty:
+            raise ValueError("Using PartitionSpec when you are not under a mesh context is "
+                             "not allowed. Please pass a NamedSharding instance or enter into "
+                             f"a mesh context via `jax.set_mesh`. Got {out_sharding}")
         out_sharding = NamedSharding(mesh, out_sharding)
     if not isinstance(out_sharding, NamedSharding):
         raise TypeError(f"{what} must be a NamedSharding, a PartitionSpec or None, got "
