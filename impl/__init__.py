@@ -21,6 +21,7 @@ from impl import nn, scipy  # noqa: F401,E402
 from impl import ad_checkpoint  # noqa: F401,E402
 from impl.ad_checkpoint import checkpoint, remat, checkpoint_policies  # noqa: F401,E402
 from impl import sharding  # noqa: F401,E402
+from impl.sharding import reshard  # noqa: F401,E402
 from impl.shard_map import shard_map  # noqa: F401,E402
 from jax import make_mesh, set_mesh, NamedSharding, P, device_count  # noqa: F401,E402
 

@@ -710,7 +710,8 @@ def _batch_size(name, flat_args, specs, axis_size):
 
 def _avals_of_jax_values(leaves):
     return [ShapedArray(x.shape, x.dtype, getattr(getattr(x, "aval", x), "weak_type",
-                                                    getattr(x, "weak_type", False)))
+                                                    getattr(x, "weak_type", False)),
+                        core.jax_explicit_sharding(x) if hasattr(x, "aval") else None)
             for x in leaves]
 
 

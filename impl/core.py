@@ -27,44 +27,64 @@ from jax import dtypes as jax_dtypes
 from impl import _pretty as pp
 
 from impl.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa: F401
-                         TracerBoolConversionError, TracerIntegerConversionError,
-                         UnexpectedTracerError)
+                         ShardingTypeError, TracerBoolConversionError,
+                         TracerIntegerConversionError, UnexpectedTracerError)
 
 float0 = jax_dtypes.float0
 
 
 # --------------------------------------------------------------------------- avals
 
+_KEEP = object()   # `ShapedArray.update`: keep the sharding
+
 class ShapedArray:
-    """Abstract value: what the IR knows of an array (shape, dtype, weak type)."""
+    """Abstract value: what the IR knows of an array (shape, dtype, weak type, and the
+    sharding of its axes over `Explicit` mesh axes).
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    `explicit_sharding` is a NamedSharding over an AbstractMesh with one spec entry per
+    axis, or None when no Explicit mesh axis shards the value (the default, free path:
+    arrays on one device, or on meshes whose axes are Auto or Manual)."""
 
-    def __init__(self, shape, dtype, weak_type=False):
+    __slots__ = ("shape", "dtype", "weak_type", "explicit_sharding")
+
+    def __init__(self, shape, dtype, weak_type=False, explicit_sharding=None):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        self.explicit_sharding = explicit_sharding
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+    @property
+    def sharding(self):
+        """JAX's view of the type's sharding: always a NamedSharding (replicated over
+        the mesh in context when no Explicit axis shards the value)."""
+        if self.explicit_sharding is not None:
+            return self.explicit_sharding
+        return replicated_sharding(self.ndim)
+
     def __eq__(self, other):
         return (isinstance(other, ShapedArray) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.explicit_sharding == other.explicit_sharding)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        return hash((self.shape, self.dtype, self.weak_type, self.explicit_sharding))
 
-    def update(self, shape=None, dtype=None, weak_type=None):
-        return ShapedArray(self.shape if shape is None else shape,
-                           self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+    def update(self, shape=None, dtype=None, weak_type=None, explicit_sharding=_KEEP):
+        shape = self.shape if shape is None else shape
+        if explicit_sharding is _KEEP:   # kept while it still fits the rank
+            explicit_sharding = (self.explicit_sharding if len(shape) == self.ndim else None)
+        return ShapedArray(shape, self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type,
+                           explicit_sharding)
 
     def strip_weak_type(self):
         return self.update(weak_type=False) if self.weak_type else self
 
     def str_short(self):
-        return f"{dtype_short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        return f"{dtype_short_name(self.dtype)}[{shape_str(self.shape, self.explicit_sharding)}]"
 
     def __str__(self):   # as JAX prints a type: ~float32[3] (~ for a weak type)
         shape = ",".join(map(str, self.shape))
@@ -76,7 +96,56 @@ class ShapedArray:
         return f"ShapedArray({self.dtype.name}[{shape}]{weak})"
 
     def to_shape_dtype(self):
-        return jax.ShapeDtypeStruct(self.shape, self.dtype, weak_type=self.weak_type)
+        return jax.ShapeDtypeStruct(self.shape, self.dtype, weak_type=self.weak_type,
+                                    sharding=self.explicit_sharding)
+
+
+def shape_str(shape, sharding):
+    """`8,4`, or with explicit sharding `8@X,4` (`32@(X,Y)` for several mesh axes), as
+    JAX prints types."""
+    if sharding is None:
+        return ",".join(map(str, shape))
+    return spec_dims_str(shape, sharding.spec)
+
+
+def spec_dims_str(shape, spec):
+    dims = []
+    for d, entry in zip(shape, spec):
+        if entry is None:
+            dims.append(str(d))
+        elif isinstance(entry, tuple):
+            dims.append(f"{d}@({','.join(entry)})")
+        else:
+            dims.append(f"{d}@{entry}")
+    return ",".join(dims)
+
+
+def replicated_sharding(ndim):
+    return jax.sharding.NamedSharding(jax.sharding.get_abstract_mesh(),
+                                      jax.sharding.PartitionSpec(*[None] * ndim))
+
+
+def explicit_sharding_of(sharding, ndim):
+    """The part of a jax NamedSharding that is a type: the Explicit mesh axes of its spec
+    (Auto and Manual axes are the partitioner's business), over the abstract mesh, one
+    entry per axis; None when no Explicit axis is named."""
+    if not isinstance(sharding, jax.sharding.NamedSharding):
+        return None
+    mesh = sharding.mesh
+    if not mesh._any_axis_explicit:
+        return None
+    explicit = set(mesh.explicit_axes)
+    entries, named = [], False
+    spec = tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
+    for entry in spec:
+        names = tuple(n for n in (entry if isinstance(entry, tuple) else (entry,))
+                      if n is not None and n is not jax.sharding.PartitionSpec.UNCONSTRAINED
+                      and n in explicit)
+        named = named or bool(names)
+        entries.append(None if not names else names[0] if len(names) == 1 else names)
+    if not named:
+        return None
+    return jax.sharding.NamedSharding(mesh.abstract_mesh, jax.sharding.PartitionSpec(*entries))
 
 
 _SHORT_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
@@ -108,7 +177,7 @@ def get_aval(x) -> ShapedArray:
     if t in _PY_SCALAR_DTYPES:
         return ShapedArray((), canonical_dtype(_PY_SCALAR_DTYPES[t]), weak_type=t is not bool)
     if isinstance(x, jax.Array):
-        return ShapedArray(x.shape, x.dtype, x.weak_type)
+        return ShapedArray(x.shape, x.dtype, x.weak_type, jax_explicit_sharding(x))
     if isinstance(x, (np.ndarray, np.generic)):
         dtype = x.dtype if x.dtype == float0 else canonical_dtype(x.dtype)
         return ShapedArray(x.shape, dtype)
@@ -122,6 +191,18 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray((), canonical_dtype(dtype), weak_type=base is not bool)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid impl type: "
                     "expected an array, a Python scalar or a tracer.")
+
+
+def jax_explicit_sharding(x):
+    """The explicit sharding in a jax value's type (JAX's aval has already dropped Auto
+    and Manual axes), or None."""
+    aval = getattr(x, "aval", None)
+    if aval is None:
+        return None
+    sharding = aval.sharding
+    if sharding.mesh.empty or all(e is None for e in sharding.spec):
+        return None
+    return sharding
 
 
 def valid_jaxtype(x) -> bool:
@@ -338,6 +419,9 @@ def _pp_param_value(value, namer):
         return pp.text(np.dtype(value).name)
     if callable(value):
         return pp.text(getattr(value, "__name__", type(value).__name__))
+    if isinstance(value, jax.sharding.NamedSharding) and isinstance(
+            value.mesh, jax.sharding.AbstractMesh):
+        return pp.text(str(value.spec))   # a type's sharding: the mesh is the operands'
     return pp.text(str(value))
 
 
@@ -421,12 +505,96 @@ impl_rules: dict[Primitive, Callable] = {}
 abstract_eval_rules: dict[Primitive, Callable] = {}
 
 
+# How each primitive's results are sharded over Explicit mesh axes:
+#   rule(*avals, **params) -> per result a spec (a tuple of PartitionSpec entries, one
+#   per axis) or a NamedSharding; a list of them when multiple_results.
+# TYPED_BY_ABSTRACT_EVAL marks primitives whose abstract evaluation already gives the
+# results their shardings (calls and control flow: the types of their programs).
+# Consulted only when an operand is explicitly sharded or the equation asks for a
+# sharding (`out_sharding=`): programs without Explicit mesh axes never pay for it.
+sharding_rules: dict[Primitive, Callable] = {}
+TYPED_BY_ABSTRACT_EVAL = RuleMaker(None)
+
+
 def abstract_eval(prim, avals, params):
     """Output aval(s) of `prim` applied to `avals`; a list when multiple_results."""
     rule = abstract_eval_rules.get(prim)
     if rule is None:
         raise NotImplementedError(f"Abstract evaluation rule for '{prim.name}' not implemented")
-    return rule(*avals, **params)
+    out = rule(*avals, **params)
+    if "out_sharding" in params:
+        return _with_explicit_shardings(prim, avals, params, out)
+    for a in avals:
+        if a.explicit_sharding is not None:
+            return _with_explicit_shardings(prim, avals, params, out)
+    return out
+
+
+def _with_explicit_shardings(prim, avals, params, out):
+    rule = sharding_rules.get(prim)
+    if rule is TYPED_BY_ABSTRACT_EVAL:
+        return out
+    if rule is None:
+        raise NotImplementedError(
+            f"Sharding rule for '{prim.name}' not implemented: it cannot take operands "
+            f"sharded over Explicit mesh axes (got {', '.join(a.str_short() for a in avals)}). "
+            "Reshard them first (impl.reshard(x, P())) or use a mesh with Auto axes.")
+    specs = rule(*avals, **params)
+    mesh = common_mesh(avals)
+    if prim.multiple_results:
+        return [o.update(explicit_sharding=_typed_sharding(s, mesh, o, prim, avals))
+                for o, s in zip(out, specs)]
+    return out.update(explicit_sharding=_typed_sharding(specs, mesh, out, prim, avals))
+
+
+def common_mesh(avals):
+    """The abstract mesh of the explicitly sharded operands (they must agree), else the
+    mesh in context."""
+    mesh = None
+    for a in avals:
+        s = getattr(a, "explicit_sharding", None)
+        if s is not None:
+            if mesh is not None and s.mesh != mesh:
+                raise ShardingTypeError(f"Mesh for all inputs should be equal. Got one mesh: "
+                                        f"{mesh} and another mesh: {s.mesh}")
+            mesh = s.mesh
+    return jax.sharding.get_abstract_mesh() if mesh is None else mesh
+
+
+def _typed_sharding(spec, mesh, aval, prim, avals):
+    """A rule's answer as the type's sharding: None when no Explicit axis is named."""
+    if isinstance(spec, jax.sharding.NamedSharding):
+        sharding = explicit_sharding_of(spec, aval.ndim)
+    elif spec is None or all(e is None for e in spec):
+        return None
+    else:
+        names = [n for e in spec if e is not None
+                 for n in (e if isinstance(e, tuple) else (e,))]
+        if len(set(names)) != len(names):   # one mesh axis cannot split two array axes
+            result = f"{dtype_short_name(aval.dtype)}[{spec_dims_str(aval.shape, spec)}]"
+            raise ShardingTypeError(
+                f"{prim.name} operation with inputs: "
+                f"{', '.join(a.str_short() for a in avals)} produces an illegally sharded "
+                f"result: {result}")
+        sharding = explicit_sharding_of(
+            jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*spec)), aval.ndim)
+    if sharding is not None:
+        check_divisible(sharding, aval.shape)
+    return sharding
+
+
+def check_divisible(sharding, shape):
+    mesh_shape = sharding.mesh.shape
+    for dim, (entry, size) in enumerate(zip(sharding.spec, shape)):
+        if entry is None:
+            continue
+        names = entry if isinstance(entry, tuple) else (entry,)
+        parts = int(np.prod([mesh_shape[n] for n in names]))
+        if size % parts:
+            raise ValueError(
+                f"Sharding spec {names} implies that array axis {dim} is partitioned "
+                f"{parts} times, but does not evenly divide the dimension size {size}. "
+                f"Got shape: {tuple(shape)} and sharding {sharding}")
 
 
 class MissingRuleError(NotImplementedError):

@@ -7,6 +7,9 @@ from impl, so every layer (core included) can raise these classes.
 from __future__ import annotations
 
 from jax.errors import JaxRuntimeError  # noqa: F401  (XLA's runtime errors: they come from JAX)
+# Operands whose shardings over Explicit mesh axes do not fit the operation. JAX's own
+# class (JAX 0.10 does not export it from jax.errors), so code catching JAX's catches impl's.
+from jax._src.core import ShardingTypeError  # noqa: F401
 
 __all__ = ["ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError",
            "JAXTypeError", "JaxRuntimeError", "JaxprTypeError", "KeyReuseError",

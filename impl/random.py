@@ -32,6 +32,7 @@ from impl.api import jit
 from impl.numpy._polynomials import _inexact as promote_inexact
 from impl.primitives import prng
 from impl.scipy import special
+from impl.primitives.sharding import reshard
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone",
@@ -94,6 +95,13 @@ def _user_dtype(dtype, default, fun_name):
 def _no_sharding(out_sharding, fun_name):
     if out_sharding is not None:
         raise NotImplementedError(f"{fun_name}: out_sharding is not supported by impl.random")
+
+
+def _placed(draws, out_sharding):
+    """Draws with the sharding `out_sharding` asks for (over Explicit mesh axes). The
+    bits do not depend on how the result is sharded (JAX's partitionable threefry), so
+    the values are the unsharded draw's; XLA partitions the generation."""
+    return draws if out_sharding is None else reshard(draws, out_sharding)
 
 
 def _canonical_shape(shape):
@@ -389,8 +397,8 @@ def bits(key, shape=(), dtype=None, *, out_sharding=None):
     dtype = _user_dtype(dtype, np.uint64, "bits")
     if dtype.kind != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
-    _no_sharding(out_sharding, "bits")
-    return prng.random_bits(data, dtype.itemsize * 8, _canonical_shape(shape))
+    return _placed(prng.random_bits(data, dtype.itemsize * 8, _canonical_shape(shape)),
+                   out_sharding)
 
 
 # ---------------------------------------------------------------- uniform
@@ -400,9 +408,8 @@ def uniform(key, shape=(), dtype=None, minval=0., maxval=1., *, out_sharding=Non
     data, _ = _unwrap("uniform", key)
     dtype = _user_dtype(dtype, float, "uniform")
     shape = _canonical_shape(shape)
-    _no_sharding(out_sharding, "uniform")
     _check_float_dtype("uniform", dtype)
-    return _uniform(data, minval, maxval, shape, dtype)
+    return _placed(_uniform(data, minval, maxval, shape, dtype), out_sharding)
 
 
 def _uniform_floats(data, shape, dtype):
@@ -443,10 +450,9 @@ def normal(key, shape=(), dtype=None, *, out_sharding=None):
     """Standard normal floats (or complex numbers, of unit variance)."""
     data, _ = _unwrap("normal", key)
     shape = _canonical_shape(shape)
-    _no_sharding(out_sharding, "normal")
     dtype = _user_dtype(dtype, float, "normal")
     _check_float_dtype("normal", dtype, complex_ok=True)
-    return _normal(data, shape, dtype)
+    return _placed(_normal(data, shape, dtype), out_sharding)
 
 
 @jit(static_argnums=(1, 2))

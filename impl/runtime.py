@@ -102,7 +102,8 @@ def ensure_compile_time_eval():
 
 
 def typeof(x):
-    """The abstract value (shape, dtype, weak type) of `x`, traced or not."""
+    """The abstract value (shape, dtype, weak type, sharding over Explicit mesh axes) of
+    `x`, traced or not."""
     return get_aval(x)
 
 

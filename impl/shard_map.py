@@ -23,7 +23,7 @@ import math
 import jax
 import numpy as np
 from jax import tree_util
-from jax.sharding import AbstractMesh, Mesh, PartitionSpec
+from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec
 
 from impl import core
 from impl.api import flatten_fun, _check_leaf, _fun_name
@@ -58,18 +58,22 @@ def _axes_size(mesh, names):
 
 def _block_aval(mesh, spec, aval):
     """One device's block of a value of type `aval` split as `spec` (divisibility and
-    rank are checked by the caller)."""
+    rank are checked by the caller). A block is not sharded over the mesh: its type
+    keeps no explicit sharding."""
     shape = list(aval.shape)
     for i, entry in enumerate(spec):
         shape[i] //= _axes_size(mesh, spec_names(entry))
-    return aval.update(shape=tuple(shape))
+    return aval.update(shape=tuple(shape), explicit_sharding=None)
 
 
 def _global_aval(mesh, spec, aval):
+    """The value the blocks of type `aval` make together, split as `spec`; on a mesh
+    with Explicit axes its type is sharded as `spec` says over them."""
     shape = list(aval.shape)
     for i, entry in enumerate(spec):
         shape[i] *= _axes_size(mesh, spec_names(entry))
-    return aval.update(shape=tuple(shape))
+    return aval.update(shape=tuple(shape), explicit_sharding=core.explicit_sharding_of(
+        NamedSharding(mesh, spec), aval.ndim))
 
 
 def _unmentioned(mesh, axis_names, spec):
@@ -271,7 +275,7 @@ shard_map_p = define(
     "shard_map", multiple_results=True, abstract_eval=_shard_map_aval,
     lowering=_shard_map_lowering, impl=_shard_map_impl, jvp=_shard_map_jvp,
     transpose=_shard_map_transpose, batching=_shard_map_batch,
-    partial_eval=_shard_map_partial_eval)
+    partial_eval=_shard_map_partial_eval, sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------------------------ the API

@@ -1,7 +1,13 @@
 """Sharding objects, as in jax.sharding: impl takes JAX's own (a Mesh of devices, a
 NamedSharding over it, a PartitionSpec naming mesh axes per array axis) and hands them
-to XLA's SPMD partitioner when it lowers through jax.jit."""
+to XLA's SPMD partitioner when it lowers through jax.jit.
+
+On a mesh with Explicit axes a sharding is part of an array's type (`impl.typeof(x)`);
+`reshard` changes it.
+"""
 from jax.sharding import (  # noqa: F401
     AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec, Sharding,
     SingleDeviceSharding, get_abstract_mesh, get_mesh, set_mesh, use_abstract_mesh,
 )
+
+from impl.primitives.sharding import reshard  # noqa: F401

@@ -576,7 +576,8 @@ def case_docs_sharding_examples_print_what_they_say():
     doc = (pathlib.Path(__file__).parent.parent / "docs" / "sharding.md").read_text()
     source = "\n".join(re.findall(r"```python\n(.*?)```", doc, re.S))
     expected = [re.split(r"\s*#\s*", line, maxsplit=1)[1].split(":")[0].strip()
-                for line in source.splitlines() if line.startswith("print(") and "#" in line]
+                for line in source.splitlines()
+                if line.lstrip().startswith("print(") and "#" in line]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(source, "docs/sharding.md", "exec"), {})
@@ -646,20 +647,25 @@ def case_negative_custom_rules_dropping_spmd_axis_name_is_caught():
 
 # ------------------------------------------------------------------------- runner
 
-def all_cases():
-    return {name: fn for name, fn in globals().items()
+def all_cases(namespace=None):
+    namespace = globals() if namespace is None else namespace
+    return {name: fn for name, fn in namespace.items()
             if name.startswith("case_") and callable(fn)}
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, namespace=None, description=None):
+    """Run the `case_*` functions of `namespace` (this module's by default)."""
+    parser = argparse.ArgumentParser(description=description or __doc__.splitlines()[0])
     parser.add_argument("--json", help="write {case: {ok, error, seconds}} to this file")
     parser.add_argument("-k", default="", help="run the cases whose name contains this")
+    parser.add_argument("--only", default=None,
+                        help="run only these cases (names separated by commas)")
     args = parser.parse_args(argv)
+    only = None if args.only is None else set(args.only.split(","))
     assert jax.device_count() == 8, f"expected 8 host devices, got {jax.device_count()}"
     results = {}
-    for name, fn in all_cases().items():
-        if args.k not in name:
+    for name, fn in all_cases(namespace).items():
+        if args.k not in name or (only is not None and name not in only):
             continue
         start = time.perf_counter()
         try:

@@ -435,7 +435,7 @@ def test_make_jaxpr_shows_the_random_primitives():
 
 def test_unsupported_configuration_raises():
     with pytest.raises(NotImplementedError, match="out_sharding"):
-        ir.normal(ir.key(0), (2,), out_sharding=jax.sharding.PartitionSpec())
+        ir.gumbel(ir.key(0), (2,), out_sharding=jax.sharding.PartitionSpec())
     with pytest.raises(NotImplementedError, match="threefry2x32"):
         ir.key(0, impl="rbg")
     with pytest.raises(ValueError, match="unrecognized PRNG implementation"):

@@ -297,7 +297,8 @@ def program_call_rules(prim_name):
     def lower(*args, call, **_):
         return lowering.eval_jaxpr_lowered(call.jaxpr, call.consts, args)
 
-    return dict(multiple_results=True, impl=impl, abstract_eval=abstract_eval, lowering=lower)
+    return dict(multiple_results=True, impl=impl, abstract_eval=abstract_eval, lowering=lower,
+                sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------- rules run at another level

@@ -254,7 +254,13 @@ def example_aval(x, batch_dim):
         shape[batch_dim.axis] = RaggedSize(batch_dim.lengths)
         return RaggedShapedArray(shape, aval.dtype, aval.weak_type)
     shape = aval.shape[:batch_dim] + aval.shape[batch_dim + 1:]
-    return ShapedArray(shape, aval.dtype, aval.weak_type)
+    sharding = aval.explicit_sharding
+    if sharding is not None:   # an example's type: the batch axis's entry leaves the spec
+        entries = tuple(sharding.spec)
+        entries = entries[:batch_dim] + entries[batch_dim + 1:]
+        sharding = (None if all(e is None for e in entries)
+                    else sharding.update(spec=sharding.spec.update(partitions=entries)))
+    return ShapedArray(shape, aval.dtype, aval.weak_type, sharding)
 
 
 class BatchTracer(Tracer):

@@ -44,8 +44,18 @@ def eval_jaxpr_lowered(jaxpr, consts, args):
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, x in zip(eqn.outvars, outs):
+            if v.aval.explicit_sharding is not None:
+                x = _as_typed(x, v.aval.explicit_sharding)
             env[v.id] = x
     return [v.val if type(v) is Literal else env[v.id] for v in jaxpr.outvars]
+
+
+def _as_typed(x, sharding):
+    """The type's explicit sharding is what XLA partitions by: where JAX's own
+    propagation through the lowering gave the value another one, reshard it."""
+    if core.jax_explicit_sharding(x) != sharding:
+        return jax.sharding.reshard(x, sharding)
+    return x
 
 
 def compile_closed_jaxpr(closed, in_shardings=None, out_shardings=None):

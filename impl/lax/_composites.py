@@ -18,12 +18,7 @@ from impl.primitives.indexing import (GatherDimensionNumbers, concatenate,
 from impl.primitives.linalg import dot_general
 from impl.primitives.reductions import reduce_max, reduce_min
 from impl.primitives.shape import broadcast_in_dim, expand_dims, reduce_sum, reshape, squeeze
-
-
-def _refuse(name, param, value):
-    if value is not None:
-        raise NotImplementedError(f"impl.lax.{name}: {param}= is not supported (got "
-                                  f"{value!r}); place arrays with jax.device_put")
+from impl.primitives.sharding_rules import canonical_out_sharding
 
 
 def _refuse_accuracy(name, accuracy):
@@ -89,35 +84,38 @@ def _fill_scalar(fill_value, dtype):
 def full(shape, fill_value, dtype=None, *, sharding=None):
     """An array of `shape` filled with `fill_value` (weakly typed for a Python scalar
     without `dtype`, as in JAX)."""
-    _refuse("full", "sharding", sharding)
-    return broadcast_in_dim(_fill_scalar(fill_value, dtype), tuple(int(d) for d in shape), ())
+    shape = tuple(int(d) for d in shape)
+    return broadcast_in_dim(_fill_scalar(fill_value, dtype), shape, (),
+                            out_sharding=canonical_out_sharding(sharding, len(shape),
+                                                                "full sharding"))
 
 
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     """Like `x` (its shape and dtype, or `shape` and `dtype`) filled with `fill_value`."""
-    _refuse("full_like", "sharding", sharding)
     aval = get_aval(x)
     value = _fill_scalar(fill_value, dtype if dtype is not None else aval.dtype)
     if dtype is None and aval.weak_type:
         value = ew.convert_element_type(value, aval.dtype, weak_type=True)
-    return broadcast_in_dim(value, aval.shape if shape is None else tuple(shape), ())
+    shape = aval.shape if shape is None else tuple(shape)
+    return broadcast_in_dim(value, shape, (),
+                            out_sharding=canonical_out_sharding(sharding, len(shape),
+                                                                "full_like sharding"))
 
 
 def empty(shape, dtype, *, out_sharding=None):
     """An array of `shape` and `dtype` whose contents do not matter (zeros here)."""
-    _refuse("empty", "out_sharding", out_sharding)
-    return full(shape, 0, dtype)
+    return full(shape, 0, dtype, sharding=out_sharding)
 
 
 # ------------------------------------------------------------------ shapes
 
 def broadcast(operand, sizes, *, out_sharding=None):
     """`operand` with leading axes of `sizes` added."""
-    _refuse("broadcast", "out_sharding", out_sharding)
     aval = get_aval(operand)
     sizes = tuple(int(s) for s in sizes)
     return broadcast_in_dim(operand, sizes + aval.shape,
-                            tuple(range(len(sizes), len(sizes) + aval.ndim)))
+                            tuple(range(len(sizes), len(sizes) + aval.ndim)),
+                            out_sharding=out_sharding)
 
 
 def broadcast_to_rank(x, rank):
@@ -203,7 +201,6 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
         out_sharding=None):
     """Vector/matrix products (contracting the last axis of `lhs` with the first of
     `rhs`), or `dot_general` when `dimension_numbers` is given."""
-    _refuse("dot", "out_sharding", out_sharding)
     if dimension_numbers is None:
         ln, rn = get_aval(lhs).ndim, get_aval(rhs).ndim
         if not (1 <= ln <= 2 and 1 <= rn <= 2):
@@ -211,7 +208,8 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
                             f"{get_aval(rhs).shape}.")
         dimension_numbers = (((ln - 1,), (0,)), ((), ()))
     return dot_general(lhs, rhs, dimension_numbers, precision=precision,
-                       preferred_element_type=preferred_element_type)
+                       preferred_element_type=preferred_element_type,
+                       out_sharding=out_sharding)
 
 
 def batch_matmul(lhs, rhs, precision=None):

@@ -19,7 +19,7 @@ from impl.api import vmap
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import partial_eval as pe
 from impl.primitives import indexing, shape
-from impl.primitives.control_flow import cond_p, scan_p, while_p
+from impl.primitives.control_flow import cond_p, example_aval, scan_p, while_p
 from impl.primitives.elementwise import clamp_p, convert_element_type, ne_p
 
 tree_flatten, tree_unflatten = tree_util.tree_flatten, tree_util.tree_unflatten
@@ -65,8 +65,9 @@ def _sourceinfo(fun):
 
 
 def _type_str(aval):
-    """A type as JAX's error messages write it: float32[3,2]."""
-    return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
+    """A type as JAX's error messages write it: float32[3,2] (float32[8@X,4] when
+    sharded over Explicit mesh axes)."""
+    return f"{aval.dtype.name}[{core.shape_str(aval.shape, aval.explicit_sharding)}]"
 
 
 class _AvalForMessage:
@@ -132,7 +133,8 @@ def _mismatch(a, b):
 
 
 def _typematch(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype
+    return (a.shape == b.shape and a.dtype == b.dtype
+            and a.explicit_sharding == b.explicit_sharding)
 
 
 def _listing(diffs, capitalize=True, item_end="\n"):
@@ -469,8 +471,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
             from None
     if unroll < 0:
         raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
-    x_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type)
-               for a in (get_aval(x) for x in xs_flat)]
+    x_avals = [example_aval(get_aval(x)) for x in xs_flat]
 
     def check_pair(out):
         if not (isinstance(out, (tuple, list)) and len(out) == 2):

@@ -6,6 +6,7 @@ import string
 
 import numpy as np
 import jax.numpy as jax_jnp
+from jax.sharding import PartitionSpec
 import opt_einsum as _opt_einsum
 
 from impl import core
@@ -13,6 +14,7 @@ from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import linalg as _lg
+from impl.primitives.sharding import reshard
 from impl.numpy import _ufuncs as uf
 from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonicalize_axis,
                               check_no_out, mask_where, promote, result_dtype)
@@ -122,9 +124,12 @@ def size(a, axis=None):
     return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
 
 
-def reshape(a, shape, order="C"):
-    """NumPy's reshape; order 'F' reads and writes elements in column-major order."""
+def reshape(a, shape, order="C", *, out_sharding=None):
+    """NumPy's reshape; order 'F' reads and writes elements in column-major order.
+    `out_sharding`: the result's sharding over Explicit mesh axes."""
     x = _arr(a)
+    if out_sharding is not None and order == "F":
+        raise NotImplementedError("reshape: out_sharding= with order='F' is not supported")
     if order not in ("C", "F", "A"):
         raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
     if isinstance(shape, (int, np.integer)):
@@ -150,7 +155,7 @@ def reshape(a, shape, order="C"):
         flipped = sh.transpose(x, tuple(reversed(range(len(old)))))
         out = sh.reshape(flipped, tuple(reversed(shape)))
         return sh.transpose(out, tuple(reversed(range(len(shape)))))
-    return sh.reshape(x, tuple(shape))
+    return sh.reshape(x, tuple(shape), out_sharding=out_sharding)
 
 
 def ravel(a, order="C"):
@@ -228,15 +233,28 @@ def _dot_dtype(a, b):
     return a, b
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     a, b = _dot_dtype(_arr(a), _arr(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if na == 0 or nb == 0:
         out = ew.mul(*_bcast_pair(a, b))
-        return out if preferred_element_type is None else astype(out, preferred_element_type)
+        out = out if preferred_element_type is None else astype(out, preferred_element_type)
+        return out if out_sharding is None else reshard(out, out_sharding)
     contract_b = 0 if nb == 1 else nb - 2
     return _lg.dot_general(a, b, (((na - 1,), (contract_b,)), ((), ())),
-                           precision=precision, preferred_element_type=preferred_element_type)
+                           precision=precision, preferred_element_type=preferred_element_type,
+                           out_sharding=out_sharding)
+
+
+def _spec_entries(out_sharding):
+    return tuple(out_sharding if isinstance(out_sharding, PartitionSpec)
+                 else out_sharding.spec)
+
+
+def _respec(out_sharding, entries):
+    if isinstance(out_sharding, PartitionSpec):
+        return PartitionSpec(*entries)
+    return out_sharding.update(spec=PartitionSpec(*entries))
 
 
 def _bcast_pair(a, b):
@@ -244,7 +262,7 @@ def _bcast_pair(a, b):
     return broadcast_arrays(a, b)
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     a, b = _dot_dtype(_arr(a), _arr(b))
     sa, sb = get_aval(a).shape, get_aval(b).shape
     if not sa or not sb:
@@ -263,8 +281,16 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     a = broadcast_to(a, batch + sa[-2:])
     b = broadcast_to(b, batch + sb[-2:])
     nb = len(batch)
+    if out_sharding is not None:   # as a spec of the product before vectors' axes go
+        entries = list(_spec_entries(out_sharding))
+        if a_vec:
+            entries.insert(nb, None)
+        if b_vec:
+            entries.append(None)
+        out_sharding = _respec(out_sharding, entries)
     out = _lg.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                          precision=precision, preferred_element_type=preferred_element_type)
+                          precision=precision, preferred_element_type=preferred_element_type,
+                          out_sharding=out_sharding)
     if a_vec:
         out = sh.squeeze(out, (nb,))
     if b_vec:
@@ -303,20 +329,29 @@ def tensordot(a, b, axes=2):
 
 # ------------------------------------------------------------------- creation
 
-def zeros(shape, dtype=None):
-    return jax_jnp.zeros(shape, core.canonical_dtype(dtype or np.float64))
+# The creation functions make concrete arrays with JAX (constants of a staged program);
+# `out_sharding` places them on the mesh, and their type carries it.
+
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
+    return jax_jnp.zeros(shape, core.canonical_dtype(dtype or np.float64), device=device,
+                         out_sharding=out_sharding)
 
 
-def ones(shape, dtype=None):
-    return jax_jnp.ones(shape, core.canonical_dtype(dtype or np.float64))
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
+    return jax_jnp.ones(shape, core.canonical_dtype(dtype or np.float64), device=device,
+                        out_sharding=out_sharding)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     if isinstance(fill_value, core.Tracer):
+        if device is not None:
+            raise NotImplementedError("full: device= with a traced fill_value is not "
+                                      "supported")
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         v = fill_value if dtype is None else ew.convert_element_type(fill_value, dtype)
-        return broadcast_to(v, shape)
-    return jax_jnp.full(shape, fill_value, dtype)
+        out = broadcast_to(v, shape)
+        return out if out_sharding is None else reshard(out, out_sharding)
+    return jax_jnp.full(shape, fill_value, dtype, device=device, out_sharding=out_sharding)
 
 
 def empty(shape, dtype=None):
@@ -484,8 +519,9 @@ def _einsum_sum_unneeded(x, labels, keep):
     return x, labels
 
 
-def _einsum_pair(a, la, b, lb, keep, precision, preferred_element_type):
-    """Contract two operands; the result's labels are batch + a's free + b's free."""
+def _einsum_pair(a, la, b, lb, keep, precision, preferred_element_type, label_sharding=None):
+    """Contract two operands; the result's labels are batch + a's free + b's free.
+    `label_sharding`: (a sharding, {label: spec entry}) the result is sharded by."""
     a, la = _einsum_sum_unneeded(a, la, set(lb) | keep)
     b, lb = _einsum_sum_unneeded(b, lb, set(la) | keep)
     batch = [c for c in la if c in lb and c in keep]
@@ -497,22 +533,28 @@ def _einsum_pair(a, la, b, lb, keep, precision, preferred_element_type):
                              "in the other")
     dn = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
           (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)))
-    out = _lg.dot_general(a, b, dn, precision=precision,
-                             preferred_element_type=preferred_element_type)
     labels = ("".join(batch) + "".join(c for c in la if c not in lb)
               + "".join(c for c in lb if c not in la))
+    out_sharding = None
+    if label_sharding is not None:
+        sharding, entries = label_sharding
+        out_sharding = _respec(sharding, [entries.get(c) for c in labels])
+    out = _lg.dot_general(a, b, dn, precision=precision,
+                          preferred_element_type=preferred_element_type,
+                          out_sharding=out_sharding)
     return out, labels
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, out_sharding=None):
     """Einstein summation over dot_general, reductions and transposes.
 
     The operands are contracted pairwise in the order `optimize` gives, as in JAX: a path
     (a list of operand-position tuples, as `einsum_path` returns) or an opt_einsum
     strategy ('auto', 'greedy', 'optimal', ...; True means 'optimal', False contracts
     left to right). Labels are summed out as soon as nothing later needs them; repeated
-    labels within one operand take its diagonal; '...' broadcasts as in NumPy."""
+    labels within one operand take its diagonal; '...' broadcasts as in NumPy.
+    `out_sharding` (over Explicit mesh axes) is the last contraction's result sharding."""
     check_no_out("einsum", out)
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the string form of subscripts is supported")
@@ -534,7 +576,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         step_out = "".join(dict.fromkeys(c for s in step_ins for c in s if c in needed))
         ops.append(_contract(step_ops, step_ins, step_out, precision, preferred_element_type))
         ins.append(step_out)
-    return _contract(ops, ins, out_labels, precision, preferred_element_type)
+    return _contract(ops, ins, out_labels, precision, preferred_element_type, out_sharding)
 
 
 def _einsum_steps(subscripts, shapes, optimize):
@@ -559,17 +601,26 @@ def einsum_path(subscripts, /, *operands, optimize="auto"):
     return _opt_einsum.contract_path(subscripts, *shapes, shapes=True, optimize=strategy)
 
 
-def _contract(ops, ins, out_labels, precision, preferred_element_type):
-    """Contract `ops` (labelled `ins`) left to right into the labels `out_labels`."""
+def _contract(ops, ins, out_labels, precision, preferred_element_type, out_sharding=None):
+    """Contract `ops` (labelled `ins`) left to right into the labels `out_labels`; the
+    last contraction's result is sharded as `out_sharding` says of `out_labels`."""
     ops, ins = list(ops), list(ins)
     for k in range(len(ops)):
         ops[k], ins[k] = _einsum_diagonal(ops[k], ins[k])
+    label_sharding = None
+    if out_sharding is not None:
+        entries = _spec_entries(out_sharding)
+        label_sharding = (out_sharding, dict(zip(out_labels, entries)))
     x, lx = ops[0], ins[0]
     for k in range(1, len(ops)):
         keep = set(out_labels).union(*[set(s) for s in ins[k + 1:]])
-        x, lx = _einsum_pair(x, lx, ops[k], ins[k], keep, precision, preferred_element_type)
+        x, lx = _einsum_pair(x, lx, ops[k], ins[k], keep, precision, preferred_element_type,
+                             label_sharding if k == len(ops) - 1 else None)
     x, lx = _einsum_sum_unneeded(x, lx, set(out_labels))
-    return sh.transpose(x, tuple(lx.index(c) for c in out_labels))
+    x = sh.transpose(x, tuple(lx.index(c) for c in out_labels))
+    if out_sharding is not None and len(ops) == 1:
+        x = reshard(x, out_sharding)
+    return x
 
 
 # ---------------------------------------------------------- triangles and diagonals

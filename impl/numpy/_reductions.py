@@ -252,7 +252,8 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False,
     """The indices that sort `a` along `axis`; with `stable`, equal elements keep their
     order (also when descending)."""
     x, axis = _sort_axis("argsort", a, axis, kind, order)
-    positions = red.broadcasted_iota(_index_dtype(dtype), get_aval(x).shape, axis)
+    positions = red.broadcasted_iota(_index_dtype(dtype), get_aval(x).shape, axis,
+                                     out_sharding=get_aval(x).explicit_sharding)
     if descending and stable:
         # An ascending sort of the reversed array, reversed back: descending, with ties
         # in their original order.

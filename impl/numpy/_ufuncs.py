@@ -262,10 +262,11 @@ def where(condition, x, y):
     public `impl.numpy.where` adds the one-argument form, see _searching.where)."""
     cond = _as_bool(condition)
     x, y = promote(_scalar(x), _scalar(y))
-    from impl.numpy._util import broadcast_shapes, broadcast_to
+    from impl.numpy._util import broadcast_shapes, broadcast_sharding, broadcast_to
     shape = broadcast_shapes(get_aval(cond).shape, get_aval(x).shape, get_aval(y).shape)
-    cond, x, y = (broadcast_to(a, shape) if get_aval(a).shape != shape else a
-                  for a in (cond, x, y))
+    sharding = broadcast_sharding((cond, x, y), shape)
+    cond, x, y = (broadcast_to(a, shape, out_sharding=sharding) if get_aval(a).shape != shape
+                  else a for a in (cond, x, y))
     return ew.select_n(cond, y, x)
 
 

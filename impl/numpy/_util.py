@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import jax
 import jax.numpy as jax_jnp
+from jax.sharding import NamedSharding, PartitionSpec
 
 from impl import core
 from impl.core import Tracer, get_aval
@@ -87,7 +88,7 @@ def _is_one(size):
     return isinstance(size, (int, np.integer)) and size == 1
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array, shape, *, out_sharding=None):
     x = array
     aval = get_aval(x)
     if aval.shape == tuple(shape):
@@ -104,7 +105,42 @@ def broadcast_to(array, shape):
     keep = [i for i, d in enumerate(aval.shape) if d == shape[nd + i]]
     if len(keep) != aval.ndim:
         x = sh.reshape(x, tuple(aval.shape[i] for i in keep))
-    return sh.broadcast_in_dim(x, shape, tuple(nd + i for i in keep))
+    return sh.broadcast_in_dim(x, shape, tuple(nd + i for i in keep), out_sharding=out_sharding)
+
+
+def broadcast_sharding(args, shape, op=None):
+    """The sharding operands broadcast together to `shape` share over Explicit mesh
+    axes (each result axis sharded as the operands that have it at full size are), so
+    that broadcast operands meet elementwise operations sharded alike; None when no
+    operand is explicitly sharded."""
+    avals = [get_aval(a) for a in args]
+    if all(a.explicit_sharding is None for a in avals):
+        return None
+    entries = [None] * len(shape)
+    for a in avals:
+        if a.explicit_sharding is None:
+            continue
+        lead = len(shape) - a.ndim
+        for i, (e, d) in enumerate(zip(a.explicit_sharding.spec, a.shape)):
+            if e is None or d != shape[lead + i]:
+                continue
+            if entries[lead + i] not in (None, e):
+                raise core.ShardingTypeError(
+                    "broadcast_shardings got incompatible shardings for broadcasting: "
+                    + ", ".join(str(tuple(b.sharding.spec)) for b in avals) + ".")
+            entries[lead + i] = e
+    names = [n for e in entries if e is not None for n in (e if isinstance(e, tuple) else (e,))]
+    if len(set(names)) != len(names):   # one mesh axis would split two result axes
+        ranked = ", ".join(
+            f"{core.dtype_short_name(a.dtype)}[" + core.spec_dims_str(
+                (1,) * (len(shape) - a.ndim) + a.shape,
+                (None,) * (len(shape) - a.ndim) + tuple(a.sharding.spec)) + "]"
+            for a in avals)
+        raise core.ShardingTypeError(
+            f"{op or 'broadcast'} operation with inputs: {ranked} produces an illegally "
+            f"sharded result: {core.dtype_short_name(avals[0].dtype)}["
+            f"{core.spec_dims_str(shape, entries)}]")
+    return NamedSharding(core.common_mesh(avals), PartitionSpec(*entries))
 
 
 def broadcast_arrays(*args):
@@ -125,8 +161,9 @@ def broadcast_operands(op, *args):
         except ValueError:
             raise TypeError(f"{op} got incompatible shapes for broadcasting: "
                             f"{', '.join(map(str, shapes))}.") from None
-    return [a if get_aval(a).shape == shape or not get_aval(a).shape else broadcast_to(a, shape)
-            for a in args]
+    sharding = broadcast_sharding(args, shape, op)
+    return [a if get_aval(a).shape == shape or not get_aval(a).shape
+            else broadcast_to(a, shape, out_sharding=sharding) for a in args]
 
 
 def canonicalize_axis(axis, ndim, what="axis"):

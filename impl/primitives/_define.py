@@ -55,8 +55,11 @@ def _shape_from_lowering(prim, lower_fn):
         hit = cache.get(key) if key is not None else None
         if hit is not None:
             return hit
-        out = jax.eval_shape(lambda *xs: lower_fn(*xs, **params),
-                             *[a.to_shape_dtype() for a in avals])
+        # Shapes and dtypes only: shardings are the sharding rule's business.
+        shape_params = {k: v for k, v in params.items() if k != "out_sharding"}
+        out = jax.eval_shape(lambda *xs: lower_fn(*xs, **shape_params),
+                             *[jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                               for a in avals])
         if prim.multiple_results:
             res = [ShapedArray(o.shape, o.dtype, getattr(o, "weak_type", False)) for o in out]
         else:
@@ -77,11 +80,12 @@ class _ShapeFromLowering:
 SHAPE_FROM_LOWERING = _ShapeFromLowering()
 
 
-def _checked_eager(abstract_eval, run):
-    """Eager evaluation type-checks first, so bad input gets impl's clear TypeError with
-    or without a transformation (never an error from deep inside jax.lax)."""
+def _checked_eager(prim, run):
+    """Eager evaluation type-checks first (shardings included), so bad input gets impl's
+    clear error with or without a transformation (never an error from deep inside
+    jax.lax)."""
     def impl(*args, **params):
-        abstract_eval(*[get_aval(a) for a in args], **params)
+        core.abstract_eval(prim, [get_aval(a) for a in args], params)
         return run(*args, **params)
     return impl
 
@@ -103,7 +107,8 @@ def _build(rule, prim):
 
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
            transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
-           collective=False, effectful=False, operands=None) -> core.Primitive:
+           collective=False, effectful=False, operands=None,
+           sharding_rule=None) -> core.Primitive:
     """Create the primitive `name` and register every one of its rules.
 
     abstract_eval: `(*avals, **params) -> aval` (a list when multiple_results),
@@ -129,6 +134,13 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
     operands: how many array operands it takes, when the abstract evaluation's signature
         does not say (one shared by primitives of different arities takes ``*avals``);
         otherwise its positional parameters (None for ``*avals``: any number).
+    sharding_rule: `(*avals, **params) -> spec` (per result, a tuple with one
+        PartitionSpec entry per axis, or a NamedSharding), how the results are sharded
+        over Explicit mesh axes given the operands' types; it raises ShardingTypeError
+        where they do not fit. `core.TYPED_BY_ABSTRACT_EVAL` when the abstract
+        evaluation already types the results; None: the primitive refuses operands
+        sharded over Explicit axes. Rules shared by many primitives are in
+        `impl.primitives.sharding_rules`.
     """
     if name in registry:
         raise ValueError(f"primitive {name!r} is already defined")
@@ -141,11 +153,13 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         core.abstract_eval_rules[prim] = abstract_eval
     if lowering is not None:
         _lowering.lowering_rules[prim] = lowering
+    if sharding_rule is not None:
+        core.sharding_rules[prim] = sharding_rule
     if impl is not None:
         core.impl_rules[prim] = impl
     elif lowering is not None:
         core.impl_rules[prim] = (lowering if abstract_eval is None
-                                 else _checked_eager(abstract_eval, lowering))
+                                 else _checked_eager(prim, lowering))
     for table, rule in ((ad.jvp_rules, jvp), (ad.transpose_rules, transpose),
                         (_batching.batching_rules, batching),
                         (pe.partial_eval_rules, partial_eval), (pe.dce_rules, dce)):

@@ -10,6 +10,7 @@ from jax import lax
 from impl.core import ShapedArray
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.elementwise import convert_element_type, neg, zeros_like
 
@@ -55,7 +56,8 @@ def _real_transpose(ct, x):
 
 
 real_p = define("real", abstract_eval=_to_real_aval("real"), lowering=lax.real,
-                jvp=ad.linear_jvp, transpose=_real_transpose, batching=batching.vectorized)
+                jvp=ad.linear_jvp, transpose=_real_transpose, batching=batching.vectorized,
+                sharding_rule=sharding_rules.same_as_operand)
 
 
 def real(x):
@@ -71,7 +73,8 @@ def _imag_transpose(ct, x):
 
 
 imag_p = define("imag", abstract_eval=_to_real_aval("imag"), lowering=lax.imag,
-                jvp=ad.linear_jvp, transpose=_imag_transpose, batching=batching.vectorized)
+                jvp=ad.linear_jvp, transpose=_imag_transpose, batching=batching.vectorized,
+                sharding_rule=sharding_rules.same_as_operand)
 
 
 def imag(x):
@@ -83,7 +86,8 @@ def imag(x):
 conj_p = define("conj", abstract_eval=_complex_only("conj"), lowering=lax.conj,
                 jvp=ad.linear_jvp,
                 transpose=lambda ct, x: [None if type(ct) is Zero else conj(ct)],
-                batching=batching.vectorized)
+                batching=batching.vectorized,
+                sharding_rule=sharding_rules.same_as_operand)
 
 
 def conj(x):
@@ -114,7 +118,8 @@ def _complex_batch(axis_data, vals, dims):
 
 
 complex_p = define("complex", abstract_eval=_complex_aval, lowering=lax.complex,
-                   jvp=ad.linear_jvp, transpose=_complex_transpose, batching=_complex_batch)
+                   jvp=ad.linear_jvp, transpose=_complex_transpose, batching=_complex_batch,
+                   sharding_rule=sharding_rules.elementwise("complex"))
 
 
 def complex(x, y):  # noqa: A001  (jax.lax's name)

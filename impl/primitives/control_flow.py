@@ -114,8 +114,24 @@ def _compiled_impl(abstract_eval, lower, program_param):
 
 
 def _batched_aval(aval, size):
-    """`aval` with a leading axis of `size` (a batch, or the steps of a scan)."""
-    return ShapedArray((size,) + aval.shape, aval.dtype, aval.weak_type)
+    """`aval` with a leading axis of `size` (a batch, or the steps of a scan), not
+    sharded."""
+    sharding = aval.explicit_sharding
+    if sharding is not None:
+        sharding = sharding.update(spec=sharding.spec.update(
+            partitions=(None,) + tuple(sharding.spec)))
+    return ShapedArray((size,) + aval.shape, aval.dtype, aval.weak_type, sharding)
+
+
+def example_aval(aval):
+    """The type of one step of a scanned-over value of type `aval` (its leading axis,
+    which must not be sharded, removed)."""
+    sharding = aval.explicit_sharding
+    if sharding is not None:
+        entries = tuple(sharding.spec)[1:]
+        sharding = (None if all(e is None for e in entries)
+                    else sharding.update(spec=sharding.spec.update(partitions=entries)))
+    return ShapedArray(aval.shape[1:], aval.dtype, aval.weak_type, sharding)
 
 
 def _batch_program(program, axis_data, batched, instantiate=False):
@@ -274,7 +290,8 @@ cond_p = define(
     "cond", multiple_results=True, collective=True,
     abstract_eval=_cond_aval, lowering=_cond_lower, impl=_cond_impl,
     jvp=_cond_jvp, transpose=_cond_transpose, batching=_cond_batch,
-    partial_eval=_cond_partial_eval, dce=_cond_dce)
+    partial_eval=_cond_partial_eval, dce=_cond_dce,
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------------------------- while
@@ -457,7 +474,8 @@ while_p = define(
     abstract_eval=_while_aval, lowering=_while_lower,
     impl=_compiled_impl(_while_aval, _while_lower, "body_jaxpr"),
     jvp=_while_jvp, transpose=_while_transpose, batching=_while_batch,
-    partial_eval=_while_partial_eval, dce=_while_dce)
+    partial_eval=_while_partial_eval, dce=_while_dce,
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # -------------------------------------------------------------------------- scan
@@ -470,7 +488,7 @@ def _scan_aval(*args, jaxpr, length, reverse, unroll, num_consts, num_carry):
         if not x.shape or x.shape[0] != length:
             raise TypeError(f"scan: every scanned-over operand needs a leading axis of "
                             f"length {length}, got {x.str_short()}")
-    x_avals = [ShapedArray(x.shape[1:], x.dtype, x.weak_type) for x in xs]
+    x_avals = [example_aval(x) for x in xs]
     _check_operands("scan", "operands", consts + init + x_avals, jaxpr.in_avals)
     carry_out, ys = _split(jaxpr.out_avals, num_carry)
     _check_operands("scan", "carry outputs", carry_out, init)
@@ -656,8 +674,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_
     res_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
     lin_const_avals = [x.aval for x in consts if is_undefined_primal(x)]
     res_c_avals = tuple(get_aval(x) for x in res_consts)
-    res_x_avals = tuple(ShapedArray(a.shape[1:], a.dtype, a.weak_type)
-                        for a in map(get_aval, res_xs))
+    res_x_avals = tuple(example_aval(a) for a in map(get_aval, res_xs))
     body_t = _memo(jaxpr, ("scan_transpose", tuple(const_lin), tuple(xs_lin), tuple(ys_nz),
                            res_c_avals, res_x_avals),
                    lambda: _scan_transposed_body(jaxpr, num_consts, num_carry, const_lin,
@@ -727,4 +744,5 @@ scan_p = define(
     abstract_eval=_scan_aval, lowering=_scan_lower,
     impl=_compiled_impl(_scan_aval, _scan_lower, "jaxpr"),
     jvp=_scan_jvp, transpose=_scan_transpose, batching=_scan_batch,
-    partial_eval=_scan_partial_eval, dce=_scan_dce)
+    partial_eval=_scan_partial_eval, dce=_scan_dce,
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)

@@ -12,11 +12,14 @@ import math
 import jax
 import numpy as np
 from jax import lax
+from jax.sharding import NamedSharding, PartitionSpec
 
 from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
+from impl.primitives import sharding_rules
+from impl.primitives.sharding import reshard_p
 from impl.primitives._define import cast_to, define
 from impl.primitives.shape import broadcast_in_dim, reduce_sum
 
@@ -86,7 +89,8 @@ def _not_bool(d):
 
 
 def unbroadcast(ct, aval):
-    """Sum a cotangent down to a rank-0 operand that was broadcast."""
+    """Sum a cotangent down to a rank-0 operand that was broadcast; a cotangent takes
+    its operand's dtype and (explicit) sharding."""
     if type(ct) is Zero:
         return ct
     ct_aval = get_aval(ct)
@@ -94,19 +98,25 @@ def unbroadcast(ct, aval):
         ct = reduce_sum(ct, tuple(range(ct_aval.ndim)))
     if get_aval(ct).dtype != aval.dtype and aval.dtype != core.float0:
         ct = convert_element_type(ct, aval.dtype)
+    ct_sharding = get_aval(ct).explicit_sharding
+    if ct_sharding != aval.explicit_sharding:
+        ct = reshard_p.bind(ct, out_sharding=aval.explicit_sharding or NamedSharding(
+            ct_sharding.mesh, PartitionSpec(*[None] * aval.ndim)))
     return ct
 
 
 def _unop(name, lax_fn, jvp, accepted=_float, transpose=None, out_dtype=None):
     return define(name, abstract_eval=_naryop_aval(name, accepted, out_dtype),
                   lowering=_lower_nary(lax_fn, name, weak_ok=out_dtype is None), jvp=jvp,
-                  transpose=transpose, batching=batching.vectorized, operands=1)
+                  transpose=transpose, batching=batching.vectorized,
+                  operands=1, sharding_rule=sharding_rules.same_as_operand)
 
 
 def _binop(name, lax_fn, jvp, accepted=None, out_dtype=None, transpose=None):
     return define(name, abstract_eval=_naryop_aval(name, accepted, out_dtype),
                   lowering=_lower_nary(lax_fn, name, weak_ok=out_dtype is None),
-                  jvp=jvp, transpose=transpose, batching=batching.broadcasting, operands=2)
+                  jvp=jvp, transpose=transpose, batching=batching.broadcasting,
+                  operands=2, sharding_rule=sharding_rules.elementwise(name))
 
 
 by_parts = ad.jvp_by_parts
@@ -283,7 +293,7 @@ def _integer_pow_jvp(t, x, *, y):
 integer_pow_p = define(
     "integer_pow", abstract_eval=lambda x, *, y: _naryop_aval("integer_pow", _not_bool)(x),
     lowering=lambda x, *, y: lax.integer_pow(x, y), jvp=by_parts(_integer_pow_jvp),
-    batching=batching.vectorized)
+    batching=batching.vectorized, sharding_rule=sharding_rules.same_as_operand)
 
 
 # ---------------------------------------------------------------- select_n
@@ -347,7 +357,7 @@ def _select_n_transpose(ct, pred, *cases):
 
 select_n_p = define("select_n", abstract_eval=_select_n_aval, lowering=_select_n_lower,
                     jvp=_select_n_jvp, transpose=_select_n_transpose,
-                    batching=_select_n_batch)
+                    batching=_select_n_batch, sharding_rule=sharding_rules.select_cases)
 
 
 # ------------------------------------------------------------------- clamp
@@ -398,7 +408,7 @@ def _bcast_like(t, like):
 
 
 clamp_p = define("clamp", abstract_eval=_clamp_aval, lowering=_clamp_lower, jvp=_clamp_jvp,
-                 batching=_clamp_batch)
+                 batching=_clamp_batch, sharding_rule=sharding_rules.elementwise("clamp"))
 
 
 # -------------------------------------------------------- convert_element_type
@@ -437,13 +447,15 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
 
 convert_element_type_p = define(
     "convert_element_type", abstract_eval=_convert_aval, lowering=_convert_lower,
-    jvp=_convert_jvp, transpose=_convert_transpose, batching=batching.vectorized)
+    jvp=_convert_jvp, transpose=_convert_transpose, batching=batching.vectorized,
+    sharding_rule=sharding_rules.same_as_operand)
 
 
 def _zeros(aval):
     """Zeros of type `aval`, weakly typed when it is (a zero tangent or cotangent of a
     value computed from Python scalars stays weak, as in JAX)."""
-    zeros = broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+    zeros = broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, (),
+                             out_sharding=aval.explicit_sharding)
     return convert_element_type(zeros, aval.dtype, weak_type=True) if aval.weak_type \
         else zeros
 
@@ -455,7 +467,8 @@ core.ops.zeros = _zeros
 
 stop_gradient_p = define("stop_gradient", abstract_eval=lambda x: x,
                          lowering=lax.stop_gradient, jvp=ad.zero_jvp,
-                         batching=batching.vectorized)
+                         batching=batching.vectorized,
+                         sharding_rule=sharding_rules.same_as_operand)
 
 
 # ------------------------------------------------------------------ helpers
@@ -465,14 +478,14 @@ def zeros_like(x):
 
 
 def full_like(x, value):
-    """An array of ``value`` with ``x``'s shape, dtype and weak type (a rule's constant must
-    not make a weakly typed result strong: grad of ``maximum(x, 0.)`` at a Python float is
-    weak in JAX)."""
+    """An array of ``value`` with ``x``'s shape, dtype, weak type and sharding (a rule's
+    constant must not make a weakly typed result strong: grad of ``maximum(x, 0.)`` at a
+    Python float is weak in JAX)."""
     aval = get_aval(x)
     fill = np.array(value, aval.dtype)
     if aval.weak_type and _jax_convert is not None:
         fill = _jax_convert(fill, weak_type=True)
-    return broadcast_in_dim(fill, aval.shape, ())
+    return broadcast_in_dim(fill, aval.shape, (), out_sharding=aval.explicit_sharding)
 
 
 # ------------------------------------------------- bit-level and special functions

@@ -21,6 +21,7 @@ from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
+from impl.primitives import sharding_rules
 from impl.primitives._define import cast_to, define
 
 GatherDimensionNumbers = lax.GatherDimensionNumbers
@@ -128,7 +129,8 @@ def _concatenate_batch(axis_data, vals, dims, *, dimension):
 
 concatenate_p = define(
     "concatenate", abstract_eval=_concatenate_aval, lowering=_concatenate_lower,
-    jvp=ad.linear_jvp, transpose=_concatenate_transpose, batching=_concatenate_batch)
+    jvp=ad.linear_jvp, transpose=_concatenate_transpose, batching=_concatenate_batch,
+    sharding_rule=sharding_rules.concatenate)
 
 
 # ------------------------------------------------------------------------ pad
@@ -203,7 +205,8 @@ def _pad_batch(axis_data, vals, dims, *, padding_config):
 
 
 pad_p = define("pad", abstract_eval=_pad_aval, lowering=_pad_lower, jvp=ad.linear_jvp,
-               transpose=_pad_transpose, batching=_pad_batch)
+               transpose=_pad_transpose, batching=_pad_batch,
+               sharding_rule=sharding_rules.pad_rule)
 
 
 # ---------------------------------------------------------------------- slice
@@ -269,7 +272,8 @@ slice_p = define(
     "slice", abstract_eval=_slice_aval,
     lowering=lambda x, *, start_indices, limit_indices, strides:
         lax.slice(x, start_indices, limit_indices, strides),
-    jvp=ad.linear_jvp, transpose=_slice_transpose, batching=_slice_batch)
+    jvp=ad.linear_jvp, transpose=_slice_transpose, batching=_slice_batch,
+    sharding_rule=sharding_rules.slice_rule)
 
 
 # ------------------------------------------------------------------------ rev
@@ -300,7 +304,8 @@ rev_p = define(
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, dimensions:
         [None if type(ct) is Zero else rev_p.bind(ct, dimensions=dimensions)],
-    batching=_rev_batch)
+    batching=_rev_batch,
+    sharding_rule=sharding_rules.same_as_operand)
 
 
 # -------------------------------------------------------------- dynamic_slice
@@ -383,7 +388,8 @@ def _dynamic_slice_batch(axis_data, vals, dims, *, slice_sizes):
 dynamic_slice_p = define(
     "dynamic_slice", abstract_eval=_dynamic_slice_aval, lowering=_dynamic_slice_lower,
     jvp=ad.linear_in_jvp((0,)), transpose=_dynamic_slice_transpose,
-    batching=_dynamic_slice_batch)
+    batching=_dynamic_slice_batch,
+    sharding_rule=sharding_rules.dynamic_slice)
 
 
 # -------------------------------------------------------- dynamic_update_slice
@@ -445,7 +451,8 @@ def _dynamic_update_slice_batch(axis_data, vals, dims):
 dynamic_update_slice_p = define(
     "dynamic_update_slice", abstract_eval=_dynamic_update_slice_aval,
     lowering=_dynamic_update_slice_lower, jvp=ad.linear_in_jvp((0, 1)),
-    transpose=_dynamic_update_slice_transpose, batching=_dynamic_update_slice_batch)
+    transpose=_dynamic_update_slice_transpose, batching=_dynamic_update_slice_batch,
+    sharding_rule=sharding_rules.dynamic_update_slice)
 
 
 # --------------------------------------------------------------------- gather
@@ -677,7 +684,8 @@ def _gather_batch(axis_data, vals, dims, *, dimension_numbers, slice_sizes,
 
 
 gather_p = define("gather", abstract_eval=_gather_aval, lowering=_gather_lower,
-                  jvp=_gather_jvp, transpose=_gather_transpose, batching=_gather_batch)
+                  jvp=_gather_jvp, transpose=_gather_transpose, batching=_gather_batch,
+                  sharding_rule=sharding_rules.gather)
 
 
 # ------------------------------------------------------- scatter_add / scatter

@@ -4,21 +4,38 @@ from __future__ import annotations
 import numpy as np
 from jax import lax
 
+from jax.sharding import NamedSharding, PartitionSpec
+
+from impl import core
 from impl.core import get_aval
 from impl.interpreters import ad, batching
+from impl.primitives import sharding_rules
 from impl.primitives._define import SHAPE_FROM_LOWERING, define
-from impl.primitives.shape import transpose
+from impl.primitives.shape import batch_explicit_sharding, transpose
+
 
 def _lower_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
-                       preferred_element_type=None):
+                       preferred_element_type=None, out_sharding=None):
     return lax.dot_general(lhs, rhs, dimension_numbers, precision=precision,
-                           preferred_element_type=preferred_element_type)
+                           preferred_element_type=preferred_element_type,
+                           out_sharding=out_sharding)
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
+    """`out_sharding`: the result's sharding over Explicit mesh axes (a PartitionSpec
+    read against the mesh in context, or a NamedSharding); needed when both operands
+    are sharded along a contracted axis. The parameter is left out of the equation when
+    not given."""
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(a) for a in lc), tuple(int(a) for a in rc)),
           (tuple(int(a) for a in lb), tuple(int(a) for a in rb)))
+    if out_sharding is not None:
+        ndim = (get_aval(lhs).ndim + get_aval(rhs).ndim - 2 * len(dn[0][0]) - len(dn[1][0]))
+        out_sharding = sharding_rules.canonical_out_sharding(out_sharding, ndim)
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+                                  preferred_element_type=preferred_element_type,
+                                  out_sharding=out_sharding)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
                               preferred_element_type=preferred_element_type)
 
@@ -28,7 +45,7 @@ def _free_axes(ndim, contract, batch):
 
 
 def _transpose_lhs(ct, x, y, *, dimension_numbers, precision=None,
-                   preferred_element_type=None, ct_rhs_first=False):
+                   preferred_element_type=None, out_sharding=None, ct_rhs_first=False):
     # The output of dot_general is laid out [batch, lhs free, rhs free]. Contract the
     # cotangent's rhs-free axes against y's free axes (batching over the batch axes),
     # which gives [batch, lhs free, lhs contracted (in y's order)]; then permute back.
@@ -46,7 +63,8 @@ def _transpose_lhs(ct, x, y, *, dimension_numbers, precision=None,
     x_contract_in_y_order = [x_contract[i] for i in np.argsort(y_contract)]
     layout = list(x_batch) + x_free + x_contract_in_y_order
     out = dot_general(ct, y, dims, precision=precision,
-                      preferred_element_type=preferred_element_type)
+                      preferred_element_type=preferred_element_type,
+                      out_sharding=_cotangent_sharding(x.aval, layout, ct, y))
     out = transpose(out, tuple(int(i) for i in np.argsort(layout)))
     dtype = x.aval.dtype
     if get_aval(out).dtype != dtype:
@@ -55,8 +73,20 @@ def _transpose_lhs(ct, x, y, *, dimension_numbers, precision=None,
     return out
 
 
+def _cotangent_sharding(x_aval, layout, *others):
+    """With explicit shardings, a cotangent takes its primal's sharding (the contraction
+    that computes it may contract sharded axes): the primal's spec in the contraction's
+    output layout. None when no operand is explicitly sharded."""
+    if x_aval.explicit_sharding is None and all(
+            get_aval(o).explicit_sharding is None for o in others):
+        return None
+    mesh = core.common_mesh([x_aval] + [get_aval(o) for o in others])
+    x_spec = sharding_rules.spec(x_aval)
+    return NamedSharding(mesh, PartitionSpec(*[x_spec[i] for i in layout]))
+
+
 def _transpose_rhs(ct, x, y, *, dimension_numbers, precision=None,
-                   preferred_element_type=None):
+                   preferred_element_type=None, out_sharding=None):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     swapped = ((y_contract, x_contract), (y_batch, x_batch))
     return _transpose_lhs(ct, y, x, dimension_numbers=swapped, precision=precision,
@@ -64,7 +94,7 @@ def _transpose_rhs(ct, x, y, *, dimension_numbers, precision=None,
 
 
 def _dot_general_batch(axis_data, vals, dims, *, dimension_numbers, precision=None,
-                       preferred_element_type=None):
+                       preferred_element_type=None, out_sharding=None):
     lhs, rhs = vals
     ld, rd = dims
     (lc, rc), (lb, rb) = dimension_numbers
@@ -83,12 +113,17 @@ def _dot_general_batch(axis_data, vals, dims, *, dimension_numbers, precision=No
         dn = ((lc, shift(rc)), (lb, shift(rb)))
         lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
         out_dim = len(lb) + lhs_free
+    sharding = {}
+    if out_sharding is not None:
+        batched = lhs if ld is not None else rhs
+        sharding["out_sharding"] = batch_explicit_sharding(out_sharding, axis_data, batched, 0,
+                                                           out_dim)
     out = dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
-                             preferred_element_type=preferred_element_type)
+                             preferred_element_type=preferred_element_type, **sharding)
     return out, out_dim
 
 
 dot_general_p = define(
     "dot_general", abstract_eval=SHAPE_FROM_LOWERING, lowering=_lower_dot_general,
     jvp=ad.bilinear_jvp, transpose=ad.bilinear_transpose(_transpose_lhs, _transpose_rhs),
-    batching=_dot_general_batch)
+    batching=_dot_general_batch, sharding_rule=sharding_rules.dot_general)

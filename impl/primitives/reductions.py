@@ -26,6 +26,7 @@ from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import elementwise as ew
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.shape import broadcast_in_dim, reduce_sum, reshape, transpose
 
@@ -161,14 +162,17 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 
 reduce_max_p = define("reduce_max", abstract_eval=_reduce_aval("reduce_max", _any_dtype),
                       lowering=lambda x, *, axes: lax.reduce_max(x, axes),
-                      jvp=_chooser_jvp, batching=batching.reducer)
+                      jvp=_chooser_jvp, batching=batching.reducer,
+                      sharding_rule=sharding_rules.drop_axes("axes"))
 reduce_min_p = define("reduce_min", abstract_eval=_reduce_aval("reduce_min", _any_dtype),
                       lowering=lambda x, *, axes: lax.reduce_min(x, axes),
-                      jvp=_chooser_jvp, batching=batching.reducer)
+                      jvp=_chooser_jvp, batching=batching.reducer,
+                      sharding_rule=sharding_rules.drop_axes("axes"))
 reduce_prod_p = define("reduce_prod",
                        abstract_eval=_reduce_aval("reduce_prod", _check_numeric),
                        lowering=lambda x, *, axes: lax.reduce_prod(x, axes),
-                       jvp=_reduce_prod_jvp, batching=batching.reducer)
+                       jvp=_reduce_prod_jvp, batching=batching.reducer,
+                       sharding_rule=sharding_rules.drop_axes("axes"))
 
 
 # ------------------------------------------------------------- argmax / argmin
@@ -188,10 +192,12 @@ def _argminmax_aval(name):
 
 argmax_p = define("argmax", abstract_eval=_argminmax_aval("argmax"),
                   lowering=lambda x, *, axes, index_dtype: lax.argmax(x, axes[0], index_dtype),
-                  jvp=ad.zero_jvp, batching=batching.reducer)
+                  jvp=ad.zero_jvp, batching=batching.reducer,
+                  sharding_rule=sharding_rules.drop_axes("axes"))
 argmin_p = define("argmin", abstract_eval=_argminmax_aval("argmin"),
                   lowering=lambda x, *, axes, index_dtype: lax.argmin(x, axes[0], index_dtype),
-                  jvp=ad.zero_jvp, batching=batching.reducer)
+                  jvp=ad.zero_jvp, batching=batching.reducer,
+                  sharding_rule=sharding_rules.drop_axes("axes"))
 
 
 def argmax(operand, axis, index_dtype):
@@ -331,7 +337,8 @@ _cumulative_batch = core.RuleMaker(_make_cumulative_batch)
 def _cumulative(name, lax_fn, jvp, transpose=None, accepted=None):
     return define(name, abstract_eval=_cumulative_aval(name, accepted or _check_numeric),
                   lowering=lambda x, *, axis, reverse: lax_fn(x, axis=axis, reverse=reverse),
-                  jvp=jvp, transpose=transpose, batching=_cumulative_batch)
+                  jvp=jvp, transpose=transpose, batching=_cumulative_batch,
+                  sharding_rule=sharding_rules.along_unsharded_axis)
 
 
 def _cumsum_transpose(ct, x, *, axis, reverse):
@@ -543,7 +550,7 @@ scatter_add_along_axis_p = define(
 
 # ---------------------------------------------------------------------- iota
 
-def _iota_aval(*, dtype, shape, dimension):
+def _iota_aval(*, dtype, shape, dimension, out_sharding=None):
     if not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)):
         raise TypeError(f"iota: dtype must be an integer or floating dtype, got {dtype}")
     if any(s < 0 for s in shape):
@@ -553,16 +560,20 @@ def _iota_aval(*, dtype, shape, dimension):
 
 
 iota_p = define("iota", abstract_eval=_iota_aval,
-                lowering=lambda *, dtype, shape, dimension:
-                    lax.broadcasted_iota(dtype, shape, dimension),
-                jvp=ad.zero_jvp, batching=None)  # no operands: vmap never batches it
+                lowering=lambda *, dtype, shape, dimension, out_sharding=None:
+                    lax.broadcasted_iota(dtype, shape, dimension, out_sharding=out_sharding),
+                jvp=ad.zero_jvp, batching=None,  # no operands: vmap never batches it
+                sharding_rule=lambda *, out_sharding, **params: out_sharding)
 
 
-def broadcasted_iota(dtype, shape, dimension):
-    """0, 1, 2, ... along `dimension` of an array of `shape`, constant along the others."""
+def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
+    """0, 1, 2, ... along `dimension` of an array of `shape`, constant along the others
+    (sharded over Explicit mesh axes as `out_sharding` says)."""
     shape = tuple(int(s) for s in shape)
+    out_sharding = sharding_rules.canonical_out_sharding(out_sharding, len(shape))
     return iota_p.bind(dtype=core.canonical_dtype(dtype), shape=shape,
-                       dimension=_normalize_axis(dimension, len(shape)))
+                       dimension=_normalize_axis(dimension, len(shape)),
+                       **({} if out_sharding is None else {"out_sharding": out_sharding}))
 
 
 def iota(dtype, size):
@@ -614,7 +625,8 @@ def _sort_batch(axis_data, vals, dims, *, dimension, is_stable, num_keys):
 
 
 sort_p = define("sort", multiple_results=True, abstract_eval=_sort_aval,
-                lowering=_sort_lower, jvp=_sort_jvp, batching=_sort_batch)
+                lowering=_sort_lower, jvp=_sort_jvp, batching=_sort_batch,
+                sharding_rule=sharding_rules.sort)
 
 
 def sort(operand, dimension=-1, is_stable=True, num_keys=1):
@@ -668,7 +680,8 @@ def _top_k_batch(axis_data, vals, dims, *, k, axis):
 
 top_k_p = define("top_k", multiple_results=True, abstract_eval=_top_k_aval,
                  lowering=lambda x, *, k, axis: list(lax.top_k(x, k, axis=axis)),
-                 jvp=_top_k_jvp, batching=_top_k_batch)
+                 jvp=_top_k_jvp, batching=_top_k_batch,
+                 sharding_rule=sharding_rules.top_k)
 
 
 def top_k(operand, k, *, axis=-1):

@@ -129,7 +129,8 @@ checkpoint_p = define(
     "checkpoint", multiple_results=True, abstract_eval=_checkpoint_aval,
     lowering=_checkpoint_lower, impl=_checkpoint_impl, jvp=_checkpoint_jvp,
     transpose=_checkpoint_transpose, batching=_checkpoint_batch,
-    partial_eval=_checkpoint_partial_eval, dce=_checkpoint_dce)
+    partial_eval=_checkpoint_partial_eval, dce=_checkpoint_dce,
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # --------------------------------------------------------------------------- name
@@ -142,4 +143,5 @@ def _name_jvp(primals, tangents, *, name):
 
 name_p = define(
     "name", abstract_eval=lambda x, *, name: x, lowering=lambda x, *, name: x,
-    jvp=_name_jvp, transpose=lambda ct, x, *, name: [ct], batching=batching.vectorized)
+    jvp=_name_jvp, transpose=lambda ct, x, *, name: [ct], batching=batching.vectorized,
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)

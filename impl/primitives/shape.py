@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 from jax import lax
+from jax.sharding import NamedSharding, PartitionSpec
 
 from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 
 
 # ----------------------------------------------------------- broadcast_in_dim
 
-def _broadcast_in_dim_aval(x, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_aval(x, *, shape, broadcast_dimensions, out_sharding=None):
     if len(broadcast_dimensions) != x.ndim:
         raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must "
                         f"have one entry per operand axis (operand shape {x.shape})")
@@ -25,17 +27,34 @@ def _broadcast_in_dim_aval(x, *, shape, broadcast_dimensions):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions):
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
+    """`out_sharding`: the result's explicit sharding (a PartitionSpec or NamedSharding),
+    when the operand's does not say it; the parameter is left out of the equation
+    otherwise."""
     shape = tuple(int(d) for d in shape)
+    out_sharding = sharding_rules.canonical_out_sharding(out_sharding, len(shape))
     broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
     aval = get_aval(operand)
-    if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
+    if (aval.shape == shape and broadcast_dimensions == tuple(range(len(shape)))
+            and out_sharding is None):
         return operand
     return broadcast_in_dim_p.bind(operand, shape=shape,
-                                   broadcast_dimensions=broadcast_dimensions)
+                                   broadcast_dimensions=broadcast_dimensions,
+                                   **_sharding_param(out_sharding))
 
 
-def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+def _sharding_param(out_sharding):
+    return {} if out_sharding is None else {"out_sharding": out_sharding}
+
+
+def _broadcast_in_dim_sharding(x, *, shape, broadcast_dimensions, out_sharding=None):
+    if out_sharding is not None:
+        return out_sharding
+    return sharding_rules.broadcast_in_dim(x, shape=shape,
+                                           broadcast_dimensions=broadcast_dimensions)
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions, out_sharding=None):
     if type(ct) is Zero:
         return [None]
     in_shape = x.aval.shape
@@ -43,52 +62,101 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
     stretched = tuple(d for i, d in enumerate(broadcast_dimensions)
                       if in_shape[i] == 1 and shape[d] != 1)
     summed = reduce_sum(ct, tuple(sorted(new_axes + stretched)))
-    return [reshape(summed, in_shape)]
+    return [reshape(summed, in_shape, out_sharding=x.aval.explicit_sharding)]
 
 
-def _broadcast_in_dim_batch(axis_data, vals, dims, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_batch(axis_data, vals, dims, *, shape, broadcast_dimensions,
+                            out_sharding=None):
     (x,), (d,) = vals, dims
     x = batching.moveaxis(x, d, 0)
     new_shape = (axis_data.size,) + tuple(shape)
     new_dims = (0,) + tuple(b + 1 for b in broadcast_dimensions)
-    return broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_dims), 0
+    return broadcast_in_dim_p.bind(
+        x, shape=new_shape, broadcast_dimensions=new_dims,
+        **_sharding_param(batch_explicit_sharding(out_sharding, axis_data, x, 0))), 0
+
+
+def batch_explicit_sharding(sharding, axis_data, batched, batch_dim, dim=0):
+    """A result's explicit sharding (an `out_sharding` parameter) under vmap: the batch
+    axis at `dim`, sharded over `spmd_axis_name` if given, else as the batched operand
+    is along its batch axis `batch_dim`."""
+    if sharding is None:
+        return None
+    if axis_data.spmd_name is not None:
+        entry = sharding_rules.entry_of(axis_data.spmd_name)
+    else:
+        entry = sharding_rules.spec(get_aval(batched))[batch_dim]
+    entries = list(sharding.spec)
+    entries.insert(dim, entry)
+    return sharding.update(spec=sharding.spec.update(partitions=entries))
 
 
 broadcast_in_dim_p = define(
     "broadcast_in_dim", abstract_eval=_broadcast_in_dim_aval,
-    lowering=lambda x, *, shape, broadcast_dimensions:
-        lax.broadcast_in_dim(x, shape, broadcast_dimensions),
+    lowering=lambda x, *, shape, broadcast_dimensions, out_sharding=None:
+        lax.broadcast_in_dim(x, shape, broadcast_dimensions, out_sharding=out_sharding),
     jvp=ad.linear_jvp, transpose=_broadcast_in_dim_transpose,
-    batching=_broadcast_in_dim_batch)
+    batching=_broadcast_in_dim_batch, sharding_rule=_broadcast_in_dim_sharding)
 
 
 # -------------------------------------------------------------------- reshape
 
-def _reshape_aval(x, *, new_sizes):
+def _reshape_aval(x, *, new_sizes, out_sharding=None):
     if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
         raise TypeError(f"reshape: cannot reshape array of shape {x.shape} (size {x.size}) "
                         f"into shape {new_sizes}")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
-def reshape(operand, new_sizes):
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
+    """`out_sharding`: the result's explicit sharding (a PartitionSpec or NamedSharding),
+    for reshapes whose sharding does not follow from the operand's."""
+    if dimensions is not None:
+        raise NotImplementedError("impl.lax.reshape: dimensions= is not supported "
+                                  f"(got {dimensions!r}); transpose first")
     new_sizes = tuple(int(d) for d in new_sizes)
-    if get_aval(operand).shape == new_sizes:
+    out_sharding = sharding_rules.canonical_out_sharding(out_sharding, len(new_sizes))
+    aval = get_aval(operand)
+    if aval.shape == new_sizes and (out_sharding is None
+                                    or out_sharding == aval.explicit_sharding):
         return operand
-    return reshape_p.bind(operand, new_sizes=new_sizes)
+    return reshape_p.bind(operand, new_sizes=new_sizes, **_sharding_param(out_sharding))
 
 
-def _reshape_batch(axis_data, vals, dims, *, new_sizes):
+def _reshape_batch(axis_data, vals, dims, *, new_sizes, out_sharding=None):
     (x,), (d,) = vals, dims
     x = batching.moveaxis(x, d, 0)
-    return reshape_p.bind(x, new_sizes=(axis_data.size,) + tuple(new_sizes)), 0
+    return reshape_p.bind(x, new_sizes=(axis_data.size,) + tuple(new_sizes),
+                          **_sharding_param(batch_explicit_sharding(out_sharding,
+                                                                    axis_data, x, 0))), 0
+
+
+def _reshape_sharding(x, *, new_sizes, out_sharding=None):
+    if out_sharding is not None:
+        return out_sharding
+    return sharding_rules.reshape(x, new_sizes=new_sizes)
+
+
+def _operand_layout(ct, x, **params):
+    """Transpose of a layout change: the cotangent takes the operand's shape and type."""
+    return [reshape(ct, x.aval.shape, out_sharding=x.aval.explicit_sharding)]
+
+
+def _reshape_lower(x, *, new_sizes, out_sharding=None):
+    aval = get_aval(x)
+    if out_sharding is None and aval.explicit_sharding is not None:
+        # impl's rule follows more reshapes than JAX's (several axes split or merged at
+        # once): tell JAX the result's sharding rather than let it refuse.
+        out_sharding = NamedSharding(aval.explicit_sharding.mesh, PartitionSpec(
+            *sharding_rules.reshape(aval, new_sizes=new_sizes)))
+    return lax.reshape(x, new_sizes, out_sharding=out_sharding)
 
 
 reshape_p = define(
     "reshape", abstract_eval=_reshape_aval,
-    lowering=lambda x, *, new_sizes: lax.reshape(x, new_sizes),
-    jvp=ad.linear_jvp, transpose=lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)],
-    batching=_reshape_batch)
+    lowering=_reshape_lower,
+    jvp=ad.linear_jvp, transpose=_operand_layout, batching=_reshape_batch,
+    sharding_rule=_reshape_sharding)
 
 
 # ------------------------------------------------------------------ transpose
@@ -118,7 +186,7 @@ transpose_p = define(
     lowering=lambda x, *, permutation: lax.transpose(x, permutation),
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, permutation: [transpose(ct, tuple(np.argsort(permutation)))],
-    batching=_transpose_batch)
+    batching=_transpose_batch, sharding_rule=sharding_rules.transpose)
 
 
 # ------------------------------------------------------ squeeze / expand_dims
@@ -155,8 +223,8 @@ _dimensions_batch = core.RuleMaker(_make_dimensions_batch)
 squeeze_p = define(
     "squeeze", abstract_eval=_squeeze_aval,
     lowering=lambda x, *, dimensions: lax.squeeze(x, dimensions),
-    jvp=ad.linear_jvp, transpose=lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)],
-    batching=_dimensions_batch)
+    jvp=ad.linear_jvp, transpose=_operand_layout, batching=_dimensions_batch,
+    sharding_rule=sharding_rules.squeeze)
 
 
 def _expand_dims_aval(x, *, dimensions):
@@ -177,8 +245,8 @@ def expand_dims(array, dimensions):
 expand_dims_p = define(
     "expand_dims", abstract_eval=_expand_dims_aval,
     lowering=lambda x, *, dimensions: lax.expand_dims(x, dimensions),
-    jvp=ad.linear_jvp, transpose=lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)],
-    batching=_dimensions_batch)
+    jvp=ad.linear_jvp, transpose=_operand_layout, batching=_dimensions_batch,
+    sharding_rule=sharding_rules.expand_dims)
 
 
 # ------------------------------------------------------------------ reduce_sum
@@ -203,13 +271,14 @@ def _reduce_sum_transpose(ct, x, *, axes):
         return [None]
     shape = x.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [broadcast_in_dim(ct, shape, kept)]
+    return [broadcast_in_dim(ct, shape, kept, out_sharding=x.aval.explicit_sharding)]
 
 
 reduce_sum_p = define(
     "reduce_sum", abstract_eval=_reduce_aval,
     lowering=lambda x, *, axes: lax.reduce_sum(x, axes),
-    jvp=ad.linear_jvp, transpose=_reduce_sum_transpose, batching=batching.reducer)
+    jvp=ad.linear_jvp, transpose=_reduce_sum_transpose, batching=batching.reducer,
+    sharding_rule=sharding_rules.drop_axes("axes"))
 
 
 # --------------------------------------------------- ops for the interpreters

@@ -12,8 +12,10 @@ from __future__ import annotations
 import jax
 from jax.sharding import NamedSharding, PartitionSpec, Sharding
 
+from impl.core import get_aval
 from impl.interpreters import ad
 from impl.interpreters.ad import Zero
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 
 P = PartitionSpec
@@ -127,7 +129,56 @@ def _constraint_batch(axis_data, vals, dims, *, sharding):
 sharding_constraint_p = define(
     "sharding_constraint", abstract_eval=_constraint_aval,
     lowering=lambda x, *, sharding: jax.lax.with_sharding_constraint(x, sharding),
-    jvp=ad.linear_jvp, transpose=_constraint_transpose, batching=_constraint_batch)
+    jvp=ad.linear_jvp, transpose=_constraint_transpose, batching=_constraint_batch,
+    sharding_rule=sharding_rules.same_as_operand)
+
+
+# ----------------------------------------------------------------------- reshard
+
+def _reshard_rule(x, *, out_sharding):
+    return out_sharding
+
+
+def _reshard_transpose(ct, x, *, out_sharding):
+    """The cotangent goes back to the operand's sharding."""
+    if type(ct) is Zero:
+        return [None]
+    back = x.aval.explicit_sharding
+    if back is None:
+        back = NamedSharding(out_sharding.mesh, P(*[None] * x.aval.ndim))
+    return [reshard_p.bind(ct, out_sharding=back)]
+
+
+def _reshard_batch(axis_data, vals, dims, *, out_sharding):
+    (x,), (d,) = vals, dims
+    entries = list(out_sharding.spec)
+    entries.insert(d, sharding_rules.spec(get_aval(x))[d] if axis_data.spmd_name is None
+                   else spec_entry(axis_data.spmd_name))
+    return reshard_p.bind(x, out_sharding=out_sharding.update(spec=P(*entries))), d
+
+
+def _reshard_lower(x, *, out_sharding):
+    return jax.sharding.reshard(x, out_sharding)
+
+
+reshard_p = define(
+    "reshard", abstract_eval=lambda x, *, out_sharding: x.update(),
+    lowering=_reshard_lower, jvp=ad.linear_jvp, transpose=_reshard_transpose,
+    batching=_reshard_batch, sharding_rule=_reshard_rule)
+
+
+def reshard(xs, out_shardings):
+    """`xs` (a pytree) with their types' shardings changed to `out_shardings` (a
+    PartitionSpec read against the mesh in context, or a NamedSharding, or a pytree
+    prefix of `xs` with those as leaves): XLA moves the data between devices."""
+    leaves, tree = jax.tree_util.tree_flatten(xs)
+    flat = broadcast_prefix(out_shardings, tree, "reshard out_shardings")
+    outs = []
+    for x, s in zip(leaves, flat):
+        s = sharding_rules.canonical_out_sharding(
+            check_sharding_leaf(s, "reshard"), get_aval(x).ndim, "reshard out_shardings")
+        outs.append(reshard_p.bind(x, out_sharding=s))
+    return jax.tree_util.tree_unflatten(tree, outs)
 
 
 def with_sharding_constraint(x, shardings):

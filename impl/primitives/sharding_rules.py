@@ -1,0 +1,368 @@
+"""Sharding rules shared by many primitives: how results are sharded over Explicit mesh
+axes, given the operands' types (`define(..., sharding_rule=...)`).
+
+A rule gets the operands' avals and the primitive's parameters and returns, per result,
+a spec: a tuple with one PartitionSpec entry per axis (None: not sharded). Core wraps it
+into the result type (over the operands' mesh) and checks it divides the shape. Where
+the operands' shardings do not fit the operation a rule raises ShardingTypeError, with
+JAX's message. Only primitives given a rule accept explicitly sharded operands.
+
+In a type, an operand without explicit sharding (None) is replicated; where JAX tells
+an empty mesh from a replicated value on the mesh in context, impl does not.
+"""
+from __future__ import annotations
+
+from jax.sharding import NamedSharding, PartitionSpec, get_abstract_mesh
+
+from impl.core import ShardingTypeError, explicit_sharding_of, shape_str
+
+
+def spec(aval):
+    """The spec of an aval, one entry per axis (all None when not explicitly sharded)."""
+    s = aval.explicit_sharding
+    return (None,) * aval.ndim if s is None else tuple(s.spec)
+
+
+def mesh_axis_sizes(avals):
+    for a in avals:
+        if a.explicit_sharding is not None:
+            return dict(a.explicit_sharding.mesh.shape)
+    return {}
+
+
+def entry_names(entry):
+    return () if entry is None else entry if isinstance(entry, tuple) else (entry,)
+
+
+def entry_of(names):
+    names = tuple(names)
+    return None if not names else names[0] if len(names) == 1 else names
+
+
+def _fmt(specs):
+    return ", ".join(str(tuple(s)) for s in specs)
+
+
+def type_str(aval):
+    """A type as JAX's sharding errors write it: float32[8@X,4]."""
+    return f"{aval.dtype.name}[{shape_str(aval.shape, aval.explicit_sharding)}]"
+
+
+def _shardings_str(avals):
+    return ", ".join(str(a.sharding) for a in avals)
+
+
+# ------------------------------------------------------------------ elementwise
+
+def elementwise(name):
+    """n-ary elementwise ops: the operands' shardings must agree axis by axis (an
+    unsharded axis, or one of size 1, takes the other operands' sharding); scalars
+    do not take part."""
+    def rule(*avals, **params):
+        shaped = [a for a in avals if a.ndim]
+        if not shaped:
+            return ()
+        specs = [spec(a) for a in shaped]
+        out = []
+        for i, entries in enumerate(zip(*specs)):
+            if all(e == entries[0] for e in entries[1:]):
+                out.append(entries[0])
+                continue
+            named = {e for e, a in zip(entries, shaped)
+                     if not (e is None and a.shape[i] == 1)}
+            named.discard(None)
+            if len(named) > 1:
+                raise ShardingTypeError(f"{name} got incompatible shardings for "
+                                        f"broadcasting: {_fmt(specs)}.")
+            out.append(next(iter(named), None))
+        return tuple(out)
+    return rule
+
+
+def same_as_operand(aval, *rest, **params):
+    """Unary ops that keep the layout (casts, stop_gradient, integer_pow, ...)."""
+    return spec(aval)
+
+
+def select_cases(which, *cases, **params):
+    """select_n: cases sharded alike; a non-scalar predicate sharded as they are."""
+    sharded = [spec(c) for c in cases if c.explicit_sharding is not None]
+    if not sharded:
+        out = spec(cases[0])
+    else:
+        out = sharded[0]
+        if any(s != out for s in sharded[1:]):
+            raise ShardingTypeError("select cases must have the same shardings, got "
+                                    f"[{_shardings_str(cases)}].")
+    if sharded and which.ndim and which.explicit_sharding is not None and spec(which) != out:
+        raise ShardingTypeError(
+            "select `which` must be scalar or have the same sharding as cases, got `which` "
+            f"sharding {which.sharding} but case sharding {cases[0].sharding}.")
+    return out
+
+
+# ------------------------------------------------------------------ layout
+
+def broadcast_in_dim(x, *, shape, broadcast_dimensions, **params):
+    out = [None] * len(shape)
+    for entry, d, size in zip(spec(x), broadcast_dimensions, x.shape):
+        if size == shape[d]:
+            out[d] = entry
+    return tuple(out)
+
+
+def transpose(x, *, permutation):
+    s = spec(x)
+    return tuple(s[i] for i in permutation)
+
+
+def squeeze(x, *, dimensions):
+    drop = {d % x.ndim for d in dimensions}
+    return tuple(e for i, e in enumerate(spec(x)) if i not in drop)
+
+
+def expand_dims(x, *, dimensions):
+    out = list(spec(x))
+    ndim = x.ndim + len(dimensions)
+    for d in sorted(d % ndim for d in dimensions):
+        out.insert(d, None)
+    return tuple(out)
+
+
+def drop_axes(param):
+    """Reductions over the axes named by the parameter `param` (a tuple or one int):
+    the reduced axes leave the spec (XLA combines the partial results)."""
+    def rule(x, **params):
+        axes = params[param]
+        axes = {a % x.ndim for a in (axes if isinstance(axes, (tuple, list)) else (axes,))}
+        return tuple(e for i, e in enumerate(spec(x)) if i not in axes)
+    return rule
+
+
+def along_unsharded_axis(x, *rest, axis, **params):
+    """Cumulative ops: the operand must not be sharded along the scanned axis."""
+    s = spec(x)
+    if s[axis % x.ndim] is not None:
+        raise ShardingTypeError("Input should be unsharded over the axis being reduced. Got "
+                                f"input type={type_str(x)} and axis={axis}")
+    return s
+
+
+def concatenate(*operands, dimension):
+    sharded = [spec(o) for o in operands if o.explicit_sharding is not None]
+    if any(s != sharded[0] for s in sharded[1:]):
+        raise ShardingTypeError("All operands should have the same sharding. Got shardings "
+                                f"{_shardings_str(operands)}")
+    return sharded[0]
+
+
+def _reshape_error(x, new_sizes):
+    return ShardingTypeError(
+        "This reshape is not supported. Please specify the sharding of the output via the "
+        f"`out_sharding` argument of jax.lax.reshape. Got operand type: {type_str(x)}, "
+        f"new sizes: {tuple(new_sizes)}")
+
+
+def _reshape_groups(old, new):
+    """Pair runs of input axes with runs of output axes of the same size: [(in, out)]."""
+    groups, i, j = [], 0, 0
+    while i < len(old) or j < len(new):
+        gi, gj = [i], [j]
+        if i >= len(old) or j >= len(new):      # trailing size-1 axes
+            groups.append(([i] if i < len(old) else [], [j] if j < len(new) else []))
+            i, j = i + (i < len(old)), j + (j < len(new))
+            continue
+        a, b = old[i], new[j]
+        while a != b:
+            if a < b:
+                i += 1
+                gi.append(i)
+                a *= old[i]
+            else:
+                j += 1
+                gj.append(j)
+                b *= new[j]
+        groups.append((gi, gj))
+        i, j = i + 1, j + 1
+    return groups
+
+
+def reshape(x, *, new_sizes, dimensions=None, **params):
+    """Sizes that split or merge axes keep the sharding when the sharded data stays
+    contiguous: merged axes sharded major-first, a split axis's mesh axes going to the
+    leading new axes they divide. Anything else must say `out_sharding=`."""
+    s, sizes = spec(x), mesh_axis_sizes([x])
+    if all(e is None for e in s):
+        return (None,) * len(new_sizes)
+    if dimensions is not None:
+        raise _reshape_error(x, new_sizes)
+    out = [None] * len(new_sizes)
+    for gi, gj in _reshape_groups(tuple(x.shape), tuple(new_sizes)):
+        names = []
+        for i in gi:
+            if x.shape[i] != 1:   # size-1 axes hold no sharded data
+                names.extend(entry_names(s[i]) if s[i] is not None else [None])
+        while names and names[-1] is None:
+            names.pop()
+        if not names:
+            continue
+        if None in names:
+            raise _reshape_error(x, new_sizes)
+        if len(gi) == 1 and len(gj) == 1:
+            out[gj[0]] = s[gi[0]]
+            continue
+        axes = iter(names)
+        pending = next(axes, None)
+        for j in gj:
+            size, taken = new_sizes[j], []
+            while size > 1 and pending is not None:
+                size, rem = divmod(size, sizes[pending])
+                if rem:
+                    raise _reshape_error(x, new_sizes)
+                taken.append(pending)
+                pending = next(axes, None)
+            out[j] = entry_of(taken)
+        if pending is not None:
+            raise _reshape_error(x, new_sizes)
+    return tuple(out)
+
+
+# ------------------------------------------------------------------ contraction
+
+def dot_general(lhs, rhs, *, dimension_numbers, out_sharding=None, **params):
+    """Batch axes sharded alike; contracted axes sharded alike and not both sharded
+    (the result's sharding would be ambiguous) unless `out_sharding` says it; the
+    result is [batch, lhs free, rhs free], each keeping its operand's sharding."""
+    if out_sharding is not None:
+        return out_sharding
+    (lc, rc), (lb, rb) = dimension_numbers
+    ls, rs = spec(lhs), spec(rhs)
+    lbs, rbs = tuple(ls[i] for i in lb), tuple(rs[i] for i in rb)
+    lcs, rcs = tuple(ls[i] for i in lc), tuple(rs[i] for i in rc)
+    _check_match(lbs, rbs, "dot_general requires lhs batch dimensions and rhs batch "
+                 f"dimensions to have the consistent sharding, got {lbs} and {rbs}.")
+    _check_match(lcs, rcs, "dot_general requires contracting dimensions to have "
+                 f"consistent sharding, got {lcs} and {rcs}.")
+    for a, b in zip(lcs, rcs):
+        if a is not None and b is not None:
+            raise ShardingTypeError(
+                "Contracting dimensions are sharded and it is ambiguous how the output "
+                "should be sharded. Please specify the output sharding via the "
+                f"`out_sharding` parameter. Got lhs_contracting_spec={lcs} and "
+                f"rhs_contracting_spec={rcs}")
+    lfree = tuple(e for i, e in enumerate(ls) if i not in set(lc) | set(lb))
+    rfree = tuple(e for i, e in enumerate(rs) if i not in set(rc) | set(rb))
+    return lbs + lfree + rfree
+
+
+def _check_match(a, b, msg):
+    for x, y in zip(a, b):
+        if x is not None and y is not None and x != y:
+            raise ShardingTypeError(msg)
+
+
+
+# ------------------------------------------------------------------ out_sharding=
+
+def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
+    """A user's `out_sharding=` (a PartitionSpec read against the mesh in context, or a
+    NamedSharding) as an equation parameter: a NamedSharding over the abstract mesh with
+    one entry per result axis, naming only Explicit axes. None stays None."""
+    if out_sharding is None:
+        return None
+    if isinstance(out_sharding, PartitionSpec):
+        mesh = get_abstract_mesh()
+        if mesh.empty:
+            raise ValueError("Using PartitionSpec when you are not under a mesh context is "
+                             "not allowed. Please pass a NamedSharding instance or enter into "
+                             f"a mesh context via `jax.set_mesh`. Got {out_sharding}")
+        out_sharding = NamedSharding(mesh, out_sharding)
+    if not isinstance(out_sharding, NamedSharding):
+        raise TypeError(f"{what} must be a NamedSharding, a PartitionSpec or None, got "
+                        f"{out_sharding!r}")
+    if len(out_sharding.spec) > ndim:
+        raise ValueError(f"{what} {out_sharding.spec} has more entries than the result has "
+                         f"axes ({ndim})")
+    mesh = out_sharding.mesh
+    explicit = set(mesh.explicit_axes) if not mesh.empty else set()
+    others = {n for e in out_sharding.spec for n in entry_names(e)
+              if n is not PartitionSpec.UNCONSTRAINED} - explicit
+    if others:
+        raise NotImplementedError(
+            f"{what}={out_sharding.spec} names mesh axes {sorted(others)} that are not "
+            "Explicit: impl takes out_sharding over Explicit axes only (place the result "
+            "with jax.device_put or lax.with_sharding_constraint)")
+    typed = explicit_sharding_of(out_sharding, ndim)
+    if typed is not None:
+        return typed
+    mesh = out_sharding.mesh.abstract_mesh
+    return NamedSharding(mesh, PartitionSpec(*[None] * ndim))
+
+
+# ------------------------------------------------------------------ slicing
+
+def _keep_if_divisible(name, x, out_shape):
+    """Slices and pads keep the operand's sharding; a sharded axis whose size changes
+    must stay divisible by its mesh axes."""
+    sizes, s = mesh_axis_sizes([x]), spec(x)
+    for old, new, entry in zip(x.shape, out_shape, s):
+        if old != new and entry is not None:
+            parts = 1
+            for n in entry_names(entry):
+                parts *= sizes[n]
+            if new % parts:
+                raise ShardingTypeError(
+                    f"{name} on sharded dims where out dim ({new}) is not divisible by mesh "
+                    f"axes ({parts}) with spec ({entry}) is not implemented. Got input "
+                    f"type={x.str_short()} and output shape={tuple(out_shape)}")
+    return s
+
+
+def slice_rule(x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * x.ndim
+    out = [max(0, -(-(hi - lo) // st)) for lo, hi, st in zip(start_indices, limit_indices,
+                                                              strides)]
+    return _keep_if_divisible("slicing", x, out)
+
+
+def pad_rule(x, padding_value, *, padding_config):
+    out = [lo + hi + d + max(0, d - 1) * interior
+           for d, (lo, hi, interior) in zip(x.shape, padding_config)]
+    return _keep_if_divisible("padding", x, out)
+
+
+def dynamic_slice(x, *indices, slice_sizes):
+    return _keep_if_divisible("dynamic_slice", x, slice_sizes)
+
+
+def dynamic_update_slice(x, update, *indices):
+    if x.explicit_sharding != update.explicit_sharding:
+        raise ShardingTypeError(
+            "dynamic_update_slice operand sharding must be equal to update sharding, got "
+            f"operand sharding {x.str_short()} and update sharding {update.str_short()}.")
+    return spec(x)
+
+
+def gather(operand, indices, **params):
+    """Gathers from sharded operands or with sharded indices are refused (JAX resolves
+    some of them; impl asks for an unsharded operand)."""
+    raise ShardingTypeError(
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand={operand!r}, indices={indices!r}")
+
+
+def sort(*operands, **params):
+    """Every result sharded as the sharded operands, which must agree."""
+    specs = {spec(o) for o in operands if o.explicit_sharding is not None}
+    if len(specs) > 1:
+        raise ShardingTypeError("sort operands must have the same shardings, got "
+                                f"{_shardings_str(operands)}")
+    return [specs.pop()] * len(operands)
+
+
+def top_k(x, *, k, axis, **params):
+    """Values and indices: the operand's sharding, the chosen axis not sharded."""
+    out = list(spec(x))
+    out[axis % x.ndim] = None
+    return [tuple(out)] * 2

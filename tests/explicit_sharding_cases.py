@@ -1,0 +1,437 @@
+"""Explicit sharding on 8 host devices, impl against JAX: shardings in types, the
+propagation rule of each primitive under value, jit, jvp, grad and vmap, out_sharding=,
+reshard, ShardingTypeError where JAX refuses, and XLA partitioning what the types say.
+
+XLA must see 8 CPU devices before JAX is imported, so these cases run in a process of
+their own: `tests/test_explicit_sharding.py` starts `python
+tests/explicit_sharding_cases.py --json FILE` once and reports each `case_*` function
+as one test. Run this file directly to see the cases' output (`-k NAME` picks some).
+
+Every program runs with impl and with JAX; values must agree, and so must the sharding
+in the type of every result (`impl.typeof(out)` against `jax.typeof(out)`) and the
+`.sharding` of every result array.
+"""
+from __future__ import annotations
+
+import sys
+import pathlib
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import sharding_cases as base  # noqa: E402  (sets XLA_FLAGS before JAX is imported)
+
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
+
+import impl  # noqa: E402
+import impl.numpy as inp  # noqa: E402
+
+ShardingTypeError = impl.errors.ShardingTypeError
+MESH = jax.make_mesh((4, 2), ("X", "Y"))       # Explicit axes: JAX 0.10's default
+BOTH = base.BOTH
+
+
+def put(value, *spec):
+    return jax.device_put(np.asarray(value, np.float32), NamedSharding(MESH, P(*spec)))
+
+
+W = put(base.rs(8, 4, seed=1), "X", "Y")      # f32[8@X,4@Y]
+A = put(base.rs(8, 4, seed=2), "X", None)     # f32[8@X,4]
+B = put(base.rs(8, 4, seed=3), None, "Y")     # f32[8,4@Y]
+R = put(base.rs(4, seed=4), "Y")              # f32[4@Y]
+Z = put(base.rs(4, 6, seed=5), "Y", None)     # f32[4@Y,6]
+V = put(base.rs(4, 6, seed=6), None, "Y")     # f32[4,6@Y]
+
+
+def type_spec(x):
+    return jax.typeof(x).sharding.spec
+
+
+def check_typed(got, want, rtol=1e-5, atol=1e-5):
+    """Values, dtypes and array shardings (base.check), and the shardings in the types
+    impl gives the results."""
+    base.check(got, want, rtol=rtol, atol=atol)
+    for i, (g, w) in enumerate(zip(jax.tree_util.tree_leaves(got),
+                                   jax.tree_util.tree_leaves(want))):
+        assert impl.typeof(g).sharding.spec == type_spec(w), (
+            f"leaf {i}: type {impl.typeof(g)} but JAX's is {jax.typeof(w)}")
+
+
+def _stacked(x):
+    """Two examples of `x` along a new leading axis (unsharded), the rest as `x`."""
+    spec = tuple(jax.typeof(x).sharding.spec)
+    data = np.stack([np.asarray(x), np.asarray(x) * 0.5 + 1.0])
+    return jax.device_put(data, NamedSharding(MESH, P(None, *spec)))
+
+
+def _is_float(x):
+    return np.issubdtype(np.asarray(x).dtype, np.floating)
+
+
+def transformed(lib, fn, args, skip=()):
+    """`fn(*args)` under value, jit, jvp, grad and vmap (grad and jvp only for
+    floating results), except the transformations in `skip`."""
+    out = {"value": fn(*args), "jit": lib.jit(fn)(*args)}
+    if ("derivatives" not in skip
+            and all(_is_float(o) for o in jax.tree_util.tree_leaves(out["value"]))):
+        tangents = tuple(a * 0.5 + 0.25 for a in args)
+        out["jvp"] = lib.jvp(fn, args, tangents)
+        loss = lambda *a: sum((o ** 2).sum() for o in jax.tree_util.tree_leaves(fn(*a)))
+        out["grad"] = lib.grad(loss, argnums=tuple(range(len(args))))(*args)
+        out["jit_grad"] = lib.jit(lib.grad(loss, argnums=tuple(range(len(args)))))(*args)
+    if "vmap" not in skip:
+        out["vmap"] = lib.vmap(fn)(*[_stacked(a) for a in args])
+    return out
+
+
+def check_rules(ops):
+    """Each `(name, make, args[, skip])` (make(lib, numpy) -> fn) under every
+    transformation but those in `skip`, impl against JAX; all failures reported
+    together."""
+    failures = []
+    with jax.set_mesh(MESH):
+        for name, make, args, *skip in ops:
+            results = []
+            for lib, np_ in BOTH:
+                try:
+                    results.append(transformed(lib, make(lib, np_), args, *skip))
+                except Exception as e:  # noqa: BLE001 - reported below
+                    results.append(e)
+            got, want = results
+            if isinstance(want, Exception):
+                failures.append(f"{name}: JAX raised {want!r}")
+                continue
+            if isinstance(got, Exception):
+                failures.append(f"{name}: impl raised {type(got).__name__}: {got}")
+                continue
+            for kind in want:
+                try:
+                    check_typed(got[kind], want[kind], rtol=1e-4, atol=1e-4)
+                except AssertionError as e:
+                    failures.append(f"{name} [{kind}]: {e}")
+    assert not failures, "\n".join(failures)
+
+
+def same_errors(bad_calls):
+    """Each `(name, make)` raises the same exception type with impl and JAX."""
+    failures = []
+    with jax.set_mesh(MESH):
+        for name, make in bad_calls:
+            try:
+                base.same_error(make)
+            except AssertionError as e:
+                failures.append(f"{name}: {e}")
+    assert not failures, "\n".join(failures)
+
+
+# ------------------------------------------------------------------ types and printing
+
+def case_types_print_as_jax_does():
+    assert str(impl.typeof(W)) == "ShapedArray(f32[8@X,4@Y])", impl.typeof(W)
+    assert impl.typeof(W).sharding == jax.typeof(W).sharding
+    assert impl.typeof(W) != impl.typeof(np.asarray(W)) and impl.typeof(A) != impl.typeof(B)
+    assert hash(impl.typeof(W)) == hash(impl.typeof(put(np.asarray(W), "X", "Y")))
+    flat = put(np.arange(32), ("X", "Y"))
+    with jax.set_mesh(MESH):
+        text = str(impl.make_jaxpr(lambda a, b: inp.sin(a) * b.sum())(W, flat))
+        assert "a:f32[8@X,4@Y] b:f32[32@(X,Y)]" in text, text
+        assert "c:f32[8@X,4@Y] = sin a" in text, text
+        text = str(impl.make_jaxpr(lambda a, b: inp.dot(a, b, out_sharding=P("X", None)))(W, Z))
+        assert "dot_general[" in text and "out_sharding=P('X', None)" in text, text
+        # types without explicit sharding print as before
+        text = str(impl.make_jaxpr(lambda a: inp.sin(a))(np.ones((8, 4), np.float32)))
+        assert "a:f32[8,4]" in text and "@" not in text, text
+        # an Auto mesh is not part of the type
+        auto = jax.make_mesh((4, 2), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+        a = jax.device_put(np.ones((8, 4), np.float32), NamedSharding(auto, P("x", "y")))
+        assert impl.typeof(a).explicit_sharding is None and "@" not in str(impl.typeof(a))
+
+
+def case_context_mesh_and_device_put():
+    with impl.set_mesh(MESH):
+        assert impl.sharding.get_abstract_mesh() == MESH.abstract_mesh
+        x = impl.device_put(np.ones((8, 4), np.float32), P("X"))
+        assert str(impl.typeof(x)) == "ShapedArray(f32[8@X,4])"
+    mesh = impl.make_mesh((2, 4), ("a", "b"),
+                          axis_types=(impl.sharding.AxisType.Explicit,
+                                      impl.sharding.AxisType.Auto))
+    y = impl.device_put(np.ones((8, 4), np.float32), NamedSharding(mesh, P("a", "b")))
+    assert str(impl.typeof(y)) == "ShapedArray(f32[8@a,4])", impl.typeof(y)
+
+
+# ------------------------------------------------------------ rules x transformations
+
+def case_elementwise_and_broadcasting_rules():
+    check_rules([
+        ("sin", lambda lib, np_: np_.sin, (W,)),
+        ("add: unsharded axes take the other's sharding", lambda lib, np_: lambda a, b: a + b,
+         (A, B)),
+        ("mul by a row (broadcast_in_dim)", lambda lib, np_: lambda a, r: a * r, (W, R)),
+        ("integer_pow and a scalar", lambda lib, np_: lambda a: a ** 3 + 2.0, (A,)),
+        ("where (select_n) with a scalar", lambda lib, np_: lambda a: np_.where(a > 0, a, 0.0),
+         (W,)),
+        ("clip (clamp-like) and astype", lambda lib, np_: lambda a: np_.clip(
+            a, -0.5, 0.5).astype(np.float32), (B,)),
+        ("maximum", lambda lib, np_: np_.maximum, (W, W)),
+    ])
+
+
+def case_dot_general_rules():
+    check_rules([
+        ("dot: free axes keep their sharding", lambda lib, np_: np_.dot, (A, V)),
+        ("dot with out_sharding over a sharded contraction",
+         lambda lib, np_: lambda a, b: np_.dot(a, b, out_sharding=P("X", None)), (W, Z)),
+        ("matmul with a replicated out_sharding",
+         lambda lib, np_: lambda a, b: np_.matmul(a, b, out_sharding=P()), (W, Z)),
+        ("matmul of a matrix and a vector",
+         lambda lib, np_: lambda a, r: np_.matmul(a, r, out_sharding=P("X")), (W, R)),
+        ("einsum with out_sharding", lambda lib, np_: lambda a, b: np_.einsum(
+            "ij,jk->ki", a, b, out_sharding=P(None, "X")), (W, Z)),
+        ("einsum of three operands", lambda lib, np_: lambda a, b, c: np_.einsum(
+            "ij,jk,kl->il", a, b, c), (A, np.ones((4, 4), np.float32), V)),
+        ("lax.dot_general with batch axes",
+         lambda lib, np_: lambda a, b: lib.lax.dot_general(a, b, (((1,), (1,)), ((0,), (0,)))),
+         (A, A)),
+    ])
+
+
+def case_reduction_rules():
+    check_rules([
+        ("sum over a sharded axis", lambda lib, np_: lambda a: a.sum(0), (W,)),
+        ("sum of everything", lambda lib, np_: lambda a: a.sum(), (W,)),
+        ("max and min", lambda lib, np_: lambda a: (a.max(1), a.min(0)), (W,)),
+        # (not differentiated: JAX's own jvp of prod reshapes and slices sharded axes
+        # in ways its rules refuse)
+        ("prod", lambda lib, np_: lambda a: (a.prod(1), a.prod(0)), (W,), ("derivatives",)),
+        ("mean and var", lambda lib, np_: lambda a: (a.mean(0), np_.var(a, axis=1)), (A,)),
+        ("argmax", lambda lib, np_: lambda a: a.argmax(0), (W,)),
+    ])
+
+
+def case_layout_rules():
+    check_rules([
+        ("transpose", lambda lib, np_: lambda a: a.T, (W,)),
+        ("reshape merging sharded axes", lambda lib, np_: lambda a: a.reshape(32), (W,)),
+        ("reshape splitting a sharded axis", lambda lib, np_: lambda a: a.reshape(4, 2, 4), (W,)),
+        ("reshape with size-1 axes", lambda lib, np_: lambda a: a.reshape(8, 1, 4), (A,)),
+        ("reshape with out_sharding",
+         lambda lib, np_: lambda a: np_.reshape(a, (4, 8), out_sharding=P("X")), (W,)),
+        ("expand_dims and squeeze",
+         lambda lib, np_: lambda a: np_.squeeze(np_.expand_dims(a, 1) * 2.0, 1), (W,)),
+        ("concatenate along a sharded axis", lambda lib, np_: lambda a: np_.concatenate(
+            [a, a * 2.0], axis=0), (W,)),
+        ("slices keeping divisibility", lambda lib, np_: lambda a: lib.lax.slice(
+            a, (0, 0), (4, 4)) * lib.lax.slice(a, (4, 0), (8, 4)), (W,)),
+        ("cumsum along an unsharded axis", lambda lib, np_: lambda a: np_.cumsum(a, axis=1),
+         (A,)),
+        ("reshard", lambda lib, np_: lambda a: lib.sharding.reshard(a, P(None, "X")), (W,)),
+        ("tile (several axes merged at once)", lambda lib, np_: lambda a: np_.tile(a, (1, 2)),
+         (A,)),
+    ])
+
+
+def case_sorting_and_dynamic_slicing_rules():
+    check_rules([
+        # (sort not differentiated: JAX's own jvp of sort builds an unsharded iota and
+        # raises)
+        ("sort along an unsharded axis", lambda lib, np_: lambda a: np_.sort(a, axis=1), (A,),
+         ("derivatives",)),
+        ("argsort (sort with a sharded iota)", lambda lib, np_: lambda a: np_.argsort(a, axis=1),
+         (A,)),
+        ("top_k", lambda lib, np_: lambda a: lib.lax.top_k(a, 2), (A,)),
+        ("dynamic_slice", lambda lib, np_: lambda a: lib.lax.dynamic_slice(a, (0, 1), (8, 2)),
+         (A,)),
+        ("dynamic_update_slice", lambda lib, np_: lambda a: lib.lax.dynamic_update_slice(
+            a, a * 2.0, (0, 0)), (W,)),
+    ])
+
+
+def case_control_flow_rules():
+    check_rules([
+        # (not under vmap: JAX's batched cond selects with an unsharded predicate and
+        # raises ShardingTypeError itself)
+        ("cond with branches typed alike", lambda lib, np_: lambda a: lib.lax.cond(
+            a.sum() > 0, lambda b: b * 2.0, lambda b: np_.sin(b), a), (W,), ("vmap",)),
+        ("fori_loop carry", lambda lib, np_: lambda a: lib.lax.fori_loop(
+            0, 3, lambda i, c: np_.cos(c) * a, a), (W,)),
+        ("scan over an unsharded axis", lambda lib, np_: lambda b: lib.lax.scan(
+            lambda c, x: (c + x, c * x), np_.zeros((4,), out_sharding=P("Y")), b), (B,)),
+    ])
+
+
+def case_creation_with_out_sharding():
+    def make(lib, np_):
+        with jax.set_mesh(MESH):
+            f = lib.jit(lambda a: np_.ones((8, 4), out_sharding=P("X")) * a
+                        + np_.full((8, 4), 2.0, out_sharding=P("X")))
+            return (np_.zeros((8, 4), out_sharding=P(None, "Y")), f(A),
+                    lib.jit(lambda s: np_.full((8, 4), s, out_sharding=P("X", "Y")))(
+                        np.float32(3.0)),
+                    lib.lax.full((8, 4), 1.5, np.float32, sharding=NamedSharding(MESH, P("Y"))))
+    got, want = base.both(make)
+    check_typed(got[:3], want[:3])
+    # lax.full: JAX's result keeps the spec as written (P('Y',)), impl's one entry per
+    # axis (P('Y', None)): the same placement, compared as types
+    base.check(got[3], want[3], shardings=False)
+    assert impl.typeof(got[3]).sharding.spec == type_spec(want[3])
+    assert got[3].sharding.is_equivalent_to(want[3].sharding, 2)
+
+
+def case_random_draws_with_out_sharding():
+    """Draws placed by out_sharding: JAX's values (the bits do not depend on the
+    sharding) and JAX's types, eagerly and staged."""
+    def make(lib, np_):
+        with jax.set_mesh(MESH):
+            k = lib.random.key(0)
+            return (lib.random.normal(k, (8, 4), out_sharding=P("X", "Y")),
+                    lib.random.uniform(k, (8, 4), out_sharding=P(None, "Y")),
+                    lib.random.bits(k, (8,), out_sharding=P("X")),
+                    lib.jit(lambda k: lib.random.normal(k, (8, 4), out_sharding=P("X")))(k))
+    got, want = base.both(make)
+    check_typed(got, want, rtol=0, atol=0)
+
+
+def case_data_parallel_mlp_training_steps():
+    """A data-parallel MLP (the shape of JAX's SPMD MNIST example): the batch sharded
+    over all 8 devices, parameters replicated, jitted gradient steps and accuracy; the
+    parameters' gradients contract the sharded batch axis (an all-reduce) back to the
+    parameters' type. Values and shardings against JAX's."""
+    batch_mesh = jax.make_mesh((8,), ("batch",))
+
+    def program(lib):
+        np_ = lib.numpy
+
+        def predict(params, inputs):
+            activations = inputs
+            for w, b in params[:-1]:
+                activations = np_.tanh(np_.dot(activations, w) + b)
+            final_w, final_b = params[-1]
+            logits = np_.dot(activations, final_w) + final_b
+            return logits - lib.scipy.special.logsumexp(logits, axis=1, keepdims=True)
+
+        def loss(params, batch):
+            inputs, targets = batch
+            return -np_.mean(predict(params, inputs) * targets)
+
+        @lib.jit
+        def update(params, batch):
+            grads = lib.grad(loss)(params, batch)
+            return [(w - 0.1 * dw, b - 0.1 * db) for (w, b), (dw, db) in zip(params, grads)]
+
+        @lib.jit
+        def accuracy(params, batch):
+            inputs, targets = batch
+            return np_.mean(np_.argmax(targets, axis=1)
+                            == np_.argmax(predict(params, inputs), axis=1))
+        return update, accuracy, loss
+
+    rng = np.random.RandomState(0)
+    sizes = [16, 32, 32, 10]
+    params0 = [(0.1 * rng.randn(m, n).astype(np.float32), 0.1 * rng.randn(n).astype(np.float32))
+               for m, n in zip(sizes[:-1], sizes[1:])]
+    x = rng.randn(64, 16).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.randint(0, 10, 64)]
+
+    def make(lib, np_):
+        update, accuracy, loss = program(lib)
+        with jax.set_mesh(batch_mesh):
+            params = jax.device_put(params0, P())
+            batch = jax.device_put((x, y), P("batch"))
+            for _ in range(3):
+                params = update(params, batch)
+            return params, accuracy(params, batch), lib.jit(lib.grad(loss))(params, batch)
+    got, want = base.both(make)
+    check_typed(got, want, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------ errors
+
+def case_sharding_type_errors_as_jax():
+    same_errors([
+        ("add over different mesh axes", lambda lib, np_: A + lib.sharding.reshard(A, P("Y"))),
+        ("contracting sharded axes without out_sharding", lambda lib, np_: np_.dot(W, Z)),
+        ("the same, staged", lambda lib, np_: lib.jit(np_.dot)(W, Z)),
+        ("the same, only traced", lambda lib, np_: lib.make_jaxpr(np_.dot)(W, Z)),
+        ("add over different mesh axes, only traced",
+         lambda lib, np_: lib.make_jaxpr(lambda a, b: a + b)(A, lib.sharding.reshard(A, P("Y")))),
+        ("the same, under grad", lambda lib, np_: lib.grad(lambda a: np_.dot(a, Z).sum())(W)),
+        ("a result sharded twice over one mesh axis", lambda lib, np_: np_.dot(A, A.T)),
+        ("reshape the sharding cannot follow", lambda lib, np_: W.reshape(4, 8)),
+        ("cumsum along a sharded axis", lambda lib, np_: np_.cumsum(W, axis=0)),
+        ("select cases sharded differently", lambda lib, np_: np_.where(
+            W > 0, W, lib.sharding.reshard(W, P(None, "Y")))),
+        ("concatenate of differently sharded operands",
+         lambda lib, np_: np_.concatenate([W, lib.sharding.reshard(W, P("X"))])),
+        ("slice breaking divisibility", lambda lib, np_: W[:3]),
+        ("gather from a sharded operand", lambda lib, np_: np_.take(W, np.array([0, 1]), axis=1)),
+        ("outer product sharded twice over Y", lambda lib, np_: np_.outer(R, R)),
+        ("cond branches typed differently", lambda lib, np_: lib.lax.cond(
+            True, lambda a: a * 2.0, lambda a: lib.sharding.reshard(a, P("X")), W)),
+        ("loop carry changing type", lambda lib, np_: lib.lax.fori_loop(
+            0, 2, lambda i, c: lib.sharding.reshard(c, P("X")), W)),
+    ])
+    with jax.set_mesh(MESH):
+        e = base.raises(ShardingTypeError, lambda: np_dot_error())
+        assert "lhs_contracting_spec=('Y',)" in str(e), e
+
+
+def np_dot_error():
+    return inp.dot(W, Z)
+
+
+# ------------------------------------------------------------------ lowering
+
+def case_compiled_program_is_partitioned():
+    """The types' shardings reach XLA's SPMD partitioner: a contraction over an axis
+    sharded on Y, asked to be replicated over Y, compiles to an all-reduce (and the same
+    program on replicated operands has no collective: the check can fail)."""
+    with jax.set_mesh(MESH):
+        f = impl.jit(lambda a, b: inp.dot(a, b, out_sharding=P("X", None)))
+        hlo = f.lower(W, Z).compile().as_text()
+        assert "all-reduce" in hlo, hlo[-3000:]
+        out = f(W, Z)
+        assert out.sharding.spec == P("X", None), out.sharding
+        replicated = impl.reshard((W, Z), P())
+        hlo = f.lower(*replicated).compile().as_text()
+        assert "all-reduce" not in hlo and "all-gather" not in hlo, hlo[-3000:]
+
+
+# ------------------------------------------------ the checks catch broken rules
+
+@contextlib.contextmanager
+def _patched(obj, name, value):
+    old = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        setattr(obj, name, old)
+
+
+def case_negative_a_wrong_rule_is_caught():
+    """A transpose rule that keeps the operand's spec (not permuting it) types `a.T`
+    wrongly: the layout case sees it (values still agree: XLA reshards)."""
+    core = importlib.import_module("impl.core")
+    transpose_p = importlib.import_module("impl.primitives.shape").transpose_p
+    rules = importlib.import_module("impl.primitives.sharding_rules")
+    with _patched(core, "sharding_rules", dict(core.sharding_rules)):
+        core.sharding_rules[transpose_p] = rules.same_as_operand
+        base.raises(AssertionError, case_layout_rules)
+
+
+def case_negative_a_missing_error_is_caught():
+    """A dot_general rule that never refuses a sharded contraction lets impl accept what
+    JAX rejects; the error comparison sees it."""
+    core = importlib.import_module("impl.core")
+    dot_general_p = importlib.import_module("impl.primitives.linalg").dot_general_p
+    with _patched(core, "sharding_rules", dict(core.sharding_rules)):
+        core.sharding_rules[dot_general_p] = lambda lhs, rhs, **kw: (None, None)
+        base.raises(AssertionError, case_sharding_type_errors_as_jax)
+
+
+if __name__ == "__main__":
+    sys.exit(base.main(namespace=globals(), description=__doc__.splitlines()[0]))

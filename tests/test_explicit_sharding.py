@@ -1,0 +1,37 @@
+"""Explicit sharding (shardings in types, per-primitive propagation rules, out_sharding=,
+reshard, ShardingTypeError, partitioned compilation) on 8 host devices, against JAX.
+
+The cases (`tests/explicit_sharding_cases.py`) run in one subprocess with 8 host devices
+(see `tests/_device_cases.py`); each `case_*` there is reported here as one test, and the
+subprocess runs only the cases this pytest run selected (the heavy ones are nightly).
+"""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from helpers import nightly
+from tests._device_cases import case_names, report, run_cases_once, selected_cases
+
+CASES_FILE = pathlib.Path(__file__).with_name("explicit_sharding_cases.py")
+
+# Nightly: the rule groups checked under every transformation (each 20-60 programs compiled
+# by impl and by JAX), the random draws, the MLP and the negative test that reruns the
+# layout rules. CI keeps printing, context, creation, refusals and the partitioned HLO.
+NIGHTLY_CASES = {
+    "case_elementwise_and_broadcasting_rules", "case_reduction_rules", "case_layout_rules",
+    "case_sorting_and_dynamic_slicing_rules", "case_control_flow_rules",
+    "case_random_draws_with_out_sharding", "case_data_parallel_mlp_training_steps",
+    "case_negative_a_wrong_rule_is_caught"}
+
+
+@pytest.fixture(scope="session")
+def case_results(request, tmp_path_factory):
+    return run_cases_once(CASES_FILE, tmp_path_factory, only=selected_cases(request, __file__))
+
+
+@pytest.mark.parametrize("name", [nightly(n) if n in NIGHTLY_CASES else n
+                                  for n in case_names(CASES_FILE)])
+def test_on_8_devices(case_results, name):
+    report(case_results, name)
