@@ -86,12 +86,12 @@ class ShapedArray:
     def str_short(self):
         return f"{dtype_short_name(self.dtype)}[{shape_str(self.shape, self.explicit_sharding)}]"
 
-    def __str__(self):   # as JAX prints a type: ~float32[3] (~ for a weak type)
-        shape = ",".join(map(str, self.shape))
+    def __str__(self):   # as JAX prints a type: ~float32[3] (~ for a weak type), 8@X
+        shape = shape_str(self.shape, self.explicit_sharding)
         return f"{'~' if self.weak_type else ''}{self.dtype.name}[{shape}]"
 
     def __repr__(self):
-        shape = ",".join(map(str, self.shape))
+        shape = shape_str(self.shape, self.explicit_sharding)
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.dtype.name}[{shape}]{weak})"
 

@@ -131,7 +131,8 @@ def same_errors(bad_calls):
 # ------------------------------------------------------------------ types and printing
 
 def case_types_print_as_jax_does():
-    assert str(impl.typeof(W)) == "ShapedArray(f32[8@X,4@Y])", impl.typeof(W)
+    assert str(impl.typeof(W)) == str(jax.typeof(W)) == "float32[8@X,4@Y]", impl.typeof(W)
+    assert repr(impl.typeof(W)) == repr(jax.typeof(W)), impl.typeof(W)
     assert impl.typeof(W).sharding == jax.typeof(W).sharding
     assert impl.typeof(W) != impl.typeof(np.asarray(W)) and impl.typeof(A) != impl.typeof(B)
     assert hash(impl.typeof(W)) == hash(impl.typeof(put(np.asarray(W), "X", "Y")))
@@ -155,12 +156,12 @@ def case_context_mesh_and_device_put():
     with impl.set_mesh(MESH):
         assert impl.sharding.get_abstract_mesh() == MESH.abstract_mesh
         x = impl.device_put(np.ones((8, 4), np.float32), P("X"))
-        assert str(impl.typeof(x)) == "ShapedArray(f32[8@X,4])"
+        assert str(impl.typeof(x)) == str(jax.typeof(x)) == "float32[8@X,4]", impl.typeof(x)
     mesh = impl.make_mesh((2, 4), ("a", "b"),
                           axis_types=(impl.sharding.AxisType.Explicit,
                                       impl.sharding.AxisType.Auto))
     y = impl.device_put(np.ones((8, 4), np.float32), NamedSharding(mesh, P("a", "b")))
-    assert str(impl.typeof(y)) == "ShapedArray(f32[8@a,4])", impl.typeof(y)
+    assert str(impl.typeof(y)) == str(jax.typeof(y)) == "float32[8@a,4]", impl.typeof(y)
 
 
 # ------------------------------------------------------------ rules x transformations

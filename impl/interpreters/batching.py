@@ -172,6 +172,7 @@ class RaggedShapedArray(ShapedArray):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        self.explicit_sharding = None   # piles are not sharded over Explicit mesh axes
 
 
 class PileAxis:

@@ -12,7 +12,7 @@ an empty mesh from a replicated value on the mesh in context, impl does not.
 """
 from __future__ import annotations
 
-from jax.sharding import NamedSharding, PartitionSpec, get_abstract_mesh
+from jax.sharding import NamedSharding, PartitionSpec, Sharding, get_abstract_mesh
 
 from impl.core import ShardingTypeError, explicit_sharding_of, shape_str
 
@@ -277,6 +277,10 @@ def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
                              "not allowed. Please pass a NamedSharding instance or enter into "
                              f"a mesh context via `jax.set_mesh`. Got {out_sharding}")
         out_sharding = NamedSharding(mesh, out_sharding)
+    if isinstance(out_sharding, Sharding) and not isinstance(out_sharding, NamedSharding):
+        # JAX places such results on the given devices; impl types only named shardings
+        raise NotImplementedError(f"{what}: impl supports NamedSharding and PartitionSpec "
+                                  f"here, not {type(out_sharding).__name__}")
     if not isinstance(out_sharding, NamedSharding):
         raise TypeError(f"{what} must be a NamedSharding, a PartitionSpec or None, got "
                         f"{out_sharding!r}")
