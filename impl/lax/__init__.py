@@ -100,7 +100,8 @@ from impl.lax._composites import (  # noqa: E402,F401
 # Types and shape arithmetic with no arrays involved: JAX's own.
 from jax.lax import (  # noqa: E402,F401
     Precision, RoundingMethod, PrecisionLike, DotDimensionNumbers,
-    ConvGeneralDilatedDimensionNumbers, broadcast_shapes, FftType,
+    ConvGeneralDilatedDimensionNumbers, broadcast_shapes, FftType, conv_general_shape_tuple,
+    conv_shape_tuple, conv_transpose_shape_tuple, reduce_window_shape_tuple,
 )
 # The parts of complex numbers (jax.lax.complex, real, imag, conj).
 from impl.primitives.complex_parts import complex, conj, imag, real  # noqa: E402,F401,A004

@@ -16,6 +16,20 @@ def is_array_like(x):
     return isinstance(x, (Tracer, jax.Array, np.ndarray, np.generic, int, float, bool, complex))
 
 
+def _arraylike(x):
+    return (isinstance(x, (Tracer, jax.Array, np.ndarray)) or np.isscalar(x)
+            or getattr(x, "__jax_array__", None) is not None)
+
+
+def check_arraylike(fun_name, *args):
+    """JAX's rule for array arguments: arrays and scalars only. A list or tuple where an
+    array is expected raises TypeError (jnp.array/asarray are the way to convert one)."""
+    for position, arg in enumerate(args):
+        if not _arraylike(arg):
+            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got "
+                            f"{type(arg)} at position {position}.")
+
+
 def asarray(a, dtype=None):
     """A value impl's primitives accept: tracers stay as they are, the rest become arrays."""
     x = a
