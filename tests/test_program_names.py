@@ -279,3 +279,27 @@ def test_star_import_brings_the_names_jax_shares():
     exec("from impl import *", namespace)  # noqa: S102
     assert namespace["custom_jvp"] is impl.custom_jvp
     assert namespace["checkpoint"] is impl.checkpoint
+
+
+# ------------------------------------------------------------------ tridiagonal_solve
+
+def test_tridiagonal_solve_matches_jax_under_transformations():
+    r = np.random.RandomState(1)
+    dl, du = r.randn(2, 6).astype(np.float32)
+    d = (r.randn(6) + 4).astype(np.float32)
+    b = r.randn(6, 3).astype(np.float32)
+    mine, theirs = ilax.linalg.tridiagonal_solve, jax.lax.linalg.tridiagonal_solve
+    _compare(mine(dl, d, du, b), theirs(dl, d, du, b), 1e-5, 1e-5)
+    batched = np.stack([b, 2 * b], 2)
+    _compare(impl.vmap(mine, (None, None, None, 2))(dl, d, du, batched),
+             jax.vmap(theirs, (None, None, None, 2))(dl, d, du, batched), 1e-5, 1e-5)
+    diag_batch = np.stack([d, d + 1])
+    _compare(impl.vmap(mine, (None, 0, None, None))(dl, diag_batch, du, b),
+             jax.vmap(theirs, (None, 0, None, None))(dl, diag_batch, du, b), 1e-5, 1e-5)
+    loss_i = lambda *a: inp.sum(inp.sin(mine(*a)))  # noqa: E731
+    loss_j = lambda *a: jnp.sum(jnp.sin(theirs(*a)))  # noqa: E731
+    for gi, gj in zip(impl.grad(loss_i, (0, 1, 2, 3))(dl, d, du, b),
+                      jax.grad(loss_j, (0, 1, 2, 3))(dl, d, du, b)):
+        _compare(gi, gj, 1e-4, 1e-5)
+    args64 = tuple(a.astype(np.float64) for a in (dl, d, du, b))
+    itest_util.check_grads(mine, args64, 1, modes=["fwd", "rev"])

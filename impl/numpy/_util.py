@@ -66,8 +66,12 @@ def result_dtype(*args):
             else:  # a bool or integer array meets a higher-kind scalar: weak, as in JAX
                 dtype, weak_result = np.dtype(_default_of_kind(w)), True
         return core.canonical_dtype(dtype), weak_result
-    dtype = weak[0]
-    for d in weak[1:]:
+    # Only Python-scalar-like operands: the highest kind wins (int and float give float),
+    # which JAX allows even under strict promotion.
+    top = max(_kind_rank(d) for d in weak)
+    same_kind = [d for d in weak if _kind_rank(d) == top]
+    dtype = same_kind[0]
+    for d in same_kind[1:]:
         dtype = np.dtype(jax_jnp.promote_types(dtype, d))
     return core.canonical_dtype(dtype), True
 
@@ -196,3 +200,57 @@ def mask_where(x, where, fill):
     mask = broadcast_to(mask, aval.shape)
     fill = ew.full_like(x, fill)
     return ew.select_n(mask, fill, x)
+
+
+# Parameter names that hold arrays in jax.numpy's signatures (impl's signatures are JAX's).
+# JAX checks these with check_arraylike; shapes, axes, index lists and sequences of arrays
+# go by other names (shape, axis, indices_or_sections, arrays, condlist, ...).
+ARRAY_PARAMETERS = frozenset({
+    "a", "x", "x1", "x2", "y", "ary", "arr", "array", "m", "v", "ar", "ar1", "ar2",
+    "test_elements", "condition", "xp", "fp", "p", "weights", "values", "a1", "a2",
+    "u", "b", "c", "k", "ind", "indices", "choices", "val", "mask", "vals", "coef",
+    "fill_value", "prototype", "element", "q", "bins", "obj", "w", "lhs", "rhs",
+    "z", "A", "sample", "seq_of_zeros", "filt",
+})
+# Variadic parameters that take arrays one by one (jnp.atleast_3d(*arys), jnp.meshgrid(*xi)).
+ARRAY_VARARGS = frozenset({"arys", "xi", "args"})
+# Functions whose job is to turn Python sequences into arrays: JAX accepts lists there.
+ACCEPT_SEQUENCES = frozenset({
+    "array", "asarray", "iscomplexobj", "isrealobj", "isscalar", "iterable",
+    "array_equal", "array_equiv",  # these answer False for what cannot be compared
+})
+
+
+def require_arraylike(fn):
+    """`fn` raising JAX's TypeError when a list or tuple is passed where an array goes
+    (a parameter named in ARRAY_PARAMETERS), before anything is computed."""
+    import functools
+    import inspect
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn
+    checked = {p.name: i for i, p in enumerate(params)
+               if p.name in ARRAY_PARAMETERS and p.kind in (p.POSITIONAL_ONLY,
+                                                            p.POSITIONAL_OR_KEYWORD,
+                                                            p.KEYWORD_ONLY)}
+    varargs = next((i for i, p in enumerate(params)
+                    if p.kind == p.VAR_POSITIONAL and p.name in ARRAY_VARARGS), None)
+    if not checked and varargs is None:
+        return fn
+    name = fn.__name__
+
+    def reject(arg, position):
+        if isinstance(arg, (list, tuple)):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
+                            f"{type(arg)} at position {position}.")
+
+    @functools.wraps(fn)
+    def checked_fn(*args, **kwargs):
+        for pname, i in checked.items():
+            reject(args[i] if i < len(args) else kwargs.get(pname), i)
+        if varargs is not None:
+            for i in range(varargs, len(args)):
+                reject(args[i], i)
+        return fn(*args, **kwargs)
+    return checked_fn

@@ -612,3 +612,70 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
         return outs[0]
     s, u, vh = outs
     return u, s, vh
+
+
+# ----------------------------------------------------------- tridiagonal_solve
+
+def _tridiagonal_solve_aval(dl, d, du, b):
+    for name, a in (("dl", dl), ("d", d), ("du", du)):
+        _check_inexact("tridiagonal_solve", a)
+        if a.shape != d.shape or a.dtype != b.dtype:
+            raise TypeError(f"tridiagonal_solve: {name} must have the shape {d.shape} of d "
+                            f"and the dtype of b, got {a.str_short()} and {b.str_short()}")
+    if b.ndim != d.ndim + 1 or b.shape[:-1] != d.shape:
+        raise ValueError(f"tridiagonal_solve: b of shape {b.shape} must be [..., m, n] for "
+                         f"diagonals of shape {d.shape}")
+    return b.strip_weak_type()
+
+
+def _tridiagonal_times(dl, d, du, x):
+    """A x for the tridiagonal A (sub-diagonal dl[1:], diagonal d, super-diagonal du[:-1])
+    and x of shape [..., m, n]; each diagonal scales x shifted along the m axis."""
+    nd = get_aval(x).ndim
+    m = get_aval(x).shape[-2]
+    shape = get_aval(x).shape
+    col = lambda v: sh.broadcast_in_dim(v, shape, tuple(range(nd - 1)))  # noqa: E731
+    zero_row = lambda: ew.zeros_like(ix.slice_in_dim(x, 0, 1, axis=nd - 2))  # noqa: E731
+    below = ix.concatenate([zero_row(), ix.slice_in_dim(x, 0, m - 1, axis=nd - 2)], nd - 2)
+    above = ix.concatenate([ix.slice_in_dim(x, 1, m, axis=nd - 2), zero_row()], nd - 2)
+    return ew.add(ew.add(ew.mul(col(dl), below), ew.mul(col(d), x)), ew.mul(col(du), above))
+
+
+def _tridiagonal_solve_jvp(primals, tangents):
+    # A x = b gives A dx = db - dA x, solved with the same A.
+    dl, d, du, b = primals
+    x = tridiagonal_solve_p.bind(dl, d, du, b)
+    rhs = tangents[3]
+    if any(type(t) is not Zero for t in tangents[:3]):
+        zero = lambda v, t: ew.zeros_like(v) if type(t) is Zero else t  # noqa: E731
+        change = _tridiagonal_times(*(zero(v, t) for v, t in zip(primals[:3], tangents[:3])), x)
+        rhs = ew.neg(change) if type(rhs) is Zero else ew.sub(rhs, change)
+    if type(rhs) is Zero:
+        return x, rhs
+    return x, tridiagonal_solve_p.bind(dl, d, du, rhs)
+
+
+def _tridiagonal_solve_transpose(ct, dl, d, du, b):
+    if any(is_undefined_primal(v) for v in (dl, d, du)):
+        raise TypeError("tridiagonal_solve is linear only in its right-hand side b")
+    if type(ct) is Zero:
+        return [None] * 4
+    # A^T is tridiagonal too: its sub-diagonal is A's super-diagonal shifted down a row
+    nd = get_aval(d).ndim
+    m = get_aval(d).shape[-1]
+    zero = ew.zeros_like(ix.slice_in_dim(d, 0, 1, axis=nd - 1))
+    dl_t = ix.concatenate([zero, ix.slice_in_dim(du, 0, m - 1, axis=nd - 1)], nd - 1)
+    du_t = ix.concatenate([ix.slice_in_dim(dl, 1, m, axis=nd - 1), zero], nd - 1)
+    return [None, None, None, tridiagonal_solve_p.bind(dl_t, d, du_t, ct)]
+
+
+tridiagonal_solve_p = define(
+    "tridiagonal_solve", abstract_eval=_tridiagonal_solve_aval,
+    lowering=lax.linalg.tridiagonal_solve, jvp=_tridiagonal_solve_jvp,
+    transpose=_tridiagonal_solve_transpose, batching=_leading_batch)
+
+
+def tridiagonal_solve(dl, d, du, b):
+    """Solve A x = b for the tridiagonal A with sub-diagonal dl (dl[..., 0] unused),
+    diagonal d and super-diagonal du (du[..., -1] unused); b is [..., m, n]."""
+    return tridiagonal_solve_p.bind(dl, d, du, b)
