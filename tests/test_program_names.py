@@ -303,3 +303,24 @@ def test_tridiagonal_solve_matches_jax_under_transformations():
         _compare(gi, gj, 1e-4, 1e-5)
     args64 = tuple(a.astype(np.float64) for a in (dl, d, du, b))
     itest_util.check_grads(mine, args64, 1, modes=["fwd", "rev"])
+
+
+# ------------------------------------------------------------------ platform_dependent
+
+def test_platform_dependent_matches_jax():
+    x = np.arange(3, dtype=np.float32)
+    pick = lambda lax_, np_: lambda v: lax_.platform_dependent(  # noqa: E731
+        v, cpu=np_.sin, default=np_.cos)
+    _compare(pick(ilax, inp)(x), pick(jax.lax, jnp)(x))
+    _compare(impl.jit(pick(ilax, inp))(x), jax.jit(pick(jax.lax, jnp))(x))
+    _compare(impl.vmap(pick(ilax, inp))(x), jax.vmap(pick(jax.lax, jnp))(x))
+    _compare(impl.grad(lambda v: pick(ilax, inp)(v))(1.0),
+             jax.grad(lambda v: pick(jax.lax, jnp)(v))(1.0))
+    # only the chosen branch is staged
+    text = str(impl.make_jaxpr(pick(ilax, inp))(x))
+    assert ("sin" in text) != ("cos" in text)
+    _compare(ilax.platform_dependent(cpu=lambda: 1.0, default=lambda: 2.0),
+             jax.lax.platform_dependent(cpu=lambda: 1.0, default=lambda: 2.0))
+    no_branch = lambda m: m.platform_dependent(3.0, no_such_platform=lambda v: v)  # noqa: E731
+    assert _outcome(lambda: no_branch(ilax)) == _outcome(lambda: no_branch(jax.lax)) \
+        == "NotImplementedError"

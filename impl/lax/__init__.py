@@ -72,7 +72,7 @@ from jax.lax import conv_dimension_numbers, padtype_to_pads  # noqa: E402,F401
 from impl.primitives.windows import reduce_window  # noqa: E402,F401
 # Structured control flow (primitives holding sub-programs; see impl/primitives/control_flow.py).
 from impl.lax._control_flow import (  # noqa: F401,E402
-    cond, switch, while_loop, fori_loop, scan, map, associative_scan,
+    cond, switch, while_loop, fori_loop, scan, map, associative_scan, platform_dependent,
 )
 from impl.primitives.collectives import (  # noqa: F401,E402
     all_gather, all_to_all, ppermute, psum_scatter, pbroadcast, pshuffle, pswapaxes,

@@ -601,3 +601,24 @@ def _interleave(a, b, axis):
     if get_aval(a).shape[axis] == nb:
         return merged
     return indexing.concatenate([merged, indexing.slice_in_dim(a, nb, None, 1, axis)], axis)
+
+
+# ------------------------------------------------------------ platform_dependent
+
+_PLATFORM_ALIASES = {"gpu": ("cuda", "rocm")}
+
+
+def platform_dependent(*args, default=None, **per_platform):
+    """`per_platform[p](*args)` for the platform p that impl compiles for (JAX's default
+    backend), else `default(*args)`. impl lowers every program for that one platform, so
+    the branch is chosen when tracing and the others are never traced, as JAX's
+    lowering drops them."""
+    platform = jax.default_backend()
+    for name, branch in per_platform.items():
+        if platform == name or platform in _PLATFORM_ALIASES.get(name, ()):
+            return branch(*args)
+    if default is not None:
+        return default(*args)
+    raise NotImplementedError(
+        f"MLIR translation rule for primitive 'platform_index(platforms="
+        f"{tuple((p,) for p in per_platform)})' not found for platform {platform}")
