@@ -208,8 +208,8 @@ def mask_where(x, where, fill):
 ARRAY_PARAMETERS = frozenset({
     "a", "x", "x1", "x2", "y", "ary", "arr", "array", "m", "v", "ar", "ar1", "ar2",
     "test_elements", "condition", "xp", "fp", "p", "weights", "values", "a1", "a2",
-    "u", "b", "c", "k", "ind", "indices", "choices", "val", "mask", "vals", "coef",
-    "fill_value", "prototype", "element", "q", "bins", "obj", "w", "lhs", "rhs",
+    "u", "b", "c", "k", "ind", "indices", "val", "mask", "vals", "coef",
+    "fill_value", "prototype", "element", "q", "obj", "w", "lhs", "rhs",
     "z", "A", "sample", "seq_of_zeros", "filt",
 })
 # Variadic parameters that take arrays one by one (jnp.atleast_3d(*arys), jnp.meshgrid(*xi)).
