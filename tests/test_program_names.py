@@ -72,8 +72,8 @@ def test_check_grads_decides_as_jax_does():
 
 def test_check_grads_signatures_match_jax():
     for name in ("check_grads", "check_jvp", "check_vjp"):
-        assert (inspect.signature(getattr(itest_util, name))
-                == inspect.signature(getattr(jtest_util, name))), name
+        assert _parameters(getattr(itest_util, name)) == _parameters(
+            getattr(jtest_util, name)), name
 
 
 def test_check_grads_names_an_unknown_mode():
@@ -178,10 +178,13 @@ def test_signal_errors_match_jax():
     assert "ok" not in got.values()
 
 
+def _parameters(fn):
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+
 def test_signal_signatures_match_jax():
     for name in isignal.__all__:
-        assert (inspect.signature(getattr(isignal, name))
-                == inspect.signature(getattr(jsignal, name))), name
+        assert _parameters(getattr(isignal, name)) == _parameters(getattr(jsignal, name)), name
 
 
 # ------------------------------------------------------------------ shape tuples

@@ -114,7 +114,7 @@ def _fft_full_then_crop(in1, in2, mode):
             in1, in2 = in2, in1
     if all(a == 1 or b == 1 for a, b in zip(in1.shape, in2.shape)):
         conv = in1 * in2  # an outer product needs no transform
-    elif jnp.iscomplexobj(in1):
+    elif np.issubdtype(in1.dtype, np.complexfloating):
         conv = jnp.fft.ifftn(jnp.fft.fftn(in1, full) * jnp.fft.fftn(in2, full), full)
     else:
         conv = jnp.fft.irfftn(jnp.fft.rfftn(in1, full) * jnp.fft.rfftn(in2, full), full)
