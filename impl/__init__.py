@@ -27,10 +27,6 @@ from jax import make_mesh, set_mesh, NamedSharding, P, device_count  # noqa: F40
 
 Array = __import__("jax").Array
 
-__all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
-           "linear_transpose", "vmap", "jit", "make_jaxpr", "eval_shape", "numpy", "lax",
-           "tree_util", "Array", "sharding", "shard_map", "make_mesh", "set_mesh"]
-
 # Ragged batches (beyond JAX, from the batching seed): impl.pile([...]) and
 # vmap(f, in_axes=pile_axis, out_axes=pile_axis).
 from impl.interpreters.batching import pile, Pile, pile_axis  # noqa: F401,E402
@@ -57,4 +53,8 @@ from jax import (enable_x64, numpy_dtype_promotion, debug_nans, debug_infs,  # n
                  explain_cache_misses, transfer_guard, transfer_guard_host_to_device,
                  transfer_guard_device_to_host, transfer_guard_device_to_device,
                  disable_jit, no_tracing, no_execution, default_prng_impl,
-                 threefry_partitionable, legacy_prng_key, enable_custom_prng)
+                 threefry_partitionable, legacy_prng_key, enable_custom_prng, enable_checks)
+
+# `from impl import *` brings what `from jax import *` brings of the names impl has: every
+# public top-level name the two share (JAX's module defines no __all__; nothing impl-only).
+__all__ = sorted(_n for _n in dir() if not _n.startswith("_") and _n in vars(__import__("jax")))

@@ -625,8 +625,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
             out = fun(*a, **k)
             out_leaves, store["out_tree"] = tree_flatten(out, is_leaf=batching.is_vmappable)
             for o in out_leaves:
-                if not batching.is_vmappable(o):
-                    _check_leaf(o, f"The outputs of the vmapped function {name}")
+                if not (batching.is_vmappable(o) or core.valid_jaxtype(o)):
+                    raise TypeError(f"Output from batched function {o!r} with type {type(o)} "
+                                    "is not a valid JAX type")
             store["out_ranks"] = [None if batching.is_vmappable(o) else get_aval(o).ndim
                                   for o in out_leaves]
             return out_leaves
@@ -637,8 +638,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
             for d, r in zip(specs_out, store["out_ranks"]):
                 if isinstance(d, (int, np.integer)) and r is not None:
                     if not -(r + 1) <= d <= r:
-                        raise ValueError(f"vmap out_axes={d} is out of bounds for an output "
-                                         f"of rank {r} (rank {r + 1} once batched)")
+                        raise ValueError(f"axis {d} is out of bounds for array of "
+                                         f"dimension {r + 1}")
                     d = int(d) % (r + 1)
                 res.append(d)
             return res

@@ -72,7 +72,7 @@ from jax.lax import conv_dimension_numbers, padtype_to_pads  # noqa: E402,F401
 from impl.primitives.windows import reduce_window  # noqa: E402,F401
 # Structured control flow (primitives holding sub-programs; see impl/primitives/control_flow.py).
 from impl.lax._control_flow import (  # noqa: F401,E402
-    cond, switch, while_loop, fori_loop, scan, map, associative_scan,
+    cond, switch, while_loop, fori_loop, scan, map, associative_scan, platform_dependent,
 )
 from impl.primitives.collectives import (  # noqa: F401,E402
     all_gather, all_to_all, ppermute, psum_scatter, pbroadcast, pshuffle, pswapaxes,
@@ -100,7 +100,8 @@ from impl.lax._composites import (  # noqa: E402,F401
 # Types and shape arithmetic with no arrays involved: JAX's own.
 from jax.lax import (  # noqa: E402,F401
     Precision, RoundingMethod, PrecisionLike, DotDimensionNumbers,
-    ConvGeneralDilatedDimensionNumbers, broadcast_shapes, FftType,
+    ConvGeneralDilatedDimensionNumbers, broadcast_shapes, FftType, conv_general_shape_tuple,
+    conv_shape_tuple, conv_transpose_shape_tuple, reduce_window_shape_tuple,
 )
 # The parts of complex numbers (jax.lax.complex, real, imag, conj).
 from impl.primitives.complex_parts import complex, conj, imag, real  # noqa: E402,F401,A004

@@ -20,7 +20,7 @@ from impl.core import ShapedArray, get_aval
 from impl.interpreters import partial_eval as pe
 from impl.primitives import indexing, shape
 from impl.primitives.control_flow import cond_p, example_aval, scan_p, while_p
-from impl.primitives.elementwise import clamp_p, convert_element_type, ne_p
+from impl.primitives.elementwise import add_p, clamp_p, convert_element_type, ne_p
 
 tree_flatten, tree_unflatten = tree_util.tree_flatten, tree_util.tree_unflatten
 
@@ -107,8 +107,9 @@ def _tree_differences(t1, t2, path=()):
                "the numbers of children do not match")
         return
     if d1[1] != d2[1]:
-        yield (path, f"{kind1} with pytree metadata {d1[1]}",
-               f"{kind2} with pytree metadata {d2[1]}",
+        meta = lambda d: tuple(d) if isinstance(d, list) else d  # noqa: E731  (JAX's print)
+        yield (path, f"{kind1} with pytree metadata {meta(d1[1])}",
+               f"{kind2} with pytree metadata {meta(d2[1])}",
                "the pytree node metadata does not match")
         return
     if d1[0] is dict:
@@ -129,7 +130,7 @@ def _mismatch(a, b):
         why.append("the dtypes do not match")
     if a.shape != b.shape:
         why.append("the shapes do not match")
-    return ", so " + " and ".join(why) if why else ""
+    return ", so " + ", and ".join(why) if why else ""
 
 
 def _typematch(a, b):
@@ -377,6 +378,12 @@ def while_loop(cond_fun, body_fun, init_val):
     return tree_unflatten(in_tree, outs)
 
 
+def _plus_one(i):
+    """i + 1 with a one of i's own type (weak if i is), so float bounds stay float."""
+    aval = get_aval(i)
+    return add_p.bind(i, convert_element_type(1, aval.dtype, weak_type=aval.weak_type))
+
+
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """`body_fun(i, val)` for i in [lower, upper). With static bounds it is a scan (so
     reverse-mode differentiable), otherwise a while loop, as in JAX."""
@@ -398,8 +405,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     except (TypeError, core.ConcretizationTypeError):
         static = False
     if static:
-        def scan_body(carry, _):
-            i, x = carry
+        def scan_body(loop_carry, _):  # the name JAX's messages give the carry
+            i, x = loop_carry
             return (i + 1, body_fun(i, x)), None
         length = max(hi - lo, 0)
         (_, result), _ = scan(scan_body, (lo, init_val), None, length=length,
@@ -413,7 +420,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
     def body(carry):
         i, hi, x = carry
-        return i + 1, hi, body_fun(i, x)
+        return _plus_one(i), hi, body_fun(i, x)
 
     _, _, result = while_loop(lambda c: c[0] < c[1], body, (lower, upper, init_val))
     return result
@@ -595,3 +602,24 @@ def _interleave(a, b, axis):
     if get_aval(a).shape[axis] == nb:
         return merged
     return indexing.concatenate([merged, indexing.slice_in_dim(a, nb, None, 1, axis)], axis)
+
+
+# ------------------------------------------------------------ platform_dependent
+
+_PLATFORM_ALIASES = {"gpu": ("cuda", "rocm")}
+
+
+def platform_dependent(*args, default=None, **per_platform):
+    """`per_platform[p](*args)` for the platform p that impl compiles for (JAX's default
+    backend), else `default(*args)`. impl lowers every program for that one platform, so
+    the branch is chosen when tracing and the others are never traced, as JAX's
+    lowering drops them."""
+    platform = jax.default_backend()
+    for name, branch in per_platform.items():
+        if platform == name or platform in _PLATFORM_ALIASES.get(name, ()):
+            return branch(*args)
+    if default is not None:
+        return default(*args)
+    raise NotImplementedError(
+        f"MLIR translation rule for primitive 'platform_index(platforms="
+        f"{tuple((p,) for p in per_platform)})' not found for platform {platform}")

@@ -36,3 +36,11 @@ from impl.numpy._more import *  # noqa: F401,F403,E402
 import jax.numpy as _jax_numpy  # noqa: E402
 __all__ = sorted(_n for _n in dir() if not _n.startswith("_") and hasattr(_jax_numpy, _n))
 del _jax_numpy
+
+# JAX's functions take arrays, not Python lists, for their array arguments (jnp.sum([1, 2])
+# is a TypeError); only the converters take sequences. One wrapper per exported function.
+from impl.numpy._util import ACCEPT_SEQUENCES as _accept, require_arraylike as _require  # noqa: E402
+import types as _types  # noqa: E402
+globals().update({_n: _require(globals()[_n]) for _n in __all__
+                  if _n not in _accept and isinstance(globals()[_n], _types.FunctionType)})
+del _accept, _require, _types

@@ -52,3 +52,23 @@ from impl.numpy import _indexing as _ix  # noqa: E402
 
 core.tracer_methods["__getitem__"] = _ix.getitem
 core.tracer_methods["at"] = property(_ix._IndexUpdateHelper)
+
+
+# The other array methods of jax.Array that are jax.numpy functions of the array. They are
+# looked up on impl.numpy when called: several live in modules imported after this one.
+def _numpy_method(name):
+    def method(self, *args, **kwargs):
+        import impl.numpy as jnp
+        return getattr(jnp, name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name in ("conj", "conjugate", "round", "sort", "argsort", "cumprod", "diagonal", "repeat",
+              "take", "trace", "searchsorted", "nonzero", "ptp", "compress", "argpartition",
+              "copy"):
+    core.tracer_methods.setdefault(_name, _numpy_method(_name))
+core.tracer_methods.setdefault("choose", lambda self, choices, out=None, mode="raise":
+                               _numpy_method("choose")(self, choices, out=out, mode=mode))
+for _name, _fn in (("real", "real"), ("imag", "imag"), ("mT", "matrix_transpose")):
+    core.tracer_methods.setdefault(_name, property(_numpy_method(_fn)))

@@ -120,9 +120,23 @@ def rint(x):
     return ew.round_p.bind(_float_operand(x), rounding_method=1)
 
 
-add = _binary(ew.add_p)
+def _logical_on_bools(prim, bool_prim):
+    """As in JAX, + of booleans is `or` and * of booleans is `and` (XLA has no boolean
+    add or multiply)."""
+    numeric = _binary(prim)
+
+    def fn(x, y):
+        x, y = broadcast_operands(prim.name, _scalar(x), _scalar(y))
+        if get_aval(x).dtype == np.bool_:
+            return bool_prim.bind(x, y)
+        return numeric(x, y)
+    fn.__name__ = prim.name
+    return fn
+
+
+add = _logical_on_bools(ew.add_p, ew.or_p)
 subtract = _binary(ew.sub_p)
-multiply = _binary(ew.mul_p)
+multiply = _logical_on_bools(ew.mul_p, ew.and_p)
 maximum = _binary(ew.max_p)
 minimum = _binary(ew.min_p)
 arctan2 = _binary(ew.atan2_p, floating=True)

@@ -17,6 +17,20 @@ def is_array_like(x):
     return isinstance(x, (Tracer, jax.Array, np.ndarray, np.generic, int, float, bool, complex))
 
 
+def _arraylike(x):
+    return (isinstance(x, (Tracer, jax.Array, np.ndarray)) or np.isscalar(x)
+            or getattr(x, "__jax_array__", None) is not None)
+
+
+def check_arraylike(fun_name, *args):
+    """JAX's rule for array arguments: arrays and scalars only. A list or tuple where an
+    array is expected raises TypeError (jnp.array/asarray are the way to convert one)."""
+    for position, arg in enumerate(args):
+        if not _arraylike(arg):
+            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got "
+                            f"{type(arg)} at position {position}.")
+
+
 def asarray(a, dtype=None):
     """A value impl's primitives accept: tracers stay as they are, the rest become arrays."""
     x = a
@@ -210,3 +224,57 @@ def mask_where(x, where, fill):
     mask = broadcast_to(mask, aval.shape)
     fill = ew.full_like(x, fill)
     return ew.select_n(mask, fill, x)
+
+
+# Parameter names that hold arrays in jax.numpy's signatures (impl's signatures are JAX's).
+# JAX checks these with check_arraylike; shapes, axes, index lists and sequences of arrays
+# go by other names (shape, axis, indices_or_sections, arrays, condlist, ...).
+ARRAY_PARAMETERS = frozenset({
+    "a", "x", "x1", "x2", "y", "ary", "arr", "array", "m", "v", "ar", "ar1", "ar2",
+    "test_elements", "condition", "xp", "fp", "p", "weights", "values", "a1", "a2",
+    "u", "b", "c", "k", "ind", "indices", "val", "mask", "vals", "coef",
+    "fill_value", "prototype", "element", "q", "obj", "w", "lhs", "rhs",
+    "z", "A", "sample", "seq_of_zeros", "filt",
+})
+# Variadic parameters that take arrays one by one (jnp.atleast_3d(*arys), jnp.meshgrid(*xi)).
+ARRAY_VARARGS = frozenset({"arys", "xi", "args"})
+# Functions whose job is to turn Python sequences into arrays: JAX accepts lists there.
+ACCEPT_SEQUENCES = frozenset({
+    "array", "asarray", "iscomplexobj", "isrealobj", "isscalar", "iterable",
+    "array_equal", "array_equiv",  # these answer False for what cannot be compared
+})
+
+
+def require_arraylike(fn):
+    """`fn` raising JAX's TypeError when a list or tuple is passed where an array goes
+    (a parameter named in ARRAY_PARAMETERS), before anything is computed."""
+    import functools
+    import inspect
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn
+    checked = {p.name: i for i, p in enumerate(params)
+               if p.name in ARRAY_PARAMETERS and p.kind in (p.POSITIONAL_ONLY,
+                                                            p.POSITIONAL_OR_KEYWORD,
+                                                            p.KEYWORD_ONLY)}
+    varargs = next((i for i, p in enumerate(params)
+                    if p.kind == p.VAR_POSITIONAL and p.name in ARRAY_VARARGS), None)
+    if not checked and varargs is None:
+        return fn
+    name = fn.__name__
+
+    def reject(arg, position):
+        if isinstance(arg, (list, tuple)):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
+                            f"{type(arg)} at position {position}.")
+
+    @functools.wraps(fn)
+    def checked_fn(*args, **kwargs):
+        for pname, i in checked.items():
+            reject(args[i] if i < len(args) else kwargs.get(pname), i)
+        if varargs is not None:
+            for i in range(varargs, len(args)):
+                reject(args[i], i)
+        return fn(*args, **kwargs)
+    return checked_fn

@@ -286,7 +286,7 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     a = _float(a)
     _square("cholesky", a)
     L = dec.cholesky(a, symmetrize_input=symmetrize_input)
-    return dec._mT(L) if upper else L
+    return dec._mH(L) if upper else L
 
 
 def _uplo(UPLO):

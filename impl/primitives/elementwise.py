@@ -195,7 +195,9 @@ def _div_jvp(primals, tangents):
     if type(tx) is not Zero:
         acc = ad.add_tangents(acc, div(tx, y))
     if type(ty) is not Zero:
-        acc = ad.add_tangents(acc, neg(mul(ty, div(out, y))))
+        # (-ty * x) * y**-2, in JAX's order of operations, so float32 derivatives round
+        # as JAX's do
+        acc = ad.add_tangents(acc, mul(mul(neg(ty), x), integer_pow_p.bind(y, y=-2)))
     return out, acc
 
 

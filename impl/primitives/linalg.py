@@ -93,6 +93,15 @@ def _transpose_rhs(ct, x, y, *, dimension_numbers, precision=None,
                           preferred_element_type=preferred_element_type, ct_rhs_first=True)
 
 
+def _skip_axis(axes, batch_axis):
+    """Unbatched axis numbers renumbered for an operand with an extra axis at batch_axis."""
+    return tuple(a if a < batch_axis else a + 1 for a in axes)
+
+
+def _free_axes_before(batch_axis, contract, batch):
+    return sum(1 for a in range(batch_axis) if a not in contract and a not in batch)
+
+
 def _dot_general_batch(axis_data, vals, dims, *, dimension_numbers, precision=None,
                        preferred_element_type=None, out_sharding=None):
     lhs, rhs = vals
@@ -105,19 +114,24 @@ def _dot_general_batch(axis_data, vals, dims, *, dimension_numbers, precision=No
         dn = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
         out_dim = 0
     elif ld is not None:
-        lhs = batching.moveaxis(lhs, ld, 0)
-        dn = ((shift(lc), rc), (shift(lb), rb))
-        out_dim = len(lb)
+        # Only one operand is batched: its batch axis stays where it is, as one more free
+        # axis, so no transpose is staged; the output's batch axis is where that free axis
+        # lands in dot_general's [batch, lhs free, rhs free] layout.
+        lc, lb = _skip_axis(lc, ld), _skip_axis(lb, ld)
+        dn = ((lc, rc), (lb, rb))
+        out_dim = len(lb) + _free_axes_before(ld, lc, lb)
     else:
-        rhs = batching.moveaxis(rhs, rd, 0)
-        dn = ((lc, shift(rc)), (lb, shift(rb)))
+        rc, rb = _skip_axis(rc, rd), _skip_axis(rb, rd)
+        dn = ((lc, rc), (lb, rb))
         lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
-        out_dim = len(lb) + lhs_free
+        out_dim = len(lb) + lhs_free + _free_axes_before(rd, rc, rb)
     sharding = {}
     if out_sharding is not None:
-        batched = lhs if ld is not None else rhs
-        sharding["out_sharding"] = batch_explicit_sharding(out_sharding, axis_data, batched, 0,
-                                                           out_dim)
+        # the batched operand and its batch axis (moved to the front when both are batched)
+        batched, batch_dim = ((lhs, 0) if ld is not None and rd is not None
+                              else (lhs, ld) if ld is not None else (rhs, rd))
+        sharding["out_sharding"] = batch_explicit_sharding(out_sharding, axis_data, batched,
+                                                           batch_dim, out_dim)
     out = dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
                              preferred_element_type=preferred_element_type, **sharding)
     return out, out_dim

@@ -23,6 +23,7 @@ from impl.primitives import elementwise as ew
 from impl.primitives import indexing as ix
 from impl.primitives import shape as sh
 from impl.primitives._define import define
+from impl.primitives.complex_parts import conj
 from impl.primitives.linalg import dot_general
 from impl.primitives.reductions import take_along_axis
 
@@ -37,14 +38,21 @@ def _check_float(name, aval):
                            if kind == "complex" else ""))
 
 
-def _check_matrix(name, aval, square=False):
+def _check_inexact(name, aval):
+    """Floating-point or complex: the decompositions that are defined for Hermitian
+    matrices (cholesky, and the triangular solves it needs) take complex operands."""
+    if not np.issubdtype(aval.dtype, np.complexfloating):
+        _check_float(name, aval)
+
+
+def _check_matrix(name, aval, square=False, complex_ok=False):
     if aval.ndim < 2:
         raise ValueError(f"{name}: needs an array of shape [..., m, n] (at least 2 axes), got "
                          f"shape {aval.shape}")
     if square and aval.shape[-1] != aval.shape[-2]:
         raise ValueError(f"{name}: needs square matrices of shape [..., n, n], got shape "
                          f"{aval.shape}")
-    _check_float(name, aval)
+    (_check_inexact if complex_ok else _check_float)(name, aval)
 
 
 # ------------------------------------------------------------- matrix helpers
@@ -125,11 +133,18 @@ def _pad_last2(x, rows, cols):
     return ix.pad(x, zero, ((0, 0, 0),) * nb + ((rows[0], rows[1], 0), (cols[0], cols[1], 0)))
 
 
+def _mH(x):
+    """Conjugate transpose over the last two axes (the transpose, for real x)."""
+    xt = _mT(x)
+    return conj(xt) if np.issubdtype(get_aval(x).dtype, np.complexfloating) else xt
+
+
 def _as_read(t, lower=True):
-    """The symmetric matrix a decomposition sees when it reads only one triangle of t."""
+    """The Hermitian (for real t: symmetric) matrix a decomposition sees when it reads
+    only one triangle of t."""
     if lower:
-        return ew.add(_tril(t), _mT(_tril(t, -1)))
-    return ew.add(_triu(t), _mT(_triu(t, 1)))
+        return ew.add(_tril(t), _mH(_tril(t, -1)))
+    return ew.add(_triu(t), _mH(_triu(t, 1)))
 
 
 def _float0_zero(x):
@@ -154,20 +169,21 @@ _leading_batch = core.RuleMaker(_make_leading_batch)
 # ------------------------------------------------------------------ cholesky
 
 def _cholesky_aval(x):
-    _check_matrix("cholesky", x, square=True)
+    _check_matrix("cholesky", x, square=True, complex_ok=True)
     return x.strip_weak_type()
 
 
 def _cholesky_jvp(primals, tangents):
-    # A = L L^T gives L^{-1} dA L^{-T} = L^{-1} dL + (L^{-1} dL)^T, whose lower triangle
-    # with the diagonal halved is L^{-1} dL. Only the lower triangle of A is read, so
-    # that of the tangent (mirrored) is its tangent.
+    # A = L L^H gives L^{-1} dA L^{-H} = L^{-1} dL + (L^{-1} dL)^H, whose lower triangle
+    # with the (real) diagonal halved is L^{-1} dL. Only the lower triangle of A is read,
+    # so that of the tangent (mirrored) is its tangent.
     (x,), (t,) = primals, tangents
     L = cholesky_p.bind(x)
     if type(t) is Zero:
         return L, _float0_zero(L)
     t = _as_read(t)
-    t_linv_t = triangular_solve(L, t, left_side=False, lower=True, transpose_a=True)
+    t_linv_t = triangular_solve(L, t, left_side=False, lower=True, transpose_a=True,
+                                conjugate_a=True)
     inner = triangular_solve(L, t_linv_t, left_side=True, lower=True)
     n = get_aval(x).shape[-1]
     half_diag = ew.mul(_keep_where(inner, np.eye(n, dtype=bool)),
@@ -183,17 +199,24 @@ cholesky_p = define(
 
 
 def cholesky(x, *, symmetrize_input=True):
-    """The lower Cholesky factor L of A = L L^T (NaN where A is not positive definite).
-    With symmetrize_input, A is first replaced by (A + A^T) / 2."""
+    """The lower Cholesky factor L of A = L L^H (NaN where A is not positive definite).
+    With symmetrize_input, A is first replaced by (A + A^H) / 2."""
     if symmetrize_input:
+        aval = get_aval(x)
+        if np.issubdtype(aval.dtype, np.integer) or aval.dtype == np.bool_:
+            # (A + A^H) / 2 is a true division, so integer matrices come out floating
+            # (64-bit integers as float64, smaller ones as float32, as JAX divides)
+            wide = aval.dtype.itemsize >= 8
+            x = ew.convert_element_type(x, core.canonical_dtype(np.float64 if wide
+                                                                else np.float32))
         x = symmetrize(x)
     return cholesky_p.bind(x)
 
 
 def symmetrize(x):
-    """(x + x^T) / 2 over the last two axes."""
-    _check_matrix("symmetrize", get_aval(x), square=True)
-    return ew.mul(ew.add(x, _mT(x)), np.asarray(0.5, get_aval(x).dtype))
+    """(x + x^H) / 2 over the last two axes."""
+    _check_matrix("symmetrize", get_aval(x), square=True, complex_ok=True)
+    return ew.mul(ew.add(x, _mH(x)), np.asarray(0.5, get_aval(x).dtype))
 
 
 # ----------------------------------------------------------- triangular_solve
@@ -202,8 +225,8 @@ _SOLVE_FLAGS = ("left_side", "lower", "transpose_a", "conjugate_a", "unit_diagon
 
 
 def _triangular_solve_aval(a, b, **flags):
-    _check_matrix("triangular_solve", a, square=True)
-    _check_float("triangular_solve", b)
+    _check_matrix("triangular_solve", a, square=True, complex_ok=True)
+    _check_inexact("triangular_solve", b)
     if a.dtype != b.dtype:
         raise TypeError(f"triangular_solve: a and b must have the same dtype, got "
                         f"{a.str_short()} and {b.str_short()}")
@@ -230,6 +253,8 @@ def _triangular_solve_jvp(primals, tangents, **flags):
         da = _tril(ta, -skip) if flags["lower"] else _triu(ta, skip)
         if flags["transpose_a"]:
             da = _mT(da)
+        if flags["conjugate_a"] and np.issubdtype(get_aval(da).dtype, np.complexfloating):
+            da = conj(da)
         prod = _matmul(da, out) if flags["left_side"] else _matmul(out, da)
         acc = ad.add_tangents(acc, ew.neg(triangular_solve_p.bind(a, prod, **flags)))
     return out, acc
@@ -587,3 +612,70 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
         return outs[0]
     s, u, vh = outs
     return u, s, vh
+
+
+# ----------------------------------------------------------- tridiagonal_solve
+
+def _tridiagonal_solve_aval(dl, d, du, b):
+    for name, a in (("dl", dl), ("d", d), ("du", du)):
+        _check_inexact("tridiagonal_solve", a)
+        if a.shape != d.shape or a.dtype != b.dtype:
+            raise TypeError(f"tridiagonal_solve: {name} must have the shape {d.shape} of d "
+                            f"and the dtype of b, got {a.str_short()} and {b.str_short()}")
+    if b.ndim != d.ndim + 1 or b.shape[:-1] != d.shape:
+        raise ValueError(f"tridiagonal_solve: b of shape {b.shape} must be [..., m, n] for "
+                         f"diagonals of shape {d.shape}")
+    return b.strip_weak_type()
+
+
+def _tridiagonal_times(dl, d, du, x):
+    """A x for the tridiagonal A (sub-diagonal dl[1:], diagonal d, super-diagonal du[:-1])
+    and x of shape [..., m, n]; each diagonal scales x shifted along the m axis."""
+    nd = get_aval(x).ndim
+    m = get_aval(x).shape[-2]
+    shape = get_aval(x).shape
+    col = lambda v: sh.broadcast_in_dim(v, shape, tuple(range(nd - 1)))  # noqa: E731
+    zero_row = lambda: ew.zeros_like(ix.slice_in_dim(x, 0, 1, axis=nd - 2))  # noqa: E731
+    below = ix.concatenate([zero_row(), ix.slice_in_dim(x, 0, m - 1, axis=nd - 2)], nd - 2)
+    above = ix.concatenate([ix.slice_in_dim(x, 1, m, axis=nd - 2), zero_row()], nd - 2)
+    return ew.add(ew.add(ew.mul(col(dl), below), ew.mul(col(d), x)), ew.mul(col(du), above))
+
+
+def _tridiagonal_solve_jvp(primals, tangents):
+    # A x = b gives A dx = db - dA x, solved with the same A.
+    dl, d, du, b = primals
+    x = tridiagonal_solve_p.bind(dl, d, du, b)
+    rhs = tangents[3]
+    if any(type(t) is not Zero for t in tangents[:3]):
+        zero = lambda v, t: ew.zeros_like(v) if type(t) is Zero else t  # noqa: E731
+        change = _tridiagonal_times(*(zero(v, t) for v, t in zip(primals[:3], tangents[:3])), x)
+        rhs = ew.neg(change) if type(rhs) is Zero else ew.sub(rhs, change)
+    if type(rhs) is Zero:
+        return x, rhs
+    return x, tridiagonal_solve_p.bind(dl, d, du, rhs)
+
+
+def _tridiagonal_solve_transpose(ct, dl, d, du, b):
+    if any(is_undefined_primal(v) for v in (dl, d, du)):
+        raise TypeError("tridiagonal_solve is linear only in its right-hand side b")
+    if type(ct) is Zero:
+        return [None] * 4
+    # A^T is tridiagonal too: its sub-diagonal is A's super-diagonal shifted down a row
+    nd = get_aval(d).ndim
+    m = get_aval(d).shape[-1]
+    zero = ew.zeros_like(ix.slice_in_dim(d, 0, 1, axis=nd - 1))
+    dl_t = ix.concatenate([zero, ix.slice_in_dim(du, 0, m - 1, axis=nd - 1)], nd - 1)
+    du_t = ix.concatenate([ix.slice_in_dim(dl, 1, m, axis=nd - 1), zero], nd - 1)
+    return [None, None, None, tridiagonal_solve_p.bind(dl_t, d, du_t, ct)]
+
+
+tridiagonal_solve_p = define(
+    "tridiagonal_solve", abstract_eval=_tridiagonal_solve_aval,
+    lowering=lax.linalg.tridiagonal_solve, jvp=_tridiagonal_solve_jvp,
+    transpose=_tridiagonal_solve_transpose, batching=_leading_batch)
+
+
+def tridiagonal_solve(dl, d, du, b):
+    """Solve A x = b for the tridiagonal A with sub-diagonal dl (dl[..., 0] unused),
+    diagonal d and super-diagonal du (du[..., -1] unused); b is [..., m, n]."""
+    return tridiagonal_solve_p.bind(dl, d, du, b)
