@@ -19,7 +19,6 @@ import pathlib
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import sharding_cases as base  # noqa: E402  (sets XLA_FLAGS before JAX is imported)
 
-import contextlib  # noqa: E402
 import importlib  # noqa: E402
 
 import jax  # noqa: E402
@@ -403,14 +402,7 @@ def case_compiled_program_is_partitioned():
 
 # ------------------------------------------------ the checks catch broken rules
 
-@contextlib.contextmanager
-def _patched(obj, name, value):
-    old = getattr(obj, name)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        setattr(obj, name, old)
+_patched = base._patched
 
 
 def case_negative_a_wrong_rule_is_caught():
