@@ -77,15 +77,21 @@ def test_traces_are_shared_by_every_jit_of_a_function():
     assert want[0] == 1 and 0 in want   # the check sees both tracing and reuse
 
 
-@pytest.mark.parametrize("name", ["jax", "impl"])
-def test_the_tracing_configuration_is_part_of_the_key(name):
-    J, N = APIS[name]
+def _counted_add_one():
+    """x + 1.0, and the list its calls are appended to (one entry per trace)."""
     calls = []
 
     def f(x):
         calls.append(1)
         return x + 1.0
 
+    return f, calls
+
+
+@pytest.mark.parametrize("name", ["jax", "impl"])
+def test_the_tracing_configuration_is_part_of_the_key(name):
+    J, N = APIS[name]
+    f, calls = _counted_add_one()
     J.jit(f)(X)
     with J.numpy_dtype_promotion("strict"):
         J.jit(f)(X)
@@ -96,12 +102,7 @@ def test_the_tracing_configuration_is_part_of_the_key(name):
 @pytest.mark.parametrize("name", ["jax", "impl"])
 def test_clear_caches_makes_every_jit_trace_again(name):
     J, N = APIS[name]
-    calls = []
-
-    def f(x):
-        calls.append(1)
-        return x + 1.0
-
+    f, calls = _counted_add_one()
     J.jit(f)(X)
     J.grad(J.jit(f))(X)
     J.clear_caches()

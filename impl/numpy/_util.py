@@ -22,13 +22,17 @@ def _arraylike(x):
             or getattr(x, "__jax_array__", None) is not None)
 
 
+def _not_arraylike(fun_name, arg, position):
+    return TypeError(f"{fun_name} requires ndarray or scalar arguments, got {type(arg)} at "
+                     f"position {position}.")
+
+
 def check_arraylike(fun_name, *args):
     """JAX's rule for array arguments: arrays and scalars only. A list or tuple where an
     array is expected raises TypeError (jnp.array/asarray are the way to convert one)."""
     for position, arg in enumerate(args):
         if not _arraylike(arg):
-            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got "
-                            f"{type(arg)} at position {position}.")
+            raise _not_arraylike(fun_name, arg, position)
 
 
 def asarray(a, dtype=None):
@@ -266,8 +270,7 @@ def require_arraylike(fn):
 
     def reject(arg, position):
         if isinstance(arg, (list, tuple)):
-            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
-                            f"{type(arg)} at position {position}.")
+            raise _not_arraylike(name, arg, position)
 
     @functools.wraps(fn)
     def checked_fn(*args, **kwargs):
