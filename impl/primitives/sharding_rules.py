@@ -266,8 +266,9 @@ def _check_match(a, b, msg):
 
 def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
     """A user's `out_sharding=` (a PartitionSpec read against the mesh in context, or a
-    NamedSharding) as an equation parameter: a NamedSharding over the abstract mesh with
-    one entry per result axis, naming only Explicit axes. None stays None."""
+    NamedSharding) as an equation parameter: a NamedSharding over the user's mesh (the
+    abstract one in context for a PartitionSpec) with one entry per result axis, naming
+    only Explicit axes. None stays None."""
     if out_sharding is None:
         return None
     if isinstance(out_sharding, PartitionSpec):
@@ -297,10 +298,10 @@ def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
             "Explicit: impl takes out_sharding over Explicit axes only (place the result "
             "with jax.device_put or lax.with_sharding_constraint)")
     typed = explicit_sharding_of(out_sharding, ndim)
-    if typed is not None:
-        return typed
-    mesh = out_sharding.mesh.abstract_mesh
-    return NamedSharding(mesh, PartitionSpec(*[None] * ndim))
+    entries = PartitionSpec(*[None] * ndim) if typed is None else typed.spec
+    # A concrete mesh stays in the parameter (the type holds its abstract mesh): eager
+    # evaluation outside any mesh context needs the devices to place the result on.
+    return NamedSharding(out_sharding.mesh, entries)
 
 
 # ------------------------------------------------------------------ slicing
