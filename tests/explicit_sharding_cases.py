@@ -19,6 +19,7 @@ import pathlib
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import sharding_cases as base  # noqa: E402  (sets XLA_FLAGS before JAX is imported)
 
+import functools  # noqa: E402
 import importlib  # noqa: E402
 
 import jax  # noqa: E402
@@ -346,6 +347,70 @@ def case_data_parallel_mlp_training_steps():
             return params, accuracy(params, batch), lib.jit(lib.grad(loss))(params, batch)
     got, want = base.both(make)
     check_typed(got, want, rtol=1e-4, atol=1e-5)
+
+
+def case_data_parallel_program_as_a_user_writes_it():
+    """A small data-parallel classifier written against the API surface of JAX's SPMD
+    example program: a 1-d Explicit mesh over all devices, parameters placed replicated
+    and batches along the mesh axis by `device_put` with NamedShardings (a list of
+    tuples), a donated jitted step called inside `set_mesh` and outside any mesh
+    context, `reshard` of host data with a NamedSharding outside the context, and a
+    jitted accuracy. The printed lines, values, types and shardings against JAX's."""
+    def program(lib):
+        np_ = lib.numpy
+        mesh = lib.make_mesh((lib.device_count(),), ("data",),
+                             axis_types=(lib.sharding.AxisType.Explicit,))
+        on_all = lib.NamedSharding(mesh, lib.sharding.PartitionSpec())
+        split = lib.NamedSharding(mesh, lib.sharding.PartitionSpec("data"))
+
+        def forward(weights, x):
+            for w, b in weights[:-1]:
+                x = np_.tanh(np_.dot(x, w) + b)
+            w, b = weights[-1]
+            scores = np_.dot(x, w) + b
+            return scores - lib.scipy.special.logsumexp(scores, axis=1, keepdims=True)
+
+        @functools.partial(lib.jit, donate_argnums=0)
+        def step(weights, data):
+            x, y = data
+            g = lib.grad(lambda ws: -np_.mean(np_.sum(forward(ws, x) * y, axis=1)))(weights)
+            return [(w - 0.5 * gw, b - 0.5 * gb) for (w, b), (gw, gb) in zip(weights, g)]
+
+        @lib.jit
+        def hits(weights, data):
+            x, y = data
+            return np_.mean(np_.argmax(forward(weights, x), axis=1) == np_.argmax(y, axis=1))
+
+        rng = np.random.RandomState(7)
+        sizes = (12, 16, 5)
+        weights = lib.device_put([(0.3 * rng.randn(m, n), 0.3 * rng.randn(n))
+                                  for m, n in zip(sizes[:-1], sizes[1:])], on_all)
+        xs = rng.rand(20, 12).astype(np.float32)
+        ys = np.eye(5, dtype=np.float32)[rng.randint(0, 5, 20)]
+        lines = []
+        for start in (0, 8, 16):                # the last batch is padded to 8 rows
+            bx, by = xs[start:start + 8], ys[start:start + 8]
+            bx = np.concatenate([bx, xs[:8 - len(bx)]])
+            by = np.concatenate([by, ys[:8 - len(by)]])
+            batch = (lib.device_put(bx, split), lib.device_put(by, split))
+            if start:
+                weights = step(weights, batch)
+            else:
+                with lib.set_mesh(mesh):
+                    weights = step(weights, batch)
+            lines.append(f"{lib.typeof(batch[0])} -> {lib.typeof(weights[0][0])}")
+        data = (lib.sharding.reshard(xs[:16], split), lib.sharding.reshard(ys[:16], split))
+        accuracy = hits(weights, data)
+        lines.append(f"accuracy {accuracy} of type {lib.typeof(accuracy)}")
+        return lines, weights, data, accuracy
+    got, want = both_programs(program)
+    assert got[0] == want[0], (got[0], want[0])
+    check_typed(got[1:], want[1:], rtol=1e-5, atol=1e-6)
+
+
+def both_programs(program):
+    """`program(lib)` with impl and with JAX."""
+    return [program(lib) for lib, _ in BOTH]
 
 
 # ------------------------------------------------------------------ errors
