@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from jax.sharding import NamedSharding, PartitionSpec, Sharding, get_abstract_mesh
 
-from impl.core import ShardingTypeError, explicit_sharding_of, shape_str
+from impl.core import (ShardingTypeError, common_mesh, explicit_sharding_of, get_aval,
+                       shape_str)
 
 
 def spec(aval):
@@ -255,6 +256,18 @@ def dot_general(lhs, rhs, *, dimension_numbers, out_sharding=None, **params):
     return lbs + lfree + rfree
 
 
+def cotangent_sharding(x_aval, layout, *others):
+    """With explicit shardings, a cotangent takes its primal's sharding (the contraction
+    that computes it may contract sharded axes): the primal's spec in the contraction's
+    output layout. None when no operand is explicitly sharded."""
+    if x_aval.explicit_sharding is None and all(
+            get_aval(o).explicit_sharding is None for o in others):
+        return None
+    mesh = common_mesh([x_aval] + [get_aval(o) for o in others])
+    x_spec = spec(x_aval)
+    return NamedSharding(mesh, PartitionSpec(*[x_spec[i] for i in layout]))
+
+
 def _check_match(a, b, msg):
     for x, y in zip(a, b):
         if x is not None and y is not None and x != y:
@@ -334,6 +347,49 @@ def pad_rule(x, padding_value, *, padding_config):
     out = [lo + hi + d + max(0, d - 1) * interior
            for d, (lo, hi, interior) in zip(x.shape, padding_config)]
     return _keep_if_divisible("padding", x, out)
+
+
+def windowed(out_shape):
+    """Windowed reductions (`out_shape(x, **params)` their result's shape): the
+    operand's sharding, kept while the result's axes stay divisible."""
+    def rule(x, **params):
+        return _keep_if_divisible("reduce_window", x, out_shape(x, **params))
+    return rule
+
+
+def gathered_window(out_shape):
+    """select_and_gather_add (a windowed max's tangent): the tangent sharded as the
+    operand, the result as a windowed reduction of the operand."""
+    window_rule = windowed(out_shape)
+
+    def rule(t, x, **params):
+        if t.explicit_sharding != x.explicit_sharding:
+            raise ShardingTypeError(
+                "select_and_gather_add tangents and operand shardings must match, got "
+                f"{t.sharding} and {x.sharding}.")
+        return window_rule(x, **params)
+    return rule
+
+
+def scattered_window(source, x, **params):
+    """select_and_scatter_add: the result has the operand's shape and sharding."""
+    return spec(x)
+
+
+def convolution(out_shape):
+    """conv_general_dilated: `out_sharding=` when given; otherwise the kernel must be
+    replicated and the input's feature axis unsharded, and the result takes the input's
+    sharding (kept while divisible), as in JAX."""
+    def rule(lhs, rhs, *, out_sharding=None, **params):
+        if out_sharding is not None:
+            return out_sharding
+        if (rhs.explicit_sharding is None
+                and spec(lhs)[params["dimension_numbers"].lhs_spec[1]] is None):
+            return _keep_if_divisible("conv_general_dilated", lhs,
+                                      out_shape(lhs, rhs, **params))
+        raise ShardingTypeError("Please specify the output sharding via `out_sharding` "
+                                "parameter of `conv_general_dilated`")
+    return rule
 
 
 def dynamic_slice(x, *indices, slice_sizes):
