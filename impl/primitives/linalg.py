@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 from jax import lax
 
-
 from impl.core import get_aval
 from impl.interpreters import ad, batching
 from impl.primitives import sharding_rules
