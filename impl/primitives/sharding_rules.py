@@ -404,13 +404,76 @@ def dynamic_update_slice(x, update, *indices):
     return spec(x)
 
 
-def gather(operand, indices, **params):
-    """Gathers from sharded operands or with sharded indices are refused (JAX resolves
-    some of them; impl asks for an unsharded operand)."""
-    raise ShardingTypeError(
+def _gather_error(operand, indices):
+    return ShardingTypeError(
         "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
         "indexing as out sharding could not be resolved unambiguously (or would require "
         f"collectives on inputs). Got operand={operand!r}, indices={indices!r}")
+
+
+def gather(operand, indices, *, dimension_numbers, slice_sizes, **params):
+    """A gather is sharded where no device needs another's data: the operand's axes it
+    slices into are unsharded or taken whole, the indices' query axes and index vector
+    are unsharded, and batch axes agree between operand and indices. Window axes keep
+    the operand's sharding, query and batch axes the indices'."""
+    dn = dimension_numbers
+    ops, ids = spec(operand), list(spec(indices))
+    batch_pairs = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    if (any(operand.shape[d] != slice_sizes[d] and ops[d] is not None
+            for d in dn.start_index_map)
+            or any(ops[o] is not None and ids[i] is not None and ops[o] != ids[i]
+                   for o, i in batch_pairs)
+            or any(e is not None for i, e in enumerate(ids)
+                   if i not in dn.start_indices_batching_dims)):
+        raise _gather_error(operand, indices)
+    for o, i in batch_pairs:
+        ids[i] = ids[i] if ids[i] is not None else ops[o]
+    windows = iter([ops[d] for d in range(operand.ndim) if d not in dn.collapsed_slice_dims
+                    and d not in dn.operand_batching_dims])
+    queries = iter(ids)
+    return tuple(next(windows) if k in dn.offset_dims else next(queries)
+                 for k in range(len(dn.offset_dims) + indices.ndim - 1))
+
+
+def scatter(operand, indices, updates, *, dimension_numbers, **params):
+    """A scatter (a gather in reverse) keeps the operand's sharding where each device
+    updates only its own part: windows taken whole are sharded alike in operand and
+    updates, partial windows and the inserted axes unsharded, the query axes of indices
+    and updates and the index vector unsharded, batch axes agreeing. Unsharded operand
+    axes take the updates' (or indices') sharding."""
+    dn = dimension_numbers
+    ops, ids, ups = spec(operand), spec(indices), spec(updates)
+    vector = indices.ndim - 1
+    update_queries = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+    update_batch = [update_queries[i] for i in dn.scatter_indices_batching_dims]
+    operand_windows = [d for d in range(operand.ndim) if d not in dn.inserted_window_dims
+                       and d not in dn.operand_batching_dims]
+    batches = list(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims,
+                       update_batch))
+    windows = list(zip(dn.update_window_dims, operand_windows))
+    resolvable = all(len({e for e in (ops[o], ids[i], ups[u]) if e is not None}) <= 1
+                     for o, i, u in batches)
+    windows_fit = all(
+        (updates.shape[u] == operand.shape[o] and ups[u] == ops[o])
+        or (ups[u] is None and ops[o] is None) for u, o in windows)
+    if not (resolvable and windows_fit
+            and all(ops[d] is None for d in dn.inserted_window_dims)
+            and all(ups[d] is None for d in range(updates.ndim)
+                    if d not in update_batch and d not in dn.update_window_dims)
+            and all(ids[d] is None for d in range(vector)
+                    if d not in dn.scatter_indices_batching_dims)
+            and ids[vector] is None):
+        raise ShardingTypeError(
+            "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec "
+            "for the scatter update as out sharding could not be resolved unambiguously (or "
+            f"would require collectives on inputs). Got operand={operand!r}, "
+            f"indices={indices!r}, updates={updates!r}")
+    out = list(ops)
+    for o, i, u in batches:
+        out[o] = out[o] if out[o] is not None else (ids[i] if ids[i] is not None else ups[u])
+    for u, o in windows:
+        out[o] = out[o] if out[o] is not None else ups[u]
+    return tuple(out)
 
 
 def sort(*operands, **params):
