@@ -264,6 +264,106 @@ def case_control_flow_rules():
     ])
 
 
+def case_gather_scatter_and_indexing_rules():
+    check_rules([
+        ("take along an unsharded axis", lambda lib, np_: lambda a: np_.take(
+            a, np.array([0, 3, 1]), axis=1), (A,)),
+        ("integer array index on an unsharded axis",
+         lambda lib, np_: lambda a: a[:, np.array([2, 0])], (A,)),
+        ("take_along_axis", lambda lib, np_: lambda a: np_.take_along_axis(
+            a, np.tile(np.array([[1, 0, 3, 2]]), (8, 1)), axis=1), (A,)),
+        ("at[].set on an unsharded axis",
+         lambda lib, np_: lambda a: a.at[:, 1].set(0.5), (A,)),
+        ("at[].add with an index array", lambda lib, np_: lambda a, b: a.at[
+            :, np.array([0, 2])].add(b[:, :2]), (A, A)),
+        ("at[].get(out_sharding=) from a sharded axis", lambda lib, np_: lambda a: a.at[
+            np.array([1, 5])].get(out_sharding=P(None, "Y")), (W,)),
+        ("at[].set(out_sharding=) into a sharded axis", lambda lib, np_: lambda a: a.at[
+            0].set(1.0, out_sharding=P("X", "Y")), (W,)),
+    ])
+
+
+def case_convolution_and_window_rules():
+    images = put(base.rs(8, 3, 6, 6, seed=7), "X")                 # f32[8@X,3,6,6]
+    kernel = put(base.rs(4, 3, 3, 3, seed=8))                      # replicated
+    split_kernel = put(base.rs(4, 3, 3, 3, seed=9), "Y")           # f32[4@Y,3,3,3]
+    check_rules([
+        # (not under vmap of both operands: JAX's own batching reshapes the sharded
+        # batch into the features and raises ShardingTypeError)
+        ("conv with a replicated kernel", lambda lib, np_: lambda x, k: lib.lax.conv(
+            x, k, (1, 1), "SAME"), (images, kernel), ("vmap",)),
+        ("conv vmapped over kernels", lambda lib, np_: lambda ks: lib.vmap(
+            lambda k: lib.lax.conv(images, k, (1, 1), "SAME"))(ks), (put(np.stack(
+                [base.rs(4, 3, 3, 3, seed=10)] * 2)),), ("vmap", "derivatives")),
+        ("conv with out_sharding", lambda lib, np_: lambda x, k: lib.lax.conv_general_dilated(
+            x, k, (1, 1), "VALID", out_sharding=P("X", "Y")), (images, split_kernel),
+         ("vmap",)),
+        ("max pooling", lambda lib, np_: lambda a: lib.lax.reduce_window(
+            a, -np.inf, lib.lax.max, (1, 2), (1, 2), "VALID"), (W,)),
+        ("sum pooling along an unsharded axis", lambda lib, np_: lambda a: lib.lax.reduce_window(
+            a, 0.0, lib.lax.add, (1, 3), (1, 1), "SAME"), (A,)),
+        ("min pooling", lambda lib, np_: lambda a: lib.lax.reduce_window(
+            a, np.inf, lib.lax.min, (2, 1), (2, 1), "VALID"), (B,)),
+    ])
+
+
+def case_auto_and_explicit_axes():
+    """auto_axes takes mesh axes out of the types inside (results resharded to
+    out_sharding); explicit_axes puts them in (arguments resharded to in_sharding):
+    values, the types seen inside and the results' types, eagerly and under jit."""
+    auto_mesh = jax.make_mesh((4, 2), ("X", "Y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+
+    def make(lib, np_):
+        seen = []
+
+        def inner(x):
+            seen.append(str(lib.typeof(x)))
+            return x @ x.T
+        to_auto = lib.sharding.auto_axes(inner, out_sharding=P("X"))
+        only_x = lib.sharding.auto_axes(lambda x: x * 3.0, axes="X", out_sharding=P("X", "Y"))
+        with jax.set_mesh(MESH):
+            outs = [to_auto(W), lib.jit(to_auto)(W), lib.jit(only_x)(W),
+                    lib.jit(lib.grad(lambda w: to_auto(w).sum()))(W)]
+
+        def typed(x):
+            seen.append(str(lib.typeof(x)))
+            return x * 2.0
+        to_explicit = lib.sharding.explicit_axes(typed, in_sharding=P("X", None))
+        with jax.set_mesh(auto_mesh):
+            a = jax.device_put(np.asarray(W), NamedSharding(auto_mesh, P("X")))
+            outs += [to_explicit(a), lib.jit(to_explicit)(a)]
+        return outs, seen
+    got, want = both_programs(lambda lib: make(lib, lib.numpy))
+    assert got[1] == want[1], (got[1], want[1])
+    check_typed(got[0], want[0], rtol=1e-5, atol=1e-4)
+
+
+def case_visualize_array_sharding():
+    """impl.debug.visualize_array_sharding draws what JAX draws for the same values
+    (results of impl's programs placed by their types)."""
+    import contextlib
+    import io
+    try:
+        import rich  # noqa: F401
+    except ImportError as e:
+        raise AssertionError("the test extras (pip install -e '.[test]') bring rich, which "
+                             "JAX's drawing needs") from e
+
+    def drawn(lib, x, **kwargs):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            lib.debug.visualize_array_sharding(x, **kwargs)
+        return buf.getvalue()
+    with jax.set_mesh(MESH):
+        dot = impl.jit(lambda a, b: inp.dot(a, b, out_sharding=P(None, "X")))(A, B.T)
+        for x, kwargs in ((W, {}), (A, {"use_color": False}), (dot, {}),
+                          (impl.jit(lambda a: a.reshape(32))(W), {})):
+            got, want = drawn(impl, x), drawn(jax, x)
+            assert got == want, f"impl drew\n{got}\nJAX draws\n{want}"
+            assert drawn(impl, x, **kwargs) == drawn(jax, x, **kwargs)
+    assert "CPU 0 │ CPU 1" in drawn(impl, W)     # a grid of devices was drawn
+
+
 def case_creation_with_out_sharding():
     def make(lib, np_):
         with jax.set_mesh(MESH):
@@ -438,6 +538,16 @@ def case_sharding_type_errors_as_jax():
             True, lambda a: a * 2.0, lambda a: lib.sharding.reshard(a, P("X")), W)),
         ("loop carry changing type", lambda lib, np_: lib.lax.fori_loop(
             0, 2, lambda i, c: lib.sharding.reshard(c, P("X")), W)),
+        ("indexing into a sharded axis with an array",
+         lambda lib, np_: lib.jit(lambda a: a[np.array([0, 2])])(A)),
+        ("at[].set into a sharded axis",
+         lambda lib, np_: lib.jit(lambda a: a.at[0].set(1.0))(W)),
+        ("conv with a sharded kernel", lambda lib, np_: lib.lax.conv(
+            put(np.ones((8, 3, 4, 4)), "X"), put(np.ones((4, 3, 3, 3)), "Y"), (1, 1), "SAME")),
+        ("pooling that breaks divisibility", lambda lib, np_: lib.jit(
+            lambda a: lib.lax.reduce_window(a, 0.0, lib.lax.add, (1, 2), (1, 1), "VALID"))(W)),
+        ("auto_axes without out_sharding",
+         lambda lib, np_: lib.sharding.auto_axes(lambda x: x)(W)),
     ])
     with jax.set_mesh(MESH):
         e = base.raises(ShardingTypeError, lambda: np_dot_error())
@@ -479,6 +589,20 @@ def case_negative_a_wrong_rule_is_caught():
     with _patched(core, "sharding_rules", dict(core.sharding_rules)):
         core.sharding_rules[transpose_p] = rules.same_as_operand
         base.raises(AssertionError, case_layout_rules)
+
+
+def case_negative_a_refusing_gather_rule_is_caught():
+    """A gather rule that refuses every sharded operand (as impl's once did) rejects
+    indexing JAX accepts; the indexing case sees it."""
+    core = importlib.import_module("impl.core")
+    gather_p = importlib.import_module("impl.primitives.indexing").gather_p
+    rules = importlib.import_module("impl.primitives.sharding_rules")
+
+    def refuse(operand, indices, **params):
+        raise rules.ShardingTypeError("refused")
+    with _patched(core, "sharding_rules", dict(core.sharding_rules)):
+        core.sharding_rules[gather_p] = refuse
+        base.raises(AssertionError, case_gather_scatter_and_indexing_rules)
 
 
 def case_negative_a_missing_error_is_caught():

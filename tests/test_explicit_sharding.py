@@ -22,6 +22,8 @@ CASES_FILE = pathlib.Path(__file__).with_name("explicit_sharding_cases.py")
 NIGHTLY_CASES = {
     "case_elementwise_and_broadcasting_rules", "case_reduction_rules", "case_layout_rules",
     "case_sorting_and_dynamic_slicing_rules", "case_control_flow_rules",
+    "case_gather_scatter_and_indexing_rules", "case_convolution_and_window_rules",
+    "case_negative_a_refusing_gather_rule_is_caught",
     "case_random_draws_with_out_sharding", "case_data_parallel_mlp_training_steps",
     "case_negative_a_wrong_rule_is_caught"}
 
