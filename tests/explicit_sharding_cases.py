@@ -338,6 +338,21 @@ def case_auto_and_explicit_axes():
     check_typed(got[0], want[0], rtol=1e-5, atol=1e-4)
 
 
+def case_shard_map_on_explicit_meshes():
+    """shard_map on a mesh with Explicit axes: the mesh from context, in_specs given or
+    read from the arguments' types (JAX's default), results typed by out_specs; eagerly,
+    under jit and differentiated."""
+    def make(lib, np_):
+        with jax.set_mesh(MESH):
+            scaled = lib.shard_map(lambda x, y: x * 2.0 + y.sum(), out_specs=P("X", "Y"))
+            summed = lib.shard_map(lambda x: lib.lax.psum(x, "Y"), in_specs=P("X", "Y"),
+                                   out_specs=P("X"))
+            return (scaled(W, B), lib.jit(scaled)(W, A), lib.jit(summed)(W),
+                    lib.jit(lib.grad(lambda w: (summed(w) ** 2).sum()))(W))
+    got, want = base.both(make)
+    check_typed(got, want)
+
+
 def case_visualize_array_sharding():
     """impl.debug.visualize_array_sharding draws what JAX draws for the same values
     (results of impl's programs placed by their types)."""
