@@ -85,6 +85,26 @@ def batch_sharding(sharding, dim, spmd_name, *, what, unmapped_entry=None):
     return NamedSharding(sharding.mesh, new_spec, memory_kind=sharding.memory_kind)
 
 
+def check_vmap_explicit_axes(args, in_axes, spmd_axis_name):
+    """vmap's mapped axes must be sharded alike over Explicit mesh axes, and
+    `spmd_axis_name` may only repeat those axes (JAX's errors)."""
+    mapped = None
+    for n, (x, d) in enumerate((x, d) for x, d in zip(args, in_axes)
+                               if isinstance(d, int) and hasattr(x, "aval")):
+        aval = get_aval(x)
+        entry = sharding_rules.spec(aval)[d] if aval.ndim else None
+        if n and entry != mapped:
+            raise ValueError("Mapped away dimension of inputs passed to vmap should be "
+                             f"sharded the same. Got inconsistent axis specs: {mapped} vs "
+                             f"{entry}")
+        mapped = entry
+    mapped = None if mapped is None else tuple(sharding_rules.entry_names(mapped))
+    if spmd_axis_name is not None and mapped is not None and tuple(spmd_axis_name) != mapped:
+        raise ValueError("Only one of spmd_axis_name or arrays sharded on `Explicit` mesh "
+                         f"axis type is allowed. Got spmd_axis_name={tuple(spmd_axis_name)} "
+                         f"and arrays sharded on explicit_mesh_axis={mapped}")
+
+
 def check_sharding_leaf(s, what, allow_none=False):
     """A sharding given by the user: a jax Sharding or a PartitionSpec (or None)."""
     if s is None and allow_none:
@@ -154,8 +174,8 @@ def _reshard_transpose(ct, x, *, out_sharding):
 def _reshard_batch(axis_data, vals, dims, *, out_sharding):
     (x,), (d,) = vals, dims
     entries = list(out_sharding.spec)
-    entries.insert(d, sharding_rules.spec(get_aval(x))[d] if axis_data.spmd_name is None
-                   else spec_entry(axis_data.spmd_name))
+    # the batch axis keeps the mapped inputs' Explicit axes (not spmd_axis_name), as in JAX
+    entries.insert(d, sharding_rules.spec(get_aval(x))[d])
     return reshard_p.bind(x, out_sharding=out_sharding.update(spec=P(*entries))), d
 
 
