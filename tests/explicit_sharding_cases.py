@@ -353,6 +353,22 @@ def case_shard_map_on_explicit_meshes():
     check_typed(got, want)
 
 
+def case_vmap_batch_axis_in_types():
+    """vmap over an axis sharded on Explicit mesh axes: results whose sharding an
+    operation states (reshard, out_sharding) keep the batch axis on those mesh axes, and
+    spmd_axis_name may only repeat them, as in JAX 0.10."""
+    C = put(base.rs(8, 4, seed=12))                                # replicated
+
+    def make(lib, np_):
+        with jax.set_mesh(MESH):
+            return (lib.vmap(lambda r: lib.sharding.reshard(r, P("Y")))(A),
+                    lib.jit(lib.vmap(lambda r: np_.dot(r, C.T, out_sharding=P("Y"))))(A),
+                    lib.vmap(lambda r: lib.sharding.reshard(r, P("Y")), spmd_axis_name="X")(C),
+                    lib.vmap(lambda r: lib.sharding.reshard(r, P(None)), spmd_axis_name="X")(A))
+    got, want = base.both(make)
+    check_typed(got, want)
+
+
 def case_visualize_array_sharding():
     """impl.debug.visualize_array_sharding draws what JAX draws for the same values
     (results of impl's programs placed by their types)."""
@@ -563,6 +579,10 @@ def case_sharding_type_errors_as_jax():
             lambda a: lib.lax.reduce_window(a, 0.0, lib.lax.add, (1, 2), (1, 1), "VALID"))(W)),
         ("auto_axes without out_sharding",
          lambda lib, np_: lib.sharding.auto_axes(lambda x: x)(W)),
+        ("vmap over axes sharded differently", lambda lib, np_: lib.vmap(
+            lambda r, s: r + s)(A, put(np.ones((8, 4))))),
+        ("vmap with an spmd_axis_name other than the mapped axis's",
+         lambda lib, np_: lib.vmap(lambda r: r * 2.0, spmd_axis_name="Y")(A)),
     ])
     with jax.set_mesh(MESH):
         e = base.raises(ShardingTypeError, lambda: np_dot_error())
