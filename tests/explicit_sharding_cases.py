@@ -369,6 +369,22 @@ def case_vmap_batch_axis_in_types():
     check_typed(got, want)
 
 
+def case_jit_shardings_agree_with_types():
+    """jit's in_shardings must agree with the arguments' types (JAX's ValueError
+    otherwise); out_shardings place the results of a top-level call (and their
+    tangents), while inside another program the call's results keep its program's
+    types, as in JAX."""
+    stacked = jax.device_put(np.stack([np.asarray(W)] * 2), NamedSharding(MESH, P(None, "X", "Y")))
+
+    def make(lib, np_):
+        with jax.set_mesh(MESH):
+            f = lib.jit(lambda x: x * 2.0, in_shardings=P("X", "Y"), out_shardings=P(None, "X"))
+            return (f(W), lib.jit(lambda w: f(w) + 1.0)(W), lib.jvp(f, (W,), (W,)),
+                    lib.jit(lambda w: lib.jvp(f, (w,), (w,)))(W), lib.vmap(f)(stacked))
+    got, want = base.both(make)
+    check_typed(got, want)
+
+
 def case_visualize_array_sharding():
     """impl.debug.visualize_array_sharding draws what JAX draws for the same values
     (results of impl's programs placed by their types)."""
@@ -581,6 +597,11 @@ def case_sharding_type_errors_as_jax():
          lambda lib, np_: lib.sharding.auto_axes(lambda x: x)(W)),
         ("vmap over axes sharded differently", lambda lib, np_: lib.vmap(
             lambda r, s: r + s)(A, put(np.ones((8, 4))))),
+        ("jit in_shardings disagreeing with the argument's type",
+         lambda lib, np_: lib.jit(lambda x: x * 2.0, in_shardings=P("X"))(W)),
+        ("grad through jit out_shardings other than the program's types",
+         lambda lib, np_: lib.grad(lambda w: (lib.jit(
+             lambda x: x * 2.0, out_shardings=P(None, "X"))(w) ** 2).sum())(W)),
         ("vmap with an spmd_axis_name other than the mapped axis's",
          lambda lib, np_: lib.vmap(lambda r: r * 2.0, spmd_axis_name="Y")(A)),
     ])
