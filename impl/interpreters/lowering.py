@@ -50,7 +50,7 @@ def eval_jaxpr_lowered(jaxpr, consts, args):
             if v.aval.explicit_sharding is not None:
                 x = _as_typed(x, v.aval.explicit_sharding)
             env[v.id] = x
-    return [_literal(v.val) if type(v) is Literal else env[v.id] for v in jaxpr.outvars]
+    return [v.val if type(v) is Literal else env[v.id] for v in jaxpr.outvars]
 
 
 def _other_mesh(eqn):
@@ -72,8 +72,8 @@ def _mesh_scope(mesh):
 
 
 def _literal(val):
-    """A scalar literal enters JAX as a host scalar (a Python scalar when weakly typed):
-    a jax array there is a value closed over, which JAX's shard_map refuses on meshes
+    """A scalar literal operand enters JAX as a host scalar (a Python scalar when weakly
+    typed): a jax array there is a value closed over, which JAX's shard_map refuses on meshes
     with Explicit axes and which, made while tracing under another mesh context
     (explicit_axes), carries that mesh in its type."""
     if isinstance(val, jax.Array):
