@@ -72,10 +72,10 @@ def _mesh_scope(mesh):
 
 
 def _literal(val):
-    """A scalar literal operand enters JAX as a host scalar (a Python scalar when weakly
-    typed): a jax array there is a value closed over, which JAX's shard_map refuses on meshes
-    with Explicit axes and which, made while tracing under another mesh context
-    (explicit_axes), carries that mesh in its type."""
+    """A scalar literal operand enters JAX as a host scalar (a Python scalar when
+    weakly typed): a jax array there is a value closed over, which JAX's shard_map
+    refuses on meshes with Explicit axes and which, made while tracing under another
+    mesh context (explicit_axes), carries that mesh in its type."""
     if isinstance(val, jax.Array):
         return val.item() if val.aval.weak_type else np.asarray(val)[()]
     return val
