@@ -23,7 +23,8 @@ from impl.interpreters.ad import Zero
 from impl.primitives import collectives, mapping
 from impl.primitives import shape as shape_ops
 from impl.primitives.call import jit_p
-from impl.primitives.sharding import broadcast_prefix, check_sharding_leaf
+from impl.primitives.sharding import (broadcast_prefix, check_sharding_leaf,
+                                      check_vmap_explicit_axes)
 
 tree_flatten = tree_util.tree_flatten
 tree_unflatten = tree_util.tree_unflatten
@@ -618,6 +619,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
             if not batching.is_vmappable(x):
                 _check_leaf(x, "vmap arguments")
         size = _batch_size(name, flat_args, specs, axis_size)
+        check_vmap_explicit_axes(flat_args, specs, spmd_axis_name)
         store = {}
 
         def flat_fun(*leaves):

@@ -6,13 +6,14 @@ from __future__ import annotations
 import string
 import sys
 
+import jax
 import numpy as np
 from jax import tree_util
 
 from impl import core
 from impl.primitives import callbacks as _callbacks
 
-__all__ = ["callback", "print"]
+__all__ = ["callback", "print", "visualize_array_sharding", "visualize_sharding"]
 
 
 def _split_dynamic(args, kwargs):
@@ -105,3 +106,18 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
 
     return _call_or_return("debug_print", emit, fmt, args, kwargs)
 
+
+
+# JAX's renderer of a sharding as a grid of devices (it needs the `rich` package).
+visualize_sharding = jax.debug.visualize_sharding
+
+
+def visualize_array_sharding(arr, **kwargs):
+    """Draw how the array `arr` is laid out over devices (as JAX draws it). impl's
+    arrays are jax arrays, placed by XLA as their types say; inside a transformation
+    the placement is XLA's decision at compile time, which impl does not inspect."""
+    if isinstance(arr, core.Tracer):
+        raise NotImplementedError(
+            "impl.debug.visualize_array_sharding takes concrete arrays: inside a "
+            "transformation print impl.typeof(x) (its sharding) instead")
+    return visualize_sharding(np.shape(arr), arr.sharding, **kwargs)

@@ -34,6 +34,7 @@ from impl.interpreters.ad import Zero
 from impl.primitives import collectives
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.sharding import (broadcast_prefix, check_spmd_unused, insert_spec_entry,
                                       spec_entry, spec_names)
@@ -359,10 +360,10 @@ def shard_map(f=None, /, *, out_specs, in_specs=_INFER, mesh=None, axis_names=fr
                                    axis_names=axis_names, check_vma=check_vma)
     if not callable(f):
         raise TypeError(f"shard_map requires a callable, got {type(f).__name__}")
-    if in_specs is None or in_specs is _INFER or type(in_specs).__name__ == "InferFromArgs":
+    if in_specs is None:
         raise NotImplementedError(
-            "impl.shard_map needs in_specs: inferring them from the arguments' shardings "
-            "(in_specs=None or Infer, for meshes with Explicit axes) is not supported")
+            "impl.shard_map: in_specs=None (static arguments) is not supported")
+    infer = in_specs is _INFER or type(in_specs).__name__ == "InferFromArgs"
     fname = _fun_name(f)
     programs = {}
 
@@ -377,7 +378,10 @@ def shard_map(f=None, /, *, out_specs, in_specs=_INFER, mesh=None, axis_names=fr
         for x in flat:
             _check_leaf(x, "shard_map arguments")
         avals = [get_aval(x) for x in flat]
-        specs = tuple(broadcast_prefix(in_specs, in_tree, "shard_map in_specs"))
+        if infer:
+            specs = _specs_from_types(m, manual, avals)
+        else:
+            specs = tuple(broadcast_prefix(in_specs, in_tree, "shard_map in_specs"))
         for i, (s, a) in enumerate(zip(specs, avals)):
             _check_spec(s, a, f"args leaf {i}", "in_specs", m, manual, fname)
         key = (in_tree, tuple(avals), m, manual)
@@ -394,6 +398,19 @@ def shard_map(f=None, /, *, out_specs, in_specs=_INFER, mesh=None, axis_names=fr
         return tree_util.tree_unflatten(out_tree, outs)
 
     return mapped
+
+
+def _specs_from_types(mesh, manual, avals):
+    """in_specs read from the arguments' types (the default, Infer): each argument is
+    split as its type is sharded over the manual axes, which must all be Explicit."""
+    types = {n: mesh._name_to_type[n] for n in mesh.axis_names if n in manual}
+    if any(t != jax.sharding.AxisType.Explicit for t in types.values()):
+        raise TypeError(
+            "shard_map in_specs argument must be a pytree of `jax.sharding.PartitionSpec` "
+            f"instances, but it was `None` when axis_names={frozenset(manual)} are of type "
+            f"{', '.join(map(str, types.values()))}")
+    return tuple(P(*[sharding_rules.entry_of(n for n in spec_names(e) if n in manual)
+                     for e in sharding_rules.spec(a)]) for a in avals)
 
 
 def _stage_blocks(fun, name, in_tree, avals, specs, out_specs, m, manual):

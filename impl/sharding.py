@@ -3,11 +3,12 @@ NamedSharding over it, a PartitionSpec naming mesh axes per array axis) and hand
 to XLA's SPMD partitioner when it lowers through jax.jit.
 
 On a mesh with Explicit axes a sharding is part of an array's type (`impl.typeof(x)`);
-`reshard` changes it.
+`reshard` changes it; `auto_axes` / `explicit_axes` run a function with mesh axes
+of another type.
 """
 from jax.sharding import (  # noqa: F401
     AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec, Sharding,
     SingleDeviceSharding, get_abstract_mesh, get_mesh, set_mesh, use_abstract_mesh,
 )
 
-from impl.primitives.sharding import reshard  # noqa: F401
+from impl.primitives.sharding import auto_axes, explicit_axes, reshard  # noqa: F401

@@ -19,6 +19,7 @@ import pathlib
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import sharding_cases as base  # noqa: E402  (sets XLA_FLAGS before JAX is imported)
 
+import functools  # noqa: E402
 import importlib  # noqa: E402
 
 import jax  # noqa: E402
@@ -263,6 +264,153 @@ def case_control_flow_rules():
     ])
 
 
+def case_gather_scatter_and_indexing_rules():
+    check_rules([
+        ("take along an unsharded axis", lambda lib, np_: lambda a: np_.take(
+            a, np.array([0, 3, 1]), axis=1), (A,)),
+        ("integer array index on an unsharded axis",
+         lambda lib, np_: lambda a: a[:, np.array([2, 0])], (A,)),
+        ("take_along_axis", lambda lib, np_: lambda a: np_.take_along_axis(
+            a, np.tile(np.array([[1, 0, 3, 2]]), (8, 1)), axis=1), (A,)),
+        ("at[].set on an unsharded axis",
+         lambda lib, np_: lambda a: a.at[:, 1].set(0.5), (A,)),
+        ("at[].add with an index array", lambda lib, np_: lambda a, b: a.at[
+            :, np.array([0, 2])].add(b[:, :2]), (A, A)),
+        ("at[].get(out_sharding=) from a sharded axis", lambda lib, np_: lambda a: a.at[
+            np.array([1, 5])].get(out_sharding=P(None, "Y")), (W,)),
+        ("at[].set(out_sharding=) into a sharded axis", lambda lib, np_: lambda a: a.at[
+            0].set(1.0, out_sharding=P("X", "Y")), (W,)),
+    ])
+
+
+def case_convolution_and_window_rules():
+    images = put(base.rs(8, 3, 6, 6, seed=7), "X")                 # f32[8@X,3,6,6]
+    kernel = put(base.rs(4, 3, 3, 3, seed=8))                      # replicated
+    split_kernel = put(base.rs(4, 3, 3, 3, seed=9), "Y")           # f32[4@Y,3,3,3]
+    check_rules([
+        # (not under vmap of both operands: JAX's own batching reshapes the sharded
+        # batch into the features and raises ShardingTypeError)
+        ("conv with a replicated kernel", lambda lib, np_: lambda x, k: lib.lax.conv(
+            x, k, (1, 1), "SAME"), (images, kernel), ("vmap",)),
+        ("conv vmapped over kernels", lambda lib, np_: lambda ks: lib.vmap(
+            lambda k: lib.lax.conv(images, k, (1, 1), "SAME"))(ks), (put(np.stack(
+                [base.rs(4, 3, 3, 3, seed=10)] * 2)),), ("vmap", "derivatives")),
+        ("conv with out_sharding", lambda lib, np_: lambda x, k: lib.lax.conv_general_dilated(
+            x, k, (1, 1), "VALID", out_sharding=P("X", "Y")), (images, split_kernel),
+         ("vmap",)),
+        ("max pooling", lambda lib, np_: lambda a: lib.lax.reduce_window(
+            a, -np.inf, lib.lax.max, (1, 2), (1, 2), "VALID"), (W,)),
+        ("sum pooling along an unsharded axis", lambda lib, np_: lambda a: lib.lax.reduce_window(
+            a, 0.0, lib.lax.add, (1, 3), (1, 1), "SAME"), (A,)),
+        ("min pooling", lambda lib, np_: lambda a: lib.lax.reduce_window(
+            a, np.inf, lib.lax.min, (2, 1), (2, 1), "VALID"), (B,)),
+    ])
+
+
+def case_auto_and_explicit_axes():
+    """auto_axes takes mesh axes out of the types inside (results resharded to
+    out_sharding); explicit_axes puts them in (arguments resharded to in_sharding):
+    values, the types seen inside and the results' types, eagerly and under jit."""
+    auto_mesh = jax.make_mesh((4, 2), ("X", "Y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+
+    def make(lib, np_):
+        seen = []
+
+        def inner(x):
+            seen.append(str(lib.typeof(x)))
+            return x @ x.T
+        to_auto = lib.sharding.auto_axes(inner, out_sharding=P("X"))
+        only_x = lib.sharding.auto_axes(lambda x: x * 3.0, axes="X", out_sharding=P("X", "Y"))
+        with jax.set_mesh(MESH):
+            outs = [to_auto(W), lib.jit(to_auto)(W), lib.jit(only_x)(W),
+                    lib.jit(lib.grad(lambda w: to_auto(w).sum()))(W)]
+
+        def typed(x):
+            seen.append(str(lib.typeof(x)))
+            return x * 2.0
+        to_explicit = lib.sharding.explicit_axes(typed, in_sharding=P("X", None))
+        with jax.set_mesh(auto_mesh):
+            a = jax.device_put(np.asarray(W), NamedSharding(auto_mesh, P("X")))
+            outs += [to_explicit(a), lib.jit(to_explicit)(a)]
+        return outs, seen
+    got, want = both_programs(lambda lib: make(lib, lib.numpy))
+    assert got[1] == want[1], (got[1], want[1])
+    check_typed(got[0], want[0], rtol=1e-5, atol=1e-4)
+
+
+def case_shard_map_on_explicit_meshes():
+    """shard_map on a mesh with Explicit axes: the mesh from context, in_specs given or
+    read from the arguments' types (JAX's default), results typed by out_specs; eagerly,
+    under jit and differentiated."""
+    def make(lib, np_):
+        with jax.set_mesh(MESH):
+            scaled = lib.shard_map(lambda x, y: x * 2.0 + y.sum(), out_specs=P("X", "Y"))
+            summed = lib.shard_map(lambda x: lib.lax.psum(x, "Y"), in_specs=P("X", "Y"),
+                                   out_specs=P("X"))
+            return (scaled(W, B), lib.jit(scaled)(W, A), lib.jit(summed)(W),
+                    lib.jit(lib.grad(lambda w: (summed(w) ** 2).sum()))(W))
+    got, want = base.both(make)
+    check_typed(got, want)
+
+
+def case_vmap_batch_axis_in_types():
+    """vmap over an axis sharded on Explicit mesh axes: results whose sharding an
+    operation states (reshard, out_sharding) keep the batch axis on those mesh axes, and
+    spmd_axis_name may only repeat them, as in JAX 0.10."""
+    C = put(base.rs(8, 4, seed=12))                                # replicated
+
+    def make(lib, np_):
+        with jax.set_mesh(MESH):
+            return (lib.vmap(lambda r: lib.sharding.reshard(r, P("Y")))(A),
+                    lib.jit(lib.vmap(lambda r: np_.dot(r, C.T, out_sharding=P("Y"))))(A),
+                    lib.vmap(lambda r: lib.sharding.reshard(r, P("Y")), spmd_axis_name="X")(C),
+                    lib.vmap(lambda r: lib.sharding.reshard(r, P(None)), spmd_axis_name="X")(A))
+    got, want = base.both(make)
+    check_typed(got, want)
+
+
+def case_jit_shardings_agree_with_types():
+    """jit's in_shardings must agree with the arguments' types (JAX's ValueError
+    otherwise); out_shardings place the results of a top-level call (and their
+    tangents), while inside another program the call's results keep its program's
+    types, as in JAX."""
+    stacked = jax.device_put(np.stack([np.asarray(W)] * 2), NamedSharding(MESH, P(None, "X", "Y")))
+
+    def make(lib, np_):
+        with jax.set_mesh(MESH):
+            f = lib.jit(lambda x: x * 2.0, in_shardings=P("X", "Y"), out_shardings=P(None, "X"))
+            return (f(W), lib.jit(lambda w: f(w) + 1.0)(W), lib.jvp(f, (W,), (W,)),
+                    lib.jit(lambda w: lib.jvp(f, (w,), (w,)))(W), lib.vmap(f)(stacked))
+    got, want = base.both(make)
+    check_typed(got, want)
+
+
+def case_visualize_array_sharding():
+    """impl.debug.visualize_array_sharding draws what JAX draws for the same values
+    (results of impl's programs placed by their types)."""
+    import contextlib
+    import io
+    try:
+        import rich  # noqa: F401
+    except ImportError as e:
+        raise AssertionError("the test extras (pip install -e '.[test]') bring rich, which "
+                             "JAX's drawing needs") from e
+
+    def drawn(lib, x, **kwargs):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            lib.debug.visualize_array_sharding(x, **kwargs)
+        return buf.getvalue()
+    with jax.set_mesh(MESH):
+        dot = impl.jit(lambda a, b: inp.dot(a, b, out_sharding=P(None, "X")))(A, B.T)
+        for x, kwargs in ((W, {}), (A, {"use_color": False}), (dot, {}),
+                          (impl.jit(lambda a: a.reshape(32))(W), {})):
+            got, want = drawn(impl, x), drawn(jax, x)
+            assert got == want, f"impl drew\n{got}\nJAX draws\n{want}"
+            assert drawn(impl, x, **kwargs) == drawn(jax, x, **kwargs)
+    assert "CPU 0 │ CPU 1" in drawn(impl, W)     # a grid of devices was drawn
+
+
 def case_creation_with_out_sharding():
     def make(lib, np_):
         with jax.set_mesh(MESH):
@@ -348,6 +496,70 @@ def case_data_parallel_mlp_training_steps():
     check_typed(got, want, rtol=1e-4, atol=1e-5)
 
 
+def case_data_parallel_program_as_a_user_writes_it():
+    """A small data-parallel classifier written against the API surface of JAX's SPMD
+    example program: a 1-d Explicit mesh over all devices, parameters placed replicated
+    and batches along the mesh axis by `device_put` with NamedShardings (a list of
+    tuples), a donated jitted step called inside `set_mesh` and outside any mesh
+    context, `reshard` of host data with a NamedSharding outside the context, and a
+    jitted accuracy. The printed lines, values, types and shardings against JAX's."""
+    def program(lib):
+        np_ = lib.numpy
+        mesh = lib.make_mesh((lib.device_count(),), ("data",),
+                             axis_types=(lib.sharding.AxisType.Explicit,))
+        on_all = lib.NamedSharding(mesh, lib.sharding.PartitionSpec())
+        split = lib.NamedSharding(mesh, lib.sharding.PartitionSpec("data"))
+
+        def forward(weights, x):
+            for w, b in weights[:-1]:
+                x = np_.tanh(np_.dot(x, w) + b)
+            w, b = weights[-1]
+            scores = np_.dot(x, w) + b
+            return scores - lib.scipy.special.logsumexp(scores, axis=1, keepdims=True)
+
+        @functools.partial(lib.jit, donate_argnums=0)
+        def step(weights, data):
+            x, y = data
+            g = lib.grad(lambda ws: -np_.mean(np_.sum(forward(ws, x) * y, axis=1)))(weights)
+            return [(w - 0.5 * gw, b - 0.5 * gb) for (w, b), (gw, gb) in zip(weights, g)]
+
+        @lib.jit
+        def hits(weights, data):
+            x, y = data
+            return np_.mean(np_.argmax(forward(weights, x), axis=1) == np_.argmax(y, axis=1))
+
+        rng = np.random.RandomState(7)
+        sizes = (12, 16, 5)
+        weights = lib.device_put([(0.3 * rng.randn(m, n), 0.3 * rng.randn(n))
+                                  for m, n in zip(sizes[:-1], sizes[1:])], on_all)
+        xs = rng.rand(20, 12).astype(np.float32)
+        ys = np.eye(5, dtype=np.float32)[rng.randint(0, 5, 20)]
+        lines = []
+        for start in (0, 8, 16):                # the last batch is padded to 8 rows
+            bx, by = xs[start:start + 8], ys[start:start + 8]
+            bx = np.concatenate([bx, xs[:8 - len(bx)]])
+            by = np.concatenate([by, ys[:8 - len(by)]])
+            batch = (lib.device_put(bx, split), lib.device_put(by, split))
+            if start:
+                weights = step(weights, batch)
+            else:
+                with lib.set_mesh(mesh):
+                    weights = step(weights, batch)
+            lines.append(f"{lib.typeof(batch[0])} -> {lib.typeof(weights[0][0])}")
+        data = (lib.sharding.reshard(xs[:16], split), lib.sharding.reshard(ys[:16], split))
+        accuracy = hits(weights, data)
+        lines.append(f"accuracy {accuracy} of type {lib.typeof(accuracy)}")
+        return lines, weights, data, accuracy
+    got, want = both_programs(program)
+    assert got[0] == want[0], (got[0], want[0])
+    check_typed(got[1:], want[1:], rtol=1e-5, atol=1e-6)
+
+
+def both_programs(program):
+    """`program(lib)` with impl and with JAX."""
+    return [program(lib) for lib, _ in BOTH]
+
+
 # ------------------------------------------------------------------ errors
 
 def case_sharding_type_errors_as_jax():
@@ -373,6 +585,25 @@ def case_sharding_type_errors_as_jax():
             True, lambda a: a * 2.0, lambda a: lib.sharding.reshard(a, P("X")), W)),
         ("loop carry changing type", lambda lib, np_: lib.lax.fori_loop(
             0, 2, lambda i, c: lib.sharding.reshard(c, P("X")), W)),
+        ("indexing into a sharded axis with an array",
+         lambda lib, np_: lib.jit(lambda a: a[np.array([0, 2])])(A)),
+        ("at[].set into a sharded axis",
+         lambda lib, np_: lib.jit(lambda a: a.at[0].set(1.0))(W)),
+        ("conv with a sharded kernel", lambda lib, np_: lib.lax.conv(
+            put(np.ones((8, 3, 4, 4)), "X"), put(np.ones((4, 3, 3, 3)), "Y"), (1, 1), "SAME")),
+        ("pooling that breaks divisibility", lambda lib, np_: lib.jit(
+            lambda a: lib.lax.reduce_window(a, 0.0, lib.lax.add, (1, 2), (1, 1), "VALID"))(W)),
+        ("auto_axes without out_sharding",
+         lambda lib, np_: lib.sharding.auto_axes(lambda x: x)(W)),
+        ("vmap over axes sharded differently", lambda lib, np_: lib.vmap(
+            lambda r, s: r + s)(A, put(np.ones((8, 4))))),
+        ("jit in_shardings disagreeing with the argument's type",
+         lambda lib, np_: lib.jit(lambda x: x * 2.0, in_shardings=P("X"))(W)),
+        ("grad through jit out_shardings other than the program's types",
+         lambda lib, np_: lib.grad(lambda w: (lib.jit(
+             lambda x: x * 2.0, out_shardings=P(None, "X"))(w) ** 2).sum())(W)),
+        ("vmap with an spmd_axis_name other than the mapped axis's",
+         lambda lib, np_: lib.vmap(lambda r: r * 2.0, spmd_axis_name="Y")(A)),
     ])
     with jax.set_mesh(MESH):
         e = base.raises(ShardingTypeError, lambda: np_dot_error())
@@ -414,6 +645,20 @@ def case_negative_a_wrong_rule_is_caught():
     with _patched(core, "sharding_rules", dict(core.sharding_rules)):
         core.sharding_rules[transpose_p] = rules.same_as_operand
         base.raises(AssertionError, case_layout_rules)
+
+
+def case_negative_a_refusing_gather_rule_is_caught():
+    """A gather rule that refuses every sharded operand (as impl's once did) rejects
+    indexing JAX accepts; the indexing case sees it."""
+    core = importlib.import_module("impl.core")
+    gather_p = importlib.import_module("impl.primitives.indexing").gather_p
+    rules = importlib.import_module("impl.primitives.sharding_rules")
+
+    def refuse(operand, indices, **params):
+        raise rules.ShardingTypeError("refused")
+    with _patched(core, "sharding_rules", dict(core.sharding_rules)):
+        core.sharding_rules[gather_p] = refuse
+        base.raises(AssertionError, case_gather_scatter_and_indexing_rules)
 
 
 def case_negative_a_missing_error_is_caught():

@@ -17,11 +17,16 @@ from tests._device_cases import case_names, report, run_cases_once, selected_cas
 CASES_FILE = pathlib.Path(__file__).with_name("explicit_sharding_cases.py")
 
 # Nightly: the rule groups checked under every transformation (each 20-60 programs compiled
-# by impl and by JAX), the random draws, the MLP and the negative test that reruns the
-# layout rules. CI keeps printing, context, creation, refusals and the partitioned HLO.
+# by impl and by JAX), the random draws, the MLP, auto/explicit_axes, jit's shardings and
+# the negative tests that rerun rule groups. CI keeps printing, context, creation,
+# refusals, the partitioned HLO, the data-parallel program, shard_map, vmap's batch axis
+# and the drawing of shardings.
 NIGHTLY_CASES = {
     "case_elementwise_and_broadcasting_rules", "case_reduction_rules", "case_layout_rules",
     "case_sorting_and_dynamic_slicing_rules", "case_control_flow_rules",
+    "case_gather_scatter_and_indexing_rules", "case_convolution_and_window_rules",
+    "case_negative_a_refusing_gather_rule_is_caught", "case_auto_and_explicit_axes",
+    "case_jit_shardings_agree_with_types",
     "case_random_draws_with_out_sharding", "case_data_parallel_mlp_training_steps",
     "case_negative_a_wrong_rule_is_caught"}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 
 import jax
+import numpy as np
 
 from impl import core
 from impl.core import Literal
@@ -35,9 +36,11 @@ def eval_jaxpr_lowered(jaxpr, consts, args):
         rule = lowering_rules.get(eqn.primitive)
         if rule is None:
             raise core.missing_rule("Lowering", eqn.primitive)
-        invals = [v.val if type(v) is Literal else env[v.id] for v in eqn.invars]
-        if eqn.name_stack:   # impl.named_scope names become XLA op names, as in JAX
-            with _jax_scopes(eqn.name_stack):
+        invals = [_literal(v.val) if type(v) is Literal else env[v.id] for v in eqn.invars]
+        mesh = _other_mesh(eqn)
+        if eqn.name_stack or mesh is not None:
+            # impl.named_scope names become XLA op names, as in JAX
+            with _jax_scopes(eqn.name_stack), _mesh_scope(mesh):
                 outs = rule(*invals, **eqn.params)
         else:
             outs = rule(*invals, **eqn.params)
@@ -48,6 +51,34 @@ def eval_jaxpr_lowered(jaxpr, consts, args):
                 x = _as_typed(x, v.aval.explicit_sharding)
             env[v.id] = x
     return [v.val if type(v) is Literal else env[v.id] for v in jaxpr.outvars]
+
+
+def _other_mesh(eqn):
+    """The mesh of an equation's explicitly typed results when it is not the mesh in
+    context (values inside explicit_axes), else None."""
+    for v in eqn.outvars:
+        sharding = v.aval.explicit_sharding
+        if sharding is not None:
+            context = jax.sharding.get_abstract_mesh()
+            if not context.empty and sharding.mesh != context:
+                return sharding.mesh
+            return None
+    return None
+
+
+def _mesh_scope(mesh):
+    return (contextlib.nullcontext() if mesh is None
+            else jax.sharding.use_abstract_mesh(mesh))
+
+
+def _literal(val):
+    """A scalar literal operand enters JAX as a host scalar (a Python scalar when
+    weakly typed): a jax array there is a value closed over, which JAX's shard_map
+    refuses on meshes with Explicit axes and which, made while tracing under another
+    mesh context (explicit_axes), carries that mesh in its type."""
+    if isinstance(val, jax.Array):
+        return val.item() if val.aval.weak_type else np.asarray(val)[()]
+    return val
 
 
 def _as_typed(x, sharding):

@@ -20,6 +20,7 @@ from impl.errors import NonConcreteBooleanIndexError
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import indexing as ix
+from impl.primitives.sharding import auto_axes
 from impl.numpy._core import ones_like
 from impl.numpy._ufuncs import divide, negative, power
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
@@ -583,20 +584,64 @@ def _update_method(name, prim, transform_values=None, apply_to=None):
     """A method of x.at[idx] that scatters the values with `prim`. With `apply_to`, the
     values are first multiplied into ones at the indexed positions, and
     apply_to(x, that) is the result (x / ... for divide, x ** ... for power)."""
-    def method(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               out_sharding=None, wrap_negative_indices=True):
-        if out_sharding is not None:
-            raise NotImplementedError(f"at[].{name}: out_sharding is not supported by impl")
+    def update(x, values, idx, mode, indices_are_sorted, unique_indices, normalize):
         if transform_values is not None:
             values = transform_values(values)
-        x = _arr(self.array)
         base = x if apply_to is None else ones_like(x)
-        out = _scatter_update(name, prim, base, self.index, values, mode, indices_are_sorted,
-                              unique_indices, wrap_negative_indices)
+        out = _scatter_update(name, prim, base, idx, values, mode, indices_are_sorted,
+                              unique_indices, normalize)
         return out if apply_to is None else apply_to(x, out)
+
+    def method(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               out_sharding=None, wrap_negative_indices=True):
+        x = _arr(self.array)
+        run = lambda x, values: update(x, values, self.index, mode,  # noqa: E731
+                                       indices_are_sorted, unique_indices,
+                                       wrap_negative_indices)
+        return _with_explicit_sharding(run, x, self.index, out_sharding, "scatter")(x, values)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"x.at[idx].{name}(values): x with the values combined in by {name}."
     return method
+
+
+def _indexed_axes(ndim, idx):
+    """The axes of an array of rank `ndim` that `idx` indexes into (anything but a
+    whole-axis `:`)."""
+    entries = list(idx) if isinstance(idx, tuple) else [idx]
+    consumed = [np.ndim(e) if getattr(e, "dtype", None) == np.bool_ else 1
+                for e in entries if e is not None and e is not Ellipsis]
+    out, axis = set(), 0
+    for e in entries:
+        if e is None:
+            continue
+        if e is Ellipsis:
+            axis += ndim - builtins.sum(consumed)
+            continue
+        width = np.ndim(e) if getattr(e, "dtype", None) == np.bool_ else 1
+        if not (isinstance(e, slice) and e == slice(None)):
+            out.update(range(axis, axis + width))
+        axis += width
+    return out
+
+
+def _with_explicit_sharding(run, x, idx, out_sharding, what):
+    """`run(x, ...)` for an `.at[]` access of an explicitly sharded `x`: as JAX does,
+    the access is refused when it indexes into a sharded axis unless `out_sharding=`
+    says the result's sharding; impl computes it on replicated operands (XLA moves the
+    data) and gives the result `out_sharding` or x's sharding."""
+    if out_sharding is not None:
+        return auto_axes(run, out_sharding=out_sharding)
+    sharding = get_aval(x).explicit_sharding
+    if sharding is None:
+        return run
+    if what == "gather":
+        return run        # the gather's own sharding rule decides
+    if any(sharding.spec[a] is not None for a in _indexed_axes(get_aval(x).ndim, idx)):
+        raise core.ShardingTypeError(
+            "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec "
+            "for the scatter update as out sharding could not be resolved unambiguously (or "
+            f"would require collectives on inputs). Got operand={get_aval(x)!r}")
+    return auto_axes(run, out_sharding=sharding)
 
 
 class _IndexUpdateRef:
@@ -614,11 +659,11 @@ class _IndexUpdateRef:
 
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
             fill_value=None, out_sharding=None, wrap_negative_indices=True):
-        if out_sharding is not None:
-            raise NotImplementedError("at[].get: out_sharding is not supported by impl")
-        return getitem(self.array, self.index, mode=mode, fill_value=fill_value,
-                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                       normalize=wrap_negative_indices)
+        run = lambda x: getitem(x, self.index, mode=mode,  # noqa: E731
+                                fill_value=fill_value, indices_are_sorted=indices_are_sorted,
+                                unique_indices=unique_indices, normalize=wrap_negative_indices)
+        return _with_explicit_sharding(run, self.array, self.index, out_sharding, "gather")(
+            self.array)
 
     set = _update_method("set", ix.scatter_p)
     add = _update_method("add", ix.scatter_add_p)

@@ -25,6 +25,7 @@ from impl.interpreters import ad, batching
 from impl.primitives import elementwise as ew
 from impl.primitives import indexing as ix
 from impl.primitives import shape as sh
+from impl.primitives import sharding_rules
 from impl.primitives._define import SHAPE_FROM_LOWERING, define
 
 ConvDimensionNumbers = lax.ConvDimensionNumbers
@@ -58,11 +59,26 @@ def _merge_axis(x, src, dst):
 
 def _conv_lower(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                 dimension_numbers, feature_group_count, batch_group_count, precision,
-                preferred_element_type):
+                preferred_element_type, out_sharding=None):
     return lax.conv_general_dilated(
         lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
         feature_group_count, batch_group_count, precision=precision,
-        preferred_element_type=preferred_element_type)
+        preferred_element_type=preferred_element_type, out_sharding=out_sharding)
+
+
+def _conv_shape(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                dimension_numbers, feature_group_count, batch_group_count, **params):
+    """The result's shape (for the sharding rule; the abstract evaluation asks JAX)."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    out = [0] * lhs.ndim
+    out[out_spec[0]] = lhs.shape[lhs_spec[0]] // batch_group_count
+    out[out_spec[1]] = rhs.shape[rhs_spec[0]]
+    for i, (n, k, st, (lo, hi), ld, rd) in enumerate(zip(
+            _spatial(lhs.shape, lhs_spec), _spatial(rhs.shape, rhs_spec), window_strides,
+            padding, lhs_dilation, rhs_dilation)):
+        span = lo + _dilated(n, ld) + hi - _dilated(k, rd)
+        out[out_spec[2 + i]] = 0 if span < 0 else span // st + 1
+    return tuple(out)
 
 
 def _cast_like(x, aval):
@@ -71,7 +87,7 @@ def _cast_like(x, aval):
 
 def _transpose_lhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                    dimension_numbers, feature_group_count, batch_group_count, precision,
-                   preferred_element_type):
+                   preferred_element_type, out_sharding=None):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     in_shape = _spatial(lhs.aval.shape, lhs_spec)
     groups = feature_group_count
@@ -95,7 +111,10 @@ def _transpose_lhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_d
         ct, flipped, window_strides=tuple(lhs_dilation), padding=tuple(pads),
         lhs_dilation=tuple(window_strides), rhs_dilation=tuple(rhs_dilation),
         dimension_numbers=dn, feature_group_count=groups, batch_group_count=1,
-        precision=precision, preferred_element_type=preferred_element_type)
+        precision=precision, preferred_element_type=preferred_element_type,
+        # the cotangent goes back to the input's type (contracting sharded features)
+        out_sharding=(None if batch_group_count > 1 else sharding_rules.cotangent_sharding(
+            lhs.aval, range(lhs.aval.ndim), ct, rhs)))
     if batch_group_count > 1:
         # The output features hold the batch groups (major): back into the batch axis.
         out = _split_axis(out, lhs_spec[1], batch_group_count)
@@ -105,7 +124,7 @@ def _transpose_lhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_d
 
 def _transpose_rhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                    dimension_numbers, feature_group_count, batch_group_count, precision,
-                   preferred_element_type):
+                   preferred_element_type, out_sharding=None):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     in_shape = _spatial(get_aval(lhs).shape, lhs_spec)
     k_shape = _spatial(rhs.aval.shape, rhs_spec)
@@ -122,7 +141,10 @@ def _transpose_rhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_d
         lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(window_strides),
         dimension_numbers=dn, feature_group_count=batch_group_count,
         batch_group_count=feature_group_count, precision=precision,
-        preferred_element_type=preferred_element_type)
+        preferred_element_type=preferred_element_type,
+        # the kernel's cotangent contracts the (maybe sharded) batch: the kernel's type
+        out_sharding=sharding_rules.cotangent_sharding(rhs.aval, range(rhs.aval.ndim), ct,
+                                                       lhs))
     return _cast_like(out, rhs.aval)
 
 
@@ -131,6 +153,12 @@ def _conv_batch(axis_data, vals, dims, **params):
     lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
     fgc, bgc = params["feature_group_count"], params["batch_group_count"]
     size = axis_data.size
+    merged_out_axis = out_spec[0] if rd is None else out_spec[1]
+    if (params.get("out_sharding") is not None
+            and params["out_sharding"].spec[merged_out_axis] is not None):
+        raise NotImplementedError(
+            "vmap of conv_general_dilated with an out_sharding that shards the output "
+            f"axis the batch joins ({params['out_sharding'].spec})")
     if ld is not None and rd is not None:
         # Every example is its own group: the mapped axis becomes the major part of the
         # groups (the input's feature axis, or its batch axis for batch groups).
@@ -177,7 +205,7 @@ def _conv_batch(axis_data, vals, dims, **params):
 conv_general_dilated_p = define(
     "conv_general_dilated", abstract_eval=SHAPE_FROM_LOWERING, lowering=_conv_lower,
     jvp=ad.bilinear_jvp, transpose=ad.bilinear_transpose(_transpose_lhs, _transpose_rhs),
-    batching=_conv_batch)
+    batching=_conv_batch, sharding_rule=sharding_rules.convolution(_conv_shape))
 
 
 # ------------------------------------------------------------ user functions
@@ -201,8 +229,10 @@ def _dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
-                         batch_group_count=1, precision=None, preferred_element_type=None):
-    """General N-d convolution, as jax.lax.conv_general_dilated."""
+                         batch_group_count=1, precision=None, preferred_element_type=None,
+                         out_sharding=None):
+    """General N-d convolution, as jax.lax.conv_general_dilated (`out_sharding=`: the
+    result's sharding over Explicit mesh axes)."""
     lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
     if len(lhs_shape) != len(rhs_shape) or len(lhs_shape) < 2:
         raise ValueError(f"conv_general_dilated: lhs and rhs must have the same number of "
@@ -235,7 +265,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dn,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
-        precision=precision, preferred_element_type=preferred_element_type)
+        precision=precision, preferred_element_type=preferred_element_type,
+        out_sharding=sharding_rules.canonical_out_sharding(out_sharding, len(lhs_shape)))
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):

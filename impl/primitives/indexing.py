@@ -819,7 +819,8 @@ _scatter_batch = core.RuleMaker(_make_scatter_batch)
 scatter_add_p = define(
     "scatter_add", abstract_eval=_scatter_aval_rule("scatter_add"),
     lowering=_scatter_lower_with(lax.scatter_add), jvp=ad.linear_in_jvp((0, 2)),
-    transpose=_scatter_add_transpose, batching=_scatter_batch)
+    transpose=_scatter_add_transpose, batching=_scatter_batch,
+    sharding_rule=sharding_rules.scatter)
 
 
 def _scatter_winners(indices, operand_shape, updates_shape, dimension_numbers,
@@ -893,7 +894,8 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
 
 scatter_p = define("scatter", abstract_eval=_scatter_aval_rule("scatter"),
                    lowering=_scatter_lower_with(lax.scatter), jvp=_scatter_jvp,
-                   transpose=_scatter_transpose, batching=_scatter_batch)
+                   transpose=_scatter_transpose, batching=_scatter_batch,
+    sharding_rule=sharding_rules.scatter)
 
 
 # ------------------------------------------- scatter_mul / scatter_min / scatter_max
@@ -928,7 +930,8 @@ def _scatter_mul_transpose(ct, operand, indices, updates, **params):
 scatter_mul_p = define(
     "scatter_mul", abstract_eval=_scatter_aval_rule("scatter_mul"),
     lowering=_scatter_lower_with(lax.scatter_mul), jvp=_scatter_mul_jvp,
-    transpose=_scatter_mul_transpose, batching=_scatter_batch)
+    transpose=_scatter_mul_transpose, batching=_scatter_batch,
+    sharding_rule=sharding_rules.scatter)
 
 
 def _make_scatter_extremum_jvp(prim):
@@ -963,11 +966,11 @@ _scatter_extremum_jvp = core.RuleMaker(_make_scatter_extremum_jvp)
 scatter_min_p = define(
     "scatter_min", abstract_eval=_scatter_aval_rule("scatter_min"),
     lowering=_scatter_lower_with(lax.scatter_min), jvp=_scatter_extremum_jvp,
-    batching=_scatter_batch)
+    batching=_scatter_batch, sharding_rule=sharding_rules.scatter)
 scatter_max_p = define(
     "scatter_max", abstract_eval=_scatter_aval_rule("scatter_max"),
     lowering=_scatter_lower_with(lax.scatter_max), jvp=_scatter_extremum_jvp,
-    batching=_scatter_batch)
+    batching=_scatter_batch, sharding_rule=sharding_rules.scatter)
 
 
 def _scatter_fn(prim, name):

@@ -4,9 +4,6 @@ from __future__ import annotations
 import numpy as np
 from jax import lax
 
-from jax.sharding import NamedSharding, PartitionSpec
-
-from impl import core
 from impl.core import get_aval
 from impl.interpreters import ad, batching
 from impl.primitives import sharding_rules
@@ -64,25 +61,13 @@ def _transpose_lhs(ct, x, y, *, dimension_numbers, precision=None,
     layout = list(x_batch) + x_free + x_contract_in_y_order
     out = dot_general(ct, y, dims, precision=precision,
                       preferred_element_type=preferred_element_type,
-                      out_sharding=_cotangent_sharding(x.aval, layout, ct, y))
+                      out_sharding=sharding_rules.cotangent_sharding(x.aval, layout, ct, y))
     out = transpose(out, tuple(int(i) for i in np.argsort(layout)))
     dtype = x.aval.dtype
     if get_aval(out).dtype != dtype:
         from impl.primitives.elementwise import convert_element_type
         out = convert_element_type(out, dtype)
     return out
-
-
-def _cotangent_sharding(x_aval, layout, *others):
-    """With explicit shardings, a cotangent takes its primal's sharding (the contraction
-    that computes it may contract sharded axes): the primal's spec in the contraction's
-    output layout. None when no operand is explicitly sharded."""
-    if x_aval.explicit_sharding is None and all(
-            get_aval(o).explicit_sharding is None for o in others):
-        return None
-    mesh = core.common_mesh([x_aval] + [get_aval(o) for o in others])
-    x_spec = sharding_rules.spec(x_aval)
-    return NamedSharding(mesh, PartitionSpec(*[x_spec[i] for i in layout]))
 
 
 def _transpose_rhs(ct, x, y, *, dimension_numbers, precision=None,

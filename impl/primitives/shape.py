@@ -78,14 +78,11 @@ def _broadcast_in_dim_batch(axis_data, vals, dims, *, shape, broadcast_dimension
 
 def batch_explicit_sharding(sharding, axis_data, batched, batch_dim, dim=0):
     """A result's explicit sharding (an `out_sharding` parameter) under vmap: the batch
-    axis at `dim`, sharded over `spmd_axis_name` if given, else as the batched operand
-    is along its batch axis `batch_dim`."""
+    axis at `dim`, sharded as the batched operand is along its batch axis `batch_dim`
+    (as in JAX, types take the mapped inputs' Explicit axes, not `spmd_axis_name`)."""
     if sharding is None:
         return None
-    if axis_data.spmd_name is not None:
-        entry = sharding_rules.entry_of(axis_data.spmd_name)
-    else:
-        entry = sharding_rules.spec(get_aval(batched))[batch_dim]
+    entry = sharding_rules.spec(get_aval(batched))[batch_dim]
     entries = list(sharding.spec)
     entries.insert(dim, entry)
     return sharding.update(spec=sharding.spec.update(partitions=entries))

@@ -9,6 +9,8 @@ an unconstrained one (a sharding constraint leaves the batch axis to the partiti
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 from jax.sharding import NamedSharding, PartitionSpec, Sharding
 
@@ -83,6 +85,26 @@ def batch_sharding(sharding, dim, spmd_name, *, what, unmapped_entry=None):
     return NamedSharding(sharding.mesh, new_spec, memory_kind=sharding.memory_kind)
 
 
+def check_vmap_explicit_axes(args, in_axes, spmd_axis_name):
+    """vmap's mapped axes must be sharded alike over Explicit mesh axes, and
+    `spmd_axis_name` may only repeat those axes (JAX's errors)."""
+    mapped = None
+    for n, (x, d) in enumerate((x, d) for x, d in zip(args, in_axes)
+                               if isinstance(d, int) and hasattr(x, "aval")):
+        aval = get_aval(x)
+        entry = sharding_rules.spec(aval)[d] if aval.ndim else None
+        if n and entry != mapped:
+            raise ValueError("Mapped away dimension of inputs passed to vmap should be "
+                             f"sharded the same. Got inconsistent axis specs: {mapped} vs "
+                             f"{entry}")
+        mapped = entry
+    mapped = None if mapped is None else tuple(sharding_rules.entry_names(mapped))
+    if spmd_axis_name is not None and mapped is not None and tuple(spmd_axis_name) != mapped:
+        raise ValueError("Only one of spmd_axis_name or arrays sharded on `Explicit` mesh "
+                         f"axis type is allowed. Got spmd_axis_name={tuple(spmd_axis_name)} "
+                         f"and arrays sharded on explicit_mesh_axis={mapped}")
+
+
 def check_sharding_leaf(s, what, allow_none=False):
     """A sharding given by the user: a jax Sharding or a PartitionSpec (or None)."""
     if s is None and allow_none:
@@ -152,8 +174,8 @@ def _reshard_transpose(ct, x, *, out_sharding):
 def _reshard_batch(axis_data, vals, dims, *, out_sharding):
     (x,), (d,) = vals, dims
     entries = list(out_sharding.spec)
-    entries.insert(d, sharding_rules.spec(get_aval(x))[d] if axis_data.spmd_name is None
-                   else spec_entry(axis_data.spmd_name))
+    # the batch axis keeps the mapped inputs' Explicit axes (not spmd_axis_name), as in JAX
+    entries.insert(d, sharding_rules.spec(get_aval(x))[d])
     return reshard_p.bind(x, out_sharding=out_sharding.update(spec=P(*entries))), d
 
 
@@ -179,6 +201,96 @@ def reshard(xs, out_shardings):
             check_sharding_leaf(s, "reshard"), get_aval(x).ndim, "reshard out_shardings")
         outs.append(reshard_p.bind(x, out_sharding=s))
     return jax.tree_util.tree_unflatten(tree, outs)
+
+
+class _MeshSwitch:
+    """The mesh in context (or the shardings' mesh) with `axes` turned to another
+    axis type, for auto_axes and explicit_axes."""
+
+    def __init__(self, axes, axis_type, what, shardings=None):
+        context = jax.sharding.get_abstract_mesh()
+        named = {s.mesh.abstract_mesh for s in jax.tree_util.tree_leaves(shardings)
+                 if isinstance(s, NamedSharding)}
+        if len(named) > 1:
+            raise ValueError(f"Shardings passed to {what} should have the same mesh. Got "
+                             f"meshes {sorted(map(str, named))}")
+        given = next(iter(named), None)
+        if given is not None and not context.empty and given != context:
+            raise ValueError(f"Context mesh {context} must match the mesh passed to "
+                             f"shardings {given}. Recommended approach is to use "
+                             "`jax.set_mesh` context manager.")
+        self.prev = context if not context.empty else given
+        if self.prev is None:
+            self.new = None
+            return
+        axes = self.prev.axis_names if axes is None else axes
+        self.axes = axes if isinstance(axes, tuple) else (axes,)
+        if any(self.prev._name_to_type[a] == jax.sharding.AxisType.Manual
+               for a in self.axes):
+            raise NotImplementedError("Going from `Manual` AxisType to `Auto` or `Explicit` "
+                                      "AxisType is not allowed.")
+        self.new = self.prev.update_axis_types({a: axis_type for a in self.axes})
+
+
+def _explicit_spec(x, mesh):
+    """x's type's spec keeping only the axes that are Explicit on `mesh`."""
+    explicit = set(mesh.explicit_axes)
+    return PartitionSpec(*[sharding_rules.entry_of(
+        n for n in sharding_rules.entry_names(e) if n in explicit)
+        for e in sharding_rules.spec(get_aval(x))])
+
+
+def _keyword(kwargs, name, given):
+    if given is not None:
+        return given
+    if name not in kwargs:
+        raise TypeError(f"Missing required keyword argument: '{name}'")
+    return kwargs.pop(name)
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """`f` run with the mesh axes `axes` (all by default) of the mesh in context taken
+    out of the types: its arguments lose those axes from their types, and its results
+    are resharded to `out_sharding` (given here or as a keyword of the call).
+
+    Where JAX leaves the values inside to the partitioner (the axes turned Auto), impl
+    types them as replicated over those axes, and lowers them so: the same values and
+    result types, with XLA free only where the types leave it free."""
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        target = _keyword(kwargs, "out_sharding", out_sharding)
+        switch = _MeshSwitch(axes, jax.sharding.AxisType.Auto, "auto_axes", target)
+        if switch.new is None or set(switch.prev.auto_axes) == set(switch.axes):
+            return f(*args, **kwargs)
+        args = reshard(args, jax.tree_util.tree_map(
+            lambda a: NamedSharding(switch.prev, _explicit_spec(a, switch.new)), args))
+        return reshard(f(*args, **kwargs), target)
+    return wrapped
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """`f` run with the mesh axes `axes` (all by default) of the mesh in context turned
+    Explicit: its arguments are resharded to `in_sharding` (given here or as a keyword of
+    the call), and the results keep only the axes Explicit outside."""
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        source = _keyword(kwargs, "in_sharding", in_sharding)
+        switch = _MeshSwitch(axes, jax.sharding.AxisType.Explicit, "explicit_axes")
+        if switch.new is None:
+            raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to "
+                             "enter into a mesh context when using `explicit_axes` API.")
+        with jax.sharding.use_abstract_mesh(switch.new):
+            args = reshard(args, source)
+            out = f(*args, **kwargs)
+        return reshard(out, jax.tree_util.tree_map(
+            lambda o: _explicit_spec(o, switch.prev), out))
+    return wrapped
 
 
 def with_sharding_constraint(x, shardings):

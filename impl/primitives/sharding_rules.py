@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from jax.sharding import NamedSharding, PartitionSpec, Sharding, get_abstract_mesh
 
-from impl.core import ShardingTypeError, explicit_sharding_of, shape_str
+from impl.core import (ShardingTypeError, common_mesh, explicit_sharding_of, get_aval,
+                       shape_str)
 
 
 def spec(aval):
@@ -255,6 +256,18 @@ def dot_general(lhs, rhs, *, dimension_numbers, out_sharding=None, **params):
     return lbs + lfree + rfree
 
 
+def cotangent_sharding(x_aval, layout, *others):
+    """With explicit shardings, a cotangent takes its primal's sharding (the contraction
+    that computes it may contract sharded axes): the primal's spec in the contraction's
+    output layout. None when no operand is explicitly sharded."""
+    if x_aval.explicit_sharding is None and all(
+            get_aval(o).explicit_sharding is None for o in others):
+        return None
+    mesh = common_mesh([x_aval] + [get_aval(o) for o in others])
+    x_spec = spec(x_aval)
+    return NamedSharding(mesh, PartitionSpec(*[x_spec[i] for i in layout]))
+
+
 def _check_match(a, b, msg):
     for x, y in zip(a, b):
         if x is not None and y is not None and x != y:
@@ -266,8 +279,9 @@ def _check_match(a, b, msg):
 
 def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
     """A user's `out_sharding=` (a PartitionSpec read against the mesh in context, or a
-    NamedSharding) as an equation parameter: a NamedSharding over the abstract mesh with
-    one entry per result axis, naming only Explicit axes. None stays None."""
+    NamedSharding) as an equation parameter: a NamedSharding over the user's mesh (the
+    abstract one in context for a PartitionSpec) with one entry per result axis, naming
+    only Explicit axes. None stays None."""
     if out_sharding is None:
         return None
     if isinstance(out_sharding, PartitionSpec):
@@ -297,10 +311,10 @@ def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
             "Explicit: impl takes out_sharding over Explicit axes only (place the result "
             "with jax.device_put or lax.with_sharding_constraint)")
     typed = explicit_sharding_of(out_sharding, ndim)
-    if typed is not None:
-        return typed
-    mesh = out_sharding.mesh.abstract_mesh
-    return NamedSharding(mesh, PartitionSpec(*[None] * ndim))
+    entries = PartitionSpec(*[None] * ndim) if typed is None else typed.spec
+    # A concrete mesh stays in the parameter (the type holds its abstract mesh): eager
+    # evaluation outside any mesh context needs the devices to place the result on.
+    return NamedSharding(out_sharding.mesh, entries)
 
 
 # ------------------------------------------------------------------ slicing
@@ -335,6 +349,49 @@ def pad_rule(x, padding_value, *, padding_config):
     return _keep_if_divisible("padding", x, out)
 
 
+def windowed(out_shape):
+    """Windowed reductions (`out_shape(x, **params)` their result's shape): the
+    operand's sharding, kept while the result's axes stay divisible."""
+    def rule(x, **params):
+        return _keep_if_divisible("reduce_window", x, out_shape(x, **params))
+    return rule
+
+
+def gathered_window(out_shape):
+    """select_and_gather_add (a windowed max's tangent): the tangent sharded as the
+    operand, the result as a windowed reduction of the operand."""
+    window_rule = windowed(out_shape)
+
+    def rule(t, x, **params):
+        if t.explicit_sharding != x.explicit_sharding:
+            raise ShardingTypeError(
+                "select_and_gather_add tangents and operand shardings must match, got "
+                f"{t.sharding} and {x.sharding}.")
+        return window_rule(x, **params)
+    return rule
+
+
+def scattered_window(source, x, **params):
+    """select_and_scatter_add: the result has the operand's shape and sharding."""
+    return spec(x)
+
+
+def convolution(out_shape):
+    """conv_general_dilated: `out_sharding=` when given; otherwise the kernel must be
+    replicated and the input's feature axis unsharded, and the result takes the input's
+    sharding (kept while divisible), as in JAX."""
+    def rule(lhs, rhs, *, out_sharding=None, **params):
+        if out_sharding is not None:
+            return out_sharding
+        if (rhs.explicit_sharding is None
+                and spec(lhs)[params["dimension_numbers"].lhs_spec[1]] is None):
+            return _keep_if_divisible("conv_general_dilated", lhs,
+                                      out_shape(lhs, rhs, **params))
+        raise ShardingTypeError("Please specify the output sharding via `out_sharding` "
+                                "parameter of `conv_general_dilated`")
+    return rule
+
+
 def dynamic_slice(x, *indices, slice_sizes):
     return _keep_if_divisible("dynamic_slice", x, slice_sizes)
 
@@ -347,13 +404,76 @@ def dynamic_update_slice(x, update, *indices):
     return spec(x)
 
 
-def gather(operand, indices, **params):
-    """Gathers from sharded operands or with sharded indices are refused (JAX resolves
-    some of them; impl asks for an unsharded operand)."""
-    raise ShardingTypeError(
+def _gather_error(operand, indices):
+    return ShardingTypeError(
         "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
         "indexing as out sharding could not be resolved unambiguously (or would require "
         f"collectives on inputs). Got operand={operand!r}, indices={indices!r}")
+
+
+def gather(operand, indices, *, dimension_numbers, slice_sizes, **params):
+    """A gather is sharded where no device needs another's data: the operand's axes it
+    slices into are unsharded or taken whole, the indices' query axes and index vector
+    are unsharded, and batch axes agree between operand and indices. Window axes keep
+    the operand's sharding, query and batch axes the indices'."""
+    dn = dimension_numbers
+    ops, ids = spec(operand), list(spec(indices))
+    batch_pairs = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    if (any(operand.shape[d] != slice_sizes[d] and ops[d] is not None
+            for d in dn.start_index_map)
+            or any(ops[o] is not None and ids[i] is not None and ops[o] != ids[i]
+                   for o, i in batch_pairs)
+            or any(e is not None for i, e in enumerate(ids)
+                   if i not in dn.start_indices_batching_dims)):
+        raise _gather_error(operand, indices)
+    for o, i in batch_pairs:
+        ids[i] = ids[i] if ids[i] is not None else ops[o]
+    windows = iter([ops[d] for d in range(operand.ndim) if d not in dn.collapsed_slice_dims
+                    and d not in dn.operand_batching_dims])
+    queries = iter(ids)
+    return tuple(next(windows) if k in dn.offset_dims else next(queries)
+                 for k in range(len(dn.offset_dims) + indices.ndim - 1))
+
+
+def scatter(operand, indices, updates, *, dimension_numbers, **params):
+    """A scatter (a gather in reverse) keeps the operand's sharding where each device
+    updates only its own part: windows taken whole are sharded alike in operand and
+    updates, partial windows and the inserted axes unsharded, the query axes of indices
+    and updates and the index vector unsharded, batch axes agreeing. Unsharded operand
+    axes take the updates' (or indices') sharding."""
+    dn = dimension_numbers
+    ops, ids, ups = spec(operand), spec(indices), spec(updates)
+    vector = indices.ndim - 1
+    update_queries = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+    update_batch = [update_queries[i] for i in dn.scatter_indices_batching_dims]
+    operand_windows = [d for d in range(operand.ndim) if d not in dn.inserted_window_dims
+                       and d not in dn.operand_batching_dims]
+    batches = list(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims,
+                       update_batch))
+    windows = list(zip(dn.update_window_dims, operand_windows))
+    resolvable = all(len({e for e in (ops[o], ids[i], ups[u]) if e is not None}) <= 1
+                     for o, i, u in batches)
+    windows_fit = all(
+        (updates.shape[u] == operand.shape[o] and ups[u] == ops[o])
+        or (ups[u] is None and ops[o] is None) for u, o in windows)
+    if not (resolvable and windows_fit
+            and all(ops[d] is None for d in dn.inserted_window_dims)
+            and all(ups[d] is None for d in range(updates.ndim)
+                    if d not in update_batch and d not in dn.update_window_dims)
+            and all(ids[d] is None for d in range(vector)
+                    if d not in dn.scatter_indices_batching_dims)
+            and ids[vector] is None):
+        raise ShardingTypeError(
+            "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec "
+            "for the scatter update as out sharding could not be resolved unambiguously (or "
+            f"would require collectives on inputs). Got operand={operand!r}, "
+            f"indices={indices!r}, updates={updates!r}")
+    out = list(ops)
+    for o, i, u in batches:
+        out[o] = out[o] if out[o] is not None else (ids[i] if ids[i] is not None else ups[u])
+    for u, o in windows:
+        out[o] = out[o] if out[o] is not None else ups[u]
+    return tuple(out)
 
 
 def sort(*operands, **params):

@@ -27,6 +27,7 @@ from impl.interpreters import ad, batching
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import indexing as ix
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 
 _WINDOW_PARAMS = ("window_dimensions", "window_strides", "padding", "base_dilation",
@@ -66,6 +67,17 @@ def _reduce_window_aval(name):
             raise TypeError(f"{name} does not accept dtype float0")
         return ShapedArray(_window_shape(name, x.shape, **params), x.dtype, x.weak_type)
     return rule
+
+
+def _windowed_shape(x, **params):
+    return _window_shape("reduce_window", x.shape, **params)
+
+
+def _windowed_shape_of_operand(x, *, kind, **params):
+    return _windowed_shape(x, **params)
+
+
+_WINDOW_SHARDING = sharding_rules.windowed(_windowed_shape)
 
 
 def _with_unit_window(params, axis):
@@ -136,7 +148,8 @@ def _reduce_window_sum_transpose(ct, x, **params):
 reduce_window_sum_p = define(
     "reduce_window_sum", abstract_eval=_reduce_window_aval("reduce_window_sum"),
     lowering=lambda x, **params: _lax_window("sum", x, params), jvp=ad.linear_jvp,
-    transpose=_reduce_window_sum_transpose, batching=_window_batch)
+    transpose=_reduce_window_sum_transpose, batching=_window_batch,
+    sharding_rule=_WINDOW_SHARDING)
 
 
 # ---------------------------------------------- select_and_gather_add (max jvp)
@@ -181,7 +194,8 @@ def _select_and_gather_transpose(ct, t, x, *, kind, **params):
 select_and_gather_add_p = define(
     "select_and_gather_add", abstract_eval=_select_aval("select_and_gather_add"),
     lowering=_select_and_gather_lower, jvp=ad.linear_in_jvp((0,)),
-    transpose=_select_and_gather_transpose, batching=_window_batch)
+    transpose=_select_and_gather_transpose, batching=_window_batch,
+    sharding_rule=sharding_rules.gathered_window(_windowed_shape_of_operand))
 
 
 # --------------------------------------------- select_and_scatter_add (its transpose)
@@ -223,7 +237,8 @@ def _select_and_scatter_batch(axis_data, vals, dims, *, kind, window_dimensions,
 select_and_scatter_add_p = define(
     "select_and_scatter_add", abstract_eval=_scatter_aval,
     lowering=_select_and_scatter_lower, jvp=ad.linear_in_jvp((0,)),
-    transpose=_select_and_scatter_transpose, batching=_select_and_scatter_batch)
+    transpose=_select_and_scatter_transpose, batching=_select_and_scatter_batch,
+    sharding_rule=sharding_rules.scattered_window)
 
 
 # ---------------------------------------------------- reduce_window_max / min
@@ -243,11 +258,11 @@ def _make_chooser_jvp(kind):
 reduce_window_max_p = define(
     "reduce_window_max", abstract_eval=_reduce_window_aval("reduce_window_max"),
     lowering=lambda x, **params: _lax_window("max", x, params),
-    jvp=_make_chooser_jvp("max"), batching=_window_batch)
+    jvp=_make_chooser_jvp("max"), batching=_window_batch, sharding_rule=_WINDOW_SHARDING)
 reduce_window_min_p = define(
     "reduce_window_min", abstract_eval=_reduce_window_aval("reduce_window_min"),
     lowering=lambda x, **params: _lax_window("min", x, params),
-    jvp=_make_chooser_jvp("min"), batching=_window_batch)
+    jvp=_make_chooser_jvp("min"), batching=_window_batch, sharding_rule=_WINDOW_SHARDING)
 
 
 # ------------------------------------------------------------ user function
