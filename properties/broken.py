@@ -633,6 +633,132 @@ def custom_vjp_residuals_constant(base):
     return {"custom_vjp": custom_vjp}
 
 
+# --- behaviour breaks: the numbers stay right, what a user sees besides them does not
+
+def _strongly_typed(base, tree):
+    """``tree`` with weakly typed leaves cast to their own dtype: strongly typed."""
+    np_ = base.numpy
+    return tree_map(lambda o: np_.asarray(o, dtype=o.dtype) if hasattr(o, "dtype") else o, tree)
+
+
+def grad_strong_types(base):
+    """grad and value_and_grad return strongly typed results where JAX's are weakly typed."""
+    def grad(f, *a, **kw):
+        g = base.grad(f, *a, **kw)
+        return lambda *args, **kwargs: _strongly_typed(base, g(*args, **kwargs))
+
+    def value_and_grad(f, *a, **kw):
+        vg = base.value_and_grad(f, *a, **kw)
+        return lambda *args, **kwargs: _strongly_typed(base, vg(*args, **kwargs))
+    return {"grad": grad, "value_and_grad": value_and_grad}
+
+
+def jit_strong_types(base):
+    """jit returns strongly typed results where JAX's are weakly typed."""
+    def jit(f, *a, **kw):
+        jf = base.jit(f, *a, **kw)
+        return lambda *args, **kwargs: _strongly_typed(base, jf(*args, **kwargs))
+    return {"jit": jit}
+
+
+def extra_calls(base):
+    """grad and value_and_grad run the user's function once more than JAX does (a primal
+    evaluation before differentiating)."""
+    def calling_first(transformation):
+        def transform(f, *a, **kw):
+            g = transformation(f, *a, **kw)
+
+            def run(*args, **kwargs):
+                f(*args, **kwargs)
+                return g(*args, **kwargs)
+            return run
+        return transform
+    return {"grad": calling_first(base.grad), "value_and_grad": calling_first(base.value_and_grad)}
+
+
+def jit_retraces(base):
+    """jit never reuses a trace: every call traces the function again."""
+    def jit(f, *a, **kw):
+        return lambda *args, **kwargs: base.jit(lambda *x, **k: f(*x, **k), *a, **kw)(
+            *args, **kwargs)
+    return {"jit": jit}
+
+
+def _type_error_as_value_error(transformation):
+    def transform(*a, **kw):
+        t = transformation(*a, **kw)
+
+        def run(*args, **kwargs):
+            try:
+                return t(*args, **kwargs)
+            except TypeError as exc:
+                raise ValueError(str(exc)) from exc
+        return run
+    return transform
+
+
+def exceptions_changed(base):
+    """grad, jit and vmap raise ValueError where JAX raises TypeError."""
+    return {name: _type_error_as_value_error(getattr(base, name)) for name in ("grad", "jit", "vmap")}
+
+
+def vjp_not_pytree(base):
+    """vjp's function and linearize's jvp function are plain closures, not pytrees."""
+    def vjp(f, *primals, **kw):
+        out = base.vjp(f, *primals, **kw)
+        return (out[0], lambda *ct: out[1](*ct)) + tuple(out[2:])
+
+    def linearize(f, *primals, **kw):
+        out = base.linearize(f, *primals, **kw)
+        return (out[0], lambda *t: out[1](*t)) + tuple(out[2:])
+    return {"vjp": vjp, "linearize": linearize}
+
+
+def custom_jvp_calls_primal(base):
+    """A custom_jvp function evaluates its primal function as well as its rule under jvp."""
+    def custom_jvp(fun, *a, **kw):
+        f = base.custom_jvp(fun, *a, **kw)
+        plain_defjvp = f.defjvp
+
+        def defjvp(rule, **kw2):
+            def rule_and_primal(primals, tangents):
+                fun(*primals)
+                return rule(primals, tangents)
+            return plain_defjvp(rule_and_primal, **kw2)
+        f.defjvp = defjvp
+        return f
+    return {"custom_jvp": custom_jvp}
+
+
+def custom_vjp_calls_primal(base):
+    """A custom_vjp function evaluates its primal function as well as fwd under grad."""
+    def custom_vjp(fun, *a, **kw):
+        f = base.custom_vjp(fun, *a, **kw)
+        plain_defvjp = f.defvjp
+
+        def defvjp(fwd, bwd, **kw2):
+            def fwd_and_primal(*args):
+                fun(*args)
+                return fwd(*args)
+            return plain_defvjp(fwd_and_primal, bwd, **kw2)
+        f.defvjp = defvjp
+        return f
+    return {"custom_vjp": custom_vjp}
+
+
+def jit_rejects_python_scalars(base):
+    """jit raises TypeError on a Python scalar argument (a crash on a valid program)."""
+    def jit(f, *a, **kw):
+        jf = base.jit(f, *a, **kw)
+
+        def run(*args, **kwargs):
+            if any(isinstance(x, (int, float, complex)) for x in tree_leaves((args, kwargs))):
+                raise TypeError("jit_rejects_python_scalars: a Python scalar argument")
+            return jf(*args, **kwargs)
+        return run
+    return {"jit": jit}
+
+
 BREAKS = {f.__name__: f for f in (
     vmap_slice0, jit_perturb, forward_drops_term, linearize_stale, vjp_jv,
     reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
@@ -641,7 +767,9 @@ BREAKS = {f.__name__: f for f in (
     collectives_transpose_wrong, extrema_by_gather, checkpoint_damped, chunked_vmap, chunks_reordered,
     reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted, materialized_symbolic_zeros,
     jit_drops_shardings, spmd_axis_name_ignored, custom_vjp_by_transposed_bwd,
-    custom_vjp_residuals_constant)}
+    custom_vjp_residuals_constant, grad_strong_types, jit_strong_types, extra_calls, jit_retraces,
+    exceptions_changed, vjp_not_pytree, custom_jvp_calls_primal, custom_vjp_calls_primal,
+    jit_rejects_python_scalars)}
 
 
 def broken(base, *labels):
