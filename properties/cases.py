@@ -502,6 +502,11 @@ def _scalar(a):
     return float(a.reshape(-1)[0]) if a.size else 1.0
 
 
+def _weak_input(np_, scalar, shape):
+    """A weakly typed array of ``shape`` holding ``scalar`` (a Python float)."""
+    return np_.broadcast_to(np_.asarray(scalar), shape)
+
+
 @dataclass(frozen=True, repr=False)
 class BehaviourCase(Case):
     """A drawn program called as ``f(*args)``: the inputs marked ``weak`` are passed as
@@ -521,7 +526,7 @@ class BehaviourCase(Case):
         shapes = [shape for shape, _ in self.program.input_types]
 
         def f(*args):
-            return run(*[np_.broadcast_to(a, shape) if weak else a
+            return run(*[_weak_input(np_, a, shape) if weak else a
                          for a, shape, weak in zip(args, shapes, self.weak)])
         return f
 
@@ -586,7 +591,7 @@ class BehaviourCase(Case):
                  "def user_function(backend, *args):",
                  "    jnp = backend.numpy",
                  f"    weak, shapes = {self.weak!r}, {shapes!r}",
-                 "    return program(backend, *[jnp.broadcast_to(a, s) if w else a",
+                 "    return program(backend, *[jnp.broadcast_to(jnp.asarray(a), s) if w else a",
                  "                              for a, s, w in zip(args, shapes, weak)])\n"]
         return "\n".join(lines)
 
@@ -604,17 +609,27 @@ class BehaviourCase(Case):
 def _behaviour_cases(draw, program_cases, transformations):
     program, arrays = draw(program_cases)
     n = len(arrays)
-    mode = draw(st.sampled_from(["none", "some", "all"]))
+    mode = draw(st.sampled_from(["all", "some", "none"]))   # shrinks towards weak types
     weak = (tuple(draw(st.booleans()) for _ in range(n)) if mode == "some"
             else (mode == "all",) * n)
     return BehaviourCase(program, tuple(np.asarray(a) for a in arrays), weak,
                          draw(st.sampled_from(transformations)), draw(st.integers(1, 3)))
 
 
+#: the input shapes of behaviour cases: few, so that the backends' caches of compiled
+#: operations serve most examples (a compile per new shape would dominate their cost)
+BEHAVIOUR_SHAPES = (((),), ((3,),), ((), (3,)), ((2, 3), (3,)), ((), (2, 3), ()))
+
+
 def behaviour_cases(*, transformations=tuple(TRANSFORMATIONS), smooth=True, max_ops=3):
-    """Small programs (few ops: cheap compiles) called with Python floats for some or all
-    inputs, under one of ``transformations``."""
-    return _behaviour_cases(_program_cases(smooth=smooth, max_ops=max_ops), tuple(transformations))
+    """Small programs (few ops, few shapes: cheap compiles) called with Python floats for some
+    or all inputs, under one of ``transformations``."""
+    def programs_on(shapes, dtype):
+        return _program_cases(smooth=smooth, max_ops=max_ops,
+                              input_types=tuple((shape, dtype) for shape in shapes))
+    return _behaviour_cases(
+        st.tuples(st.sampled_from(BEHAVIOUR_SHAPES), st.sampled_from(["float32", "float64"]))
+        .flatmap(lambda sd: programs_on(*sd)), tuple(transformations))
 
 
 #: misuses of the API: the source a user writes, with ``x`` a float array of rank 1 or 2

@@ -122,6 +122,10 @@ def _wrong_rule_claimed_true():
     return cases.custom_cases(rules=("wrong",), claims_true=True)
 
 
+def _under_grad():
+    return cases.behaviour_cases(transformations=("grad", "value_and_grad"))
+
+
 def _psum_over_groups():
     return cases.named_axes(ops=cases.NAMED_SMOOTH_OPS, require=("psum",)).filter(
         lambda c: min(c.sizes) >= 2)
@@ -298,24 +302,30 @@ LAWS = [
     Law(differential.differential_vmap, lambda: cases.vmaps(), reaches=("batching",),
         differential=True, negatives=(Breaks("vmap_slice0"),)),
     # behaviour besides the numbers: types, weak types, calls of user code, exceptions, pytrees
+    # (nightly: several transformations of each drawn program on two backends, or a departure
+    # of impl from JAX the law finds today; docs/properties.md lists them)
     Law(behaviour.differential_result_types, lambda: cases.behaviour_cases(), differential=True,
-        negatives=(Breaks("grad_strong_types", tier=CI), Breaks("jit_strong_types"))),
+        negatives=(Breaks("grad_strong_types", cases=_under_grad, tier=CI),
+                   Breaks("jit_strong_types")),
+        tier=NIGHTLY),
     Law(behaviour.differential_call_counts, lambda: cases.behaviour_cases(), differential=True,
-        negatives=(Breaks("extra_calls", tier=CI), Breaks("jit_retraces"))),
+        negatives=(Breaks("extra_calls", cases=_under_grad, tier=CI), Breaks("jit_retraces")),
+        tier=NIGHTLY),
     Law(behaviour.differential_misuse_raises_alike, lambda: cases.misuses(), differential=True,
         negatives=(Breaks("exceptions_changed", tier=CI),)),
     Law(behaviour.differential_transformation_pytrees,
         lambda: cases.behaviour_cases(transformations=("eager",)), differential=True,
-        negatives=(Breaks("vjp_not_pytree", tier=CI),)),
+        negatives=(Breaks("vjp_not_pytree", tier=CI),), tier=NIGHTLY),
     Law(behaviour.jit_traces_once_per_signature,
         lambda: cases.behaviour_cases(transformations=("jit",)),
         negatives=(Breaks("jit_retraces", tier=CI),)),
     Law(behaviour.custom_rules_never_run_primal_when_differentiated,
         lambda: cases.custom_differentiations(),
-        negatives=(Breaks("custom_jvp_calls_primal", tier=CI), Breaks("custom_vjp_calls_primal"))),
+        negatives=(Breaks("custom_jvp_calls_primal", tier=CI), Breaks("custom_vjp_calls_primal")),
+        tier=NIGHTLY),
     Law(behaviour.result_types_agree_across_transformations,
         lambda: cases.behaviour_cases(transformations=("eager",)),
-        negatives=(Breaks("jit_strong_types", tier=CI),)),
+        negatives=(Breaks("jit_strong_types", tier=CI),), tier=NIGHTLY),
     Law(behaviour.valid_programs_run_under_equivalent_stacks,
         lambda: cases.behaviour_cases(transformations=("eager",)),
         negatives=(Breaks("jit_rejects_python_scalars", tier=CI),)),
