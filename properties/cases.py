@@ -621,11 +621,23 @@ def _behaviour_cases(draw, program_cases, transformations):
 BEHAVIOUR_SHAPES = (((),), ((3,),), ((), (3,)), ((2, 3), (3,)), ((), (2, 3), ()))
 
 
-def behaviour_cases(*, transformations=tuple(TRANSFORMATIONS), smooth=True, max_ops=3):
+#: ops whose compiles (or derivatives' compiles) cost the most: left out of cheap behaviour cases
+HEAVY_OPS = frozenset((
+    "conv", "sum_pool", "max_pool", "min_pool", "cholesky", "triangular_solve", "lu", "solve",
+    "qr", "eigh", "svd", "lu_pivots", "rfft_filter", "fft_filter", "power_spectrum", "sort",
+    "top_k", "cumlogsumexp", "cumsum", "cumprod", "cummax", "cummin", "random", "igamma",
+    "igammac", "igamma_in_a", "betainc", "zeta", "polygamma", "digamma", "lgamma"))
+
+
+def behaviour_cases(*, transformations=tuple(TRANSFORMATIONS), smooth=True, max_ops=3,
+                    cheap=False):
     """Small programs (few ops, few shapes: cheap compiles) called with Python floats for some
-    or all inputs, under one of ``transformations``."""
+    or all inputs, under one of ``transformations``; ``cheap``: without :data:`HEAVY_OPS`."""
+    options = {"ops": tuple(o for o in _real.VOCABULARY if o not in HEAVY_OPS
+                            and o not in _real.CUSTOM_KINDS)} if cheap else {}
+
     def programs_on(shapes, dtype):
-        return _program_cases(smooth=smooth, max_ops=max_ops,
+        return _program_cases(smooth=smooth, max_ops=max_ops, **options,
                               input_types=tuple((shape, dtype) for shape in shapes))
     return _behaviour_cases(
         st.tuples(st.sampled_from(BEHAVIOUR_SHAPES), st.sampled_from(["float32", "float64"]))

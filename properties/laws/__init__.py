@@ -302,8 +302,8 @@ LAWS = [
     Law(differential.differential_vmap, lambda: cases.vmaps(), reaches=("batching",),
         differential=True, negatives=(Breaks("vmap_slice0"),)),
     # behaviour besides the numbers: types, weak types, calls of user code, exceptions, pytrees
-    # (nightly: several transformations of each drawn program on two backends, or a departure
-    # of impl from JAX the law finds today; docs/properties.md lists them)
+    # (nightly: six or more transformations of each drawn program, or on two backends; their
+    # negative tests, on JAX, are cheap and run in CI)
     Law(behaviour.differential_result_types, lambda: cases.behaviour_cases(), differential=True,
         negatives=(Breaks("grad_strong_types", cases=_under_grad, tier=CI),
                    Breaks("jit_strong_types")),
@@ -317,7 +317,7 @@ LAWS = [
         lambda: cases.behaviour_cases(transformations=("eager",)), differential=True,
         negatives=(Breaks("vjp_not_pytree", tier=CI),), tier=NIGHTLY),
     Law(behaviour.jit_traces_once_per_signature,
-        lambda: cases.behaviour_cases(transformations=("jit",)),
+        lambda: cases.behaviour_cases(transformations=("jit",), cheap=True),
         negatives=(Breaks("jit_retraces", tier=CI),)),
     Law(behaviour.custom_rules_never_run_primal_when_differentiated,
         lambda: cases.custom_differentiations(),
@@ -327,8 +327,8 @@ LAWS = [
         lambda: cases.behaviour_cases(transformations=("eager",)),
         negatives=(Breaks("jit_strong_types", tier=CI),), tier=NIGHTLY),
     Law(behaviour.valid_programs_run_under_equivalent_stacks,
-        lambda: cases.behaviour_cases(transformations=("eager",)),
-        negatives=(Breaks("jit_rejects_python_scalars", tier=CI),)),
+        lambda: cases.behaviour_cases(transformations=("eager",), cheap=True),
+        negatives=(Breaks("jit_rejects_python_scalars", tier=CI),), tier=NIGHTLY),
 ]
 
 
