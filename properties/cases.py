@@ -6,6 +6,7 @@ Each case is a small object with ``describe()`` (one line for messages) and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import contextvars
 from dataclasses import dataclass, field
 
@@ -678,29 +679,31 @@ MISUSES = {
 
 @dataclass(frozen=True, repr=False)
 class MisuseCase(Case):
-    """One entry of :data:`MISUSES` on a drawn float array ``x``."""
-    misuse: str
+    """The entries ``misuses`` of :data:`MISUSES` (every one, by default: each is a cheap
+    call), on a drawn float array ``x``."""
     x: np.ndarray
+    misuses: tuple = tuple(MISUSES)
     label = "misuse"
 
-    def run(self, backend):
+    def run(self, backend, misuse):
         scope = {"jax": backend, "jnp": backend.numpy, "lax": backend.lax, "np": np, "x": self.x}
-        return eval(MISUSES[self.misuse], scope)  # the expression is a constant of MISUSES
+        return eval(MISUSES[misuse], scope)  # the expression is a constant of MISUSES
 
     def describe(self):
-        return f"{self.misuse}: {MISUSES[self.misuse]} with x {self.x.dtype}{list(self.x.shape)}"
+        return f"misuses of the API on x {self.x.dtype}{list(self.x.shape)}"
 
     def text(self):
         return "import jax.numpy as jnp  # or: import impl.numpy as jnp\nfrom jax import lax\n"
 
     def example(self):
-        return f"x = {array_literal(self.x)}\nprint({MISUSES[self.misuse]})\n"
+        return f"x = {array_literal(self.x)}\n" + "".join(
+            f"print({MISUSES[m]})  # {m}\n" for m in self.misuses)
 
 
-def misuses(*, names=tuple(MISUSES)):
-    """A misuse of :data:`MISUSES` on a float32/float64 array of rank 1 or 2, sides 2 to 3."""
+def misuses():
+    """Every misuse of :data:`MISUSES` on a float32/float64 array of rank 1 or 2, sides 2 to 3."""
     return st.builds(
-        MisuseCase, st.sampled_from(names),
+        MisuseCase,
         st.sampled_from(["float32", "float64"]).flatmap(lambda dt: _real.arrays(
             np.dtype(dt), st.sampled_from([(2,), (3,), (2, 3), (3, 2)]),
             elements=_real.elements(np.dtype(dt), min_value=-2.0, max_value=2.0))))
@@ -758,5 +761,9 @@ def custom_differentiations():
     kinds = st.sampled_from(["custom_jvp", "custom_vjp"]).flatmap(lambda kind: st.tuples(
         st.just(kind), st.sampled_from([d for d in DIFFERENTIATIONS if kind == "custom_jvp"
                                         or d not in FORWARD_DIFFERENTIATIONS])))
-    return st.builds(lambda c, kd: CustomDifferentiationCase(c, *kd),
-                     custom_cases(rules=("true",)), kinds)
+    def case(custom, kind_and_differentiation):
+        kind, differentiation = kind_and_differentiation
+        if kind == "custom_jvp":   # optimize_remat is custom_vjp's
+            custom = dataclasses.replace(custom, optimize_remat=False)
+        return CustomDifferentiationCase(custom, kind, differentiation)
+    return st.builds(case, custom_cases(rules=("true",)), kinds)

@@ -147,9 +147,14 @@ def differential_misuse_raises_alike(backend, case):
     """A misuse (bad axes, mismatched batch sizes, integer inputs to grad, ...) raises the
     exception type JAX raises, or runs where JAX runs."""
     ref = _reference_of(backend)
-    want, got = outcome(lambda: case.run(ref)), outcome(lambda: case.run(backend))
-    if not outcomes_agree(got, want):
-        fail(case, f"{backend.name} {shown(got)}; jax {shown(want)}")
+    differ = []
+    for misuse in case.misuses:
+        want = outcome(lambda: case.run(ref, misuse))
+        got = outcome(lambda: case.run(backend, misuse))
+        if not outcomes_agree(got, want):
+            differ.append(f"{misuse}: {backend.name} {shown(got)}; jax {shown(want)}")
+    if differ:
+        fail(case, "\n  ".join(differ))
 
 
 def _function_output(backend, case, which):
@@ -233,7 +238,7 @@ def custom_rules_never_run_primal_when_differentiated(backend, case):
         f.defjvp(case.jvp_rule(np_))
     else:
         f = backend.custom_vjp(body)
-        f.defvjp(case.fwd(np_), case.bwd(np_))
+        f.defvjp(case.fwd(np_), case.bwd(np_), optimize_remat=case.optimize_remat)
     case.differentiate(backend, f)
     if body.calls:
         fail(case, f"{case.kind}: {case.differentiation} ran the primal function {body.calls} "
