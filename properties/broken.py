@@ -714,36 +714,31 @@ def vjp_not_pytree(base):
     return {"vjp": vjp, "linearize": linearize}
 
 
+def _rule_calls_primal(base, kind, define, primals_of):
+    """``kind`` (custom_jvp/custom_vjp) whose rule given to ``define`` (defjvp/defvjp) also
+    calls the primal function, on the primal arguments ``primals_of(rule's arguments)``."""
+    def make(fun, *a, **kw):
+        f = getattr(base, kind)(fun, *a, **kw)
+        plain_define = getattr(f, define)
+
+        def define_rule(rule, *rest, **kw2):
+            def rule_and_primal(*args):
+                fun(*primals_of(args))
+                return rule(*args)
+            return plain_define(rule_and_primal, *rest, **kw2)
+        setattr(f, define, define_rule)
+        return f
+    return {kind: make}
+
+
 def custom_jvp_calls_primal(base):
     """A custom_jvp function evaluates its primal function as well as its rule under jvp."""
-    def custom_jvp(fun, *a, **kw):
-        f = base.custom_jvp(fun, *a, **kw)
-        plain_defjvp = f.defjvp
-
-        def defjvp(rule, **kw2):
-            def rule_and_primal(primals, tangents):
-                fun(*primals)
-                return rule(primals, tangents)
-            return plain_defjvp(rule_and_primal, **kw2)
-        f.defjvp = defjvp
-        return f
-    return {"custom_jvp": custom_jvp}
+    return _rule_calls_primal(base, "custom_jvp", "defjvp", lambda args: args[0])
 
 
 def custom_vjp_calls_primal(base):
     """A custom_vjp function evaluates its primal function as well as fwd under grad."""
-    def custom_vjp(fun, *a, **kw):
-        f = base.custom_vjp(fun, *a, **kw)
-        plain_defvjp = f.defvjp
-
-        def defvjp(fwd, bwd, **kw2):
-            def fwd_and_primal(*args):
-                fun(*args)
-                return fwd(*args)
-            return plain_defvjp(fwd_and_primal, bwd, **kw2)
-        f.defvjp = defvjp
-        return f
-    return {"custom_vjp": custom_vjp}
+    return _rule_calls_primal(base, "custom_vjp", "defvjp", lambda args: args)
 
 
 def jit_rejects_python_scalars(base):
