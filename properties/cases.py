@@ -714,13 +714,15 @@ class MisuseCase(Case):
             f"print({MISUSES[m]})  # {m}\n" for m in self.misuses)
 
 
-def misuses():
-    """Every misuse of :data:`MISUSES` on a float32/float64 array of rank 1 or 2, sides 2 to 3."""
-    return st.builds(
-        MisuseCase,
-        st.sampled_from(["float32", "float64"]).flatmap(lambda dt: _real.arrays(
-            np.dtype(dt), st.sampled_from([(2,), (3,), (2, 3), (3, 2)]),
-            elements=_real.elements(np.dtype(dt), min_value=-2.0, max_value=2.0))))
+def misuses(*, one_of=None):
+    """Every misuse of :data:`MISUSES` on a float32/float64 array of rank 1 or 2, sides 2 to 3;
+    ``one_of``: one misuse drawn from these names per case instead."""
+    xs = st.sampled_from(["float32", "float64"]).flatmap(lambda dt: _real.arrays(
+        np.dtype(dt), st.sampled_from([(2,), (3,), (2, 3), (3, 2)]),
+        elements=_real.elements(np.dtype(dt), min_value=-2.0, max_value=2.0)))
+    if one_of is None:
+        return st.builds(MisuseCase, xs)
+    return st.builds(MisuseCase, xs, st.sampled_from(list(one_of)).map(lambda m: (m,)))
 
 
 #: differentiations of a custom-rule function ``f(w, x)`` (``scalar``: the sum of ``f``), as

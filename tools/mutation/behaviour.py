@@ -125,10 +125,14 @@ def mutants(base):
 
 
 def _cases(law, transformation):
-    """The law's cases, restricted to those using ``transformation`` where they draw one."""
-    if law.name.startswith("differential_") and law.name not in (
-            "differential_misuse_raises_alike", "differential_transformation_pytrees"):
-        names = [n for n, expr in cases.TRANSFORMATIONS.items() if f"jax.{transformation}(" in expr]
+    """The law's cases, restricted to those using ``transformation`` where they draw one (the
+    misuse law: one misuse per case, so that the control on impl is per misuse)."""
+    uses = f"jax.{transformation}("
+    if law.name == "differential_misuse_raises_alike":
+        names = [n for n, expr in cases.MISUSES.items() if uses in expr]
+        return cases.misuses(one_of=names) if names else law.cases()
+    if law.name in ("differential_result_types", "differential_call_counts"):
+        names = [n for n, expr in cases.TRANSFORMATIONS.items() if uses in expr]
         if names:
             return cases.behaviour_cases(transformations=names)
     return law.cases()
