@@ -84,9 +84,14 @@ def _swapped(transformation, raised, raising):
         except raised as exc:
             raise raising(str(exc)) from exc
 
+    def swapping(out):
+        return (lambda *args, **kwargs: call(out, *args, **kwargs)) if callable(out) else out
+
     def transform(*a, **kw):
         out = call(transformation, *a, **kw)
-        return (lambda *args, **kwargs: call(out, *args, **kwargs)) if callable(out) else out
+        if isinstance(out, tuple):   # vjp's and linearize's functions
+            return tuple(swapping(o) for o in out)
+        return swapping(out)
     return transform
 
 
@@ -131,6 +136,8 @@ def _cases(law, transformation):
     if law.name == "differential_misuse_raises_alike":
         names = [n for n, expr in cases.MISUSES.items() if uses in expr]
         return cases.misuses(one_of=names) if names else law.cases()
+    if law.name == "custom_rules_never_run_primal_when_differentiated":
+        return law.cases().filter(lambda case: case.kind == transformation)
     if law.name in ("differential_result_types", "differential_call_counts"):
         names = [n for n, expr in cases.TRANSFORMATIONS.items() if uses in expr]
         if names:
