@@ -661,18 +661,22 @@ def jit_strong_types(base):
     return {"jit": jit}
 
 
+def calling_first(transformation):
+    """``transformation`` (of a function, returning a function) whose result calls the user's
+    function once more, before running."""
+    def transform(f, *a, **kw):
+        g = transformation(f, *a, **kw)
+
+        def run(*args, **kwargs):
+            f(*args, **kwargs)
+            return g(*args, **kwargs)
+        return run
+    return transform
+
+
 def extra_calls(base):
     """grad and value_and_grad run the user's function once more than JAX does (a primal
     evaluation before differentiating)."""
-    def calling_first(transformation):
-        def transform(f, *a, **kw):
-            g = transformation(f, *a, **kw)
-
-            def run(*args, **kwargs):
-                f(*args, **kwargs)
-                return g(*args, **kwargs)
-            return run
-        return transform
     return {"grad": calling_first(base.grad), "value_and_grad": calling_first(base.value_and_grad)}
 
 
