@@ -633,6 +633,131 @@ def custom_vjp_residuals_constant(base):
     return {"custom_vjp": custom_vjp}
 
 
+# --- behaviour breaks: the numbers stay right, what a user sees besides them does not
+
+def _strongly_typed(base, tree):
+    """``tree`` with weakly typed leaves cast to their own dtype: strongly typed."""
+    np_ = base.numpy
+    return tree_map(lambda o: np_.asarray(o, dtype=o.dtype) if hasattr(o, "dtype") else o, tree)
+
+
+def grad_strong_types(base):
+    """grad and value_and_grad return strongly typed results where JAX's are weakly typed."""
+    def grad(f, *a, **kw):
+        g = base.grad(f, *a, **kw)
+        return lambda *args, **kwargs: _strongly_typed(base, g(*args, **kwargs))
+
+    def value_and_grad(f, *a, **kw):
+        vg = base.value_and_grad(f, *a, **kw)
+        return lambda *args, **kwargs: _strongly_typed(base, vg(*args, **kwargs))
+    return {"grad": grad, "value_and_grad": value_and_grad}
+
+
+def jit_strong_types(base):
+    """jit returns strongly typed results where JAX's are weakly typed."""
+    def jit(f, *a, **kw):
+        jf = base.jit(f, *a, **kw)
+        return lambda *args, **kwargs: _strongly_typed(base, jf(*args, **kwargs))
+    return {"jit": jit}
+
+
+def calling_first(transformation):
+    """``transformation`` (of a function, returning a function) whose result calls the user's
+    function once more, before running."""
+    def transform(f, *a, **kw):
+        g = transformation(f, *a, **kw)
+
+        def run(*args, **kwargs):
+            f(*args, **kwargs)
+            return g(*args, **kwargs)
+        return run
+    return transform
+
+
+def extra_calls(base):
+    """grad and value_and_grad run the user's function once more than JAX does (a primal
+    evaluation before differentiating)."""
+    return {"grad": calling_first(base.grad), "value_and_grad": calling_first(base.value_and_grad)}
+
+
+def jit_retraces(base):
+    """jit never reuses a trace: every call traces the function again."""
+    def jit(f, *a, **kw):
+        return lambda *args, **kwargs: base.jit(lambda *x, **k: f(*x, **k), *a, **kw)(
+            *args, **kwargs)
+    return {"jit": jit}
+
+
+def _type_error_as_value_error(transformation):
+    def transform(*a, **kw):
+        t = transformation(*a, **kw)
+
+        def run(*args, **kwargs):
+            try:
+                return t(*args, **kwargs)
+            except TypeError as exc:
+                raise ValueError(str(exc)) from exc
+        return run
+    return transform
+
+
+def exceptions_changed(base):
+    """grad, jit and vmap raise ValueError where JAX raises TypeError."""
+    return {name: _type_error_as_value_error(getattr(base, name)) for name in ("grad", "jit", "vmap")}
+
+
+def vjp_not_pytree(base):
+    """vjp's function and linearize's jvp function are plain closures, not pytrees."""
+    def vjp(f, *primals, **kw):
+        out = base.vjp(f, *primals, **kw)
+        return (out[0], lambda *ct: out[1](*ct)) + tuple(out[2:])
+
+    def linearize(f, *primals, **kw):
+        out = base.linearize(f, *primals, **kw)
+        return (out[0], lambda *t: out[1](*t)) + tuple(out[2:])
+    return {"vjp": vjp, "linearize": linearize}
+
+
+def _rule_calls_primal(base, kind, define, primals_of):
+    """``kind`` (custom_jvp/custom_vjp) whose rule given to ``define`` (defjvp/defvjp) also
+    calls the primal function, on the primal arguments ``primals_of(rule's arguments)``."""
+    def make(fun, *a, **kw):
+        f = getattr(base, kind)(fun, *a, **kw)
+        plain_define = getattr(f, define)
+
+        def define_rule(rule, *rest, **kw2):
+            def rule_and_primal(*args):
+                fun(*primals_of(args))
+                return rule(*args)
+            return plain_define(rule_and_primal, *rest, **kw2)
+        setattr(f, define, define_rule)
+        return f
+    return {kind: make}
+
+
+def custom_jvp_calls_primal(base):
+    """A custom_jvp function evaluates its primal function as well as its rule under jvp."""
+    return _rule_calls_primal(base, "custom_jvp", "defjvp", lambda args: args[0])
+
+
+def custom_vjp_calls_primal(base):
+    """A custom_vjp function evaluates its primal function as well as fwd under grad."""
+    return _rule_calls_primal(base, "custom_vjp", "defvjp", lambda args: args)
+
+
+def jit_rejects_python_scalars(base):
+    """jit raises TypeError on a Python scalar argument (a crash on a valid program)."""
+    def jit(f, *a, **kw):
+        jf = base.jit(f, *a, **kw)
+
+        def run(*args, **kwargs):
+            if any(isinstance(x, (int, float, complex)) for x in tree_leaves((args, kwargs))):
+                raise TypeError("jit_rejects_python_scalars: a Python scalar argument")
+            return jf(*args, **kwargs)
+        return run
+    return {"jit": jit}
+
+
 BREAKS = {f.__name__: f for f in (
     vmap_slice0, jit_perturb, forward_drops_term, linearize_stale, vjp_jv,
     reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
@@ -641,7 +766,9 @@ BREAKS = {f.__name__: f for f in (
     collectives_transpose_wrong, extrema_by_gather, checkpoint_damped, chunked_vmap, chunks_reordered,
     reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted, materialized_symbolic_zeros,
     jit_drops_shardings, spmd_axis_name_ignored, custom_vjp_by_transposed_bwd,
-    custom_vjp_residuals_constant)}
+    custom_vjp_residuals_constant, grad_strong_types, jit_strong_types, extra_calls, jit_retraces,
+    exceptions_changed, vjp_not_pytree, custom_jvp_calls_primal, custom_vjp_calls_primal,
+    jit_rejects_python_scalars)}
 
 
 def broken(base, *labels):

@@ -6,6 +6,7 @@ Each case is a small object with ``describe()`` (one line for messages) and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import contextvars
 from dataclasses import dataclass, field
 
@@ -472,3 +473,318 @@ def _custom_cases(draw, rules, claims_true, bad_fwd, dtype):
                       draw(st.sampled_from(list(rules))), w, x, batch,
                       claims_true=claims_true, bad_fwd=bad_fwd,
                       optimize_remat=not bad_fwd and draw(st.booleans()))
+
+
+# ---------------------------------------------------------------------------
+# behaviour cases: a drawn program called as a user would (some inputs Python scalars,
+# so weak types matter), a transformation of it, and misuses of the API
+
+
+#: transformations of the user's function ``f`` at ``args``, as the source a user writes:
+#: evaluated with ``jax`` and ``jnp`` bound to the backend (so a report shows what ran)
+TRANSFORMATIONS = {
+    "eager": "f(*args)",
+    "jit": "jax.jit(f)(*args)",
+    "grad": "jax.grad(lambda *a: jnp.sum(f(*a)), argnums=argnums)(*args)",
+    "value_and_grad": "jax.value_and_grad(lambda *a: jnp.sum(f(*a)), argnums=argnums)(*args)",
+    "jvp": "jax.jvp(f, args, tangents)",
+    "vjp": "(lambda y, pullback: (y, pullback(y)))(*jax.vjp(f, *args))",
+    "linearize": "(lambda y, f_jvp: (y, f_jvp(*tangents)))(*jax.linearize(f, *args))",
+    "vmap": "jax.vmap(f)(*batch)",
+    "jit(grad)": "jax.jit(jax.grad(lambda *a: jnp.sum(f(*a)), argnums=argnums))(*args)",
+    "grad(jit)": "jax.grad(lambda *a: jnp.sum(jax.jit(f)(*a)), argnums=argnums)(*args)",
+    "vmap(grad)": "jax.vmap(jax.grad(lambda *a: jnp.sum(f(*a)), argnums=argnums))(*batch)",
+}
+
+
+def _scalar(a):
+    """The Python float a weakly typed input is passed as (its first element)."""
+    a = np.asarray(a)
+    return float(a.reshape(-1)[0]) if a.size else 1.0
+
+
+def _weak_input(np_, scalar, shape):
+    """A weakly typed array of ``shape`` holding ``scalar`` (a Python float)."""
+    return np_.broadcast_to(np_.asarray(scalar), shape)
+
+
+@dataclass(frozen=True, repr=False)
+class BehaviourCase(Case):
+    """A drawn program called as ``f(*args)``: the inputs marked ``weak`` are passed as
+    Python floats (weakly typed) and broadcast to the program's input shape inside ``f``;
+    ``transformation`` names an entry of :data:`TRANSFORMATIONS`; ``size`` is the batch
+    size of the vmapped transformations (every argument batched along axis 0)."""
+    program: object
+    arrays: tuple
+    weak: tuple
+    transformation: str = "eager"
+    size: int = 2
+    label = "behaviour"
+
+    def user_function(self, backend):
+        run = self.program.build(backend)
+        np_ = backend.numpy
+        shapes = [shape for shape, _ in self.program.input_types]
+
+        def f(*args):
+            return run(*[_weak_input(np_, a, shape) if weak else a
+                         for a, shape, weak in zip(args, shapes, self.weak)])
+        return f
+
+    def _args(self, scale=1.0):
+        return tuple(_scalar(a) * scale if weak else np.asarray(a) * np.asarray(scale, a.dtype)
+                     for a, weak in zip(self.arrays, self.weak))
+
+    @property
+    def call_args(self):
+        return self._args()
+
+    def other_values(self):
+        """Arguments of the same types (shapes, dtypes, weak types), other values."""
+        return self._args(0.5)
+
+    def retyped_args(self):
+        """The arguments with the float32 arrays as float64 and the others as float32: a new
+        signature for jit (or the same, when every input is weak)."""
+        return tuple(a if weak else a.astype(np.float64 if a.dtype == np.float32 else np.float32)
+                     for a, weak in zip(self.call_args, self.weak))
+
+    def tangents(self):
+        return tuple(1.0 if weak else np.ones_like(a) for a, weak in zip(self.call_args, self.weak))
+
+    @property
+    def float_argnums(self):
+        return tuple(range(len(self.arrays)))
+
+    def batch(self, backend):
+        """The batched arguments of vmap: arrays stacked with scaled copies; a weak input
+        broadcast to the batch (still weakly typed)."""
+        out = []
+        for a, weak in zip(self.call_args, self.weak):
+            if weak:
+                out.append(backend.numpy.broadcast_to(a, (self.size,)))
+            else:
+                out.append(np.stack([a * np.asarray(1 + 0.25 * i, a.dtype) for i in range(self.size)]))
+        return tuple(out)
+
+    def example_args(self, i):
+        """Batch element ``i`` of :meth:`batch`, as a Python loop over the batch passes it."""
+        return tuple(a if weak else a * np.asarray(1 + 0.25 * i, a.dtype)
+                     for a, weak in zip(self.call_args, self.weak))
+
+    def transform(self, backend, f, transformation=None):
+        """``f`` under the transformation (default: the drawn one), with ``backend``."""
+        expr = TRANSFORMATIONS[transformation or self.transformation]
+        scope = {"jax": backend, "jnp": backend.numpy, "f": f, "args": self.call_args,
+                 "argnums": self.float_argnums, "tangents": self.tangents(),
+                 "batch": self.batch(backend) if "batch" in expr else None}
+        return eval(expr, scope)  # the expression is a constant of TRANSFORMATIONS
+
+    def describe(self):
+        shown = ", ".join("python float" if weak else f"{np.asarray(a).dtype}{list(np.shape(a))}"
+                          for a, weak in zip(self.arrays, self.weak))
+        return (f"{self.transformation} of program {getattr(self.program, 'ops', self.program)!r}"
+                f" on ({shown})")
+
+    def text(self):
+        shapes = [shape for shape, _ in self.program.input_types]
+        lines = [_program_source(self.program),
+                 "def user_function(backend, *args):",
+                 "    jnp = backend.numpy",
+                 f"    weak, shapes = {self.weak!r}, {shapes!r}",
+                 "    return program(backend, *[jnp.broadcast_to(jnp.asarray(a), s) if w else a",
+                 "                              for a, s, w in zip(args, shapes, weak)])\n"]
+        return "\n".join(lines)
+
+    def example(self):
+        args = "(" + ", ".join(repr(a) if weak else array_literal(a)
+                               for a, weak in zip(self.call_args, self.weak)) + ",)"
+        return (f"args = {args}\nargnums = {self.float_argnums!r}\n"
+                f"tangents = tuple(1.0 if isinstance(a, float) else np.ones_like(a) for a in args)\n"
+                f"batch = ...  # vmap: every argument stacked {self.size} times along axis 0\n"
+                "f = lambda *a: user_function(jax, *a)\n"
+                f"print({TRANSFORMATIONS[self.transformation]})\n")
+
+
+@st.composite
+def _behaviour_cases(draw, program_cases, transformations):
+    program, arrays = draw(program_cases)
+    n = len(arrays)
+    mode = draw(st.sampled_from(["all", "some", "none"]))   # shrinks towards weak types
+    weak = (tuple(draw(st.booleans()) for _ in range(n)) if mode == "some"
+            else (mode == "all",) * n)
+    return BehaviourCase(program, tuple(np.asarray(a) for a in arrays), weak,
+                         draw(st.sampled_from(transformations)), draw(st.integers(1, 3)))
+
+
+#: the input shapes of behaviour cases: few, so that the backends' caches of compiled
+#: operations serve most examples (a compile per new shape would dominate their cost)
+BEHAVIOUR_SHAPES = (((),), ((3,),), ((), (3,)), ((2, 3), (3,)), ((), (2, 3), ()))
+
+
+#: ops whose compiles (or derivatives' compiles) cost the most: left out of cheap behaviour cases
+HEAVY_OPS = frozenset((
+    "conv", "sum_pool", "max_pool", "min_pool", "cholesky", "triangular_solve", "lu", "solve",
+    "qr", "eigh", "svd", "lu_pivots", "rfft_filter", "fft_filter", "power_spectrum", "sort",
+    "top_k", "cumlogsumexp", "cumsum", "cumprod", "cummax", "cummin", "random", "igamma",
+    "igammac", "igamma_in_a", "betainc", "zeta", "polygamma", "digamma", "lgamma"))
+
+
+def behaviour_cases(*, transformations=tuple(TRANSFORMATIONS), smooth=True, max_ops=3,
+                    cheap=False):
+    """Small programs (few ops, few shapes: cheap compiles) called with Python floats for some
+    or all inputs, under one of ``transformations``; ``cheap``: without :data:`HEAVY_OPS`."""
+    options = {"ops": tuple(o for o in _real.VOCABULARY if o not in HEAVY_OPS
+                            and o not in _real.CUSTOM_KINDS)} if cheap else {}
+
+    def programs_on(shapes, dtype):
+        return _program_cases(smooth=smooth, max_ops=max_ops, **options,
+                              input_types=tuple((shape, dtype) for shape in shapes))
+    return _behaviour_cases(
+        st.tuples(st.sampled_from(BEHAVIOUR_SHAPES), st.sampled_from(["float32", "float64"]))
+        .flatmap(lambda sd: programs_on(*sd)), tuple(transformations))
+
+
+#: misuses of the API: the source a user writes, with ``x`` a float array of rank 1 or 2
+#: (size 2 or more); evaluated with ``jax``, ``jnp``, ``lax`` bound to the backend
+MISUSES = {
+    "vmap in_axes beyond the rank": "jax.vmap(jnp.sin, in_axes=x.ndim)(x)",
+    "vmap of mismatched batch sizes": "jax.vmap(lambda a, b: a + b)(x, x[:-1])",
+    "vmap in_axes of the wrong length": "jax.vmap(jnp.sin, in_axes=(0, 0))(x)",
+    "vmap out_axes beyond the rank": "jax.vmap(jnp.sin, out_axes=x.ndim + 1)(x)",
+    "vmap with no batched argument": "jax.vmap(jnp.sin, in_axes=None)(x)",
+    "vmap in_axes not an integer": "jax.vmap(jnp.sin, in_axes=1.5)(x)",
+    "grad of an integer input": "jax.grad(lambda a: jnp.sum(a * a))(x.astype(np.int32))",
+    "grad of a non-scalar output": "jax.grad(jnp.sin)(x)",
+    "grad of a complex output": "jax.grad(lambda a: jnp.sum(a).astype(np.complex64))(x)",
+    "grad argnums out of range": "jax.grad(lambda a: jnp.sum(a), argnums=3)(x)",
+    "grad has_aux without a pair": "jax.grad(lambda a: jnp.sum(a), has_aux=True)(x)",
+    "grad argnums below the first argument": "jax.grad(lambda a: jnp.sum(a), argnums=-2)(x)",
+    "value_and_grad of a non-scalar output": "jax.value_and_grad(jnp.sin)(x)",
+    "value_and_grad of an integer input":
+        "jax.value_and_grad(lambda a: jnp.sum(a * a))(x.astype(np.int32))",
+    "value_and_grad argnums below the first argument":
+        "jax.value_and_grad(lambda a: jnp.sum(a), argnums=-2)(x)",
+    "hessian of an integer input": "jax.hessian(lambda a: jnp.sum(a * a))(x.astype(np.int32))",
+    "Python bool of a traced value": "jax.jit(lambda a: a if jnp.sum(a) > 0 else -a)(x)",
+    "int of a traced value": "jax.jit(lambda a: a * int(jnp.sum(a)))(x)",
+    "NumPy on a traced value": "jax.jit(lambda a: np.asarray(a) * 2)(x)",
+    "jvp tangents of another dtype": "jax.jvp(jnp.sin, (x,), (x.astype(np.float16),))",
+    "jvp tangents of another shape": "jax.jvp(jnp.sin, (x,), (x[:-1],))",
+    "jvp primals not a tuple": "jax.jvp(jnp.sin, x, x)",
+    "vjp cotangent of another shape": "jax.vjp(jnp.sin, x)[1](x[:-1])",
+    "vjp cotangent of another dtype": "jax.vjp(jnp.sin, x)[1](x.astype(np.float16))",
+    "jvp tangents of another structure": "jax.jvp(jnp.sin, (x,), (x, x))",
+    "linearize tangent of another shape": "jax.linearize(jnp.sin, x)[1](x[:-1])",
+    "linearize tangent of another dtype": "jax.linearize(jnp.sin, x)[1](x.astype(np.float16))",
+    "vjp function called with two cotangents": "jax.vjp(jnp.sin, x)[1](x, x)",
+    "vjp function given a list cotangent": "jax.vjp(jnp.sin, x)[1]([x])",
+    "linearize function called with two tangents": "jax.linearize(jnp.sin, x)[1](x, x)",
+    "linearize function given a list tangent": "jax.linearize(jnp.sin, x)[1]([x])",
+    "linearize of a string": "jax.linearize(jnp.sin, 'a')",
+    "vmap of a scalar": "jax.vmap(jnp.sin)(x.reshape(-1)[0])",
+    "jit static_argnums out of range": "jax.jit(jnp.sin, static_argnums=(3,))(x)",
+    "jit static_argnames not a parameter": "jax.jit(lambda a: a * 2, static_argnames='y')(x)",
+    "jit call with an unexpected keyword": "jax.jit(lambda a: a * 2)(x, y=1)",
+    "jit donate_argnums out of range": "jax.jit(jnp.sin, donate_argnums=5)(x)",
+    "jit static_argnums on an array": "jax.jit(lambda a: a * 2, static_argnums=0)(x)",
+    "jit of a non-callable": "jax.jit(x)",
+    "sum of a list": "jnp.sum(list(x))",
+    "reshape to another size": "jnp.reshape(x, (x.size + 1,))",
+    "add of two dtypes": "lax.add(x, x.astype(np.float16))",
+    "linear_transpose of a nonlinear function": "jax.linear_transpose(jnp.sin, x)(x)",
+}
+
+
+@dataclass(frozen=True, repr=False)
+class MisuseCase(Case):
+    """The entries ``misuses`` of :data:`MISUSES` (every one, by default: each is a cheap
+    call), on a drawn float array ``x``."""
+    x: np.ndarray
+    misuses: tuple = tuple(MISUSES)
+    label = "misuse"
+
+    def run(self, backend, misuse):
+        scope = {"jax": backend, "jnp": backend.numpy, "lax": backend.lax, "np": np, "x": self.x}
+        return eval(MISUSES[misuse], scope)  # the expression is a constant of MISUSES
+
+    def describe(self):
+        return f"misuses of the API on x {self.x.dtype}{list(self.x.shape)}"
+
+    def text(self):
+        return "import jax.numpy as jnp  # or: import impl.numpy as jnp\nfrom jax import lax\n"
+
+    def example(self):
+        return f"x = {array_literal(self.x)}\n" + "".join(
+            f"print({MISUSES[m]})  # {m}\n" for m in self.misuses)
+
+
+def misuses(*, one_of=None):
+    """Every misuse of :data:`MISUSES` on a float32/float64 array of rank 1 or 2, sides 2 to 3;
+    ``one_of``: one misuse drawn from these names per case instead."""
+    xs = st.sampled_from(["float32", "float64"]).flatmap(lambda dt: _real.arrays(
+        np.dtype(dt), st.sampled_from([(2,), (3,), (2, 3), (3, 2)]),
+        elements=_real.elements(np.dtype(dt), min_value=-2.0, max_value=2.0)))
+    if one_of is None:
+        return st.builds(MisuseCase, xs)
+    return st.builds(MisuseCase, xs, st.sampled_from(list(one_of)).map(lambda m: (m,)))
+
+
+#: differentiations of a custom-rule function ``f(w, x)`` (``scalar``: the sum of ``f``), as
+#: source evaluated with ``jax`` and ``jnp`` bound to the backend; "forward" ones need a
+#: forward mode of custom_vjp, which JAX does not have
+DIFFERENTIATIONS = {
+    "grad": "jax.grad(scalar, argnums=(0, 1))(w, x)",
+    "vjp": "jax.vjp(f, w, x)[1](np.ones_like(x))",
+    "jit(grad)": "jax.jit(jax.grad(scalar, argnums=(0, 1)))(w, x)",
+    "vmap(grad)": "jax.vmap(jax.grad(scalar, argnums=1), in_axes=(None, 0))(w, batch)",
+    "grad(vmap)": "jax.grad(lambda a, b: jnp.sum(jax.vmap(f, in_axes=(None, 0))(a, b)), "
+                  "argnums=(0, 1))(w, batch)",
+    "jvp": "jax.jvp(f, (w, x), (w, x))",
+    "linearize": "jax.linearize(f, w, x)[1](w, x)",
+}
+FORWARD_DIFFERENTIATIONS = ("jvp", "linearize")
+
+
+@dataclass(repr=False)
+class CustomDifferentiationCase:
+    """A custom-rule case (:class:`CustomCase`) as a ``custom_jvp`` or ``custom_vjp`` function,
+    differentiated by an entry of :data:`DIFFERENTIATIONS`."""
+    custom: CustomCase
+    kind: str
+    differentiation: str
+
+    def __getattr__(self, name):   # the custom case's data and rules
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.custom, name)
+
+    @property
+    def dtype(self):
+        return self.custom.dtype
+
+    def differentiate(self, backend, f):
+        scope = {"jax": backend, "jnp": backend.numpy, "np": np, "f": f, "w": self.custom.w,
+                 "x": self.custom.x, "batch": self.custom.batch,
+                 "scalar": lambda *a: backend.numpy.sum(f(*a))}
+        return eval(DIFFERENTIATIONS[self.differentiation], scope)  # a constant of the table
+
+    def describe(self):
+        return f"{self.differentiation} of a {self.kind} function: {self.custom.describe()}"
+
+    def source(self):
+        return (self.custom.source() + f"# f: F as a {self.kind}, then\n"
+                f"# print({DIFFERENTIATIONS[self.differentiation]})\n")
+
+
+def custom_differentiations():
+    """True-rule custom cases as custom_jvp or custom_vjp, under one differentiation each."""
+    kinds = st.sampled_from(["custom_jvp", "custom_vjp"]).flatmap(lambda kind: st.tuples(
+        st.just(kind), st.sampled_from([d for d in DIFFERENTIATIONS if kind == "custom_jvp"
+                                        or d not in FORWARD_DIFFERENTIATIONS])))
+    def case(custom, kind_and_differentiation):
+        kind, differentiation = kind_and_differentiation
+        if kind == "custom_jvp":   # optimize_remat is custom_vjp's
+            custom = dataclasses.replace(custom, optimize_remat=False)
+        return CustomDifferentiationCase(custom, kind, differentiation)
+    return st.builds(case, custom_cases(rules=("true",)), kinds)

@@ -21,8 +21,8 @@ from typing import Callable
 import strategies as _real_strategies
 
 from .. import cases
-from . import (ad, batching, control, custom, differential, jit, linear, named, remat, sharding,
-               vmap)
+from . import (ad, batching, behaviour, control, custom, differential, jit, linear, named, remat,
+               sharding, vmap)
 from ._common import CaseFiltered, discard
 from .jax_bugs import (CLAMP_SCALAR_BOUND_JVP, DYNAMIC_UPDATE_SLICE_OF_OWN_SLICE, NAMED_AXIS_BUGS,
                        SHARD_MAP_ALL_TO_ALL_TRANSPOSE, JaxBug)
@@ -120,6 +120,10 @@ FWD, REV, BATCH = ("jvp",), ("jvp", "transpose"), ("jvp", "transpose", "batching
 
 def _wrong_rule_claimed_true():
     return cases.custom_cases(rules=("wrong",), claims_true=True)
+
+
+def _under_grad():
+    return cases.behaviour_cases(transformations=("grad", "value_and_grad"))
 
 
 def _psum_over_groups():
@@ -297,6 +301,35 @@ LAWS = [
         differential=True, negatives=(Breaks("reverse_drops_term"),)),
     Law(differential.differential_vmap, lambda: cases.vmaps(), reaches=("batching",),
         differential=True, negatives=(Breaks("vmap_slice0"),)),
+    # behaviour besides the numbers: types, weak types, calls of user code, exceptions, pytrees
+    # (nightly: several transformations of each drawn program, on two backends for the
+    # differential ones, or departures of impl the law shows; their negative tests, on JAX, are
+    # cheap and run in CI)
+    Law(behaviour.differential_result_types, lambda: cases.behaviour_cases(), differential=True,
+        negatives=(Breaks("grad_strong_types", cases=_under_grad, tier=CI),
+                   Breaks("jit_strong_types")),
+        tier=NIGHTLY),
+    Law(behaviour.differential_call_counts, lambda: cases.behaviour_cases(), differential=True,
+        negatives=(Breaks("extra_calls", cases=_under_grad, tier=CI), Breaks("jit_retraces")),
+        tier=NIGHTLY),
+    Law(behaviour.differential_misuse_raises_alike, lambda: cases.misuses(), differential=True,
+        negatives=(Breaks("exceptions_changed", tier=CI),), tier=NIGHTLY),
+    Law(behaviour.differential_transformation_pytrees,
+        lambda: cases.behaviour_cases(transformations=("eager",)), differential=True,
+        negatives=(Breaks("vjp_not_pytree", tier=CI),), tier=NIGHTLY),
+    Law(behaviour.jit_traces_once_per_signature,
+        lambda: cases.behaviour_cases(transformations=("jit",), cheap=True),
+        negatives=(Breaks("jit_retraces", tier=CI),)),
+    Law(behaviour.custom_rules_never_run_primal_when_differentiated,
+        lambda: cases.custom_differentiations(),
+        negatives=(Breaks("custom_jvp_calls_primal", tier=CI), Breaks("custom_vjp_calls_primal")),
+        tier=NIGHTLY),
+    Law(behaviour.result_types_agree_across_transformations,
+        lambda: cases.behaviour_cases(transformations=("eager",)),
+        negatives=(Breaks("jit_strong_types", tier=CI),), tier=NIGHTLY),
+    Law(behaviour.valid_programs_run_under_equivalent_stacks,
+        lambda: cases.behaviour_cases(transformations=("eager",), cheap=True),
+        negatives=(Breaks("jit_rejects_python_scalars", tier=CI),), tier=NIGHTLY),
 ]
 
 
