@@ -27,13 +27,19 @@ class Stopped:
         self.why = None
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run(cmd, env=None, seconds=None, stopped=None):
     """Run ``cmd``; stop it cleanly on SIGINT/SIGTERM or after ``seconds``.
 
     Returns the child's exit status.  ``stopped`` (a :class:`Stopped`) records why
     it was stopped, for a caller that runs several children (a hunt)."""
     stopped = stopped if stopped is not None else Stopped()
-    proc = subprocess.Popen(cmd, env=env, process_group=0)
+    # SIGINT is what the child is stopped with: it must not inherit an ignored SIGINT
+    # (as from a shell's background job), which Python would then keep ignoring
+    proc = subprocess.Popen(cmd, env=env, process_group=0, preexec_fn=_default_sigint)
 
     def stop(why):
         if stopped.why is None:
