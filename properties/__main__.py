@@ -73,7 +73,7 @@ def parse(argv):
                    help="run random seeds with the thorough profile until the time is up; "
                         "write a script per group of failures under REPORT_DIR/repro")
     p.add_argument("--hunt-seed", type=int, default=None,
-                   help="with --hunt: seed of the order of laws and of the rounds' seeds")
+                   help="with --hunt: seed of the order in which the laws are run")
     p.add_argument("--self-check", action="store_true",
                    help="also run the harness' own tests: negative tests, checkers, harness")
     p.add_argument("--list", action="store_true", help="list the declared laws and exit")
