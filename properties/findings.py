@@ -142,14 +142,24 @@ def group(entries):
     ``count`` the number of failures of each group."""
     groups = {}
     for e in entries:
-        key = ("inherited-" if e["whose"] == "inherited" else "") + cause_key(e["cause"])
-        kept = groups.get(key)
-        if kept is None or (e["program"] and len(e["program"]) < len(kept["program"] or "x" * 10**6)):
-            e = dict(e, count=(kept or {}).get("count", 0) + 1)
-            groups[key] = e
-        else:
-            kept["count"] += 1
+        add_to_group(groups, ("inherited-" if e["whose"] == "inherited" else "")
+                     + cause_key(e["cause"]), e)
     return groups
+
+
+def add_to_group(groups, key, e):
+    """Count failure ``e`` in ``groups[key]``, keeping the smaller program."""
+    kept = groups.get(key)
+    count = e.get("count", 1) + (kept["count"] if kept else 0)
+    if kept is None or _size(e) < _size(kept):
+        groups[key] = dict(e, count=count)
+    else:
+        kept["count"] = count
+
+
+def _size(e):
+    """How big a failure's program is (a failure without one is the biggest)."""
+    return len(e["program"]) if e.get("program") else float("inf")
 
 
 REPRO_TEMPLATE = '''\

@@ -33,7 +33,7 @@ from .report import report_paths
 #: laws per round: small enough that a round ends within a short hunt
 CHUNK = 6
 #: a round needs at least this many seconds (starting pytest and JAX takes several)
-MIN_ROUND_SECONDS = 10
+MIN_ROUND_SECONDS = 20
 
 
 def law_chunks(names, rng, size=CHUNK):

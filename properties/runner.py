@@ -140,12 +140,7 @@ class LawRun:
         findings.attach(exc, self.law.name, case, name, result)
         if shared:
             e = findings.entry(exc, whose="inherited")
-            key = findings.cause_key(e["cause"])
-            kept = self.record.inherited.get(key)
-            if kept is None or len(e["program"]) < len(kept["program"]):
-                self.record.inherited[key] = dict(e, count=(kept or {}).get("count", 0) + 1)
-            else:
-                kept["count"] += 1
+            findings.add_to_group(self.record.inherited, findings.cause_key(e["cause"]), e)
             self._event(f"inherited from {name}")
             hypothesis.reject()
         record = self.record

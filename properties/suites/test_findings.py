@@ -224,7 +224,7 @@ def _replayed_first(tmp_path, reports):
 
 @pytest.mark.slow
 def test_a_hunt_writes_a_script_that_fails_while_the_bug_lives(tmp_path):
-    out = _hunt(tmp_path, 0.5, "--database", str(tmp_path / "db"))
+    out = _hunt(tmp_path, 1, "--database", str(tmp_path / "db"))
     assert out.returncode == 1, out.stdout + out.stderr
     groups = _hunt_groups(tmp_path)
     assert groups and all(g["whose"] == "own" and g["cause"]["law"] == "vmap_matches_loop"
@@ -248,8 +248,8 @@ def test_a_hunt_on_jax_reports_no_group_of_its_own(tmp_path):
 @pytest.mark.slow
 def test_hunts_sharing_a_database_folder_replay_each_others_failures(tmp_path):
     db = str(tmp_path / "shared")
-    assert _hunt(tmp_path, 0.5, "--database", db, reports="first").returncode == 1
-    assert _hunt(tmp_path, 0.5, "--database", db, reports="second").returncode == 1
+    assert _hunt(tmp_path, 1, "--database", db, reports="first").returncode == 1
+    assert _hunt(tmp_path, 1, "--database", db, reports="second").returncode == 1
     assert _replayed_first(tmp_path, "second")
 
 
@@ -271,8 +271,8 @@ def test_hunts_sharing_a_redis_database_replay_each_others_failures(tmp_path):
     try:
         time.sleep(0.5)
         db = f"redis://127.0.0.1:{port}/0"
-        assert _hunt(tmp_path, 0.5, "--database", db, reports="first").returncode == 1
-        assert _hunt(tmp_path, 0.5, "--database", db, reports="second").returncode == 1
+        assert _hunt(tmp_path, 1, "--database", db, reports="first").returncode == 1
+        assert _hunt(tmp_path, 1, "--database", db, reports="second").returncode == 1
         assert _replayed_first(tmp_path, "second")
     finally:
         proc.terminate()
