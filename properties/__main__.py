@@ -24,8 +24,8 @@ checkers' and the harness' tests), which do not depend on the backend.
 Exits with pytest's status: non-zero when any law (or self-check) fails.
 Ctrl-C, SIGTERM or the end of ``--time-limit`` stop the run cleanly: the report of
 what it checked is written, marked interrupted, and the status is pytest's
-interrupted one (2).  ``--hunt MINUTES`` looks for bugs with new seeds until the
-time is up and writes a script per group of failures (properties/hunt.py).
+interrupted one (2).  ``--hunt MINUTES`` looks for bugs on fresh random cases until
+the time is up and writes a script per group of failures (properties/hunt.py).
 ``--list`` prints the declared laws (``--markdown``: the tables of docs/properties.md).
 """
 from __future__ import annotations
@@ -57,7 +57,8 @@ def parse(argv):
                    help="replay failing cases on this backend (default jax; 'none': no replay)")
     p.add_argument("--profile", default=None, choices=sorted(PROFILES),
                    help="hypothesis profile (default: default; thorough for --hunt)")
-    p.add_argument("-k", dest="keyword", default=None, help="pytest -k expression (with --hunt: a part of the laws' names)")
+    p.add_argument("-k", dest="keyword", default=None,
+                   help="pytest -k expression (with --hunt: a law's name or a part of names)")
     p.add_argument("-n", dest="workers", default=None,
                    help="pytest-xdist workers (a number or 'auto')")
     p.add_argument("--report-dir", default=os.environ.get("PROPERTIES_REPORT_DIR")
@@ -70,7 +71,7 @@ def parse(argv):
     p.add_argument("--time-limit", type=float, default=None, metavar="MINUTES",
                    help="stop cleanly after this many minutes (report marked interrupted)")
     p.add_argument("--hunt", type=float, default=None, metavar="MINUTES",
-                   help="run random seeds with the thorough profile until the time is up; "
+                   help="run fresh random cases with the thorough profile until the time is up; "
                         "write a script per group of failures under REPORT_DIR/repro")
     p.add_argument("--hunt-seed", type=int, default=None,
                    help="with --hunt: seed of the order in which the laws are run")
@@ -85,6 +86,10 @@ def parse(argv):
         args.profile = "thorough" if args.hunt is not None else "default"
     if args.hunt is not None and args.hunt <= 0:
         p.error("--hunt takes a positive number of minutes")
+    if args.hunt is not None and args.time_limit is not None:
+        p.error("--time-limit with --hunt: a hunt's MINUTES are its time limit")
+    if args.hunt is None and args.hunt_seed is not None:
+        p.error("--hunt-seed is for --hunt")
     if args.workers not in (None, "0", "1") and importlib.util.find_spec("xdist") is None:
         p.error(f"-n {args.workers} needs pytest-xdist, which is not installed "
                 "(pip install pytest-xdist, or the project's [test] extra); "

@@ -157,6 +157,19 @@ def test_a_shared_database_folder_replays_another_runs_failure(tmp_path):
 # the CLI in a subprocess: stopped runs, hunts, repro scripts, shared databases
 
 
+def test_cli_options_of_hunts_and_databases():
+    import importlib
+    cli = importlib.import_module("properties.__main__")
+    hunt = cli.parse(["--hunt", "2", "--database", "redis://localhost:6379/0"])
+    assert hunt.profile == "thorough" and cli.parse([]).profile == "default"
+    cmd = cli.command(hunt)
+    assert cmd[cmd.index("--properties-db") + 1] == "redis://localhost:6379/0"
+    assert cmd[cmd.index("--reference") + 1] == "jax"
+    for bad in (["--hunt", "1", "--time-limit", "2"], ["--hunt-seed", "3"], ["--hunt", "0"]):
+        with pytest.raises(SystemExit):
+            cli.parse(bad)
+
+
 def _env(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
                XDG_CACHE_HOME=str(tmp_path / "cache"))
