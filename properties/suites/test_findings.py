@@ -104,6 +104,18 @@ def test_a_wrapper_of_jax_inherits_jax_bugs_instead_of_failing_on_them(tmp_path,
     assert record.events["inherited from jax"] == 1
 
 
+def test_the_known_jax_bug_filters_apply_to_backends_built_on_jax(tmp_path, monkeypatch):
+    from properties.broken import Wrapped
+    from properties.laws.jax_bugs import built_on_jax
+    (tmp_path / "declared_jax.py").write_text('from jax import *  # noqa\n__built_on__ = "jax"\n')
+    (tmp_path / "undeclared_jax.py").write_text('from jax import *  # noqa\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    jax = load_backend("jax")
+    assert built_on_jax(jax) and built_on_jax(Wrapped(jax, "no_breaks", {}))
+    assert built_on_jax(load_backend("declared_jax"))
+    assert not built_on_jax(load_backend("undeclared_jax"))  # inherits through the replay
+
+
 def test_the_backends_own_failure_says_the_reference_passes():
     law, bad = get("jit_matches_eager"), broken("jax", "jit_perturb")
     s = settings(FEW, phases=[Phase.explicit, Phase.generate])
