@@ -26,6 +26,8 @@ and ``--properties-progress`` (one line per law as it finishes).
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 
 import pytest
@@ -35,7 +37,7 @@ from . import profiles
 from .backends import DEFAULT_BACKEND, enable_float64
 from .laws import LAWS, NIGHTLY
 from .laws import get as get_law
-from .runner import LawRun
+from .runner import LawRun, StopRequest, request_stop
 
 enable_float64()
 
@@ -101,6 +103,32 @@ def pytest_configure(config):
     profiles.select(name or "default")
     if not hasattr(config, "workerinput"):  # the controller (or the only process)
         config.pluginmanager.register(LawSession(config), "properties-session")
+        if config.getoption("--properties-report"):
+            _stop_on_signals()
+
+
+def _interrupt(signum, frame):
+    name = signal.Signals(signum).name
+    request_stop(name)
+    raise KeyboardInterrupt(name)
+
+
+def _stop_on_signals():
+    """A run writing reports stops on SIGINT and SIGTERM alike (pytest handles only
+    the first), and for sure: the stop is also recorded (runner.request_stop) and
+    acted on at the next example or test.  The report of what it checked is written,
+    marked interrupted."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_runtest_teardown(item):
+    if StopRequest.reason is not None:  # pytest ends the session as interrupted
+        item.session.shouldstop = f"stopped by {StopRequest.reason}"
 
 
 @pytest.fixture(scope="session")

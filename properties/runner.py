@@ -74,6 +74,18 @@ class LawRecord:
 RECORDS: list[LawRecord] = []
 
 
+class StopRequest:
+    """Why the run was asked to stop (a signal's name), or None.  The pytest plugin's
+    signal handler sets it as well as raising KeyboardInterrupt: Python drops a
+    KeyboardInterrupt raised inside a garbage-collection callback, and then the next
+    example (``LawRun.check``) or the next test raises it again."""
+    reason = None
+
+
+def request_stop(reason):
+    StopRequest.reason = reason
+
+
 class LawRun:
     """One law checked on one backend, one case at a time.
 
@@ -94,6 +106,8 @@ class LawRun:
 
     def check(self, case):
         """Check the law on ``case``; call it inside a hypothesis test."""
+        if StopRequest.reason is not None:
+            raise KeyboardInterrupt(StopRequest.reason)
         record = self.record
         record.examples += 1
         self.last_case = case
