@@ -1,7 +1,9 @@
 """``python -m properties``: run the law suites through pytest and write reports.
 
-    python -m properties [--backend B] [--profile P] [-k EXPR] [-n WORKERS]
-                         [--report-dir DIR] [--db DIR] [-- extra pytest args]
+    python -m properties [--backend B] [--reference R] [--profile P] [-k EXPR] [-n WORKERS]
+                         [--report-dir DIR] [--database DIR|redis://HOST:PORT]
+                         [--time-limit MINUTES] [-- extra pytest args]
+    python -m properties --hunt MINUTES [same options]
     python -m properties --list [--markdown]
 
 Runs the suites installed with this package under the package's own pytest
@@ -11,11 +13,19 @@ reports go to ``--report-dir`` (default ``$PROPERTIES_REPORT_DIR``, else
 ``~/.cache/impl-properties/reports``) as ``properties-<backend>.{md,json}``;
 hypothesis keeps its files (``$HYPOTHESIS_STORAGE_DIRECTORY``, default the
 same cache folder's ``hypothesis``) and the example database (``--db``,
-default ``hypothesis/properties`` there) out of the current folder too.
+default ``hypothesis/properties`` there; ``--database`` is the same option, and
+takes a ``redis://`` URL too) out of the current folder too.  ``--backend`` takes a
+module, or a module with breaks of ``properties/broken.py`` (``jax+vmap_slice0``);
+each failing case is replayed on ``--reference`` (JAX by default) and a failure it
+shares is reported as inherited from it.
 It runs the law suites (``suites/test_*_laws.py``); ``--self-check`` adds the
 harness' own tests (the negative tests that break each law on purpose, the
 checkers' and the harness' tests), which do not depend on the backend.
 Exits with pytest's status: non-zero when any law (or self-check) fails.
+Ctrl-C, SIGTERM or the end of ``--time-limit`` stop the run cleanly: the report of
+what it checked is written, marked interrupted, and the status is pytest's
+interrupted one (2).  ``--hunt MINUTES`` looks for bugs on fresh random cases until
+the time is up and writes a script per group of failures (properties/hunt.py).
 ``--list`` prints the declared laws (``--markdown``: the tables of docs/properties.md).
 """
 from __future__ import annotations
@@ -23,9 +33,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import subprocess
 import sys
 
+from . import process
 from .profiles import PROFILES
 
 SUITES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suites")
@@ -41,17 +51,30 @@ def cache_dir():
 def parse(argv):
     p = argparse.ArgumentParser(prog="python -m properties", description=__doc__.splitlines()[0])
     p.add_argument("--backend", default=os.environ.get("PROPERTIES_BACKEND", "impl"),
-                   help="impl (default), jax, or any importable module with JAX's API")
-    p.add_argument("--profile", default="default", choices=sorted(PROFILES))
-    p.add_argument("-k", dest="keyword", default=None, help="pytest -k expression")
+                   help="impl (default), jax, or any importable module with JAX's API; "
+                        "with breaks of properties/broken.py: jax+vmap_slice0")
+    p.add_argument("--reference", default="jax",
+                   help="replay failing cases on this backend (default jax; 'none': no replay)")
+    p.add_argument("--profile", default=None, choices=sorted(PROFILES),
+                   help="hypothesis profile (default: default; thorough for --hunt)")
+    p.add_argument("-k", dest="keyword", default=None,
+                   help="pytest -k expression (with --hunt: a law's name or a part of names)")
     p.add_argument("-n", dest="workers", default=None,
                    help="pytest-xdist workers (a number or 'auto')")
     p.add_argument("--report-dir", default=os.environ.get("PROPERTIES_REPORT_DIR")
                    or os.path.join(cache_dir(), "reports"),
                    help="where properties-<backend>.{md,json} go (default: %(default)s)")
-    p.add_argument("--db", default=os.environ.get("PROPERTIES_DB")
+    p.add_argument("--database", "--db", dest="db", default=os.environ.get("PROPERTIES_DB")
                    or os.path.join(cache_dir(), "hypothesis", "properties"),
-                   help="hypothesis example database directory (default: %(default)s)")
+                   help="hypothesis example database: a directory (may be shared) or "
+                        "redis://HOST:PORT (needs the [hunt] extra) (default: %(default)s)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="MINUTES",
+                   help="stop cleanly after this many minutes (report marked interrupted)")
+    p.add_argument("--hunt", type=float, default=None, metavar="MINUTES",
+                   help="run fresh random cases with the thorough profile until the time is up; "
+                        "write a script per group of failures under REPORT_DIR/repro")
+    p.add_argument("--hunt-seed", type=int, default=None,
+                   help="with --hunt: seed of the order in which the laws are run")
     p.add_argument("--self-check", action="store_true",
                    help="also run the harness' own tests: negative tests, checkers, harness")
     p.add_argument("--list", action="store_true", help="list the declared laws and exit")
@@ -59,6 +82,14 @@ def parse(argv):
                    help="with --list: the law tables of docs/properties.md")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
     args = p.parse_args(argv)
+    if args.profile is None:
+        args.profile = "thorough" if args.hunt is not None else "default"
+    if args.hunt is not None and args.hunt <= 0:
+        p.error("--hunt takes a positive number of minutes")
+    if args.hunt is not None and args.time_limit is not None:
+        p.error("--time-limit with --hunt: a hunt's MINUTES are its time limit")
+    if args.hunt is None and args.hunt_seed is not None:
+        p.error("--hunt-seed is for --hunt")
     if args.workers not in (None, "0", "1") and importlib.util.find_spec("xdist") is None:
         p.error(f"-n {args.workers} needs pytest-xdist, which is not installed "
                 "(pip install pytest-xdist, or the project's [test] extra); "
@@ -72,12 +103,17 @@ def law_suites():
                   and f.endswith("_laws.py"))
 
 
+def database_spec(spec):
+    """A directory made absolute (the child runs elsewhere); a URL as it is."""
+    return spec if "://" in spec else os.path.abspath(spec)
+
+
 def command(args):
     suites = [SUITES] if args.self_check else law_suites()
     cmd = [sys.executable, "-m", "pytest", *suites, "-c", CONFIG, "--rootdir", SUITES,
            "-p", "properties.plugin", "-q", "-rs", "--properties-progress",
            "--backend", args.backend, "--profile", args.profile,
-           "--properties-db", os.path.abspath(args.db),
+           "--reference", args.reference, "--properties-db", database_spec(args.db),
            "--properties-report", os.path.abspath(args.report_dir)]
     if args.keyword:
         cmd += ["-k", args.keyword]
@@ -92,11 +128,20 @@ def main(argv=None):
         from . import listing
         print(listing.markdown() if args.markdown else "\n".join(listing.text()))
         return 0
-    cmd = command(args)
-    print("running:", " ".join(cmd), flush=True)
     env = dict(os.environ)
     env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(cache_dir(), "hypothesis"))
-    return subprocess.call(cmd, env=env)
+    if args.hunt is not None:
+        from .hunt import hunt
+        return hunt(args, command, env)
+    cmd = command(args)
+    print("running:", " ".join(cmd), flush=True)
+    stopped = process.Stopped()
+    status = process.run(cmd, env=env, stopped=stopped,
+                         seconds=None if args.time_limit is None else args.time_limit * 60)
+    if stopped.why:
+        print(f"stopped ({stopped.why}): the report of what was checked is in "
+              f"{os.path.abspath(args.report_dir)}", flush=True)
+    return status
 
 
 if __name__ == "__main__":

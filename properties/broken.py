@@ -781,6 +781,16 @@ def broken(base, *labels):
     return backend
 
 
+def load(name):
+    """The backend named ``name``: a module (``jax``, ``impl``, ...) or a module with breaks,
+    ``jax+vmap_slice0`` (``--backend`` accepts both: the CLI can run, and a hunt can
+    find, the negative tests' broken backends)."""
+    if isinstance(name, Backend):
+        return name
+    base, *labels = name.split("+")
+    return broken(base, *labels)
+
+
 def find_counterexample(law, backend, strategy=None, max_examples=60):
     """The first drawn case on which ``law`` raises AssertionError, or None.
 

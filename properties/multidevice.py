@@ -50,7 +50,8 @@ def run(law_names=None, backend="impl", profile="quick", breaks=()):
     records = []
     for law in chosen:
         try:
-            rec = run_law(law, target, settings=profile_settings(profile))
+            rec = run_law(law, target, settings=profile_settings(profile),
+                          reference=load_backend("jax"))
             records.append(rec.as_dict())
         except LawSkipped as exc:
             records.append({"law": law.name, "backend": target.name, "outcome": "skipped",

@@ -16,24 +16,28 @@ on any hypothesis test, and the ``slow`` mark when the law's tier is nightly.
 The ``law_run`` fixture counts the cases; a hook turns the counts into the
 verdict after the last example and attaches them to the test's report.
 
-Options: ``--backend`` (impl | jax | any module with JAX's API),
-``--profile`` (quick | default | thorough), ``--properties-db`` (example
+Options: ``--backend`` (impl | jax | any module with JAX's API, or one with
+breaks of ``properties/broken.py``: ``jax+vmap_slice0``), ``--reference``
+(the backend a failing case is replayed on, JAX by default: a failure it shares
+is reported as inherited from it), ``--profile`` (quick | default | thorough), ``--properties-db`` (example
 database directory), ``--properties-report DIR`` (write the reports there)
 and ``--properties-progress`` (one line per law as it finishes).
 """
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 
 import pytest
 from hypothesis import given, settings
 
 from . import profiles
-from .backends import DEFAULT_BACKEND, enable_float64, load_backend
+from .backends import DEFAULT_BACKEND, enable_float64
 from .laws import LAWS, NIGHTLY
 from .laws import get as get_law
-from .runner import LawRun
+from .runner import LawRun, StopRequest, request_stop
 
 enable_float64()
 
@@ -64,7 +68,11 @@ def pytest_addoption(parser):
     group = parser.getgroup("properties", "law suites (properties package)")
     group.addoption("--backend", default=DEFAULT_BACKEND,
                     help="module whose transformations are checked: impl (default), jax, "
-                         "or any importable module with JAX's API")
+                         "or any importable module with JAX's API; a module with breaks of "
+                         "properties/broken.py: jax+vmap_slice0")
+    group.addoption("--reference", default="jax",
+                    help="replay each failing case on this backend (default jax): a failure "
+                         "it shares is reported as inherited from it; 'none': no replay")
     group.addoption("--profile", default=os.environ.get("PROPERTIES_PROFILE"),
                     choices=sorted(profiles.PROFILES),
                     help="hypothesis profile: quick (CI), default, thorough (nightly); also "
@@ -95,23 +103,59 @@ def pytest_configure(config):
     profiles.select(name or "default")
     if not hasattr(config, "workerinput"):  # the controller (or the only process)
         config.pluginmanager.register(LawSession(config), "properties-session")
+        if config.getoption("--properties-report"):
+            _stop_on_signals()
+
+
+def _interrupt(signum, frame):
+    name = signal.Signals(signum).name
+    request_stop(name)
+    raise KeyboardInterrupt(name)
+
+
+def _stop_on_signals():
+    """A run writing reports stops on SIGINT and SIGTERM alike (pytest handles only
+    the first), and for sure: the stop is also recorded (runner.request_stop) and
+    acted on at the next example or test.  The report of what it checked is written,
+    marked interrupted."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_runtest_teardown(item):
+    if StopRequest.reason is not None:  # pytest ends the session as interrupted
+        item.session.shouldstop = f"stopped by {StopRequest.reason}"
 
 
 @pytest.fixture(scope="session")
 def backend(pytestconfig):
     """The backend named by --backend.  An unimportable name makes every law
     test *error* (not skip): a typo must not look like a run of skips."""
-    return load_backend(pytestconfig.getoption("--backend"))
+    from .broken import load
+    return load(pytestconfig.getoption("--backend"))
+
+
+@pytest.fixture(scope="session")
+def reference_backend(pytestconfig):
+    """The backend failing cases are replayed on (None: ``--reference none``)."""
+    from .broken import load
+    name = pytestconfig.getoption("--reference")
+    return None if name in (None, "", "none") else load(name)
 
 
 @pytest.fixture
-def law_run(request, backend):
+def law_run(request, backend, reference_backend):
     """The LawRun of this law test; it lives across all of the test's examples."""
     marker = request.node.get_closest_marker("law")
     if marker is None:
         raise TypeError(f"{request.node.name}: the law_run fixture is for the law tests "
                         "(properties.plugin.law_tests)")
-    run = LawRun(get_law(marker.args[0]), backend, request.node.nodeid)
+    run = LawRun(get_law(marker.args[0]), backend, request.node.nodeid,
+                 reference=reference_backend)
     request.node.stash[LAW_RUN] = run
     return run
 
@@ -196,14 +240,29 @@ class LawSession:
         self.total = sum(1 for nodeid in ids if "_laws.py::test_" in nodeid
                          and nodeid.rsplit("::", 1)[-1].removeprefix("test_") in names)
 
+    def _add_interrupted(self):
+        """The law that was running when the run was interrupted (its test has no
+        report): its record, with the failures it had found."""
+        from .report import law_row
+        from .runner import RECORDS
+        for record in RECORDS:
+            if record.outcome == "interrupted" and record.nodeid and \
+                    record.nodeid not in self.rows:
+                self.rows[record.nodeid] = law_row(record.nodeid, record.as_dict(),
+                                                   "interrupted")
+
     def pytest_sessionfinish(self, session, exitstatus):
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if interrupted:
+            self._add_interrupted()
         report_dir = self.config.getoption("--properties-report")
         if not report_dir or not self.rows:
             return
         from .report import build, write_reports
         data = build(self.rows.values(), self.negative,
                      backend=self.config.getoption("--backend"), profile=profiles.active_name(),
-                     seconds=time.perf_counter() - self.start)
+                     seconds=time.perf_counter() - self.start, interrupted=interrupted,
+                     reference=self.config.getoption("--reference"))
         self.report_paths = write_reports(report_dir, data)
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):

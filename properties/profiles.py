@@ -13,9 +13,12 @@ properties-quick`` select the same one.
 * ``default``  -- random, saves failures to the database and replays them first.
 * ``thorough`` -- nightly: many examples, same database.
 
-The database is a directory: ``--properties-db`` / ``$PROPERTIES_DB``,
-default ``.hypothesis/properties`` under the current directory (the CLI
-passes its own, see ``properties/__main__.py``).
+The database (:func:`example_database`) is a directory -- ``--properties-db`` /
+``$PROPERTIES_DB``, default ``.hypothesis/properties`` under the current
+directory (the CLI passes its own, see ``properties/__main__.py``) -- or a Redis
+server, ``redis://host:port[/db]`` (hypothesis' RedisExampleDatabase; needs the
+``redis`` package, the project's ``[hunt]`` extra): hunts on several machines
+sharing one replay each other's failures.
 """
 from __future__ import annotations
 
@@ -36,6 +39,19 @@ _SUPPRESSED = [HealthCheck.too_slow, HealthCheck.data_too_large,
                HealthCheck.function_scoped_fixture]
 
 
+def example_database(spec):
+    """The hypothesis example database ``spec`` names: a directory, or ``redis://...``."""
+    if spec.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            import redis
+            from hypothesis.extra.redis import RedisExampleDatabase
+        except ImportError as exc:
+            raise ValueError(f"the example database {spec!r} needs the redis package "
+                             "(pip install redis, or the project's [hunt] extra)") from exc
+        return RedisExampleDatabase(redis.Redis.from_url(spec))
+    return DirectoryBasedExampleDatabase(spec)
+
+
 def profile_settings(name, database=None, seeded=False):
     """The hypothesis settings of profile ``name`` (``quick``, ``default``, ``thorough``);
     ``seeded``: a ``--hypothesis-seed`` was given, so nothing is derandomized."""
@@ -46,7 +62,7 @@ def profile_settings(name, database=None, seeded=False):
     if name == "quick":
         return settings(derandomize=not seeded, database=None, **common)
     path = database or os.environ.get("PROPERTIES_DB") or DEFAULT_DB
-    return settings(database=DirectoryBasedExampleDatabase(path), **common)
+    return settings(database=example_database(path), **common)
 
 
 def register_profiles(database=None, seeded=False):

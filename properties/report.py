@@ -57,19 +57,22 @@ def law_row(nodeid, record, outcome, message=""):
     return row
 
 
-def build(rows, negative, *, backend, profile, seconds=None):
+def build(rows, negative, *, backend, profile, seconds=None, interrupted=False,
+          reference="jax"):
     """The report data: ``rows`` from :func:`law_row`, ``negative`` maps the
-    negative tests' nodeids to (outcome, message)."""
+    negative tests' nodeids to (outcome, message); ``interrupted``: the run was
+    stopped (Ctrl-C, SIGTERM, a time limit) and the rows are what it checked."""
     rows = sorted(rows, key=lambda r: (r["order"], r["law"], r["backend"]))
     return {
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "backend": backend, "profile": profile,
+        "backend": backend, "profile": profile, "interrupted": interrupted,
+        "reference": reference,
         "jax_version": jax.__version__,
         "float64_enabled": bool(jax.config.jax_enable_x64),
         "max_filtered_fraction": MAX_FILTERED_FRACTION,
         "total_seconds": seconds,
         "summary": {k: sum(1 for r in rows if r["outcome"] == k)
-                    for k in ("passed", "failed", "skipped")},
+                    for k in ("passed", "failed", "skipped", "interrupted")},
         "laws": rows,
         "negative_tests": [{"test": n.rsplit("::", 1)[-1], "nodeid": n, "outcome": o,
                             "message": m} for n, (o, m) in sorted(negative.items())],
@@ -83,7 +86,11 @@ def _md_table(rows, header):
 
 
 def render_markdown(data):
-    out = [f"# Law report: backend `{data['backend']}`, profile `{data['profile']}`", "",
+    out = [f"# Law report: backend `{data['backend']}`, profile `{data['profile']}`"
+           + (" (INTERRUPTED)" if data.get("interrupted") else ""), "",
+           *(["**Interrupted** (Ctrl-C, SIGTERM or a time limit): the laws below are what the "
+              "run checked before it stopped; failures found are in the example database.", ""]
+             if data.get("interrupted") else []),
            f"Generated {data['generated']} with jax {data['jax_version']}; float64 enabled: "
            f"{data['float64_enabled']} (the harness turns on `jax_enable_x64` for its float64 "
            "references).", "",
@@ -109,16 +116,9 @@ def render_markdown(data):
     skipped = [r for r in data["laws"] if r["outcome"] == "skipped"]
     if skipped:
         out += ["## Skipped", ""] + [f"- `{r['law']}`: {r['reason']}" for r in skipped] + [""]
-    failed = [r for r in data["laws"] if r["outcome"] == "failed"]
-    if failed:
-        out += ["## Failures", ""]
-        for r in failed:
-            out += [f"### `{r['law']}` on `{r['backend']}`", "",
-                    f"Caught by {CAUGHT_BY[r['caught_by'] or 'law']}.", "",
-                    "```", r["reason"].strip()[:4000], "```", ""]
-            if r["counterexample"]:
-                out += ["Minimal counterexample:", "", "```python", r["counterexample"].rstrip(),
-                        "```", ""]
+    out += failures_section(data)
+    out += inherited_section(data)
+    out += coverage_section(data)
     if data["negative_tests"]:
         out += ["## Negative tests (a broken backend or rule each law must catch)", ""]
         out += [_md_table([(f"`{n['test']}`", n["outcome"].upper())
@@ -128,6 +128,91 @@ def render_markdown(data):
                         f"{REFERENCE[d].rtol:g}", f"{REFERENCE[d].atol:g}") for d in AGREE],
                       ["dtype", "agree rtol", "agree atol", "reference rtol", "reference atol"]), ""]
     return "\n".join(out)
+
+
+def _failure_lines(f):
+    """Markdown of one failure entry (properties.findings.entry)."""
+    out = ["```", f["message"].strip()[:4000], "```", ""]
+    cause = f.get("cause") or {}
+    if cause.get("check") or cause.get("primitives"):
+        out += [f"Cause: check `{cause.get('check') or '?'}`, {cause.get('exception')}, "
+                f"primitives {', '.join(cause.get('primitives') or []) or '-'}.", ""]
+    if f.get("reference"):
+        whose = (f"inherited from `{f['reference']}`" if f["whose"] == "inherited"
+                 else "the backend's own")
+        out += [f"Whose: {whose} (the same case on `{f['reference']}`: "
+                f"{f.get('reference_result') or '?'}).", ""]
+    if f.get("note"):
+        out += [f"Note: {f['note']}.", ""]
+    if f.get("program"):
+        out += ["Program:" if f.get("note") else "Minimal program:", "", "```python",
+                f["program"].rstrip(), "```", ""]
+    return out
+
+
+def failures_section(data):
+    """Every distinct failure of every failed (or interrupted) law: message, cause,
+    whose it is, program."""
+    failed = [r for r in data["laws"] if r["outcome"] == "failed" or r.get("failures")]
+    if not failed:
+        return []
+    out = ["## Failures", ""]
+    for r in failed:
+        entries = r.get("failures") or []
+        out += [f"### `{r['law']}` on `{r['backend']}`"
+                + (f": {len(entries)} distinct failures" if len(entries) > 1 else ""), "",
+                f"Caught by {CAUGHT_BY[r.get('caught_by') or 'law']}.", ""]
+        if not entries:  # no record of the failures (an error outside the law)
+            out += ["```", r["reason"].strip()[:4000], "```", ""]
+            if r.get("counterexample"):
+                out += ["Minimal counterexample:", "", "```python",
+                        r["counterexample"].rstrip(), "```", ""]
+        for i, f in enumerate(entries, 1):
+            if len(entries) > 1:
+                out += [f"#### Failure {i} of {len(entries)}", ""]
+            out += _failure_lines(f)
+    return out
+
+
+def inherited_section(data):
+    """Failures the reference backend shares: not the backend's own, listed per law."""
+    rows = [r for r in data["laws"] if r.get("inherited")]
+    if not rows:
+        return []
+    out = [f"## Inherited from `{data.get('reference') or 'the reference'}`", "",
+           "Cases that fail on the backend and on the reference alike (the reference raises "
+           "the same exception, or filters the case as a known bug of its own): not counted "
+           "as the backend's failures.  The smallest case of each cause:", ""]
+    for r in rows:
+        for f in r["inherited"]:
+            out += [f"### `{r['law']}` ({f.get('count', 1)} cases)", ""] + _failure_lines(f)
+    return out
+
+
+def coverage(rows):
+    """``{event: {law: count}}`` over the rows' hypothesis events (the strategies'
+    ``reach: `` events and the runner's outcome events)."""
+    table = {}
+    for r in rows:
+        for name, n in (r.get("events") or {}).items():
+            table.setdefault(name, {})[r["law"]] = n
+    return table
+
+
+def coverage_section(data):
+    """What the run reached: each event's total examples and the laws that drew it."""
+    table = coverage(data["laws"])
+    if not table:
+        return []
+    out = ["## Coverage", "",
+           "Examples per hypothesis event: the strategies' `reach: ` events (which parameters, "
+           "dtypes, shape corners and stack shapes the drawn cases reached) and the outcomes. "
+           "Shrinking and replays count as examples.", ""]
+    lines = [(f"`{name}`", sum(per_law.values()), len(per_law),
+              ", ".join(f"{law} {n}" for law, n in sorted(per_law.items(), key=lambda kv: -kv[1])[:6])
+              + (" ..." if len(per_law) > 6 else ""))
+             for name, per_law in sorted(table.items(), key=lambda kv: (not kv[0].startswith("reach: "), kv[0]))]
+    return out + [_md_table(lines, ["event", "examples", "laws", "most in"]), ""]
 
 
 def terminal_table(rows):

@@ -25,14 +25,17 @@ from dataclasses import dataclass, field
 import hypothesis
 import hypothesis.errors
 from hypothesis import event, given
+from hypothesis.control import current_build_context
 from hypothesis.database import ExampleDatabase
 
-from . import tolerances
+from . import findings, tolerances
 from .backends import LawSkipped, MissingName
 from .laws import CaseFiltered
 
 #: after this many unsupported cases and none checked, stop drawing more
 GIVE_UP_AFTER = 5
+#: the prefix of the strategies' hypothesis events the report's coverage section counts
+REACH_PREFIX = "reach: "
 
 
 @dataclass
@@ -46,10 +49,14 @@ class LawRecord:
     unsupported: Counter = field(default_factory=Counter)
     passed: int = 0
     failed: int = 0
-    outcome: str = "not run"       # passed / failed / skipped
+    outcome: str = "not run"       # passed / failed / skipped / interrupted
     reason: str = ""               # skip reason or failure message
     counterexample: str = ""       # runnable source of the minimal failing case
     seconds: float = 0.0
+    failures: list = field(default_factory=list)    # findings.entry per distinct failure
+    inherited: dict = field(default_factory=dict)   # cause key -> smallest findings.entry
+    events: Counter = field(default_factory=Counter)  # "reach: " and outcome events
+    first_failure: int = 0         # the example (1-based) that failed first; 0: none
 
     def as_dict(self):
         return {"law": self.law, "backend": self.backend, "nodeid": self.nodeid,
@@ -58,35 +65,53 @@ class LawRecord:
                 "unsupported": sum(self.unsupported.values()),
                 "unsupported_reasons": dict(self.unsupported), "passed": self.passed,
                 "failed": self.failed, "outcome": self.outcome, "reason": self.reason,
-                "counterexample": self.counterexample, "seconds": round(self.seconds, 3)}
+                "counterexample": self.counterexample, "seconds": round(self.seconds, 3),
+                "failures": self.failures, "inherited": list(self.inherited.values()),
+                "events": dict(self.events), "first_failure": self.first_failure}
 
 
 #: Every record made in this process, newest last.
 RECORDS: list[LawRecord] = []
 
 
-def _case_source(case):
-    try:
-        return case.source()
-    except Exception as exc:  # the report must not die on a broken case
-        return f"# case.source() failed: {exc!r}\n# {case!r}"
+class StopRequest:
+    """Why the run was asked to stop (a signal's name), or None.  The pytest plugin's
+    signal handler sets it as well as raising KeyboardInterrupt: Python drops a
+    KeyboardInterrupt raised inside a garbage-collection callback, and then the next
+    example (``LawRun.check``) or the next test raises it again."""
+    reason = None
+
+
+def request_stop(reason):
+    StopRequest.reason = reason
 
 
 class LawRun:
-    """One law checked on one backend, one case at a time."""
+    """One law checked on one backend, one case at a time.
 
-    def __init__(self, law, backend, nodeid=""):
+    With a ``reference`` backend (JAX by default in the plugin), a case that fails
+    is replayed on it: a failure the reference shares is *inherited* -- recorded
+    (the smallest case of each cause) and rejected, not the backend's own failure;
+    any other failure carries what the reference did, for the report."""
+
+    def __init__(self, law, backend, nodeid="", reference=None):
         self.law = law
         self.backend = backend
+        self.reference = reference if reference is not None and \
+            reference.name != backend.name else None
         self.record = LawRecord(law.name, backend.name, nodeid)
         self.last_case = None
+        self.smallest_failure = None   # (exception, case): kept if a run is interrupted
         RECORDS.append(self.record)
 
     def check(self, case):
         """Check the law on ``case``; call it inside a hypothesis test."""
+        if StopRequest.reason is not None:
+            raise KeyboardInterrupt(StopRequest.reason)
         record = self.record
         record.examples += 1
         self.last_case = case
+        self._count_reach_events()
         try:
             self.law(self.backend, case)
         except CaseFiltered as exc:
@@ -101,12 +126,61 @@ class LawRun:
             self._unsupported(str(exc))
         except NotImplementedError as exc:
             self._unsupported(f"NotImplementedError: {str(exc)[:200]}")
-        except AssertionError:
-            record.failed += 1
-            event("failed")
+        except hypothesis.errors.UnsatisfiedAssumption:
+            raise
+        except Exception as exc:
+            self._failed(case, exc)
             raise
         record.passed += 1
-        event("checked")
+        self._event("checked")
+
+    def _event(self, name):
+        self.record.events[name] += 1
+        event(name)
+
+    def _count_reach_events(self):
+        """The strategies' ``reach: `` events of the case just drawn, counted per law."""
+        try:
+            events = current_build_context().data.events
+        except Exception:  # outside a hypothesis test: nothing drawn
+            return
+        self.record.events.update(k for k in events if str(k).startswith(REACH_PREFIX))
+
+    def _failed(self, case, exc):
+        """``exc`` escaped the law on ``case``: inherited from the reference (rejected),
+        or the backend's own failure (counted, re-raised by the caller)."""
+        shared, result = self.replay_on_reference(case, exc)
+        name = self.reference.name if self.reference is not None else None
+        findings.attach(exc, self.law.name, case, name, result)
+        if shared:
+            e = findings.entry(exc, whose="inherited")
+            findings.add_to_group(self.record.inherited, findings.cause_key(e["cause"]), e)
+            self._event(f"inherited from {name}")
+            hypothesis.reject()
+        record = self.record
+        record.failed += 1
+        record.first_failure = record.first_failure or record.examples
+        source = findings.case_source(case)
+        if self.smallest_failure is None or len(source) <= len(self.smallest_failure[2]):
+            self.smallest_failure = (exc, case, source)
+        self._event("failed")
+
+    def replay_on_reference(self, case, exc):
+        """``(shared, what the reference did)`` for a case that raised ``exc`` on the
+        backend: shared when the reference raises the same exception type, or filters
+        the case as a known bug of its own."""
+        if self.reference is None:
+            return False, ""
+        try:
+            self.law(self.reference, case)
+        except CaseFiltered as ref:
+            return ref.reason.startswith("known JAX bug"), f"filtered: {ref.reason}"
+        except (LawSkipped, MissingName) as ref:
+            return False, f"cannot run the law: {ref}"
+        except Exception as ref:
+            text = findings.message(ref).splitlines()[0][:300]
+            return type(ref) is type(exc), f"fails too: {text}"
+        return False, "the law holds"
 
     def _unsupported(self, reason):
         record = self.record
@@ -149,6 +223,9 @@ class LawRun:
         """The hypothesis test raised ``exc``: record why, and return the
         exception to raise in its place (None: re-raise ``exc``)."""
         record = self.record
+        if isinstance(exc, KeyboardInterrupt):
+            self._interrupted()
+            return None
         if isinstance(exc, unittest.SkipTest):
             if record.outcome != "skipped":
                 record.outcome, record.reason = "skipped", str(exc)
@@ -157,10 +234,29 @@ class LawRun:
                             hypothesis.errors.FailedHealthCheck)) \
                 and record.unsupported and not record.failed:
             return self._skip()  # rejected because unsupported, not because filtered
-        record.outcome, record.reason = "failed", f"{type(exc).__name__}: {exc}"
-        if self.last_case is not None:  # hypothesis replays the minimal case last
-            record.counterexample = _case_source(self.last_case)
+        record.failures = findings.failure_entries(exc, self.law.name, self.last_case)
+        record.outcome = "failed"
+        record.reason = findings.message(exc) if len(record.failures) == 1 else (
+            f"{len(record.failures)} distinct failures: " + "; ".join(
+                f["message"].splitlines()[0][:200] for f in record.failures))
+        # hypothesis replays each minimal case last; the first failure's program
+        record.counterexample = next((f["program"] for f in record.failures if f["program"]),
+                                     findings.case_source(self.last_case)
+                                     if self.last_case is not None else "")
         return None
+
+    def _interrupted(self):
+        """Stopped by Ctrl-C, SIGTERM or a time limit: keep what was found."""
+        record = self.record
+        record.outcome = "interrupted"
+        record.reason = f"interrupted after {record.examples} examples"
+        if self.smallest_failure is not None:
+            exc, case, _ = self.smallest_failure
+            record.failures = [findings.entry(
+                exc, self.law.name, case,
+                note="interrupted before hypothesis finished shrinking: not minimal")]
+            record.counterexample = record.failures[0]["program"]
+            record.reason += f"; {record.failed} failing examples, the smallest kept"
 
     @contextlib.contextmanager
     def running(self):
@@ -204,13 +300,14 @@ class KeyedDatabase(ExampleDatabase):
         self.database.move(self.prefix + src, self.prefix + dest, value)
 
 
-def run_law(law, backend, strategy=None, *, settings=None, nodeid="", examples=()):
+def run_law(law, backend, strategy=None, *, settings=None, nodeid="", examples=(), reference=None):
     """Check ``law`` on cases from ``strategy`` (default: the law's own), outside pytest.
 
     Raises AssertionError when the law fails, LawSkipped when the backend
-    cannot run it; returns the LawRecord otherwise.  ``examples`` run first.
+    cannot run it; returns the LawRecord otherwise.  ``examples`` run first; failures
+    are replayed on ``reference`` (a Backend), if given.
     """
-    run = LawRun(law, backend, nodeid)
+    run = LawRun(law, backend, nodeid, reference=reference)
 
     def check(case):
         run.check(case)

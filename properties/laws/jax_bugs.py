@@ -7,7 +7,8 @@ test fail and the bug's filter (or the strategy's detour) can go.  ``reproduce``
 compares JAX's result with an independent reference and raises when they differ.
 
 ``handled`` says how the laws live with the bug: ``"filtered"`` -- the law discards
-exactly the affected cases on JAX (the predicates are in ``named.KNOWN_JAX_BUGS``,
+exactly the affected cases on JAX and on backends built on it (:func:`built_on_jax`;
+the predicates are in ``named.KNOWN_JAX_BUGS``,
 keyed by the bug's description); ``"avoided"`` -- the strategies never draw the
 failing form, or the law skips that one check on JAX.
 """
@@ -15,6 +16,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
+
+
+#: a backend module that sets this attribute to "jax" says it is built on JAX
+BUILT_ON = "__built_on__"
+
+
+def built_on_jax(backend):
+    """Whether JAX's known bugs are the backend's too, so the filters of ``"filtered"``
+    bugs apply: the backend is JAX, a wrapper of its module (properties/broken.py), or a
+    module declaring ``__built_on__ = "jax"``.  A wrapper that declares nothing still has
+    a failure JAX shares reported as inherited: the runner replays failing cases on the
+    reference and JAX filters them there."""
+    import jax
+    module = backend.module
+    return module is jax or getattr(module, BUILT_ON, None) == "jax"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,261 @@
+"""Failures as findings a maintainer can act on: each with its message, its
+minimal program, its cause and whose it is.
+
+A law test can fail in several distinct ways at once (hypothesis then raises an
+ExceptionGroup, one exception per distinct failure); :func:`failure_entries`
+turns what a test raised into one entry per failure.  The runner attaches to
+each failure's exception the case it failed on and whether the reference
+backend shares it (:func:`attach`), so an entry has the case's runnable
+program and says whose the failure is.
+
+A failure's *cause* -- law, primitives of the minimal case, the check of the
+law that failed (the line of the law's code: it fixes the transformation stack)
+and the exception type -- groups failures across runs (``python -m properties
+--hunt``); :func:`write_repro` writes a group's smallest case as a script.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import os
+import pickle
+import re
+import traceback
+
+#: the attribute of an exception that carries its failure's details
+_ATTR = "properties_failure"
+#: the folder of the laws' own code: the deepest frame there is the check that failed
+_LAWS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "laws")
+_HELPERS = ("_common.py", "__init__.py")
+
+
+def case_source(case):
+    """Runnable source of ``case`` (a report must not die on a broken case)."""
+    try:
+        return case.source()
+    except Exception as exc:
+        return f"# case.source() failed: {exc!r}\n# {case!r}"
+
+
+def case_primitives(case):
+    """The sorted distinct op names a case is made of (programs' nodes, named-axis steps)."""
+    found = set()
+
+    def visit(obj, depth):
+        if depth > 3 or obj is None or isinstance(obj, (str, bytes, int, float)):
+            return
+        ops = getattr(type(obj), "ops", None) and getattr(obj, "ops", None)
+        if isinstance(ops, tuple) and all(isinstance(o, str) for o in ops):
+            found.update(ops)
+            return
+        op = getattr(obj, "op", None)
+        if isinstance(op, str):
+            found.add(op)
+            return
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            for f in dataclasses.fields(obj):
+                visit(getattr(obj, f.name, None), depth + 1)
+        elif isinstance(obj, (tuple, list)):
+            for item in obj:
+                visit(item, depth + 1)
+
+    try:
+        visit(case, 0)
+    except Exception:  # grouping is best effort; the failure is reported regardless
+        pass
+    return tuple(sorted(found))
+
+
+def failing_check(exc):
+    """``module.function:line`` of the deepest frame of the laws' own code in ``exc``'s
+    traceback (helpers such as assert_close excluded): which check of the law failed."""
+    site = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = os.path.abspath(frame.filename)
+        if os.path.dirname(path) == _LAWS_DIR and os.path.basename(path) not in _HELPERS:
+            site = f"{os.path.basename(path)[:-3]}.{frame.name}:{frame.lineno}"
+    return site
+
+
+def message(exc):
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def attach(exc, law, case, reference=None, reference_result=""):
+    """Record on ``exc`` the failure of ``law`` on ``case``; ``reference_result`` says what
+    the reference backend did on the same case."""
+    setattr(exc, _ATTR, {"law": law, "case": case, "reference": reference,
+                         "reference_result": reference_result})
+
+
+def entry(exc, law="", case=None, *, whose="own", note=""):
+    """One failure: message, runnable program, cause, whose it is."""
+    info = getattr(exc, _ATTR, None) or {}
+    law = info.get("law", law)
+    case = info.get("case", case)
+    program = case_source(case) if case is not None else ""
+    reference = info.get("reference")
+    return {
+        "message": message(exc), "exception": type(exc).__name__,
+        "program": program, "case_pickle": _pickled(case),
+        "cause": {"law": law, "exception": type(exc).__name__,
+                  "primitives": list(case_primitives(case)) if case is not None else [],
+                  "check": failing_check(exc)},
+        "whose": whose, "reference": reference,
+        "reference_result": info.get("reference_result", ""), "note": note}
+
+
+def _pickled(case):
+    if case is None:
+        return ""
+    try:
+        return base64.b64encode(pickle.dumps(case)).decode()
+    except Exception:
+        return ""
+
+
+def _flatten(exc):
+    if isinstance(exc, BaseExceptionGroup):
+        return [e for sub in exc.exceptions for e in _flatten(sub)]
+    return [exc]
+
+
+def failure_entries(exc, law="", last_case=None):
+    """One entry per distinct failure in what a law test raised (an exception, or
+    hypothesis' ExceptionGroup of several)."""
+    excs = _flatten(exc)
+    single = len(excs) == 1
+    return [entry(e, law, last_case if single else None) for e in excs]
+
+
+def cause_key(cause):
+    """A file-name-safe key of a cause: law, check, exception, primitives."""
+    parts = [cause["law"], cause["check"].split(":")[0].split(".")[-1], cause["exception"],
+             "-".join(cause["primitives"]) or "none"]
+    key = "__".join(re.sub(r"[^A-Za-z0-9_.-]+", "_", p) for p in parts if p)
+    return key[:150]
+
+
+def group(entries):
+    """``{cause key: smallest entry}`` over failure entries (smallest program kept), with
+    ``count`` the number of failures of each group."""
+    groups = {}
+    for e in entries:
+        add_to_group(groups, ("inherited-" if e["whose"] == "inherited" else "")
+                     + cause_key(e["cause"]), e)
+    return groups
+
+
+def add_to_group(groups, key, e):
+    """Count failure ``e`` in ``groups[key]``, keeping the smaller program."""
+    kept = groups.get(key)
+    count = e.get("count", 1) + (kept["count"] if kept else 0)
+    if kept is None or _size(e) < _size(kept):
+        groups[key] = dict(e, count=count)
+    else:
+        kept["count"] = count
+
+
+def _size(e):
+    """How big a failure's program is (a failure without one is the biggest)."""
+    return len(e["program"]) if e.get("program") else float("inf")
+
+
+REPRO_TEMPLATE = '''\
+#!/usr/bin/env python
+"""{title}
+
+Law {law} fails on backend {backend} ({whose}).
+Cause: check {check}, {exception}, primitives {primitives}.
+{reference_line}
+Runs the law's check on the minimal case below and exits 1 while the bug is present
+(0 once it is fixed).  The drawn program, as it ran (`jax` is the backend):
+
+{program}
+"""
+import base64
+import pickle
+import sys
+import traceback
+
+import numpy as np
+
+BACKEND = {backend!r}
+LAW = {law!r}
+CASE = {case!r}
+EXPECTED = {expected!r}
+
+
+def versions():
+    import importlib
+    base = BACKEND.split("+")[0]
+    module = importlib.import_module(base)
+    import jax
+    print(f"python {{sys.version.split()[0]}}, numpy {{np.__version__}}, "
+          f"{{base}} {{getattr(module, '__version__', '?')}}"
+          + ("" if base == "jax" else f", jax {{jax.__version__}}"))
+
+
+def main():
+    versions()
+    print(__doc__.split("The drawn program", 1)[1].split("\\n", 1)[1])
+    # the harness rebuilds the case and runs the law's check on the backend
+    from properties.broken import load
+    from properties.laws import CaseFiltered, get
+    backend, case, law = load(BACKEND), pickle.loads(base64.b64decode(CASE)), get(LAW)
+    print("expected:", EXPECTED)
+    try:
+        law(backend, case)
+    except CaseFiltered as exc:
+        print("actual: the case is outside the law's domain here:", exc.reason)
+        return 0
+    except Exception as exc:
+        print("actual:")
+        traceback.print_exception(exc, limit=-3, file=sys.stdout)
+        print("the bug is present")
+        return 1
+    print("actual: the law holds; the bug is fixed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def repro_script(e, backend):
+    """A script reproducing failure entry ``e`` on ``backend`` (a name :func:`properties.broken.load`
+    takes)."""
+    cause = e["cause"]
+    reference = e.get("reference")
+    if e["whose"] == "inherited":
+        reference_line = f"Inherited: the reference {reference} fails on the same case " \
+                         f"({e.get('reference_result', '')})."
+    elif reference:
+        reference_line = f"The reference {reference} on the same case: " \
+                         f"{e.get('reference_result') or 'the law holds'}."
+    else:
+        reference_line = "No reference replay (the backend is the reference)."
+    program = "\n".join("    " + ln if ln else "" for ln in e["program"].splitlines())
+    return REPRO_TEMPLATE.format(
+        title=e["message"].splitlines()[0][:200].replace('"""', "'''").replace("\\", "/"),
+        law=cause["law"], backend=backend, whose=e["whose"], check=cause["check"] or "?",
+        exception=cause["exception"], primitives=", ".join(cause["primitives"]) or "-",
+        reference_line=reference_line, program=program.replace("\\", "\\\\").replace('"""', "'''"),
+        case=e["case_pickle"],
+        expected=f"the law {cause['law']} holds" + (
+            f" (as on the reference {reference})" if reference and e["whose"] == "own" else ""))
+
+
+def write_repro(directory, key, e, backend):
+    """Write ``repro/<key>.py`` for entry ``e`` under ``directory``; the path, or None
+    when the case could not be saved."""
+    if not e.get("case_pickle"):
+        return None
+    folder = os.path.join(directory, "repro")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, key + ".py")
+    with open(path, "w") as fh:
+        fh.write(repro_script(e, backend))
+    return path
