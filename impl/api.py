@@ -800,12 +800,8 @@ class StagedFunction:
 
     def _lower_and_run(self, *args, **kwargs):
         # Called by jax.jit while it traces: stage to impl's IR, then lower each equation.
-        # Staging sees only abstract values; compile-time evaluation keeps the concrete
-        # constants impl builds with jax.numpy (creation functions) concrete.
-        def eager_staging():
-            return _both(core.set_current_trace(core.eval_trace),
-                         jax.ensure_compile_time_eval())
-        staged, flat = self.trace(args, kwargs, _avals_of_jax_values, eager_staging)
+        staged, flat = self.trace(args, kwargs, _avals_of_jax_values,
+                                  lowering.staging_for_jax)
         outs = lowering.eval_jaxpr_lowered(staged.program.jaxpr, [],
                                            [*staged.consts, *flat])
         return tree_unflatten(staged.out_tree, outs)
@@ -840,12 +836,6 @@ class StagedTrace:
         live = core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr), closed.consts)
         self.program, self.consts = pe.convert_constvars_to_invars(live)
         self.out_tree = out_tree
-
-
-@contextlib.contextmanager
-def _both(first, second):
-    with first, second:
-        yield
 
 
 class _Traces(dict):

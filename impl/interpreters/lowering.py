@@ -8,8 +8,10 @@ whole.
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import jax
+from jax._src.array import ArrayImpl
 
 from impl import core
 from impl.core import Literal
@@ -82,3 +84,52 @@ def compile_closed_jaxpr(closed, in_shardings=None, out_shardings=None):
 
         closed._cache[key] = fn
     return fn
+
+
+@contextlib.contextmanager
+def staging_for_jax():
+    """While jax.jit traces impl code: impl evaluates primitives (its eval trace), so
+    they lower to jax.lax calls on JAX's tracers, and JAX's compile-time evaluation keeps
+    the concrete constants impl builds with jax.numpy (creation functions) concrete."""
+    with core.set_current_trace(core.eval_trace), jax.ensure_compile_time_eval():
+        yield
+
+
+def compiled_when_eager(fn):
+    """`fn` (an array function over impl's primitives) that, called outside every
+    transformation on concrete jax arrays only, runs as one jax.jit-compiled program
+    (cached by jax.jit per argument types), as jax.numpy's functions are jitted: an
+    eager call then costs jax.jit's dispatch, not impl's type rules and one JAX
+    dispatch per primitive. Any other call, and a call whose compiled path fails
+    (the error is then raised by `fn` itself, as impl reports it), runs `fn`.
+
+    `.with_argument_check(check)`: the same function (sharing the compiled programs)
+    calling `check(args, kwargs)` before `fn` on the path that runs `fn` (arrays alone
+    need no check)."""
+    def staged(*args):
+        with staging_for_jax():
+            return fn(*args)
+    staged.__name__ = staged.__qualname__ = fn.__name__
+    return _eager_compiled(fn, jax.jit(staged, inline=True), None)
+
+
+def _eager_compiled(fn, compiled, check_arguments):
+    state, eval_trace = core._state, core.eval_trace
+
+    @functools.wraps(fn)
+    def eager_compiled(*args, **kwargs):
+        if not kwargs and state.trace is eval_trace:
+            for a in args:
+                if type(a) is not ArrayImpl:
+                    break
+            else:
+                try:
+                    return compiled(*args)
+                except Exception:
+                    pass
+        if check_arguments is not None:
+            check_arguments(args, kwargs)
+        return fn(*args, **kwargs)
+
+    eager_compiled.with_argument_check = lambda check: _eager_compiled(fn, compiled, check)
+    return eager_compiled
