@@ -66,3 +66,35 @@ class Dispatch(BenchBase):
 
     def time_cached_jit_dispatch(self, backend, device):
         self.be.block(self.f(self.x))
+
+
+class DispatchAdd(BenchBase):
+    """A cached ``jit`` call of ``a + b`` on two arrays: the dispatch of a jitted
+    function of several arguments, compiled in setup."""
+
+    def prepare(self, backend, device):
+        jit = self.be.require("jit")
+        self.f = jit(lambda a, b: a + b)
+        self.a = self.put([1.0, 2.0, 3.0, 4.0])
+        self.b = self.put([4.0, 3.0, 2.0, 1.0])
+        self.be.block(self.f(self.a, self.b))
+
+    def time_cached_jit_dispatch(self, backend, device):
+        self.be.block(self.f(self.a, self.b))
+
+
+class EagerElementwise(BenchBase):
+    """``jnp.add(a, b)`` and ``jnp.sin(a)`` without jit: one elementwise function of
+    the numpy module applied to arrays, as an eager user program calls it."""
+
+    def prepare(self, backend, device):
+        self.add, self.sin = self.be.np.add, self.be.np.sin
+        self.a = self.put([1.0, 2.0, 3.0, 4.0])
+        self.b = self.put([4.0, 3.0, 2.0, 1.0])
+        self.be.block((self.add(self.a, self.b), self.sin(self.a)))
+
+    def time_add(self, backend, device):
+        self.be.block(self.add(self.a, self.b))
+
+    def time_sin(self, backend, device):
+        self.be.block(self.sin(self.a))

@@ -85,13 +85,42 @@ def filter_traceback(tb):
     return out
 
 
-def _under_another_boundary() -> bool:
-    frame = sys._getframe(2)   # the caller of the boundary that is handling the error
+def _under_another_boundary(boundary_frame) -> bool:
+    frame = boundary_frame.f_back   # the caller of the boundary that is handling the error
     while frame is not None:
-        if frame.f_code is _BOUNDARY_CODE:
+        if frame.f_code in _BOUNDARY_CODES:
             return True
         frame = frame.f_back
     return False
+
+
+def filter_at_boundary(e: Exception, boundary_frame) -> None:
+    """What a boundary does with an error leaving it (the caller then re-raises `e`):
+    unless an enclosing boundary will, filter its traceback as the mode says."""
+    mode = filtering_mode()
+    if mode == "off" or _under_another_boundary(boundary_frame):
+        return
+    if mode == "tracebackhide":
+        for f, _ in traceback.walk_tb(e.__traceback__):
+            if is_internal(f.f_code.co_filename):
+                f.f_locals["__tracebackhide__"] = True
+        return
+    full = e.__traceback__
+    e.with_traceback(filter_traceback(full))
+    # jax.jit (inside impl's jit) has added its own note about JAX's frames.
+    notes = [n for n in getattr(e, "__notes__", ()) if _JAX_NOTE not in n]
+    if hasattr(e, "__notes__"):
+        e.__notes__ = notes
+    if mode == "quiet_remove_frames":
+        e.add_note("--------------------\n" + NOTE)
+    else:
+        unfiltered = UnfilteredStackTrace(
+            "".join(traceback.format_exception_only(type(e), e)).strip()
+            + "\n\nThe preceding is the original exception, with every frame; the "
+            "traceback below excludes impl's internal frames.")
+        unfiltered.with_traceback(full)
+        unfiltered.__cause__, unfiltered.__context__ = e.__cause__, e.__context__
+        e.__cause__ = unfiltered
 
 
 def api_boundary(fun):
@@ -105,32 +134,17 @@ def api_boundary(fun):
         try:
             return fun(*args, **kwargs)
         except Exception as e:
-            mode = filtering_mode()
-            if mode == "off" or _under_another_boundary():
-                raise
-            if mode == "tracebackhide":
-                for f, _ in traceback.walk_tb(e.__traceback__):
-                    if is_internal(f.f_code.co_filename):
-                        f.f_locals["__tracebackhide__"] = True
-                raise
-            full = e.__traceback__
-            e.with_traceback(filter_traceback(full))
-            # jax.jit (inside impl's jit) has added its own note about JAX's frames.
-            notes = [n for n in getattr(e, "__notes__", ()) if _JAX_NOTE not in n]
-            if hasattr(e, "__notes__"):
-                e.__notes__ = notes
-            if mode == "quiet_remove_frames":
-                e.add_note("--------------------\n" + NOTE)
-            else:
-                unfiltered = UnfilteredStackTrace(
-                    "".join(traceback.format_exception_only(type(e), e)).strip()
-                    + "\n\nThe preceding is the original exception, with every frame; the "
-                    "traceback below excludes impl's internal frames.")
-                unfiltered.with_traceback(full)
-                unfiltered.__cause__, unfiltered.__context__ = e.__cause__, e.__context__
-                e.__cause__ = unfiltered
+            filter_at_boundary(e, sys._getframe())
             raise
     return impl_api_boundary
 
 
-_BOUNDARY_CODE = api_boundary(lambda: None).__code__
+def boundary_method(method):
+    """Mark `method` as a boundary that filters its errors itself (its `except` calls
+    `filter_at_boundary(e, sys._getframe())` and re-raises): a hot entry point, such as
+    a jitted function's call, that must not pay for the wrapper `api_boundary` adds."""
+    _BOUNDARY_CODES.add(method.__code__)
+    return method
+
+
+_BOUNDARY_CODES = {api_boundary(lambda: None).__code__}

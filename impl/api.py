@@ -6,6 +6,7 @@ import contextlib
 import functools
 import inspect
 import operator
+import sys
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -13,9 +14,10 @@ import jax
 import numpy as np
 from jax import tree_util
 from jax._src import config as jax_config
+from jax._src.config import disable_jit as _disable_jit
 
 from impl import core
-from impl._traceback_util import api_boundary
+from impl._traceback_util import api_boundary, boundary_method, filter_at_boundary
 from impl.core import ShapedArray, Tracer, float0, get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
@@ -800,12 +802,8 @@ class StagedFunction:
 
     def _lower_and_run(self, *args, **kwargs):
         # Called by jax.jit while it traces: stage to impl's IR, then lower each equation.
-        # Staging sees only abstract values; compile-time evaluation keeps the concrete
-        # constants impl builds with jax.numpy (creation functions) concrete.
-        def eager_staging():
-            return _both(core.set_current_trace(core.eval_trace),
-                         jax.ensure_compile_time_eval())
-        staged, flat = self.trace(args, kwargs, _avals_of_jax_values, eager_staging)
+        staged, flat = self.trace(args, kwargs, _avals_of_jax_values,
+                                  lowering.staging_for_jax)
         outs = lowering.eval_jaxpr_lowered(staged.program.jaxpr, [],
                                            [*staged.consts, *flat])
         return tree_unflatten(staged.out_tree, outs)
@@ -840,12 +838,6 @@ class StagedTrace:
         live = core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr), closed.consts)
         self.program, self.consts = pe.convert_constvars_to_invars(live)
         self.out_tree = out_tree
-
-
-@contextlib.contextmanager
-def _both(first, second):
-    with first, second:
-        yield
 
 
 class _Traces(dict):
@@ -884,6 +876,10 @@ def _traces_of(fun, table):
     return traces
 
 
+_trace_state = core._state
+_eval_trace = core.eval_trace
+
+
 class _JittedFunction(StagedFunction):
     """A function staged to the IR and compiled by XLA as one program."""
 
@@ -899,29 +895,41 @@ class _JittedFunction(StagedFunction):
         shardings = {k: v for k, v in (("in_shardings", in_shardings),
                                        ("out_shardings", out_shardings)) if v is not None}
         def run(*args, **kwargs):
+            # Under jax.disable_jit() jax.jit calls this with the arguments themselves
+            # instead of tracing it (except while lowering): run the Python function.
+            if _disable_jit.value and not self._lowering:
+                return self.fun(*args, **kwargs)
             return self._lower_and_run(*args, **kwargs)
         run.__name__ = run.__qualname__ = self.name   # JAX names the program after it
         self._compiled = jax.jit(run, static_argnums=static_argnums,
                                  static_argnames=static_argnames, inline=inline,
                                  **shardings, **jax_jit_options)
+        self._lowering = 0
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
         self.inline = inline
 
-    @api_boundary
+    @boundary_method
     def __call__(self, *args, **kwargs):
-        if jax.config.jax_disable_jit:   # jax.disable_jit(): run the Python function
-            return self.fun(*args, **kwargs)
-        if core._state.trace is core.eval_trace:
+        # The hot path of every jitted call: outside any transformation, straight into
+        # jax.jit's own (C++) dispatch; jax.disable_jit() is handled by `run`.
+        __tracebackhide__ = True  # noqa: F841  (pytest and IPython hide this frame)
+        try:
+            if _trace_state.trace is not _eval_trace:
+                return self._bind(args, kwargs)
             try:
                 return self._compiled(*args, **kwargs)
             except TypeError:
+                if _disable_jit.value:   # the error is the Python function's own
+                    raise
                 for x in tree_util.tree_leaves((args, kwargs)):
                     if isinstance(x, Tracer):
                         raise core.escaped_tracer_error(x) from None
                 self._raise_if_bad_argument(args, kwargs)
                 raise
-        return self._bind(args, kwargs)
+        except Exception as e:
+            filter_at_boundary(e, sys._getframe())
+            raise
 
     def _raise_if_bad_argument(self, args, kwargs):
         """A TypeError naming the user's function and the parameter (with the path inside
@@ -945,6 +953,8 @@ class _JittedFunction(StagedFunction):
                         "jit.") from None
 
     def _bind(self, args, kwargs):
+        if _disable_jit.value:   # jax.disable_jit(): run the Python function
+            return self.fun(*args, **kwargs)
         if self.inline and self.in_shardings is None and self.out_shardings is None:
             return self.fun(*args, **kwargs)   # trace into the enclosing transformation
         try:
@@ -983,7 +993,11 @@ class _JittedFunction(StagedFunction):
                      for s in flat)
 
     def lower(self, *args, **kwargs):
-        return self._compiled.lower(*args, **kwargs)
+        self._lowering += 1   # jax.jit traces `run` even under jax.disable_jit()
+        try:
+            return self._compiled.lower(*args, **kwargs)
+        finally:
+            self._lowering -= 1
 
     def __get__(self, obj, objtype=None):
         if obj is None:

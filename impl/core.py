@@ -36,6 +36,8 @@ float0 = jax_dtypes.float0
 # --------------------------------------------------------------------------- avals
 
 _KEEP = object()   # `ShapedArray.update`: keep the sharding
+# The classes of NumPy's dtype objects (np.dtype(x) of one of them is itself).
+_NUMPY_DTYPE_TYPES = frozenset(type(np.dtype(t)) for t in np.sctypeDict.values())
 
 class ShapedArray:
     """Abstract value: what the IR knows of an array (shape, dtype, weak type, and the
@@ -48,8 +50,9 @@ class ShapedArray:
     __slots__ = ("shape", "dtype", "weak_type", "explicit_sharding")
 
     def __init__(self, shape, dtype, weak_type=False, explicit_sharding=None):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
+        # Built for every staged value: the conversions run in C (map, np.dtype's type).
+        self.shape = tuple(map(int, shape))
+        self.dtype = dtype if type(dtype) in _NUMPY_DTYPE_TYPES else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.explicit_sharding = explicit_sharding
 

@@ -265,16 +265,22 @@ def example_aval(x, batch_dim):
 
 
 class BatchTracer(Tracer):
-    __slots__ = ("val", "batch_dim")
+    __slots__ = ("val", "batch_dim", "_example_aval")
 
     def __init__(self, trace, val, batch_dim):
         self._trace = trace
         self.val = val
         self.batch_dim = batch_dim
+        self._example_aval = None
 
     @property
     def aval(self):
-        return example_aval(self.val, self.batch_dim)
+        # Asked for by every primitive applied to it: computed once (val and batch_dim
+        # never change).
+        aval = self._example_aval
+        if aval is None:
+            aval = self._example_aval = example_aval(self.val, self.batch_dim)
+        return aval
 
     def __repr__(self):
         return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"

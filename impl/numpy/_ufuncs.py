@@ -5,6 +5,7 @@ import numpy as np
 
 from impl import core
 from impl.core import get_aval
+from impl.interpreters.lowering import compiled_when_eager
 from impl.primitives import elementwise as ew
 from impl.numpy._util import asarray, broadcast_arrays, broadcast_operands, promote  # noqa: F401
 
@@ -31,7 +32,7 @@ def _unary(prim, floating=True):
         x = _float_operand(x) if floating else asarray(x)
         return prim.bind(x)
     fn.__name__ = prim.name
-    return fn
+    return compiled_when_eager(fn)
 
 
 def _binary(prim, floating=False):
@@ -44,7 +45,7 @@ def _binary(prim, floating=False):
             return prim.bind(x, y)
         return prim.bind(*broadcast_operands(prim.name, _scalar(x), _scalar(y)))
     fn.__name__ = prim.name
-    return fn
+    return compiled_when_eager(fn)
 
 
 def _scalar(x):
@@ -77,6 +78,7 @@ isfinite = _unary(ew.is_finite_p)
 asin, acos, atan = arcsin, arccos, arctan
 
 
+@compiled_when_eager
 def negative(x):
     return ew.neg_p.bind(asarray(x))
 
@@ -85,6 +87,7 @@ def positive(x):
     return asarray(x)
 
 
+@compiled_when_eager
 def absolute(x):
     x = asarray(x)
     if get_aval(x).dtype.kind in "bu":
@@ -99,6 +102,7 @@ def absolute(x):
 abs = absolute
 
 
+@compiled_when_eager
 def sign(x):
     return ew.sign_p.bind(asarray(x))
 
@@ -116,6 +120,7 @@ def round(a, decimals=0, out=None):
 around = round
 
 
+@compiled_when_eager
 def rint(x):
     return ew.round_p.bind(_float_operand(x), rounding_method=1)
 
@@ -131,7 +136,7 @@ def _logical_on_bools(prim, bool_prim):
             return bool_prim.bind(x, y)
         return numeric(x, y)
     fn.__name__ = prim.name
-    return fn
+    return compiled_when_eager(fn)
 
 
 add = _logical_on_bools(ew.add_p, ew.or_p)
@@ -152,6 +157,7 @@ bitwise_or = _binary(ew.or_p)
 bitwise_xor = _binary(ew.xor_p)
 
 
+@compiled_when_eager
 def true_divide(x, y):
     x, y = broadcast_operands("div", _scalar(x), _scalar(y))
     dtype, weak = _float_result(x, y)
@@ -163,6 +169,7 @@ def true_divide(x, y):
 divide = true_divide
 
 
+@compiled_when_eager
 def floor_divide(x, y):
     x, y = broadcast_operands("floor_divide", _scalar(x), _scalar(y))
     if core.is_float_dtype(get_aval(x).dtype) or core.is_float_dtype(get_aval(y).dtype):
@@ -174,6 +181,7 @@ def floor_divide(x, y):
     return ew.select_n(fix, q, ew.sub(q, 1))
 
 
+@compiled_when_eager
 def remainder(x, y):
     x, y = broadcast_operands("rem", _scalar(x), _scalar(y))
     r = ew.rem_p.bind(x, y)
@@ -184,10 +192,12 @@ def remainder(x, y):
 mod = remainder
 
 
+@compiled_when_eager
 def fmod(x, y):
     return ew.rem_p.bind(*broadcast_operands("rem", _scalar(x), _scalar(y)))
 
 
+@compiled_when_eager
 def power(x, y):
     if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
         x = asarray(x) if not isinstance(x, core.Tracer) else x
@@ -196,14 +206,17 @@ def power(x, y):
     return ew.pow_p.bind(x, y)
 
 
+@compiled_when_eager
 def square(x):
     return ew.integer_pow_p.bind(asarray(x), y=2)
 
 
+@compiled_when_eager
 def reciprocal(x):
     return true_divide(1, x)
 
 
+@compiled_when_eager
 def logical_not(x):
     x = asarray(x)
     if get_aval(x).dtype != np.bool_:
@@ -211,7 +224,12 @@ def logical_not(x):
     return ew.not_p.bind(x)
 
 
-invert = bitwise_not = lambda x: ew.not_p.bind(asarray(x))
+@compiled_when_eager
+def invert(x):
+    return ew.not_p.bind(asarray(x))
+
+
+bitwise_not = invert
 
 
 def _as_bool(x):
@@ -219,26 +237,32 @@ def _as_bool(x):
     return x if get_aval(x).dtype == np.bool_ else ew.ne_p.bind(x, 0)
 
 
+@compiled_when_eager
 def logical_and(x, y):
     return ew.and_p.bind(*broadcast_operands("and", _as_bool(x), _as_bool(y)))
 
 
+@compiled_when_eager
 def logical_or(x, y):
     return ew.or_p.bind(*broadcast_operands("or", _as_bool(x), _as_bool(y)))
 
 
+@compiled_when_eager
 def logical_xor(x, y):
     return ew.xor_p.bind(*broadcast_operands("xor", _as_bool(x), _as_bool(y)))
 
 
+@compiled_when_eager
 def exp2(x):
     return exp(multiply(_float_operand(x), float(np.log(2))))
 
 
+@compiled_when_eager
 def log2(x):
     return true_divide(log(x), float(np.log(2)))
 
 
+@compiled_when_eager
 def log10(x):
     return true_divide(log(x), float(np.log(10)))
 
@@ -251,6 +275,7 @@ def _float_pair(x, y, op):
             for a in (x, y)]
 
 
+@compiled_when_eager
 def logaddexp(x, y):
     x, y = _float_pair(x, y, "logaddexp")
     amax = maximum(x, y)
@@ -284,11 +309,13 @@ def where(condition, x, y):
     return ew.select_n(cond, y, x)
 
 
+@compiled_when_eager
 def isnan(x):
     x = asarray(x)
     return ew.ne_p.bind(x, x)
 
 
+@compiled_when_eager
 def isinf(x):
     x = _float_operand(x)
     return ew.eq_p.bind(absolute(x), float("inf"))
@@ -302,19 +329,23 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     return where(ew.eq_p.bind(x, float("-inf")), info.min if neginf is None else neginf, x)
 
 
+@compiled_when_eager
 def deg2rad(x):
     return multiply(_float_operand(x), float(np.pi / 180))
 
 
+@compiled_when_eager
 def rad2deg(x):
     return multiply(_float_operand(x), float(180 / np.pi))
 
 
+@compiled_when_eager
 def hypot(x, y):
     x, y = _float_pair(x, y, "hypot")
     return sqrt(add(square(x), square(y)))
 
 
+@compiled_when_eager
 def heaviside(x1, x2):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
     x1, x2 = _float_pair(x1, x2, "heaviside")
@@ -322,6 +353,7 @@ def heaviside(x1, x2):
     return where(less(x1, 0), zero, where(greater(x1, 0), one, x2))
 
 
+@compiled_when_eager
 def signbit(x):
     x = asarray(x) if not isinstance(x, core.Tracer) else x
     if get_aval(x).dtype.kind == "f":

@@ -267,17 +267,30 @@ def require_arraylike(fn):
     if not checked and varargs is None:
         return fn
     name = fn.__name__
+    # Called on every jax.numpy call: positional arguments by index, keywords only when
+    # given (a parameter filled positionally cannot also come as a keyword).
+    positions = tuple(checked.values())
 
-    def reject(arg, position):
-        if isinstance(arg, (list, tuple)):
-            raise _not_arraylike(name, arg, position)
+    def check(args, kwargs):
+        nargs = len(args)
+        for i in positions:
+            if i < nargs and isinstance(args[i], (list, tuple)):
+                raise _not_arraylike(name, args[i], i)
+        if kwargs:
+            for pname, i in checked.items():
+                if i >= nargs and isinstance(kwargs.get(pname), (list, tuple)):
+                    raise _not_arraylike(name, kwargs[pname], i)
+        if varargs is not None:
+            for i in range(varargs, nargs):
+                if isinstance(args[i], (list, tuple)):
+                    raise _not_arraylike(name, args[i], i)
+
+    with_check = getattr(fn, "with_argument_check", None)
+    if with_check is not None:   # compiled when eager: its array-only path needs no check
+        return with_check(check)
 
     @functools.wraps(fn)
     def checked_fn(*args, **kwargs):
-        for pname, i in checked.items():
-            reject(args[i] if i < len(args) else kwargs.get(pname), i)
-        if varargs is not None:
-            for i in range(varargs, len(args)):
-                reject(args[i], i)
+        check(args, kwargs)
         return fn(*args, **kwargs)
     return checked_fn
