@@ -1,7 +1,8 @@
 """``python -m properties``: run the law suites through pytest and write reports.
 
     python -m properties [--backend B] [--profile P] [-k EXPR] [-n WORKERS]
-                         [--report-dir DIR] [--db DIR] [-- extra pytest args]
+                         [--report-dir DIR] [--db DIR] [--jax-cache DIR | --no-jax-cache]
+                         [-- extra pytest args]
     python -m properties --list [--markdown]
 
 Runs the suites installed with this package under the package's own pytest
@@ -11,7 +12,9 @@ reports go to ``--report-dir`` (default ``$PROPERTIES_REPORT_DIR``, else
 ``~/.cache/impl-properties/reports``) as ``properties-<backend>.{md,json}``;
 hypothesis keeps its files (``$HYPOTHESIS_STORAGE_DIRECTORY``, default the
 same cache folder's ``hypothesis``) and the example database (``--db``,
-default ``hypothesis/properties`` there) out of the current folder too.
+default ``hypothesis/properties`` there) out of the current folder too, and JAX's
+persistent compilation cache is ``--jax-cache`` (default ``jax-cache`` there;
+``--no-jax-cache``: none), so a repeated run reads its compiled programs from disk.
 It runs the law suites (``suites/test_*_laws.py``); ``--self-check`` adds the
 harness' own tests (the negative tests that break each law on purpose, the
 checkers' and the harness' tests), which do not depend on the backend.
@@ -52,6 +55,13 @@ def parse(argv):
     p.add_argument("--db", default=os.environ.get("PROPERTIES_DB")
                    or os.path.join(cache_dir(), "hypothesis", "properties"),
                    help="hypothesis example database directory (default: %(default)s)")
+    p.add_argument("--jax-cache", default=os.environ.get("PROPERTIES_JAX_CACHE")
+                   or os.path.join(cache_dir(), "jax-cache"),
+                   help="JAX's persistent compilation cache: a second run of the derandomized "
+                        "quick profile reads its compiled programs from here "
+                        "(default: %(default)s)")
+    p.add_argument("--no-jax-cache", dest="jax_cache", action="store_const", const=None,
+                   help="compile everything again, without the persistent cache")
     p.add_argument("--self-check", action="store_true",
                    help="also run the harness' own tests: negative tests, checkers, harness")
     p.add_argument("--list", action="store_true", help="list the declared laws and exit")
@@ -79,6 +89,8 @@ def command(args):
            "--backend", args.backend, "--profile", args.profile,
            "--properties-db", os.path.abspath(args.db),
            "--properties-report", os.path.abspath(args.report_dir)]
+    if args.jax_cache:
+        cmd += ["--jax-cache", os.path.abspath(args.jax_cache)]
     if args.keyword:
         cmd += ["-k", args.keyword]
     if args.workers not in (None, "0", "1"):
@@ -96,6 +108,8 @@ def main(argv=None):
     print("running:", " ".join(cmd), flush=True)
     env = dict(os.environ)
     env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(cache_dir(), "hypothesis"))
+    if not args.jax_cache:  # --no-jax-cache wins over $PROPERTIES_JAX_CACHE in the plugin
+        env.pop("PROPERTIES_JAX_CACHE", None)
     return subprocess.call(cmd, env=env)
 
 

@@ -50,6 +50,12 @@ class LawRecord:
     reason: str = ""               # skip reason or failure message
     counterexample: str = ""       # runnable source of the minimal failing case
     seconds: float = 0.0
+    cpu_seconds: float = 0.0       # the process' CPU time (all its threads: XLA's too)
+
+    @property
+    def examples_per_cpu_second(self):
+        """The harness' throughput on this law: examples checked per CPU-second."""
+        return self.examples / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
 
     def as_dict(self):
         return {"law": self.law, "backend": self.backend, "nodeid": self.nodeid,
@@ -58,7 +64,9 @@ class LawRecord:
                 "unsupported": sum(self.unsupported.values()),
                 "unsupported_reasons": dict(self.unsupported), "passed": self.passed,
                 "failed": self.failed, "outcome": self.outcome, "reason": self.reason,
-                "counterexample": self.counterexample, "seconds": round(self.seconds, 3)}
+                "counterexample": self.counterexample, "seconds": round(self.seconds, 3),
+                "cpu_seconds": round(self.cpu_seconds, 3),
+                "examples_per_cpu_second": round(self.examples_per_cpu_second, 3)}
 
 
 #: Every record made in this process, newest last.
@@ -165,7 +173,7 @@ class LawRun:
     @contextlib.contextmanager
     def running(self):
         """Wrap the whole hypothesis test: time it, then give the verdict."""
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         try:
             yield self
         except BaseException as exc:
@@ -177,6 +185,7 @@ class LawRun:
             self._verdict()
         finally:
             self.record.seconds = time.perf_counter() - start
+            self.record.cpu_seconds = time.process_time() - cpu_start
 
 
 class KeyedDatabase(ExampleDatabase):
