@@ -18,7 +18,7 @@ verdict after the last example and attaches them to the test's report.
 
 Options: ``--backend`` (impl | jax | any module with JAX's API),
 ``--profile`` (quick | default | thorough), ``--properties-db`` (example
-database directory), ``--properties-report DIR`` (write the reports there)
+database directory), ``--properties-report DIR`` (write the reports there),
 ``--properties-progress`` (one line per law as it finishes) and ``--jax-cache DIR``
 (JAX's persistent compilation cache, see properties/compilation_cache.py).
 """
