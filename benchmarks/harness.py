@@ -101,9 +101,13 @@ def collect(laws, backends, modes, repeats, profile, log=print):
                 try:
                     for mode in modes:
                         # warm reads what cold wrote; alone, it first fills the folder itself
-                        if mode == "warm" and "cold" not in modes:
-                            measure(law, backend, profile, folder)
-                        s = measure(law, backend, profile, None if mode == "off" else folder)
+                        try:
+                            if mode == "warm" and "cold" not in modes:
+                                measure(law, backend, profile, folder)
+                            s = measure(law, backend, profile, None if mode == "off" else folder)
+                        except RuntimeError as exc:  # a crashed child: said, not counted
+                            log(f"  [{repeat + 1}/{repeats}] {backend:<4} {mode:<4} {law}: {exc}")
+                            continue
                         s.update(mode=mode, repeat=repeat)
                         samples.append(s)
                         log(f"  [{repeat + 1}/{repeats}] {backend:<4} {mode:<4} {law:<40} "
