@@ -136,14 +136,22 @@ def evaluate_reference(f, *args):
     runs, compiled as one program per function instead of one per op and shape, and
     called again at each point of a finite difference.  A function that cannot be
     staged (it reads concrete values) is evaluated eagerly, as before."""
-    staged = _REFERENCE_PROGRAMS.get(f)
+    try:
+        staged = _REFERENCE_PROGRAMS.get(f)
+    except TypeError:  # a callable without weak references: staged anew each time
+        staged, f_is_keyed = None, False
+    else:
+        f_is_keyed = True
     if staged is None:
-        staged = _REFERENCE_PROGRAMS[f] = jax.jit(f)
+        staged = jax.jit(f)
+        if f_is_keyed:
+            _REFERENCE_PROGRAMS[f] = staged
     if staged is not _EAGER:
         try:
             return evaluate(staged, *args)
         except Exception:  # not stageable: eager says what, if anything, is wrong
-            _REFERENCE_PROGRAMS[f] = _EAGER
+            if f_is_keyed:
+                _REFERENCE_PROGRAMS[f] = _EAGER
     return evaluate(f, *args)
 
 

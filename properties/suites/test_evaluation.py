@@ -80,3 +80,17 @@ def test_the_persistent_cache_keeps_even_a_tiny_program(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert os.listdir(folder)
     assert int(out.stdout.split()[-1]) == 1
+
+
+def test_a_reference_of_a_callable_without_weak_references():
+    class Scaled:
+        __slots__ = ("k",)
+
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, a):
+            return jnp.cos(a) * self.k
+
+    x = np.linspace(-1.0, 1.0, 3)
+    np.testing.assert_allclose(evaluate_reference(Scaled(2.0), x), 2.0 * np.cos(x), rtol=1e-12)
