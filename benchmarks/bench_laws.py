@@ -1,5 +1,9 @@
 """Throughput of the property harness: examples per second of one law.
 
+``LawThroughput`` times the laws with JAX's in-memory caches warm (steady state);
+``HarnessThroughput`` tracks what a law run pays: its caches emptied before each
+sample, so every example compiles its programs as in a fresh run, per CPU-second.
+
 Cases are drawn once in setup from the law's own hypothesis strategy
 (derandomized, so every commit and backend sees the same cases); the
 tracked number is ``cases run / seconds`` for ``law(backend, case)`` over
@@ -37,13 +41,12 @@ def _draw_cases(strategy, n):
     return drawn[:n]
 
 
-class LawThroughput(BenchBase):
-    """Examples per second of one law on impl (and on jax for comparison)."""
+class _LawCases(BenchBase):
+    """One law, its derandomized cases drawn in setup, and a loop running them."""
 
-    params = [BACKENDS, DEVICES, LAWS]
     param_names = ["backend", "device", "law"]
-    unit = "examples/s"
     timeout = 600
+    n_cases = N_CASES
 
     def prepare(self, backend, device, law):
         try:
@@ -56,7 +59,7 @@ class LawThroughput(BenchBase):
             self.backend = prop_backends.load_backend(
                 self.be.module.__name__ if backend == "impl" else backend
             )
-            self.cases = _draw_cases(self.law.cases(), N_CASES)
+            self.cases = _draw_cases(self.law.cases(), self.n_cases)
         except (ValueError, AttributeError, ImportError) as exc:
             raise SkipNotImplemented(f"cannot prepare law {law!r}: {exc!r}") from exc
         self._skip_types = tuple(
@@ -72,7 +75,7 @@ class LawThroughput(BenchBase):
             impl_backend = None
         if impl_backend is not None:
             self.cases = [c for c in self.cases if self._runs(impl_backend, c)]
-        print(f"{law}: {len(self.cases)} of {N_CASES} cases usable on impl")
+        print(f"{law}: {len(self.cases)} of {self.n_cases} cases usable on impl")
         if self._run_all() == 0:  # warm-up; also detects a law that cannot run
             raise SkipNotImplemented(f"{law} ran no case on {backend}")
 
@@ -99,7 +102,36 @@ class LawThroughput(BenchBase):
             ran += 1
         return ran
 
+
+
+class LawThroughput(_LawCases):
+    """Examples per second of one law on impl (and on jax for comparison)."""
+
+    params = [BACKENDS, DEVICES, LAWS]
+    unit = "examples/s"
+
     def track_law_examples_per_second(self, backend, device, law):
         start = time.perf_counter()
         ran = self._run_all()
         return ran / (time.perf_counter() - start)
+
+
+class HarnessThroughput(_LawCases):
+    """Examples per CPU-second of one law with JAX's and impl's caches emptied first:
+    compilation included, as in a fresh ``python -m properties`` (without the
+    persistent cache), measured in CPU time so a busy machine does not move it."""
+
+    params = [BACKENDS, ["cpu"], LAWS]
+    unit = "examples/CPU-s"
+    n_cases = 8     # each compiles all its programs: a few CPU-seconds per case
+    timeout = 900
+
+    def track_law_examples_per_cpu_second(self, backend, device, law):
+        import jax
+        jax.clear_caches()
+        clear = getattr(self.backend.module, "clear_caches", None)
+        if clear is not None:  # impl's traces and derived programs
+            clear()
+        start = time.process_time()
+        ran = self._run_all()
+        return ran / (time.process_time() - start)

@@ -2,7 +2,8 @@
 
     python -m properties [--backend B] [--reference R] [--profile P] [-k EXPR] [-n WORKERS]
                          [--report-dir DIR] [--database DIR|redis://HOST:PORT]
-                         [--time-limit MINUTES] [-- extra pytest args]
+                         [--time-limit MINUTES] [--jax-cache DIR | --no-jax-cache]
+                         [-- extra pytest args]
     python -m properties --hunt MINUTES [same options]
     python -m properties --list [--markdown]
 
@@ -17,7 +18,9 @@ default ``hypothesis/properties`` there; ``--database`` is the same option, and
 takes a ``redis://`` URL too) out of the current folder too.  ``--backend`` takes a
 module, or a module with breaks of ``properties/broken.py`` (``jax+vmap_slice0``);
 each failing case is replayed on ``--reference`` (JAX by default) and a failure it
-shares is reported as inherited from it.
+shares is reported as inherited from it.  JAX's persistent compilation cache is ``--jax-cache``
+(default ``jax-cache`` in the cache folder; ``--no-jax-cache``: none), so a repeated
+run reads its compiled programs from disk.
 It runs the law suites (``suites/test_*_laws.py``); ``--self-check`` adds the
 harness' own tests (the negative tests that break each law on purpose, the
 checkers' and the harness' tests), which do not depend on the backend.
@@ -75,6 +78,13 @@ def parse(argv):
                         "write a script per group of failures under REPORT_DIR/repro")
     p.add_argument("--hunt-seed", type=int, default=None,
                    help="with --hunt: seed of the order in which the laws are run")
+    p.add_argument("--jax-cache", default=os.environ.get("PROPERTIES_JAX_CACHE")
+                   or os.path.join(cache_dir(), "jax-cache"),
+                   help="JAX's persistent compilation cache: a second run of the derandomized "
+                        "quick profile reads its compiled programs from here "
+                        "(default: %(default)s)")
+    p.add_argument("--no-jax-cache", dest="jax_cache", action="store_const", const=None,
+                   help="compile everything again, without the persistent cache")
     p.add_argument("--self-check", action="store_true",
                    help="also run the harness' own tests: negative tests, checkers, harness")
     p.add_argument("--list", action="store_true", help="list the declared laws and exit")
@@ -115,6 +125,8 @@ def command(args):
            "--backend", args.backend, "--profile", args.profile,
            "--reference", args.reference, "--properties-db", database_spec(args.db),
            "--properties-report", os.path.abspath(args.report_dir)]
+    if args.jax_cache:
+        cmd += ["--jax-cache", os.path.abspath(args.jax_cache)]
     if args.keyword:
         cmd += ["-k", args.keyword]
     if args.workers not in (None, "0", "1"):
@@ -130,6 +142,8 @@ def main(argv=None):
         return 0
     env = dict(os.environ)
     env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(cache_dir(), "hypothesis"))
+    if not args.jax_cache:  # --no-jax-cache wins over $PROPERTIES_JAX_CACHE in the plugin
+        env.pop("PROPERTIES_JAX_CACHE", None)
     if args.hunt is not None:
         from .hunt import hunt
         return hunt(args, command, env)

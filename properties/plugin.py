@@ -21,7 +21,8 @@ breaks of ``properties/broken.py``: ``jax+vmap_slice0``), ``--reference``
 (the backend a failing case is replayed on, JAX by default: a failure it shares
 is reported as inherited from it), ``--profile`` (quick | default | thorough), ``--properties-db`` (example
 database directory), ``--properties-report DIR`` (write the reports there)
-and ``--properties-progress`` (one line per law as it finishes).
+``--properties-progress`` (one line per law as it finishes) and ``--jax-cache DIR``
+(JAX's persistent compilation cache, see properties/compilation_cache.py).
 """
 from __future__ import annotations
 
@@ -85,10 +86,15 @@ def pytest_addoption(parser):
                     help="write properties-<backend>.json and .md into DIR")
     group.addoption("--properties-progress", action="store_true",
                     help="print one line per law as it finishes (the CLI does)")
+    group.addoption("--jax-cache", default=os.environ.get("PROPERTIES_JAX_CACHE") or None,
+                    metavar="DIR",
+                    help="JAX's persistent compilation cache folder (default "
+                         "$PROPERTIES_JAX_CACHE; unset: no persistent cache)")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "law(name): the pytest test of a law")
+    _use_compilation_cache(config)
     db = config.getoption("--properties-db")
     seeded = config.getoption("--hypothesis-seed", None) is not None
     if db or seeded:
@@ -129,6 +135,15 @@ def _stop_on_signals():
 def pytest_runtest_teardown(item):
     if StopRequest.reason is not None:  # pytest ends the session as interrupted
         item.session.shouldstop = f"stopped by {StopRequest.reason}"
+
+
+def _use_compilation_cache(config):
+    """--jax-cache: compiled programs are read from and written to that folder (every
+    process of the session, xdist workers included, before their first compile)."""
+    path = config.getoption("--jax-cache")
+    if path:
+        from . import compilation_cache
+        compilation_cache.enable(path)
 
 
 @pytest.fixture(scope="session")

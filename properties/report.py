@@ -44,7 +44,8 @@ def law_row(nodeid, record, outcome, message=""):
     row = dict(record) if record else {
         "law": name, "backend": "?", "nodeid": nodeid, "examples": 0, "filtered": 0,
         "filtered_reasons": {}, "unsupported": 0, "unsupported_reasons": {}, "passed": 0,
-        "failed": 0, "reason": "", "counterexample": "", "seconds": 0.0}
+        "failed": 0, "reason": "", "counterexample": "", "seconds": 0.0, "cpu_seconds": 0.0,
+        "examples_per_cpu_second": 0.0}
     row["nodeid"] = nodeid
     row["outcome"] = outcome
     if outcome != "passed" and message and not row.get("reason"):
@@ -71,12 +72,19 @@ def build(rows, negative, *, backend, profile, seconds=None, interrupted=False,
         "float64_enabled": bool(jax.config.jax_enable_x64),
         "max_filtered_fraction": MAX_FILTERED_FRACTION,
         "total_seconds": seconds,
+        "examples_per_cpu_second": examples_per_cpu_second(rows),
         "summary": {k: sum(1 for r in rows if r["outcome"] == k)
                     for k in ("passed", "failed", "skipped", "interrupted")},
         "laws": rows,
         "negative_tests": [{"test": n.rsplit("::", 1)[-1], "nodeid": n, "outcome": o,
                             "message": m} for n, (o, m) in sorted(negative.items())],
     }
+
+
+def examples_per_cpu_second(rows):
+    """All the laws' examples over all their CPU-seconds (the harness' throughput)."""
+    cpu = sum(r.get("cpu_seconds", 0.0) for r in rows)
+    return round(sum(r["examples"] for r in rows) / cpu, 3) if cpu > 0 else 0.0
 
 
 def _md_table(rows, header):
@@ -95,16 +103,20 @@ def render_markdown(data):
            f"{data['float64_enabled']} (the harness turns on `jax_enable_x64` for its float64 "
            "references).", "",
            f"Summary: {data['summary']}" + (f", {data['total_seconds']:.1f} s"
-                                            if data.get("total_seconds") else ""), ""]
+                                            if data.get("total_seconds") else "")
+           + f", {data.get('examples_per_cpu_second', 0.0):.2f} examples per CPU-second", ""]
     table = [(r["topic"], f"`{r['law']}`", r["backend"], r["outcome"].upper(), r["examples"],
               r["filtered"], r.get("unsupported", 0), r["passed"], r["failed"],
-              f"{r['seconds']:.1f}") for r in data["laws"]]
+              f"{r['seconds']:.1f}", f"{r.get('cpu_seconds', 0.0):.1f}",
+              f"{r.get('examples_per_cpu_second', 0.0):.2f}") for r in data["laws"]]
     out += [_md_table(table, ["topic", "law", "backend", "outcome", "examples", "filtered",
-                              "unsupported", "passed", "failed", "seconds"]), "",
+                              "unsupported", "passed", "failed", "seconds", "CPU s",
+                              "examples/CPU s"]), "",
             "*examples*: calls of the law, shrinking included; *unsupported*: cases that need a "
             "numpy/lax function the backend lacks or on which it raised NotImplementedError; a "
             "law with any is reported SKIPPED, never passed (a failure on the other cases still "
-            "fails it).", ""]
+            "fails it); *examples/CPU s*: examples per CPU-second of the process running the "
+            "law (XLA's compiler threads included).", ""]
     filtered = [r for r in data["laws"] if r["filtered"]]
     if filtered:
         out += ["## Filtered cases", "",
@@ -218,12 +230,13 @@ def coverage_section(data):
 def terminal_table(rows):
     """Lines of the laws x outcome/examples/time table shown at the end of a run."""
     header = (f"{'topic':<12} {'law':<34} {'outcome':<8} {'examples':>8} {'filtered':>8} "
-              f"{'unsupp.':>7} {'seconds':>8}  caught by")
+              f"{'unsupp.':>7} {'seconds':>8} {'ex/CPU-s':>8}  caught by")
     lines = [header, "-" * len(header)]
     for r in sorted(rows, key=lambda r: (r["order"], r["law"])):
         lines.append(f"{r['topic'] or '?':<12} {r['law']:<34} {r['outcome'].upper():<8} "
                      f"{r['examples']:>8} {r['filtered']:>8} {r.get('unsupported', 0):>7} "
-                     f"{r['seconds']:>8.1f}  {r.get('caught_by') or ''}")
+                     f"{r['seconds']:>8.1f} {r.get('examples_per_cpu_second', 0.0):>8.2f}  "
+                     f"{r.get('caught_by') or ''}")
     return lines
 
 

@@ -57,6 +57,12 @@ class LawRecord:
     inherited: dict = field(default_factory=dict)   # cause key -> smallest findings.entry
     events: Counter = field(default_factory=Counter)  # "reach: " and outcome events
     first_failure: int = 0         # the example (1-based) that failed first; 0: none
+    cpu_seconds: float = 0.0       # the process' CPU time (all its threads: XLA's too)
+
+    @property
+    def examples_per_cpu_second(self):
+        """The harness' throughput on this law: examples checked per CPU-second."""
+        return self.examples / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
 
     def as_dict(self):
         return {"law": self.law, "backend": self.backend, "nodeid": self.nodeid,
@@ -67,7 +73,9 @@ class LawRecord:
                 "failed": self.failed, "outcome": self.outcome, "reason": self.reason,
                 "counterexample": self.counterexample, "seconds": round(self.seconds, 3),
                 "failures": self.failures, "inherited": list(self.inherited.values()),
-                "events": dict(self.events), "first_failure": self.first_failure}
+                "events": dict(self.events), "first_failure": self.first_failure,
+                "cpu_seconds": round(self.cpu_seconds, 3),
+                "examples_per_cpu_second": round(self.examples_per_cpu_second, 3)}
 
 
 #: Every record made in this process, newest last.
@@ -261,7 +269,7 @@ class LawRun:
     @contextlib.contextmanager
     def running(self):
         """Wrap the whole hypothesis test: time it, then give the verdict."""
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         try:
             yield self
         except BaseException as exc:
@@ -273,6 +281,7 @@ class LawRun:
             self._verdict()
         finally:
             self.record.seconds = time.perf_counter() - start
+            self.record.cpu_seconds = time.process_time() - cpu_start
 
 
 class KeyedDatabase(ExampleDatabase):

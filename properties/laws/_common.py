@@ -1,6 +1,7 @@
 """Helpers shared by the laws: failing, filtering, comparing, references."""
 from __future__ import annotations
 
+import weakref
 import zlib
 
 import jax
@@ -122,6 +123,38 @@ def evaluate(f, *args):
     return jax.tree_util.tree_map(np.asarray, f(*args))
 
 
+#: the functions whose references have been evaluated: their jax.jit, or _EAGER for those
+#: that cannot be staged out; weak keys: each law builds its function anew per case
+_REFERENCE_PROGRAMS = weakref.WeakKeyDictionary()
+_EAGER = object()
+
+
+def evaluate_reference(f, *args):
+    """``f(*args)`` for a float64 reference (the float64 re-run of a case, finite
+    differences).  The function is staged out whole by JAX's own ``jax.jit`` (never the
+    backend's jit, which may be the one under test): the primitives its eager evaluation
+    runs, compiled as one program per function instead of one per op and shape, and
+    called again at each point of a finite difference.  A function that cannot be
+    staged (it reads concrete values) is evaluated eagerly, as before."""
+    try:
+        staged = _REFERENCE_PROGRAMS.get(f)
+    except TypeError:  # a callable without weak references: staged anew each time
+        staged, f_is_keyed = None, False
+    else:
+        f_is_keyed = True
+    if staged is None:
+        staged = jax.jit(f)
+        if f_is_keyed:
+            _REFERENCE_PROGRAMS[f] = staged
+    if staged is not _EAGER:
+        try:
+            return evaluate(staged, *args)
+        except Exception:  # not stageable: eager says what, if anything, is wrong
+            if f_is_keyed:
+                _REFERENCE_PROGRAMS[f] = _EAGER
+    return evaluate(f, *args)
+
+
 def evaluate_compiled(backend, f, *args):
     """evaluate(backend.jit(f), *args): for laws whose transformations are
     heavy (jacobians, hessians), one compile instead of op-by-op dispatch.
@@ -140,7 +173,7 @@ def check_conditioning(f, args):
     require_finite(y, what="output")
     lowest = min((x.dtype for x in leaves(args)), key=lambda d: np.finfo(d).bits)
     if lowest != np.float64:
-        y64 = evaluate(f, *as_float64(args))
+        y64 = evaluate_reference(f, *as_float64(args))
         require_finite(y64, what="float64 output")
         for a, b in zip(leaves(y), leaves(y64)):
             ok, _, _ = tol.close(a, b, "reference", lowest)
@@ -162,8 +195,8 @@ def fd_jvp(f, args, tangents):
     h = tol.FD_STEP * size
 
     def diff(step):
-        plus = evaluate(f, *[a + step * b for a, b in zip(x, t)])
-        minus = evaluate(f, *[a - step * b for a, b in zip(x, t)])
+        plus = evaluate_reference(f, *[a + step * b for a, b in zip(x, t)])
+        minus = evaluate_reference(f, *[a - step * b for a, b in zip(x, t)])
         return jax.tree_util.tree_map(lambda p, m: (p - m) / (2 * step), plus, minus)
 
     d1, d2 = diff(h), diff(h / 2)
@@ -182,9 +215,9 @@ def require_no_kink(f, args, tangents):
     x, t = as_float64(args), as_float64(tangents)
     size = max([1.0] + [float(np.max(np.abs(a))) for a in x if a.size])
     h = tol.FD_STEP * size
-    at = evaluate(f, *x)
-    plus = evaluate(f, *[a + h * b for a, b in zip(x, t)])
-    minus = evaluate(f, *[a - h * b for a, b in zip(x, t)])
+    at = evaluate_reference(f, *x)
+    plus = evaluate_reference(f, *[a + h * b for a, b in zip(x, t)])
+    minus = evaluate_reference(f, *[a - h * b for a, b in zip(x, t)])
     for p, m, c in zip(leaves(plus), leaves(minus), leaves(at)):
         ok, _, _ = tol.close((p - c) / h, (c - m) / h, "reference", np.float32)
         if not ok:
