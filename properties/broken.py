@@ -633,6 +633,15 @@ def custom_vjp_residuals_constant(base):
     return {"custom_vjp": custom_vjp}
 
 
+def jit_refuses_static_argnames(base):
+    """jit raises on ``static_argnames`` (a crash on a valid program, not a wrong value)."""
+    def jit(fun=None, **kw):
+        if kw.get("static_argnames"):
+            raise NotImplementedError("jit: static_argnames is not supported")
+        return base.jit(fun, **kw)
+    return {"jit": jit}
+
+
 BREAKS = {f.__name__: f for f in (
     vmap_slice0, jit_perturb, forward_drops_term, linearize_stale, vjp_jv,
     reverse_drops_term, transpose_drops_term, ignore_custom_rules, numpy_perturbed,
@@ -641,7 +650,7 @@ BREAKS = {f.__name__: f for f in (
     collectives_transpose_wrong, extrema_by_gather, checkpoint_damped, chunked_vmap, chunks_reordered,
     reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted, materialized_symbolic_zeros,
     jit_drops_shardings, spmd_axis_name_ignored, custom_vjp_by_transposed_bwd,
-    custom_vjp_residuals_constant)}
+    custom_vjp_residuals_constant, jit_refuses_static_argnames)}
 
 
 def broken(base, *labels):

@@ -557,7 +557,7 @@ def _map_jacobian_dtypes(jac, inner, arg_types, argnums):
 
 
 @st.composite
-def _layer(draw, kind, i, inner, arg_types, acc, outermost):
+def _layer(draw, kind, i, inner, arg_types, acc, outermost, names):
     n = len(arg_types)
     if kind in ("jit", "checkpoint"):
         variant = kind if kind == "jit" else draw(st.sampled_from(("checkpoint", "remat")))
@@ -571,8 +571,13 @@ def _layer(draw, kind, i, inner, arg_types, acc, outermost):
             # donation only where the caller's arguments are the stack's own: inside a
             # transformation JAX may still need a donated primal (a deleted-array error)
             donated = draw(st.lists(st.sampled_from(arrays), max_size=2, unique=True)) if outermost else []
-            if donated:
-                params.append(("donate_argnums", _nums_text(draw, donated, total)))
+            ext = _extended(Layer(kind, statics=statics), names)
+            by_name = draw(st.lists(st.sampled_from(donated), unique=True)) if donated else []
+            by_num = [p for p in donated if p not in by_name]
+            if by_num:
+                params.append(("donate_argnums", _nums_text(draw, by_num, total)))
+            if by_name:
+                params.append(("donate_argnames", _names_text(draw, [ext[p] for p in by_name])))
             for flag in ("keep_unused", "inline"):
                 if draw(st.booleans()):
                     params.append((flag, "True"))
@@ -704,7 +709,8 @@ def _stack_case(draw, max_depth, kinds, corner_kinds, dtype, program_options):
         usable = [k for k in kinds if _allowed(k, inner, arg_types, below)]
         if not usable:
             break
-        layer = draw(_layer(draw(st.sampled_from(usable)), i, inner, arg_types, acc, i == depth))
+        layer = draw(_layer(draw(st.sampled_from(usable)), i, inner, arg_types, acc, i == depth,
+                            case.arg_names))
         layers.append(layer)
         inner = layer.out
     return StackCase(program, corner, tuple(layers), args)
