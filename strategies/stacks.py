@@ -486,7 +486,14 @@ def _names_text(draw, names):
     return repr(tuple(draw(st.permutations(names))))
 
 
+def _positional(statics, total):
+    """How many arguments the call passes by position: those before the first static
+    declared by name (the rest go by keyword).  Negative indices count from there."""
+    return min([s.position for s in statics if s.by_name], default=total)
+
+
 def _static_params(draw, statics, total, nums_param, names_param, negative_ok=True):
+    total = _positional(statics, total)
     params = []
     by_num = [s.position for s in statics if not s.by_name]
     by_name = [s.name for s in statics if s.by_name]
@@ -572,10 +579,12 @@ def _layer(draw, kind, i, inner, arg_types, acc, outermost, names):
             # transformation JAX may still need a donated primal (a deleted-array error)
             donated = draw(st.lists(st.sampled_from(arrays), max_size=2, unique=True)) if outermost else []
             ext = _extended(Layer(kind, statics=statics), names)
+            positional = _positional(statics, total)
             by_name = draw(st.lists(st.sampled_from(donated), unique=True)) if donated else []
+            by_name += [p for p in donated if p >= positional and p not in by_name]
             by_num = [p for p in donated if p not in by_name]
             if by_num:
-                params.append(("donate_argnums", _nums_text(draw, by_num, total)))
+                params.append(("donate_argnums", _nums_text(draw, by_num, positional)))
             if by_name:
                 params.append(("donate_argnames", _names_text(draw, [ext[p] for p in by_name])))
             for flag in ("keep_unused", "inline"):
