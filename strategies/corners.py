@@ -160,7 +160,7 @@ def corners(draw, y: Leaf, kinds=KINDS):
             return Corner("bool", c, "jnp.where(c, y, -y)", Leaf(S, P), ("dtype bool",))
         if draw(st.booleans()):
             return Corner(f"{dt} stopped", c, "y * lax.stop_gradient(c).astype(y.dtype)", Leaf(S, P),
-                          (f"dtype {dt}", "stop_gradient of an integer"))
+                          (f"dtype {dt}", "param lax.stop_gradient.x"))
         return Corner(dt, c, "y * c.astype(y.dtype)", Leaf(S, P), (f"dtype {dt}",))
     if kind in ("complex_in", "complex_out"):
         dt = draw(st.sampled_from(COMPLEX))
