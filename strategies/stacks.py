@@ -109,10 +109,6 @@ def _size(tree):
     return sum(leaf.size for leaf in leaves(tree))
 
 
-def _argnums_tuple(argnums, n):
-    return tuple(a % n for a in argnums) if isinstance(argnums, tuple) else (argnums % n,)
-
-
 def _grad_type(arg_types, argnums):
     if isinstance(argnums, tuple):
         return tuple(_tangent(arg_types[a % len(arg_types)]) for a in argnums)

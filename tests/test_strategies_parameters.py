@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from strategies import parameters
-from strategies.parameters import SIGNATURES, STACKS, Drawn, NotDrawn
+from strategies.parameters import SIGNATURES, Drawn, NotDrawn
 from strategies.stacks import KINDS, transformation_stacks
 
 
