@@ -342,7 +342,7 @@ def _check_jacfwd_inputs(dyn, holomorphic):
         if holomorphic and not _is_complex(dtype):
             raise TypeError("jacfwd with holomorphic=True requires inputs with complex "
                             f"dtype, but got {dtype.name}.")
-        if not holomorphic and not np.issubdtype(dtype, np.floating):
+        if not holomorphic and not jax.dtypes.issubdtype(dtype, np.floating):  # bfloat16 too
             raise TypeError("jacfwd requires real-valued inputs (input dtype that is a "
                             f"sub-dtype of np.floating), but got {dtype.name}. For "
                             "holomorphic differentiation, pass holomorphic=True. For "

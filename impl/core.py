@@ -217,7 +217,8 @@ def valid_jaxtype(x) -> bool:
 
 
 def is_float_dtype(dtype):
-    return np.issubdtype(np.dtype(dtype), np.inexact) and np.dtype(dtype) != float0
+    # JAX's issubdtype: NumPy's does not know bfloat16 (ml_dtypes) is floating
+    return jax_dtypes.issubdtype(np.dtype(dtype), np.inexact) and np.dtype(dtype) != float0
 
 
 # ------------------------------------------------------------------------------ IR

@@ -755,6 +755,12 @@ def jit_rejects_python_scalars(base):
                 raise TypeError("jit_rejects_python_scalars: a Python scalar argument")
             return jf(*args, **kwargs)
         return run
+def jit_refuses_static_argnames(base):
+    """jit raises on ``static_argnames`` (a crash on a valid program, not a wrong value)."""
+    def jit(fun=None, **kw):
+        if kw.get("static_argnames"):
+            raise NotImplementedError("jit: static_argnames is not supported")
+        return base.jit(fun, **kw)
     return {"jit": jit}
 
 
@@ -769,6 +775,7 @@ BREAKS = {f.__name__: f for f in (
     custom_vjp_residuals_constant, grad_strong_types, jit_strong_types, extra_calls, jit_retraces,
     exceptions_changed, vjp_not_pytree, custom_jvp_calls_primal, custom_vjp_calls_primal,
     jit_rejects_python_scalars)}
+    custom_vjp_residuals_constant, jit_refuses_static_argnames)}
 
 
 def broken(base, *labels):

@@ -343,6 +343,14 @@ def remats(**options):
     return _real.remat_cases(**options)
 
 
+def stacks(**options):
+    """strategies.transformation_stacks: up to four transformations with drawn parameters
+    over a small smooth program, with dtype and shape corners (``options``: its own)."""
+    program = _program_options(smooth=True)
+    ops = {"ops": program["ops"]} if "ops" in program else {}
+    return _real.transformation_stacks(**options, **ops)
+
+
 def linear_functions(*, wrong_transpose=False):
     """Linear functions with a transpose for linear_call (pytree kind included)."""
     _whole("custom")

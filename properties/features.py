@@ -98,6 +98,22 @@ PROBES = {
 
 _CACHE: dict = {}
 
+#: the attribute of a backend module declaring what it does not support, with why:
+#: ``{"param jit.donate_argnums": "reason", "dtype bfloat16": "reason", ...}`` -- keys
+#: are what a case reaches (``StackCase.events()``: "param T.P", "kind K", "dtype D",
+#: "shape ...", "index ...").  A crash on a case reaching a declared feature is
+#: unsupported (a skip, with the reason), any other crash is a finding.
+DECLARED = "UNSUPPORTED_FEATURES"
+
+
+def declared_unsupported(backend) -> dict:
+    """What ``backend`` declares unsupported: ``{feature: reason}`` (see :data:`DECLARED`)."""
+    declared = getattr(backend.module, DECLARED, None) or {}
+    if not isinstance(declared, dict):
+        raise TypeError(f"{backend.name}.{DECLARED} must be a dict of feature -> reason, "
+                        f"got {type(declared).__name__}")
+    return dict(declared)
+
 
 def probe(backend, feature):
     """(supported, reason): the probe's verdict for ``backend`` (cached by name)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 
@@ -24,12 +25,18 @@ class Tol:
     atol: float
 
 
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
 AGREE = {
+    _BFLOAT16: Tol(rtol=2e-2, atol=5e-3),
+    np.dtype("float16"): Tol(rtol=5e-3, atol=5e-4),
     np.dtype("float32"): Tol(rtol=2e-4, atol=1e-5),
     np.dtype("float64"): Tol(rtol=1e-9, atol=1e-12),
 }
 
 REFERENCE = {
+    _BFLOAT16: Tol(rtol=5e-2, atol=1e-2),
+    np.dtype("float16"): Tol(rtol=1e-2, atol=1e-3),
     np.dtype("float32"): Tol(rtol=5e-3, atol=1e-4),
     np.dtype("float64"): Tol(rtol=2e-5, atol=1e-7),
 }

@@ -8,7 +8,9 @@ Layers, bottom up: ``types`` (abstract values), ``array_strategies``,
 primitive: what draws it), ``source`` (the one builder and printer of cases),
 ``programs``, ``axes`` (vmap cases), ``linear`` (linear functions for linear_call)
 and the case kinds around programs (``control``, ``named``, ``remat``,
-``custom_rules``, ``prng``, ``ragged``, ``sharding``); ``coverage`` checks the
+``custom_rules``, ``prng``, ``ragged``, ``sharding``), ``parameters`` (the table of JAX's
+transformation parameters), ``corners`` (dtype and shape corners) and ``stacks``
+(transformations over transformations); ``coverage`` checks the
 primitive table against a backend.
 """
 
@@ -22,6 +24,9 @@ from .custom_rules import CUSTOM_WRAPPER_KINDS, RULES, CustomWrapperCase, custom
 from .sharding import MESHES, SHARDING_KINDS, ShardingCase, ShardMapCase, shard_map_cases, sharding_cases
 from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
+from .corners import Corner, corners
+from .parameters import SIGNATURES
+from .stacks import Layer, StackCase, transformation_stacks
 from .ops import CUSTOM_KINDS
 from .vocabulary import LINEAR_OPS, OP_NAMES, PRIMITIVES, SMOOTH_OPS, VOCABULARY
 from .programs import Program, program_args, program_cases, random_programs
@@ -49,6 +54,8 @@ __all__ = [
     "PileCase", "pile_cases", "PRNGCase", "prng_cases",
     # custom rules around drawn programs
     "CUSTOM_WRAPPER_KINDS", "RULES", "CustomWrapperCase", "custom_wrapper_cases",
+    # transformation stacks with drawn parameters, dtype and shape corners
+    "Corner", "Layer", "SIGNATURES", "StackCase", "corners", "transformation_stacks",
     # sharding over 8 devices
     "MESHES", "SHARDING_KINDS", "ShardingCase", "ShardMapCase", "shard_map_cases", "sharding_cases",
 ]

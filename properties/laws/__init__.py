@@ -21,10 +21,11 @@ from typing import Callable
 import strategies as _real_strategies
 
 from .. import cases
-from . import (ad, batching, behaviour, control, custom, differential, jit, linear, named, remat,
-               sharding, vmap)
+from . import (ad, batching, behaviour, control, custom, differential, jit, linear, named, reach,
+               remat, sharding, vmap)
 from ._common import CaseFiltered, discard
-from .jax_bugs import (CLAMP_SCALAR_BOUND_JVP, DYNAMIC_UPDATE_SLICE_OF_OWN_SLICE, NAMED_AXIS_BUGS,
+from .jax_bugs import (CHECKPOINT_SAVEABLE_POLICY_COMPLEX, CLAMP_SCALAR_BOUND_JVP,
+                       DYNAMIC_UPDATE_SLICE_OF_OWN_SLICE, JACREV_ALLOW_INT_OF_BOOL, NAMED_AXIS_BUGS,
                        SHARD_MAP_ALL_TO_ALL_TRANSPOSE, JaxBug)
 
 #: tiers: a CI test runs in the README's test command; a nightly one is marked ``slow``
@@ -124,6 +125,15 @@ def _wrong_rule_claimed_true():
 
 def _under_grad():
     return cases.behaviour_cases(transformations=("grad", "value_and_grad"))
+
+
+def _stacks_of(*kinds):
+    """One-layer stacks of ``kinds``: where a broken transformation shows first."""
+    return lambda: cases.stacks(kinds=kinds, max_depth=1)
+
+
+#: JAX bugs the stacks would draw, were they not avoided
+STACK_BUGS = (CHECKPOINT_SAVEABLE_POLICY_COMPLEX, JACREV_ALLOW_INT_OF_BOOL)
 
 
 def _psum_over_groups():
@@ -290,7 +300,22 @@ LAWS = [
     Law(sharding.shard_map_matches_reference, lambda: cases.shard_maps(), reaches=BATCH,
         references=BATCH, needs=("shard_map",), devices=sharding.DEVICES,
         negatives=(Breaks("collectives_wrong", tier=CI),), jax_bugs=(SHARD_MAP_ALL_TO_ALL_TRANSPOSE,)),
+    # transformation stacks of depth up to 4, drawn parameters, dtype and shape corners: a
+    # crash is a failure (jit_refuses_static_argnames), as is a wrong value.  Deep stacks
+    # take seconds each (nightly); one-layer stacks keep their negative tests in CI
+    Law(reach.stack_matches_meaning, lambda: cases.stacks(), reaches=("batching",),
+        references=("batching",),
+        negatives=(Breaks("jit_refuses_static_argnames", cases=_stacks_of("jit"), tier=CI),
+                   Breaks("jit_perturb", cases=_stacks_of("jit")),
+                   Breaks("vmap_slice0", cases=_stacks_of("vmap")),
+                   Breaks("checkpoint_damped", cases=lambda: cases.stacks(
+                       kinds=("checkpoint", "grad"), max_depth=2))),
+        jax_bugs=STACK_BUGS, tier=NIGHTLY),
     # the backend agrees with JAX (skipped when the backend is JAX)
+    Law(reach.stack_matches_reference, lambda: cases.stacks(), reaches=BATCH, differential=True,
+        negatives=(Breaks("jit_refuses_static_argnames", cases=_stacks_of("jit")),
+                   Breaks("jit_perturb", cases=_stacks_of("jit"), tier=CI)),
+        jax_bugs=STACK_BUGS, tier=NIGHTLY),
     Law(differential.differential_value, lambda: cases.programs(), differential=True,
         negatives=(Breaks("numpy_perturbed"),)),
     Law(differential.differential_jvp, lambda: cases.programs(), reaches=FWD, differential=True,
