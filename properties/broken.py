@@ -774,8 +774,7 @@ BREAKS = {f.__name__: f for f in (
     jit_drops_shardings, spmd_axis_name_ignored, custom_vjp_by_transposed_bwd,
     custom_vjp_residuals_constant, grad_strong_types, jit_strong_types, extra_calls, jit_retraces,
     exceptions_changed, vjp_not_pytree, custom_jvp_calls_primal, custom_vjp_calls_primal,
-    jit_rejects_python_scalars)}
-    custom_vjp_residuals_constant, jit_refuses_static_argnames)}
+    jit_rejects_python_scalars, jit_refuses_static_argnames)}
 
 
 def broken(base, *labels):
