@@ -24,7 +24,30 @@ import sys
 import types
 import unittest
 
-# JAX module -> impl module that stands in for it (None: a package of proxies only).
+def _internal_parallel():
+    """JAX-internal `pargmax`/`pargmin` (the batching tests call them), composed of impl's
+    public collectives: the lowest index along the axis holding the extreme value."""
+    import numpy as np
+    import impl.lax as lax
+    import impl.numpy as jnp
+
+    def arg_of(x, best, axis_name):
+        unset = np.iinfo(np.int32).max
+        return lax.pmin(jnp.where(x == best, lax.axis_index(axis_name), unset), axis_name)
+
+    def pargmax(x, axis_name):
+        return arg_of(x, lax.pmax(x, axis_name), axis_name)
+
+    def pargmin(x, axis_name):
+        return arg_of(x, lax.pmin(x, axis_name), axis_name)
+
+    mod = types.ModuleType("impl_internal_parallel")
+    mod.pargmax, mod.pargmin = pargmax, pargmin
+    return mod
+
+
+# JAX module -> impl module that stands in for it (None: a package of proxies only; a
+# function: builds the module).
 STAND_INS = {
     "jax": "impl",
     "jax.numpy": "impl.numpy",
@@ -48,7 +71,18 @@ STAND_INS = {
     "jax._src.interpreters.ad": "impl.interpreters.ad",
     "jax._src.interpreters.batching": "impl.interpreters.batching",
     "jax._src.interpreters.partial_eval": "impl.interpreters.partial_eval",
+    "jax._src.lax": None,
+    "jax._src.lax.parallel": _internal_parallel,
+    "jax.interpreters": None,
+    "jax.interpreters.ad": "impl.interpreters.ad",
+    "jax.interpreters.batching": "impl.interpreters.batching",
+    "jax.interpreters.partial_eval": "impl.interpreters.partial_eval",
 }
+
+# Names that stay JAX's although their module stands in: a test file defining its own
+# primitive registers it in JAX's internal tables (mlir lowerings, batchers), which only
+# JAX's Primitive fits; impl's primitives are not registered that way.
+KEPT_JAX = {"jax._src.core.Primitive"}
 
 fallbacks: collections.Counter = collections.Counter()
 
@@ -68,6 +102,8 @@ class StandIn(types.ModuleType):
         if caller.split(".")[0] in ("jax", "impl"):
             # JAX's and impl's own lazy imports (`from jax import lax` in a function)
             # must keep meaning JAX.
+            return getattr(jax_mod, attr)
+        if f"{self.__name__}.{attr}" in KEPT_JAX:
             return getattr(jax_mod, attr)
         child = STAND_INS_LOADED.get(f"{self.__name__}.{attr}")
         if child is not None:
@@ -130,7 +166,8 @@ def install_stand_ins():
     jax._src.test_util.check_grads = impl.test_util.check_grads
     for name in sorted(STAND_INS, key=lambda n: n.count(".")):
         impl_name = STAND_INS[name]
-        impl_mod = importlib.import_module(impl_name) if impl_name else None
+        impl_mod = (impl_name() if callable(impl_name) else
+                    importlib.import_module(impl_name) if impl_name else None)
         STAND_INS_LOADED[name] = StandIn(name, impl_mod, importlib.import_module(name))
     sys.modules.update(STAND_INS_LOADED)
 
