@@ -40,6 +40,9 @@ PROGRAMS = {
         x * y + z, N.sin(x), N.exp(y) - z * 3.0), (F, F, F)),
     "a program longer than a line": (lambda J, N, L: lambda a: sum(
         N.sin(a) * float(i) for i in range(30)), (F,)),
+    "scan (impl's _split_transpose parameter unprinted when unset)": (
+        lambda J, N, L: lambda c, xs: L.scan(lambda c, x: (c * x, c + x), c, xs),
+        (F, np.ones(3, np.float32))),
     "integer and boolean literals": (lambda J, N, L: lambda i: (i + np.int32(3), i > 2),
                                      (np.int32(1),)),
 }

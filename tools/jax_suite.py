@@ -1,10 +1,11 @@
 """Run test classes of JAX's own test suite against impl.
 
-    python tools/jax_suite.py FOLDER MODULE:CLASS[.PREFIX] ... [--reference] [-v]
+    python tools/jax_suite.py FOLDER MODULE:CLASS[.PREFIX] ... [-k TEXT] [--reference] [-v]
 
 FOLDER holds JAX test files (for example custom_api_test.py from JAX's tests/); each
 selection names a module of it, a test class and optionally a test-name prefix
-(`custom_api_test:CustomTransposeTest.test_linear_call`). The tests run with
+(`custom_api_test:CustomTransposeTest.test_linear_call`; `-k TEXT` keeps the tests whose
+name contains TEXT). The tests run with
 `import jax`, `jax.numpy`, `jax.lax`, `jax._src.api`, ... resolving to impl's modules,
 while JAX's test utilities (`jax._src.test_util`: JaxTestCase, its strict dtype
 promotion, its tolerances) stay JAX's. A name impl lacks is taken from JAX and
@@ -182,11 +183,12 @@ class Tally(unittest.TextTestResult):
         self.passed.append(test)
 
 
-def select(module, spec):
+def select(module, spec, contains=""):
     cls_name, _, prefix = spec.partition(".")
     cls = getattr(module, cls_name)
     loader = unittest.TestLoader()
-    names = [n for n in loader.getTestCaseNames(cls) if n.startswith(prefix or "test")]
+    names = [n for n in loader.getTestCaseNames(cls)
+             if n.startswith(prefix or "test") and contains in n]
     return cls_name + (f".{prefix}" if prefix else ""), \
         unittest.TestSuite(cls(n) for n in names)
 
@@ -201,6 +203,8 @@ def main(argv=None):
     parser.add_argument("folder")
     parser.add_argument("selections", nargs="+", help="MODULE:CLASS[.PREFIX]")
     parser.add_argument("--reference", action="store_true", help="run on JAX itself")
+    parser.add_argument("-k", dest="contains", default="",
+                        help="only the tests whose name contains this text")
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("--tracebacks", action="store_true",
                         help="print each failure's whole traceback")
@@ -215,7 +219,7 @@ def main(argv=None):
     for spec in args.selections:
         mod_name, _, cls_spec = spec.partition(":")
         module = importlib.import_module(mod_name)
-        label, suite = select(module, cls_spec)
+        label, suite = select(module, cls_spec, args.contains)
         stream = open(os.devnull, "w") if not args.verbose else sys.stderr
         result = unittest.TextTestRunner(stream=stream, resultclass=Tally,
                                          verbosity=2 if args.verbose else 0).run(suite)
