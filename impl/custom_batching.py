@@ -1,9 +1,9 @@
 """User batching rules, as jax.custom_batching: custom_vmap and sequential_vmap.
 
 Calling a custom_vmap function inside a transformation binds `custom_vmap_call` with the
-staged function (`call`) and the user's rule. vmap runs the rule; evaluation, jit and
+staged function (`call_jaxpr`) and the user's rule. vmap runs the rule; evaluation, jit and
 lowering run the function. Its jvp is one call, as in JAX: its program is the jvp of
-`call` and its rule the jvp of the user's rule (told which arguments have both primal
+`call_jaxpr` and its rule the jvp of the user's rule (told which arguments have both primal
 and tangent batched, under a vmap of those batched alone). Reverse mode (linearize,
 grad, vjp) reaching that call raises JAX's ValueError, as JAX cannot split it into a
 known primal and a linear tangent part; vmap outside the differentiation runs the rule
@@ -31,7 +31,7 @@ from impl.primitives._define import define
 
 # ------------------------------------------------------------------ the primitive
 
-def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, name,
+def _custom_vmap_call_batch(axis_data, vals, dims, *, call_jaxpr, rule, num_consts, name,
                             jvp_of=None):
     size = axis_data.size
     vals, dims = move_batch_to_front(vals, dims)
@@ -56,8 +56,9 @@ def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, na
 def _jvp_program(call, nonzeros, num_consts):
     """The jvp of `call` with its operands ordered (consts, nonzero tangents of the
     consts, args, nonzero tangents of the args), giving the primal outputs and the
-    nonzero output tangents; and which output tangents are nonzero. (The constants and their tangents lead: they are the call's constants,
-    which its batching rule keeps unbatched.)"""
+    nonzero output tangents; and which output tangents are nonzero. (The constants and
+    their tangents lead: they are the call's constants, which its batching rule keeps
+    unbatched.)"""
     key = ("custom_vmap_jvp", tuple(nonzeros), num_consts)
     hit = call._cache.get(key)
     if hit is None:
@@ -67,7 +68,7 @@ def _jvp_program(call, nonzeros, num_consts):
         order = (list(range(num_consts)) + list(range(n_in, n_in + n_const_ts)) +
                  list(range(num_consts, n_in)) + list(range(n_in + n_const_ts,
                                                             len(j.invars))))
-        program = pe.dce_jaxpr(core.Jaxpr(j.constvars, [j.invars[i] for i in order],
+        program = pe.drop_unused_eqns(core.Jaxpr(j.constvars, [j.invars[i] for i in order],
                                           j.outvars, j.eqns))
         call._cache[key] = hit = (core.ClosedJaxpr(program, jvp.consts), out_nonzero)
     return hit
@@ -131,16 +132,18 @@ def _split_jvp_operands(primals, tangents, num_consts):
              *nz[n_const_ts:]], num_consts + n_const_ts)
 
 
-def _custom_vmap_call_jvp(primals, tangents, *, call, rule, num_consts, name, jvp_of=None):
+def _custom_vmap_call_jvp(primals, tangents, *, call_jaxpr, rule, num_consts, name,
+                          jvp_of=None):
     # One call computes primal outputs and tangents, as in JAX, so that its batching
     # rule sees primals and tangents together. Partial evaluation (reverse mode) splits
     # it into the primal call and a call linear in the tangents.
+    call = call_jaxpr
     nonzeros = [type(t) is not Zero for t in tangents]
     jvp_call, out_nonzero = _jvp_program(call, nonzeros, num_consts)
     jvp_rule = _jvp_of_rule(rule, call.in_avals[:num_consts], call.in_avals[num_consts:],
                             nonzeros, out_nonzero)
     operands, nc = _split_jvp_operands(primals, tangents, num_consts)
-    outs = custom_vmap_call_p.bind(*operands, call=jvp_call, rule=jvp_rule, num_consts=nc,
+    outs = custom_vmap_call_p.bind(*operands, call_jaxpr=jvp_call, rule=jvp_rule, num_consts=nc,
                                    name=name, jvp_of=(call, rule, num_consts, tuple(nonzeros)))
     n = len(call.out_avals)
     it = iter(outs[n:])
@@ -154,12 +157,12 @@ LINEARIZE_ERROR = (
     "that does not support reverse-mode autodiff.")
 
 
-def _custom_vmap_call_partial_eval(trace, args, *, call, rule, num_consts, name,
+def _custom_vmap_call_partial_eval(trace, args, *, call_jaxpr, rule, num_consts, name,
                                    jvp_of=None):
     """Staged whole when an operand is unknown. The jvp of a call with known primals
     and unknown tangents (linearize, reverse mode) would need its primal outputs known:
     as in JAX, that raises."""
-    params = dict(call=call, rule=rule, num_consts=num_consts, name=name)
+    params = dict(call_jaxpr=call_jaxpr, rule=rule, num_consts=num_consts, name=name)
     if jvp_of is not None:
         p_call, p_nc, nonzeros = jvp_of[0], jvp_of[2], jvp_of[3]
         n_primal_consts = p_nc + sum(nonzeros[:p_nc])
@@ -172,9 +175,10 @@ def _custom_vmap_call_partial_eval(trace, args, *, call, rule, num_consts, name,
     return trace.stage(custom_vmap_call_p, args, params)
 
 
-def _custom_vmap_call_transpose(cts, *args, call, rule, num_consts, name, jvp_of=None):
-    # A tangent call is linear in its tangent operands: transpose its program.
-    return ad.backward_pass(call.jaxpr, call.consts, args, cts)
+def _custom_vmap_call_transpose(cts, *args, call_jaxpr, rule, num_consts, name,
+                                jvp_of=None):
+    # A custom_vmap function that is linear: transpose its program.
+    return ad.backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, args, cts)
 
 
 custom_vmap_call_p = define("custom_vmap_call", **program_call_rules("custom_vmap_call"),
@@ -258,7 +262,7 @@ class custom_vmap(CustomRuleFunction):
             return call_substituted(consts, const_vals, run_rule, size, in_batched, vals,
                                     axis_name)
 
-        outs = custom_vmap_call_p.bind(*consts, *layout.operands, call=program,
+        outs = custom_vmap_call_p.bind(*consts, *layout.operands, call_jaxpr=program,
                                        rule=flat_rule, num_consts=len(consts), name=name)
         return tree_unflatten(out_tree, outs)
 

@@ -43,6 +43,10 @@ PROGRAMS = {
     "scan (impl's _split_transpose parameter unprinted when unset)": (
         lambda J, N, L: lambda c, xs: L.scan(lambda c, x: (c * x, c + x), c, xs),
         (F, np.ones(3, np.float32))),
+    "broadcast_in_dim: its shape is the result's type": (
+        lambda J, N, L: lambda x, s: (L.broadcast_in_dim(x, (2, 3), (1,)),
+                                      L.broadcast_in_dim(s, (3,), ())),
+        (np.ones(3, np.float32), F)),
     "integer and boolean literals": (lambda J, N, L: lambda i: (i + np.int32(3), i > 2),
                                      (np.int32(1),)),
 }

@@ -419,7 +419,7 @@ def _while_partial_eval(trace, args, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     body_known, _, _, _ = pe.partial_eval_jaxpr(body_jaxpr, bconst_uk + carry_uk, carry_uk)
     n_known = len(carry_uk) - sum(carry_uk)
     body_known = pe.reorder_jaxpr(body_known, out_order=range(n_known))
-    body_known = core.ClosedJaxpr(pe.dce_jaxpr(body_known.jaxpr), body_known.consts)
+    body_known = core.ClosedJaxpr(pe.drop_unused_eqns(body_known.jaxpr), body_known.consts)
     cconsts, bconsts, init = _split(args, cond_nconsts, body_nconsts)
     known_cc = [x for x, u in zip(cconsts, cconst_uk) if not u]
     known_bc = [x for x, u in zip(bconsts, bconst_uk) if not u]
@@ -615,7 +615,7 @@ def _scan_split_body(jaxpr, num_consts, num_carry, unknowns):
     idx = lambda flags: [i for i, f in enumerate(flags) if f]  # noqa: E731
     known_loop = pe.reorder_jaxpr(known, out_order=[
         *range(n_known_out), *[n_known_out + i for i in idx(stacked)]])
-    known_loop = core.ClosedJaxpr(pe.dce_jaxpr(known_loop.jaxpr), known_loop.consts)
+    known_loop = core.ClosedJaxpr(pe.drop_unused_eqns(known_loop.jaxpr), known_loop.consts)
 
     def hoisted(*consts):
         loop_inputs = [_zeros(a) for a in known.in_avals[n_kc:]]
@@ -758,7 +758,7 @@ def _scan_transposed_body(jaxpr, num_consts, num_carry, const_lin, xs_lin, ys_nz
     if part == "whole":
         return closed
     # a part drops the work of the other (the backward pass computes every cotangent)
-    return core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr), closed.consts)
+    return core.ClosedJaxpr(pe.drop_unused_eqns(closed.jaxpr), closed.consts)
 
 
 def _scan_dce(used_outputs, eqn):
