@@ -754,11 +754,9 @@ def _scan_transposed_body(jaxpr, num_consts, num_carry, const_lin, xs_lin, ys_nz
 
     in_avals = [*res_c_avals, *acc_avals, *k_avals,
                 *[a for a, nz in zip(y_avals, ys_nz) if nz], *res_x_avals]
-    closed = pe.make_closed_jaxpr(body, in_avals)
-    if part == "whole":
-        return closed
-    # a part drops the work of the other (the backward pass computes every cotangent)
-    return core.ClosedJaxpr(pe.drop_unused_eqns(closed.jaxpr), closed.consts)
+    # staging drops what a part does not return (the backward pass computes every
+    # cotangent)
+    return pe.make_closed_jaxpr(body, in_avals)
 
 
 def _scan_dce(used_outputs, eqn):
