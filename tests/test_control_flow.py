@@ -313,6 +313,19 @@ def test_scan_split_transpose_is_two_loops():
     assert scans(False) == [(True, 1), (False, 2)]    # u's cotangent accumulated
 
 
+def test_weak_initial_carry_takes_a_narrow_integer_dtype_under_strict_promotion():
+    def prog(B):
+        xs = np.ones(5, np.int8)
+        c, ys = B.lax.scan(lambda c, x: (c + x, x), 0, xs)
+        w = B.lax.while_loop(lambda v: v < 2, lambda v: v + np.int16(1), 0)
+        return c, ys, w
+    with jax.numpy_dtype_promotion("strict"):
+        got, want = prog(IMPL), prog(JAX)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.weak_type == w.weak_type
+        np.testing.assert_array_equal(g, w)
+
+
 def test_scan_float64():
     xs = np.random.RandomState(0).normal(size=(6, 3))
     check(scan_rnn, np.ones(3), xs, np.float64(0.3), rtol=1e-12, atol=1e-12, vmap=False)

@@ -158,8 +158,10 @@ def _promote_weak_carry(init, in_avals, out_avals):
     changed, new = False, []
     for x, a, b in zip(init, in_avals, out_avals):
         if a.weak_type and not _typematch(a, b):
-            dtype = jax.numpy.result_type(jax.ShapeDtypeStruct(a.shape, a.dtype,
-                                                               weak_type=True), b.dtype)
+            # a Python scalar of the carry's kind stands for its weak type (which strict
+            # promotion lets combine with any dtype of that kind)
+            weak = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}.get(a.dtype.kind, 0.0)
+            dtype = jax.numpy.result_type(weak, b.dtype)
             x, changed = convert_element_type(x, dtype), True
         new.append(x)
     return new if changed else None
