@@ -48,6 +48,15 @@ class _Nest(Doc):
         self.width = child.width
 
 
+class _Color(Doc):
+    __slots__ = ("child", "style")
+
+    def __init__(self, child, style):
+        self.child = child
+        self.style = style
+        self.width = child.width
+
+
 class _Concat(Doc):
     __slots__ = ("children",)
 
@@ -73,6 +82,17 @@ def nest(n: int, doc: Doc) -> Doc:
     return _Nest(n, doc)
 
 
+# ANSI styles as (foreground, intensity) codes; JAX's keywords and type annotations.
+_PLAIN = (39, 22)
+KEYWORD = (34, 1)           # bright blue
+TYPE_ANNOTATION = (35, 22)  # magenta
+
+
+def color(doc: Doc, style) -> Doc:
+    """`doc` in `style` when printed with colours; as is otherwise."""
+    return _Color(doc, style)
+
+
 def concat(docs) -> Doc:
     return _Concat(list(docs))
 
@@ -85,26 +105,31 @@ def join(sep: Doc, docs) -> Doc:
     return _Concat(out)
 
 
-def format(doc: Doc, width: int = 80) -> str:   # noqa: A001 - the layout's verb
-    out, column = [], 0
-    todo = [(0, False, doc)]   # (indent, flat, document), last first
+def format(doc: Doc, width: int = 80, use_color: bool = False) -> str:  # noqa: A001
+    """Lay `doc` out on lines of `width`. With `use_color`, ANSI codes switch the style
+    just before the text (or a break printed flat) that needs it, as JAX's printer
+    does: a newline and its indentation keep the style before them."""
+    out, column, shown = [], 0, _PLAIN
+    todo = [(0, False, _PLAIN, doc)]   # (indent, flat, style, document), last first
     while todo:
-        indent, flat, d = todo.pop()
+        indent, flat, style, d = todo.pop()
         kind = type(d)
-        if kind is _Text:
+        if kind is _Text or (kind is _Break and flat):
+            if use_color and style != shown:
+                codes = [str(new) for new, old in zip(style, shown) if new != old]
+                out.append("\x1b[" + ";".join(codes) + "m")
+                shown = style
             out.append(d.text)
             column += d.width
         elif kind is _Break:
-            if flat:
-                out.append(d.text)
-                column += d.width
-            else:
-                out.append("\n" + " " * indent)
-                column = indent
+            out.append("\n" + " " * indent)
+            column = indent
         elif kind is _Concat:
-            todo.extend((indent, flat, c) for c in reversed(d.children))
+            todo.extend((indent, flat, style, c) for c in reversed(d.children))
         elif kind is _Nest:
-            todo.append((indent + d.indent, flat, d.child))
+            todo.append((indent + d.indent, flat, style, d.child))
+        elif kind is _Color:
+            todo.append((indent, flat, d.style, d.child))
         else:
-            todo.append((indent, flat or d.width <= width - column, d.child))
+            todo.append((indent, flat or d.width <= width - column, style, d.child))
     return "".join(out)

@@ -835,7 +835,7 @@ class StagedTrace:
 
     def __init__(self, closed, out_tree):
         self.closed = closed
-        live = core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr), closed.consts)
+        live = core.ClosedJaxpr(pe.drop_unused_eqns(closed.jaxpr), closed.consts)
         self.program, self.consts = pe.convert_constvars_to_invars(live)
         self.out_tree = out_tree
 

@@ -285,10 +285,13 @@ class Jaxpr:
     in_avals = property(lambda self: [v.aval for v in self.invars])
     out_avals = property(lambda self: [v.aval for v in self.outvars])
 
-    def __repr__(self):
-        return pp_jaxpr(self)
+    def __str__(self):
+        return self.pretty_print()
 
-    __str__ = __repr__
+    __repr__ = __str__
+
+    def pretty_print(self, **options):
+        return pretty_print_jaxpr(self, **options)
 
 
 # ------------------------------------------------------------------------- caches
@@ -333,13 +336,13 @@ class ClosedJaxpr:
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
 
-    def __repr__(self):
-        return pp_jaxpr(self.jaxpr)
+    def __str__(self):
+        return self.jaxpr.pretty_print()
 
-    __str__ = __repr__
+    __repr__ = __str__
 
-    def pretty_print(self):
-        return pp_jaxpr(self.jaxpr)
+    def pretty_print(self, **options):
+        return pretty_print_jaxpr(self.jaxpr, **options)
 
 
 _programs_with_derived: "weakref.WeakSet[ClosedJaxpr]" = weakref.WeakSet()
@@ -358,9 +361,13 @@ def _clear_derived_programs():
 # with their types (2.0:f32[]), and `_` for an equation's output nothing reads.
 
 class _Namer:
-    def __init__(self):
+    """Names variables as they are first printed; carries the printing options."""
+
+    def __init__(self, print_shapes=True, custom_rules=True):
         self.names = {}
         self.fresh = 0
+        self.print_shapes = print_shapes     # variables' types after their names
+        self.custom_rules = custom_rules     # pp_params_rules, else every parameter
 
     def __call__(self, v):
         if isinstance(v, Literal):
@@ -430,13 +437,16 @@ def _pp_param_value(value, namer):
 
 
 def _pp_vars(vs, names, separator="", typed=False):
-    docs = [pp.text(names(v) + (f":{v.aval.str_short()}" if typed else "")) for v in vs]
+    docs = [pp.text(names(v)) + pp.color(pp.text(f":{v.aval.str_short()}"),
+                                         pp.TYPE_ANNOTATION) if typed else pp.text(names(v))
+            for v in vs]
     return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), docs)))
 
 
 def _eqn_doc(eqn, namer, unread=frozenset()):
-    outs = _pp_vars(eqn.outvars, lambda v: "_" if v.id in unread else namer(v), typed=True)
-    rule = pp_params_rules.get(eqn.primitive)
+    outs = _pp_vars(eqn.outvars, lambda v: "_" if v.id in unread else namer(v),
+                    typed=namer.print_shapes)
+    rule = pp_params_rules.get(eqn.primitive) if namer.custom_rules else None
     params = rule(eqn, namer) if rule else sorted(eqn.params.items())
     rhs = [pp.text(eqn.primitive.name)]
     if params:
@@ -454,14 +464,16 @@ def _jaxpr_doc(jaxpr, namer):
     read = {v.id for e in jaxpr.eqns for v in e.invars if type(v) is Var}
     read.update(v.id for v in jaxpr.outvars if type(v) is Var)
     unread = frozenset(v.id for e in jaxpr.eqns for v in e.outvars if v.id not in read)
-    consts = _pp_vars(jaxpr.constvars, namer, typed=True)
-    ins = _pp_vars(jaxpr.invars, namer, typed=True)
+    consts = _pp_vars(jaxpr.constvars, namer, typed=namer.print_shapes)
+    ins = _pp_vars(jaxpr.invars, namer, typed=namer.print_shapes)
     eqns = pp.join(pp.brk("; "), [_eqn_doc(e, namer, unread) for e in jaxpr.eqns])
     outs = pp.concat([pp.text("("), _pp_vars(jaxpr.outvars, namer, separator=","),
                       pp.text(",)" if len(jaxpr.outvars) == 1 else ")")])
+    keyword = lambda word: pp.color(pp.text(word), pp.KEYWORD)  # noqa: E731
     return pp.group(pp.nest(2, pp.concat([
-        pp.text("{ lambda "), consts, pp.text("; "), ins, pp.text(". let"),
-        pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outs]))) + pp.text(" }")
+        pp.text("{ "), keyword("lambda "), consts, pp.text("; "), ins, pp.text(". "),
+        keyword("let"), pp.nest(2, pp.brk() + eqns), pp.brk(), keyword("in "),
+        outs]))) + pp.text(" }")
 
 
 def pp_eqn(eqn, name=None):
@@ -470,6 +482,29 @@ def pp_eqn(eqn, name=None):
 
 def pp_jaxpr(jaxpr: Jaxpr, name=None):
     return pp.format(_jaxpr_doc(jaxpr, name or _Namer()))
+
+
+def _jax_default_use_color():
+    # JAX's own decision (a terminal or a notebook, and its jax_pprint_use_color flag),
+    # so that impl's programs print in colour exactly where JAX's do.
+    from jax._src import pretty_printer
+    return pretty_printer.CAN_USE_COLOR and pretty_printer._PPRINT_USE_COLOR.value
+
+
+def pretty_print_jaxpr(jaxpr: Jaxpr, *, source_info=False, print_shapes=True,
+                       name_stack=False, custom_pp_eqn_rules=True, print_effects=False,
+                       width=80, use_color=None) -> str:
+    """JAX's `Jaxpr.pretty_print`: types after variables unless `print_shapes=False`,
+    every parameter as is with `custom_pp_eqn_rules=False`, ANSI colours with
+    `use_color` (None: where JAX would use them)."""
+    for flag, value in (("source_info", source_info), ("name_stack", name_stack),
+                        ("print_effects", print_effects)):
+        if value:
+            raise NotImplementedError(f"pretty_print: {flag}=True is not supported by impl")
+    if use_color is None:
+        use_color = _jax_default_use_color()
+    namer = _Namer(print_shapes=print_shapes, custom_rules=custom_pp_eqn_rules)
+    return pp.format(_jaxpr_doc(jaxpr, namer), width=width, use_color=use_color)
 
 
 # ------------------------------------------------------------------------ primitives

@@ -1,13 +1,13 @@
 """User batching rules, as jax.custom_batching: custom_vmap and sequential_vmap.
 
 Calling a custom_vmap function inside a transformation binds `custom_vmap_call` with the
-staged function (`call`) and the user's rule. vmap runs the rule; evaluation, jit and
+staged function (`call_jaxpr`) and the user's rule. vmap runs the rule; evaluation, jit and
 lowering run the function. Its jvp is one call, as in JAX: its program is the jvp of
-`call` and its rule the jvp of the user's rule (told which arguments have both primal
-and tangent batched, under a vmap of those batched alone). Partial evaluation splits
-that call into the primal call and a tangent call linear in the tangents, whose
-transpose is its program's: so impl also differentiates custom_vmap functions in
-reverse mode, which JAX refuses. `defjvp` on a custom_vmap function (through a nested
+`call_jaxpr` and its rule the jvp of the user's rule (told which arguments have both primal
+and tangent batched, under a vmap of those batched alone). Reverse mode (linearize,
+grad, vjp) reaching that call raises JAX's ValueError, as JAX cannot split it into a
+known primal and a linear tangent part; vmap outside the differentiation runs the rule
+first, which then differentiates. `defjvp` on a custom_vmap function (through a nested
 custom_jvp, in either order) differentiates in forward and reverse mode.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from impl.primitives._define import define
 
 # ------------------------------------------------------------------ the primitive
 
-def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, name,
+def _custom_vmap_call_batch(axis_data, vals, dims, *, call_jaxpr, rule, num_consts, name,
                             jvp_of=None):
     size = axis_data.size
     vals, dims = move_batch_to_front(vals, dims)
@@ -53,29 +53,28 @@ def _custom_vmap_call_batch(axis_data, vals, dims, *, call, rule, num_consts, na
     return list(outs), [0 if b else None for b in out_batched]
 
 
-def _jvp_program(call, nonzeros, num_consts, with_primals):
+def _jvp_program(call, nonzeros, num_consts):
     """The jvp of `call` with its operands ordered (consts, nonzero tangents of the
-    consts, args, nonzero tangents of the args), giving the primal outputs (if
-    `with_primals`) and the nonzero output tangents; and which output tangents are
-    nonzero. (The constants and their tangents lead: they are the call's constants,
-    which its batching rule keeps unbatched.)"""
-    key = ("custom_vmap_jvp", tuple(nonzeros), num_consts, with_primals)
+    consts, args, nonzero tangents of the args), giving the primal outputs and the
+    nonzero output tangents; and which output tangents are nonzero. (The constants and
+    their tangents lead: they are the call's constants, which its batching rule keeps
+    unbatched.)"""
+    key = ("custom_vmap_jvp", tuple(nonzeros), num_consts)
     hit = call._cache.get(key)
     if hit is None:
         jvp, out_nonzero = ad.jvp_jaxpr(call, nonzeros)
-        j, n = jvp.jaxpr, len(call.out_avals)
+        j = jvp.jaxpr
         n_in, n_const_ts = len(nonzeros), sum(nonzeros[:num_consts])
         order = (list(range(num_consts)) + list(range(n_in, n_in + n_const_ts)) +
                  list(range(num_consts, n_in)) + list(range(n_in + n_const_ts,
                                                             len(j.invars))))
-        outvars = j.outvars if with_primals else j.outvars[n:]
-        program = pe.dce_jaxpr(core.Jaxpr(j.constvars, [j.invars[i] for i in order],
-                                          outvars, j.eqns))
+        program = pe.drop_unused_eqns(core.Jaxpr(j.constvars, [j.invars[i] for i in order],
+                                          j.outvars, j.eqns))
         call._cache[key] = hit = (core.ClosedJaxpr(program, jvp.consts), out_nonzero)
     return hit
 
 
-def _jvp_of_rule(rule, const_avals, arg_avals, nonzeros, out_nonzero, with_primals):
+def _jvp_of_rule(rule, const_avals, arg_avals, nonzeros, out_nonzero):
     """The batching rule of the jvp of a call (operands ordered as in `_jvp_program`):
     forward mode through the user's rule, with respect to the arguments and the
     function's constants. As in JAX, the rule is told that an argument is batched only
@@ -112,14 +111,13 @@ def _jvp_of_rule(rule, const_avals, arg_avals, nonzeros, out_nonzero, with_prima
                                        const_ts + tangents)
             out_ts = [materialize(Zero(ad.tangent_aval(get_aval(o)))) if type(t) is Zero
                       else t for o, t, nz in zip(outs, out_ts, out_nonzero) if nz]
-            return (list(outs) if with_primals else []) + out_ts
+            return list(outs) + out_ts
 
         res = batching.batch_with_dims(differentiated_rule, args + nz_ts,
                                        [0 if e else None for e in extra], size,
                                        axis_name, None)
-        out_batched = [b for b, nz in zip(store["out_batched"], out_nonzero) if nz]
-        if with_primals:
-            out_batched = list(store["out_batched"]) + out_batched
+        out_batched = list(store["out_batched"]) + [
+            b for b, nz in zip(store["out_batched"], out_nonzero) if nz]
         return ([t if d is None else batching.moveaxis(t, d, 0) for t, d in res],
                 [b or d is not None for b, (_, d) in zip(out_batched, res)])
 
@@ -134,16 +132,18 @@ def _split_jvp_operands(primals, tangents, num_consts):
              *nz[n_const_ts:]], num_consts + n_const_ts)
 
 
-def _custom_vmap_call_jvp(primals, tangents, *, call, rule, num_consts, name, jvp_of=None):
+def _custom_vmap_call_jvp(primals, tangents, *, call_jaxpr, rule, num_consts, name,
+                          jvp_of=None):
     # One call computes primal outputs and tangents, as in JAX, so that its batching
     # rule sees primals and tangents together. Partial evaluation (reverse mode) splits
     # it into the primal call and a call linear in the tangents.
+    call = call_jaxpr
     nonzeros = [type(t) is not Zero for t in tangents]
-    jvp_call, out_nonzero = _jvp_program(call, nonzeros, num_consts, True)
+    jvp_call, out_nonzero = _jvp_program(call, nonzeros, num_consts)
     jvp_rule = _jvp_of_rule(rule, call.in_avals[:num_consts], call.in_avals[num_consts:],
-                            nonzeros, out_nonzero, True)
+                            nonzeros, out_nonzero)
     operands, nc = _split_jvp_operands(primals, tangents, num_consts)
-    outs = custom_vmap_call_p.bind(*operands, call=jvp_call, rule=jvp_rule, num_consts=nc,
+    outs = custom_vmap_call_p.bind(*operands, call_jaxpr=jvp_call, rule=jvp_rule, num_consts=nc,
                                    name=name, jvp_of=(call, rule, num_consts, tuple(nonzeros)))
     n = len(call.out_avals)
     it = iter(outs[n:])
@@ -151,36 +151,34 @@ def _custom_vmap_call_jvp(primals, tangents, *, call, rule, num_consts, name, jv
                       for nz, a in zip(out_nonzero, call.out_avals)]
 
 
-def _custom_vmap_call_partial_eval(trace, args, *, call, rule, num_consts, name,
+LINEARIZE_ERROR = (
+    "Linearization failed to produce known values for all output primals. This is "
+    "typically caused by attempting to differentiate a function uses an operation "
+    "that does not support reverse-mode autodiff.")
+
+
+def _custom_vmap_call_partial_eval(trace, args, *, call_jaxpr, rule, num_consts, name,
                                    jvp_of=None):
-    """The jvp of a call with known primals and unknown tangents (linearize, reverse
-    mode): the primal call runs now; the tangent call, linear in the tangents (its
-    transpose is that of its program), is staged. JAX refuses reverse mode here."""
-    params = dict(call=call, rule=rule, num_consts=num_consts, name=name)
-    if jvp_of is None:
-        return trace.stage(custom_vmap_call_p, args, params)
-    p_call, p_rule, p_nc, nonzeros = jvp_of
-    nc_ts = sum(nonzeros[:p_nc])
-    consts, const_ts = args[:p_nc], args[p_nc:p_nc + nc_ts]
-    n_args = len(p_call.in_avals) - p_nc
-    p_args, arg_ts = args[p_nc + nc_ts:p_nc + nc_ts + n_args], args[p_nc + nc_ts + n_args:]
-    primals = list(consts) + list(p_args)
-    if any(trace.is_own(x) for x in primals):
-        return trace.stage(custom_vmap_call_p, args, dict(params, jvp_of=jvp_of))
-    outs = trace.bind_known(custom_vmap_call_p, primals,
-                            dict(call=p_call, rule=p_rule, num_consts=p_nc, name=name))
-    tangent_call, out_nonzero = _jvp_program(p_call, nonzeros, p_nc, False)
-    tangent_rule = _jvp_of_rule(p_rule, p_call.in_avals[:p_nc], p_call.in_avals[p_nc:],
-                                nonzeros, out_nonzero, False)
-    t_outs = trace.stage(custom_vmap_call_p, args,
-                         dict(call=tangent_call, rule=tangent_rule, num_consts=num_consts,
-                              name=f"jvp({name})"))
-    return list(outs) + list(t_outs)
+    """Staged whole when an operand is unknown. The jvp of a call with known primals
+    and unknown tangents (linearize, reverse mode) would need its primal outputs known:
+    as in JAX, that raises."""
+    params = dict(call_jaxpr=call_jaxpr, rule=rule, num_consts=num_consts, name=name)
+    if jvp_of is not None:
+        p_call, p_nc, nonzeros = jvp_of[0], jvp_of[2], jvp_of[3]
+        n_primal_consts = p_nc + sum(nonzeros[:p_nc])
+        n_args = len(p_call.in_avals) - p_nc
+        primals = (list(args[:p_nc])
+                   + list(args[n_primal_consts:n_primal_consts + n_args]))
+        if not any(trace.is_own(x) for x in primals):
+            raise ValueError(LINEARIZE_ERROR)
+        params["jvp_of"] = jvp_of
+    return trace.stage(custom_vmap_call_p, args, params)
 
 
-def _custom_vmap_call_transpose(cts, *args, call, rule, num_consts, name, jvp_of=None):
-    # A tangent call is linear in its tangent operands: transpose its program.
-    return ad.backward_pass(call.jaxpr, call.consts, args, cts)
+def _custom_vmap_call_transpose(cts, *args, call_jaxpr, rule, num_consts, name,
+                                jvp_of=None):
+    # A custom_vmap function that is linear: transpose its program.
+    return ad.backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, args, cts)
 
 
 custom_vmap_call_p = define("custom_vmap_call", **program_call_rules("custom_vmap_call"),
@@ -264,7 +262,7 @@ class custom_vmap(CustomRuleFunction):
             return call_substituted(consts, const_vals, run_rule, size, in_batched, vals,
                                     axis_name)
 
-        outs = custom_vmap_call_p.bind(*consts, *layout.operands, call=program,
+        outs = custom_vmap_call_p.bind(*consts, *layout.operands, call_jaxpr=program,
                                        rule=flat_rule, num_consts=len(consts), name=name)
         return tree_unflatten(out_tree, outs)
 

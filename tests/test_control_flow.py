@@ -276,6 +276,56 @@ def test_scan(prog, args, request):
           vmap_axes=[(None, 1, None)] if len(args) == 3 else ())
 
 
+def scan_split_transpose(B, split=True):
+    """A scan whose body closes over w and u (an rnn cell), with the transpose split in
+    two loops on impl; JAX 0.10 accepts the flag and transposes unsplit."""
+    w = x32(3, 3, seed=7) * 0.5
+
+    def loss(h0, xs, u):
+        def cell(h, x):
+            h = B.np.tanh(h @ (w * u) + x)
+            return h, B.np.sum(h * w[0])
+        h, ys = B.lax.scan(cell, h0, xs, reverse=True, _split_transpose=split)
+        return B.np.sum(h) + B.np.sum(ys * ys)
+    return loss
+
+
+def test_scan_split_transpose_gives_the_unsplit_values():
+    args = (x32(3), x32(5, 3, seed=1), F32(0.7))
+    with jax.numpy_dtype_promotion("strict"):
+        got, want = [B.api.jit(B.api.value_and_grad(scan_split_transpose(B),
+                                                    argnums=(0, 1, 2)))(*args)
+                     for B in (IMPL, JAX)]
+    assert_trees_close(got, want)
+
+
+def test_scan_split_transpose_is_two_loops():
+    args = (x32(3), x32(6, 3, seed=1), F32(0.7))
+
+    def scans(split):
+        ir = impl.make_jaxpr(impl.grad(scan_split_transpose(IMPL, split),
+                                       argnums=(0, 1, 2)))(*args)
+        return [(e.params["reverse"], e.params["num_carry"])
+                for e in ir.eqns if e.primitive is cf.scan_p]
+    # forward; the carry recurrence; the steps' cotangents of the closed-over values,
+    # a loop without carries
+    assert scans(True) == [(True, 1), (False, 1), (False, 0)]
+    assert scans(False) == [(True, 1), (False, 2)]    # u's cotangent accumulated
+
+
+def test_weak_initial_carry_takes_a_narrow_integer_dtype_under_strict_promotion():
+    def prog(B):
+        xs = np.ones(5, np.int8)
+        c, ys = B.lax.scan(lambda c, x: (c + x, x), 0, xs)
+        w = B.lax.while_loop(lambda v: v < 2, lambda v: v + np.int16(1), 0)
+        return c, ys, w
+    with jax.numpy_dtype_promotion("strict"):
+        got, want = prog(IMPL), prog(JAX)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.weak_type == w.weak_type
+        np.testing.assert_array_equal(g, w)
+
+
 def test_scan_float64():
     xs = np.random.RandomState(0).normal(size=(6, 3))
     check(scan_rnn, np.ones(3), xs, np.float64(0.3), rtol=1e-12, atol=1e-12, vmap=False)

@@ -471,7 +471,7 @@ def _eqn(closed, name):
     """The equation of primitive `name` in the program as it runs: make_jaxpr keeps
     unused equations (as JAX's does), dead-code removal then drops what they hold."""
     from impl.interpreters import partial_eval as pe
-    (eqn,) = [e for e in pe.dce_jaxpr(closed.jaxpr).eqns if e.primitive.name == name]
+    (eqn,) = [e for e in pe.drop_unused_eqns(closed.jaxpr).eqns if e.primitive.name == name]
     return eqn
 
 

@@ -40,6 +40,15 @@ PROGRAMS = {
         x * y + z, N.sin(x), N.exp(y) - z * 3.0), (F, F, F)),
     "a program longer than a line": (lambda J, N, L: lambda a: sum(
         N.sin(a) * float(i) for i in range(30)), (F,)),
+    "scan (impl's _split_transpose parameter unprinted when unset)": (
+        lambda J, N, L: lambda c, xs: L.scan(lambda c, x: (c * x, c + x), c, xs),
+        (F, np.ones(3, np.float32))),
+    "broadcast_in_dim: its shape is the result's type": (
+        lambda J, N, L: lambda x, s: (L.broadcast_in_dim(x, (2, 3), (1,)),
+                                      L.broadcast_in_dim(s, (3,), ())),
+        (np.ones(3, np.float32), F)),
+    "a Python int with a weak float enters as a float": (
+        lambda J, N, L: lambda x: (2 * x, N.multiply(3, N.cos(x))), (1.0,)),
     "integer and boolean literals": (lambda J, N, L: lambda i: (i + np.int32(3), i > 2),
                                      (np.int32(1),)),
 }
@@ -51,6 +60,12 @@ def test_make_jaxpr_prints_as_jax(name):
     want, got = [str(J.make_jaxpr(make(J, N, L))(*args))
                  for J, N, L in APIS.values()]
     assert got == want
+
+
+def test_a_rules_integer_constant_prints_as_a_float():
+    # tanh's derivative 1 - tanh(x)**2: JAX's rule's constant is 1.0:f32[]
+    for J, N, L in APIS.values():
+        assert "sub 1.0:f32[]" in str(J.make_jaxpr(J.grad(N.tanh))(F))
 
 
 def test_the_layout_breaks_only_what_does_not_fit():

@@ -1,10 +1,11 @@
 """Run test classes of JAX's own test suite against impl.
 
-    python tools/jax_suite.py FOLDER MODULE:CLASS[.PREFIX] ... [--reference] [-v]
+    python tools/jax_suite.py FOLDER MODULE:CLASS[.PREFIX] ... [-k TEXT] [--reference] [-v]
 
 FOLDER holds JAX test files (for example custom_api_test.py from JAX's tests/); each
 selection names a module of it, a test class and optionally a test-name prefix
-(`custom_api_test:CustomTransposeTest.test_linear_call`). The tests run with
+(`custom_api_test:CustomTransposeTest.test_linear_call`; `-k TEXT` keeps the tests whose
+name contains TEXT). The tests run with
 `import jax`, `jax.numpy`, `jax.lax`, `jax._src.api`, ... resolving to impl's modules,
 while JAX's test utilities (`jax._src.test_util`: JaxTestCase, its strict dtype
 promotion, its tolerances) stay JAX's. A name impl lacks is taken from JAX and
@@ -24,7 +25,30 @@ import sys
 import types
 import unittest
 
-# JAX module -> impl module that stands in for it (None: a package of proxies only).
+def _internal_parallel():
+    """JAX-internal `pargmax`/`pargmin` (the batching tests call them), composed of impl's
+    public collectives: the lowest index along the axis holding the extreme value."""
+    import numpy as np
+    import impl.lax as lax
+    import impl.numpy as jnp
+
+    def arg_of(x, best, axis_name):
+        unset = np.iinfo(np.int32).max
+        return lax.pmin(jnp.where(x == best, lax.axis_index(axis_name), unset), axis_name)
+
+    def pargmax(x, axis_name):
+        return arg_of(x, lax.pmax(x, axis_name), axis_name)
+
+    def pargmin(x, axis_name):
+        return arg_of(x, lax.pmin(x, axis_name), axis_name)
+
+    mod = types.ModuleType("impl_internal_parallel")
+    mod.pargmax, mod.pargmin = pargmax, pargmin
+    return mod
+
+
+# JAX module -> impl module that stands in for it (None: a package of proxies only; a
+# function: builds the module).
 STAND_INS = {
     "jax": "impl",
     "jax.numpy": "impl.numpy",
@@ -48,7 +72,18 @@ STAND_INS = {
     "jax._src.interpreters.ad": "impl.interpreters.ad",
     "jax._src.interpreters.batching": "impl.interpreters.batching",
     "jax._src.interpreters.partial_eval": "impl.interpreters.partial_eval",
+    "jax._src.lax": None,
+    "jax._src.lax.parallel": _internal_parallel,
+    "jax.interpreters": None,
+    "jax.interpreters.ad": "impl.interpreters.ad",
+    "jax.interpreters.batching": "impl.interpreters.batching",
+    "jax.interpreters.partial_eval": "impl.interpreters.partial_eval",
 }
+
+# Names that stay JAX's although their module stands in: a test file defining its own
+# primitive registers it in JAX's internal tables (mlir lowerings, batchers), which only
+# JAX's Primitive fits; impl's primitives are not registered that way.
+KEPT_JAX = {"jax._src.core.Primitive"}
 
 fallbacks: collections.Counter = collections.Counter()
 
@@ -68,6 +103,8 @@ class StandIn(types.ModuleType):
         if caller.split(".")[0] in ("jax", "impl"):
             # JAX's and impl's own lazy imports (`from jax import lax` in a function)
             # must keep meaning JAX.
+            return getattr(jax_mod, attr)
+        if f"{self.__name__}.{attr}" in KEPT_JAX:
             return getattr(jax_mod, attr)
         child = STAND_INS_LOADED.get(f"{self.__name__}.{attr}")
         if child is not None:
@@ -130,7 +167,8 @@ def install_stand_ins():
     jax._src.test_util.check_grads = impl.test_util.check_grads
     for name in sorted(STAND_INS, key=lambda n: n.count(".")):
         impl_name = STAND_INS[name]
-        impl_mod = importlib.import_module(impl_name) if impl_name else None
+        impl_mod = (impl_name() if callable(impl_name) else
+                    importlib.import_module(impl_name) if impl_name else None)
         STAND_INS_LOADED[name] = StandIn(name, impl_mod, importlib.import_module(name))
     sys.modules.update(STAND_INS_LOADED)
 
@@ -145,11 +183,12 @@ class Tally(unittest.TextTestResult):
         self.passed.append(test)
 
 
-def select(module, spec):
+def select(module, spec, contains=""):
     cls_name, _, prefix = spec.partition(".")
     cls = getattr(module, cls_name)
     loader = unittest.TestLoader()
-    names = [n for n in loader.getTestCaseNames(cls) if n.startswith(prefix or "test")]
+    names = [n for n in loader.getTestCaseNames(cls)
+             if n.startswith(prefix or "test") and contains in n]
     return cls_name + (f".{prefix}" if prefix else ""), \
         unittest.TestSuite(cls(n) for n in names)
 
@@ -164,6 +203,8 @@ def main(argv=None):
     parser.add_argument("folder")
     parser.add_argument("selections", nargs="+", help="MODULE:CLASS[.PREFIX]")
     parser.add_argument("--reference", action="store_true", help="run on JAX itself")
+    parser.add_argument("-k", dest="contains", default="",
+                        help="only the tests whose name contains this text")
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("--tracebacks", action="store_true",
                         help="print each failure's whole traceback")
@@ -178,7 +219,7 @@ def main(argv=None):
     for spec in args.selections:
         mod_name, _, cls_spec = spec.partition(":")
         module = importlib.import_module(mod_name)
-        label, suite = select(module, cls_spec)
+        label, suite = select(module, cls_spec, args.contains)
         stream = open(os.devnull, "w") if not args.verbose else sys.stderr
         result = unittest.TextTestRunner(stream=stream, resultclass=Tally,
                                          verbosity=2 if args.verbose else 0).run(suite)

@@ -13,7 +13,7 @@
   differentiated after its trace ended), `SubstitutionTrace` replaces those values by
   their current counterparts, the operands the primitive carries for them.
 * evaluation, abstract evaluation and lowering of primitives that carry their primal
-  program as the `call` parameter.
+  program as the `call_jaxpr` parameter.
 * `SymbolicZero` (what rules see of a zero tangent) and the conversions between it,
   impl's internal `Zero` and arrays; running a rule under a new vmap
   (`batch_flat_rule`) and fixing its output batch dims (`BatchedOutDims`).
@@ -41,6 +41,22 @@ tree_unflatten = tree_util.tree_unflatten
 
 def name_of(fun):
     return getattr(fun, "__name__", type(fun).__name__)
+
+
+def named_as(fn, user_fn):
+    """`fn`, a flat wrapper of the user's rule `user_fn`, named as it: programs print a
+    rule parameter by its function's name, which is the user's in JAX."""
+    fn.__name__ = name_of(user_fn)
+    return fn
+
+
+def printed_call_params(eqn, namer):
+    """A custom call's parameters as JAX prints them: `name` first, then the others in
+    name order; the count of closed-over constants among the operands, which JAX keeps
+    in its program instead, only when there are some."""
+    p = eqn.params
+    return [("name", p["name"])] + sorted(
+        (k, v) for k, v in p.items() if k != "name" and (k != "num_consts" or v))
 
 
 def type_str(aval):
@@ -285,17 +301,17 @@ def check_program_args(what, avals, expected):
 
 
 def program_call_rules(prim_name):
-    """Evaluation, abstract evaluation and lowering of a primitive whose `call`
+    """Evaluation, abstract evaluation and lowering of a primitive whose `call_jaxpr`
     parameter is the staged primal program it applies to all of its operands."""
-    def impl(*args, call, name, **_):
-        return eval_program(call, args)
+    def impl(*args, call_jaxpr, name, **_):
+        return eval_program(call_jaxpr, args)
 
-    def abstract_eval(*avals, call, name, **_):
-        check_program_args(f"{prim_name} of {name}", avals, call.in_avals)
-        return call.out_avals
+    def abstract_eval(*avals, call_jaxpr, name, **_):
+        check_program_args(f"{prim_name} of {name}", avals, call_jaxpr.in_avals)
+        return call_jaxpr.out_avals
 
-    def lower(*args, call, **_):
-        return lowering.eval_jaxpr_lowered(call.jaxpr, call.consts, args)
+    def lower(*args, call_jaxpr, **_):
+        return lowering.eval_jaxpr_lowered(call_jaxpr.jaxpr, call_jaxpr.consts, args)
 
     return dict(multiple_results=True, impl=impl, abstract_eval=abstract_eval, lowering=lower,
                 sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)

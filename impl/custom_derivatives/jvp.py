@@ -1,7 +1,7 @@
 """custom_jvp: a Python function with its own forward-mode rule.
 
 Calling a custom_jvp function inside a transformation stages the function to a program
-and binds `custom_jvp_call` with that program (`call`) and the user's rule, wrapped as a
+and binds `custom_jvp_call` with that program (`call_jaxpr`) and the user's rule, wrapped as a
 function of flat operands (`jvp`). Its jvp rule runs the user's rule with the current
 trace set to the JVPTrace's parent, so higher orders just work; vmap batches the program
 and wraps the rule in a vmap; a linear custom_jvp function transposes through its
@@ -12,6 +12,8 @@ tangent known to be zero, and any rule may return one.
 """
 from __future__ import annotations
 
+import functools
+
 from jax import tree_util
 
 from impl import core
@@ -19,10 +21,11 @@ from impl.core import Tracer, get_aval
 from impl.custom_derivatives.common import (
     ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, batch_flat_rule,
     call_substituted, check_jaxtypes, closed_over_error, describe, from_rule, is_eager,
-    is_float, landing_trace, match_batch, move_batch_to_front, name_of, program_call_rules,
-    run_at_eval, split_jvp_operands, to_rule, tree_flatten, tree_unflatten, type_str,
-    zero_tangent_value)
+    is_float, landing_trace, match_batch, move_batch_to_front, name_of, named_as,
+    printed_call_params, program_call_rules, run_at_eval, split_jvp_operands, to_rule,
+    tree_flatten, tree_unflatten, type_str, zero_tangent_value)
 from impl.interpreters import ad, batching
+from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
 from impl.primitives._define import define
 from impl.primitives.elementwise import stop_gradient_p
@@ -49,26 +52,31 @@ def _stop_gradient(x):
 
 # ------------------------------------------------------------------ the primitive
 
-def _custom_jvp_call_jvp(primals, tangents, *, call, jvp, num_consts, name):
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name,
+                         symbolic_zeros):
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise closed_over_error("custom_jvp", name, CustomJVPException)
     return jvp(list(primals[:num_consts]), list(primals[num_consts:]),
                list(tangents[num_consts:]))
 
 
-def _custom_jvp_call_transpose(cts, *args, call, jvp, num_consts, name):
+def _custom_jvp_call_transpose(cts, *args, call_jaxpr, jvp, num_consts, name,
+                               symbolic_zeros):
     # A custom_jvp function that is linear (its rule applies it to the tangents):
     # transpose its program.
-    return ad.backward_pass(call.jaxpr, call.consts, args, cts)
+    return ad.backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, args, cts)
 
 
-def _custom_jvp_call_batch(axis_data, vals, dims, *, call, jvp, num_consts, name):
+def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts, name,
+                           symbolic_zeros):
     vals, dims = move_batch_to_front(vals, dims)
-    bcall, out_dims = batching.batch_jaxpr(call, axis_data, [get_aval(v) for v in vals], dims)
+    bcall, out_dims = batching.batch_jaxpr(call_jaxpr, axis_data, [get_aval(v) for v in vals],
+                                           dims)
     const_dims, arg_dims = dims[:num_consts], dims[num_consts:]
     out_dims = BatchedOutDims(out_dims, f"custom_jvp rule of {name}")
     size = axis_data.size
 
+    @functools.partial(named_as, user_fn=jvp)
     def batched_jvp(consts, args, ts):
         nc, n = len(consts), len(args)
 
@@ -84,15 +92,35 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call, jvp, num_consts, name
         return ([match_batch(size, pd, w, p) for (p, pd), w in zip(res[:k], want)],
                 [match_batch(size, td, w, t) for (t, td), w in zip(res[k:], want)])
 
-    outs = custom_jvp_call_p.bind(*vals, call=bcall, jvp=batched_jvp, num_consts=num_consts,
-                                  name=name)
+    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=bcall, jvp=batched_jvp,
+                                  num_consts=num_consts, name=name,
+                                  symbolic_zeros=symbolic_zeros)
     out_dims.staged = True
     return outs, out_dims.dims
 
 
+def _custom_jvp_call_dce(used_outputs, eqn):
+    """The call computing the used outputs only: its program pruned, its rule giving
+    those outputs (and their tangents)."""
+    p = eqn.params
+    program, _ = pe.dce_closed_jaxpr(p["call_jaxpr"], used_outputs, keep_inputs=True)
+    jvp = p["jvp"]
+
+    @functools.partial(named_as, user_fn=jvp)
+    def used_jvp(consts, args, ts):
+        outs, out_ts = jvp(consts, args, ts)
+        return ([o for o, u in zip(outs, used_outputs) if u],
+                [t for t, u in zip(out_ts, used_outputs) if u])
+
+    return core.JaxprEqn(eqn.primitive, eqn.invars,
+                         [v for v, u in zip(eqn.outvars, used_outputs) if u],
+                         dict(p, call_jaxpr=program, jvp=used_jvp))
+
+
 custom_jvp_call_p = define("custom_jvp_call", **program_call_rules("custom_jvp_call"),
                            jvp=_custom_jvp_call_jvp, transpose=_custom_jvp_call_transpose,
-                           batching=_custom_jvp_call_batch)
+                           batching=_custom_jvp_call_batch, dce=_custom_jvp_call_dce)
+core.pp_params_rules[custom_jvp_call_p] = printed_call_params
 
 
 # --------------------------------------------------------------- validating rules
@@ -224,12 +252,14 @@ class custom_jvp(CustomRuleFunction):
         program, consts, out_tree = self._stage_primal(layout, f"custom_jvp function {name}")
         out_avals = program.out_avals
 
+        @functools.partial(named_as, user_fn=self.jvp)
         def flat_jvp(const_vals, ops, ts):
             return call_substituted(consts, const_vals, self._run_rule, layout, ops, ts,
                                     (out_tree, out_avals))[:2]
 
-        outs = custom_jvp_call_p.bind(*consts, *layout.operands, call=program, jvp=flat_jvp,
-                                      num_consts=len(consts), name=name)
+        outs = custom_jvp_call_p.bind(*consts, *layout.operands, call_jaxpr=program,
+                                      jvp=flat_jvp, num_consts=len(consts), name=name,
+                                      symbolic_zeros=self.symbolic_zeros)
         return tree_unflatten(out_tree, outs)
 
     def _rule_only(self, trace, layout):

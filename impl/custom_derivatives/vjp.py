@@ -1,7 +1,7 @@
 """custom_vjp: a Python function with its own reverse-mode rule (fwd, bwd).
 
 Calling a custom_vjp function inside a transformation binds `custom_vjp_call` with the
-staged function (`call`) and the user's fwd and bwd wrapped as functions of flat
+staged function (`call_jaxpr`) and the user's fwd and bwd wrapped as functions of flat
 operands. Its jvp rule runs fwd and emits `custom_lin` on the input tangents:
 `custom_lin` is linear in them, and its transpose calls bwd (reverse mode). Evaluating
 `custom_lin` transposes bwd (forward mode, which JAX refuses: impl supports it when bwd
@@ -15,6 +15,7 @@ replaces by the primal function when no residual is used.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -26,7 +27,7 @@ from impl.custom_derivatives.common import (
     ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, batch_flat_rule,
     call_substituted, check_jaxtypes, closed_over_error, describe, eval_program, is_eager,
     is_float, landing_trace, materialize, match_batch, move_batch_to_front, name_of,
-    program_call_rules, run_at_eval, split_jvp_operands, stage, to_rule, tree_flatten,
+    named_as, printed_call_params, program_call_rules, run_at_eval, split_jvp_operands, stage, to_rule, tree_flatten,
     tree_unflatten, type_str)
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
@@ -61,7 +62,8 @@ def custom_vjp_primal_tree_values(tree):
 
 # ------------------------------------------------------------------ custom_vjp_call
 
-def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts, name):
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name,
+                         symbolic_zeros):
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise closed_over_error("custom_vjp", name, CustomVJPException)
     consts, args = list(primals[:num_consts]), list(primals[num_consts:])
@@ -74,22 +76,25 @@ def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts, name)
     lin_outs = custom_lin_p.bind(
         *res, *[t for t, p in zip(ts, perturbed) if p], num_res=len(res),
         num_consts=num_consts, bwd=bwd, res_avals=tuple(get_aval(r) for r in res),
-        ct_avals=out_avals, perturbed=tuple(perturbed), name=name)
+        ct_avals=out_avals, perturbed=tuple(perturbed), name=name,
+        symbolic_zeros=symbolic_zeros)
     it = iter(lin_outs)
     return outs, [next(it) if is_float(a) else Zero(ad.tangent_aval(a)) for a in out_avals]
 
 
-def _custom_vjp_call_batch(axis_data, vals, dims, *, call, fwd, bwd, num_consts, name):
+def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_consts,
+                           name, symbolic_zeros):
     vals, dims = move_batch_to_front(vals, dims)
     avals = [get_aval(v) for v in vals]
-    bcall, call_dims = batching.batch_jaxpr(call, axis_data, avals, dims)
+    bcall, call_dims = batching.batch_jaxpr(call_jaxpr, axis_data, avals, dims)
     const_dims, arg_dims = dims[:num_consts], dims[num_consts:]
     arg_avals = avals[num_consts:]
-    n_out = len(call.out_avals)
+    n_out = len(call_jaxpr.out_avals)
     out_dims = BatchedOutDims(call_dims, f"custom_vjp fwd of {name}")
     res_dims = {}
     size = axis_data.size
 
+    @functools.partial(named_as, user_fn=fwd)
     def batched_fwd(consts, args, perturbed):
         nc = len(consts)
 
@@ -106,6 +111,7 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call, fwd, bwd, num_consts,
         return outs, [match_batch(size, d, None if d is None else 0, r)
                       for r, d in res[n_out:]]
 
+    @functools.partial(named_as, user_fn=bwd)
     def batched_bwd(consts, res, cts):
         nc, nr = len(consts), len(res)
 
@@ -119,14 +125,40 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call, fwd, bwd, num_consts,
                 match_batch(size, d, want, c, sum_if_unbatched=True)
                 for (c, d), want, a in zip(outs, arg_dims, arg_avals)]
 
-    outs = custom_vjp_call_p.bind(*vals, call=bcall, fwd=batched_fwd, bwd=batched_bwd,
-                                  num_consts=num_consts, name=name)
+    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=bcall, fwd=batched_fwd, bwd=batched_bwd,
+                                  num_consts=num_consts, name=name,
+                                  symbolic_zeros=symbolic_zeros)
     out_dims.staged = True
     return outs, out_dims.dims
 
 
+def _custom_vjp_call_dce(used_outputs, eqn):
+    """The call computing the used outputs only: its program pruned, fwd giving those
+    outputs (and every residual), bwd seeing zero cotangents for the others."""
+    p = eqn.params
+    program, _ = pe.dce_closed_jaxpr(p["call_jaxpr"], used_outputs, keep_inputs=True)
+    fwd, bwd, out_avals = p["fwd"], p["bwd"], p["call_jaxpr"].out_avals
+
+    @functools.partial(named_as, user_fn=fwd)
+    def used_fwd(consts, args, perturbed):
+        outs, res = fwd(consts, args, perturbed)
+        return [o for o, u in zip(outs, used_outputs) if u], res
+
+    @functools.partial(named_as, user_fn=bwd)
+    def used_bwd(consts, res, cts):
+        it = iter(cts)
+        return bwd(consts, res, [next(it) if u else Zero(ad.tangent_aval(a))
+                                 for u, a in zip(used_outputs, out_avals)])
+
+    return core.JaxprEqn(eqn.primitive, eqn.invars,
+                         [v for v, u in zip(eqn.outvars, used_outputs) if u],
+                         dict(p, call_jaxpr=program, fwd=used_fwd, bwd=used_bwd))
+
+
 custom_vjp_call_p = define("custom_vjp_call", **program_call_rules("custom_vjp_call"),
-                           jvp=_custom_vjp_call_jvp, batching=_custom_vjp_call_batch)
+                           jvp=_custom_vjp_call_jvp, batching=_custom_vjp_call_batch,
+                           dce=_custom_vjp_call_dce)
+core.pp_params_rules[custom_vjp_call_p] = printed_call_params
 
 
 # ---------------------------------------------------------------------- custom_lin
@@ -173,7 +205,8 @@ def _bwd_program(bwd, num_consts, res_avals, ct_avals, perturbed):
     return hit
 
 
-def _custom_lin_apply(*args, num_res, num_consts, bwd, res_avals, ct_avals, perturbed, name):
+def _custom_lin_apply(*args, num_res, num_consts, bwd, res_avals, ct_avals, perturbed, name,
+                      symbolic_zeros):
     """Forward mode through custom_vjp: the transpose of ct -> bwd(res, ct) applied to
     the input tangents. Needs bwd to be linear (and transposable) in ct."""
     res, ts = args[:num_res], args[num_res:]
@@ -210,7 +243,7 @@ def _custom_lin_batch(axis_data, vals, dims, **params):
 
 
 def _custom_lin_transpose(cts, *args, num_res, num_consts, bwd, res_avals, ct_avals,
-                          perturbed, name):
+                          perturbed, name, symbolic_zeros):
     res = args[:num_res]
     if any(ad.is_undefined_primal(r) for r in res):
         raise TypeError(f"custom_vjp of {name}: residuals depend on the linear inputs")
@@ -222,6 +255,19 @@ custom_lin_p = define("custom_lin", multiple_results=True, impl=_custom_lin_appl
                       abstract_eval=_custom_lin_abstract_eval, lowering=_custom_lin_lowering,
                       jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
                       batching=_custom_lin_batch)
+
+
+def _custom_lin_printed_params(eqn, namer):
+    """As JAX prints custom_lin: which inputs have no tangent (`in_zeros`) rather than
+    which are perturbed; the types and names it derives from its operands left out."""
+    p = eqn.params
+    return [("bwd", p["bwd"]), ("in_zeros", [not x for x in p["perturbed"]]),
+            *([("num_consts", p["num_consts"])] if p["num_consts"] else []),
+            ("num_res", p["num_res"] - p["num_consts"]),
+            ("symbolic_zeros", p["symbolic_zeros"])]
+
+
+core.pp_params_rules[custom_lin_p] = _custom_lin_printed_params
 
 
 # ----------------------------------------------------------------------- remat_opt
@@ -459,17 +505,20 @@ class custom_vjp(CustomRuleFunction):
         program, consts, out_tree = self._stage_primal(layout, f"custom_vjp function {name}")
         rules.expect(out_tree, program.out_avals)
 
+        @functools.partial(named_as, user_fn=self.fwd)
         def flat_fwd(const_vals, ops, perturbed):
             return call_substituted(consts, const_vals, rules.run_fwd, ops, perturbed)
 
         if self.optimize_remat:
             flat_fwd = _staged_fwd(flat_fwd, program, rules.op_avals)
 
+        @functools.partial(named_as, user_fn=self.bwd)
         def flat_bwd(const_vals, res, cts):
             return call_substituted(consts, const_vals, rules.run_bwd, res, cts)
 
-        outs = custom_vjp_call_p.bind(*consts, *layout.operands, call=program, fwd=flat_fwd,
-                                      bwd=flat_bwd, num_consts=len(consts), name=name)
+        outs = custom_vjp_call_p.bind(*consts, *layout.operands, call_jaxpr=program,
+                                      fwd=flat_fwd, bwd=flat_bwd, num_consts=len(consts),
+                                      name=name, symbolic_zeros=self.symbolic_zeros)
         return tree_unflatten(out_tree, outs)
 
 
@@ -518,9 +567,10 @@ class _VJPRules:
             out_avals = tuple(get_aval(o) for o in outs)
             lin_outs = custom_lin_p.bind(
                 *res, *[t for t, p in zip(tangents, perturbed) if p], num_res=len(res),
-                num_consts=0, bwd=lambda consts, res, cts: self.run_bwd(res, cts),
+                num_consts=0, bwd=named_as(lambda consts, res, cts: self.run_bwd(res, cts),
+                                           self.bwd),
                 res_avals=tuple(get_aval(r) for r in res), ct_avals=out_avals,
-                perturbed=tuple(perturbed), name=self.name)
+                perturbed=tuple(perturbed), name=self.name, symbolic_zeros=self.symbolic)
         it = iter(lin_outs)
         out_ts = [next(it) if is_float(a) else Zero(ad.tangent_aval(a)) for a in out_avals]
         return tree_unflatten(self.out_tree,

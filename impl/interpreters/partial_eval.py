@@ -139,7 +139,7 @@ class JaxprTrace(core.Trace):
         jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
         if not dce:
             return ClosedJaxpr(jaxpr, self.consts)
-        jaxpr = dce_jaxpr(jaxpr)
+        jaxpr = drop_unused_eqns(jaxpr)
         # Constants only dropped equations used are dropped too (fewer residuals).
         used = {v.id for e in jaxpr.eqns for v in e.invars if type(v) is Var}
         used.update(v.id for v in jaxpr.outvars if type(v) is Var)
@@ -160,7 +160,7 @@ def has_effects(eqn) -> bool:
                for e in j.eqns)
 
 
-def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+def drop_unused_eqns(jaxpr: Jaxpr) -> Jaxpr:
     """Drop equations whose outputs nothing uses (except those with side effects)."""
     live = {v.id for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
@@ -186,7 +186,7 @@ def dce_closed_jaxpr(closed: ClosedJaxpr, used_outputs, keep_inputs=False):
     drop what nothing downstream reads."""
     j = closed.jaxpr
     keep = core.bools_per(keep_inputs, len(j.invars))
-    body = dce_jaxpr(Jaxpr(j.constvars, j.invars,
+    body = drop_unused_eqns(Jaxpr(j.constvars, j.invars,
                            [v for v, u in zip(j.outvars, used_outputs) if u], j.eqns))
     read = {v.id for e in body.eqns for v in e.invars if type(v) is Var}
     read.update(v.id for v in body.outvars if type(v) is Var)
@@ -194,6 +194,20 @@ def dce_closed_jaxpr(closed: ClosedJaxpr, used_outputs, keep_inputs=False):
     invars = [v for v, u in zip(j.invars, used_inputs) if u]
     return ClosedJaxpr(Jaxpr(j.constvars, invars, body.outvars, body.eqns),
                        closed.consts), used_inputs
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs, instantiate=False) -> tuple[Jaxpr, list]:
+    """JAX's signature: the program computing only the outputs flagged in
+    `used_outputs`, without the inputs it no longer reads (unless `instantiate`, a bool
+    or one flag per input, keeps them), and the flags of the inputs kept."""
+    closed, used_inputs = dce_closed_jaxpr(ClosedJaxpr(jaxpr, ()), used_outputs,
+                                           instantiate)
+    return closed.jaxpr, used_inputs
+
+
+def close_jaxpr(jaxpr: Jaxpr) -> ClosedJaxpr:
+    """A program without constvars as a closed program (JAX's name)."""
+    return ClosedJaxpr(jaxpr, ())
 
 
 def trace_to_jaxpr(fun, in_avals, *, forward_known=False, dce=True

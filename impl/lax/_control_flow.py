@@ -158,8 +158,10 @@ def _promote_weak_carry(init, in_avals, out_avals):
     changed, new = False, []
     for x, a, b in zip(init, in_avals, out_avals):
         if a.weak_type and not _typematch(a, b):
-            dtype = jax.numpy.result_type(jax.ShapeDtypeStruct(a.shape, a.dtype,
-                                                               weak_type=True), b.dtype)
+            # a Python scalar of the carry's kind stands for its weak type (which strict
+            # promotion lets combine with any dtype of that kind)
+            weak = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}.get(a.dtype.kind, 0.0)
+            dtype = jax.numpy.result_type(weak, b.dtype)
             x, changed = convert_element_type(x, dtype), True
         new.append(x)
     return new if changed else None
@@ -458,11 +460,13 @@ def _scan_length(xs, length):
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
-    """Loop `f(carry, x) -> (carry, y)` over the leading axis of `xs`, stacking the ys."""
+    """Loop `f(carry, x) -> (carry, y)` over the leading axis of `xs`, stacking the ys.
+    `_split_transpose=True` makes the scan's transpose (reverse-mode differentiation) two
+    loops: the carry recurrence, then the cotangents of what the body closes over, whose
+    steps do not depend on each other (same values, more memory: the carry cotangents of
+    every step are stored)."""
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
-    if _split_transpose:
-        raise NotImplementedError("scan: _split_transpose=True is not supported by impl")
     init_flat, init_tree = tree_flatten(init)
     xs_flat, xs_tree = tree_flatten(xs)
     for x in init_flat + xs_flat:
@@ -508,7 +512,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     _check_carry("scan body", f, init_tree, in_avals, carry_tree, body.out_avals[:n])
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=body, length=length,
                        reverse=bool(reverse), unroll=unroll, num_consts=len(consts),
-                       num_carry=n)
+                       num_carry=n, _split_transpose=bool(_split_transpose))
     return tree_unflatten(carry_tree, outs[:n]), tree_unflatten(ys_tree, outs[n:])
 
 

@@ -73,6 +73,15 @@ def _lattice_rep(aval):
     return aval.dtype
 
 
+def _weak_scalar(a, dtype):
+    """The Python scalar `a` as one of the kind of `dtype` (a weak result's)."""
+    if dtype.kind == "c":
+        return complex(a)
+    if dtype.kind in "biu":
+        return a
+    return float(a)   # float dtypes, ml_dtypes' (bfloat16, ...) included
+
+
 def promote(*args):
     """Cast operands to their common dtype (keeping Python scalars weak)."""
     dtype, weak = result_dtype(*args)
@@ -80,7 +89,9 @@ def promote(*args):
     for a in args:
         aval = get_aval(a)
         if isinstance(a, (int, float, complex, bool)) and not isinstance(a, np.generic):
-            out.append(np.array(a, dtype) if not weak else a)
+            # a weak result keeps the scalar a Python scalar, of the result's kind (2 in
+            # 2 * x for a weak float x enters the program as 2.0, as in JAX)
+            out.append(np.array(a, dtype) if not weak else _weak_scalar(a, dtype))
         elif aval.dtype != dtype:
             out.append(ew.convert_element_type(a, dtype, weak_type=weak))
         else:

@@ -34,7 +34,7 @@ from impl.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
 from impl.primitives._define import define
 from impl.primitives.elementwise import select_n
 from impl.primitives.reductions import reduce_max
-from impl.primitives.shape import broadcast_in_dim
+from impl.primitives.shape import broadcast_in_dim, reduce_sum
 
 
 # ------------------------------------------------------------------------ helpers
@@ -419,7 +419,7 @@ def _while_partial_eval(trace, args, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     body_known, _, _, _ = pe.partial_eval_jaxpr(body_jaxpr, bconst_uk + carry_uk, carry_uk)
     n_known = len(carry_uk) - sum(carry_uk)
     body_known = pe.reorder_jaxpr(body_known, out_order=range(n_known))
-    body_known = core.ClosedJaxpr(pe.dce_jaxpr(body_known.jaxpr), body_known.consts)
+    body_known = core.ClosedJaxpr(pe.drop_unused_eqns(body_known.jaxpr), body_known.consts)
     cconsts, bconsts, init = _split(args, cond_nconsts, body_nconsts)
     known_cc = [x for x, u in zip(cconsts, cconst_uk) if not u]
     known_bc = [x for x, u in zip(bconsts, bconst_uk) if not u]
@@ -482,7 +482,8 @@ while_p = define(
 # scan(*consts, *init, *xs, jaxpr, length, reverse, unroll, num_consts, num_carry):
 # the body maps (consts, carry, x slices) to (carry, y slices); ys are stacked.
 
-def _scan_aval(*args, jaxpr, length, reverse, unroll, num_consts, num_carry):
+def _scan_aval(*args, jaxpr, length, reverse, unroll, num_consts, num_carry,
+               _split_transpose):
     consts, init, xs = _split(args, num_consts, num_carry)
     for x in xs:
         if not x.shape or x.shape[0] != length:
@@ -495,7 +496,8 @@ def _scan_aval(*args, jaxpr, length, reverse, unroll, num_consts, num_carry):
     return list(carry_out) + [_batched_aval(y, length) for y in ys]
 
 
-def _scan_lower(*args, jaxpr, length, reverse, unroll, num_consts, num_carry):
+def _scan_lower(*args, jaxpr, length, reverse, unroll, num_consts, num_carry,
+                _split_transpose):
     consts, init, xs = _split(args, num_consts, num_carry)
     body_fn = _lowered(jaxpr)
 
@@ -508,7 +510,8 @@ def _scan_lower(*args, jaxpr, length, reverse, unroll, num_consts, num_carry):
     return list(carry) + list(ys)
 
 
-def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, num_carry):
+def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, num_carry,
+              _split_transpose):
     consts, init, xs = _split(primals, num_consts, num_carry)
     const_t, init_t, xs_t = _split(tangents, num_consts, num_carry)
     const_nz = [type(t) is not Zero for t in const_t]
@@ -542,7 +545,8 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, 
     carry_t = [instantiate_zeros(t) for t, nz in zip(init_t, carry_nz) if nz]
     outs = scan_p.bind(*consts, *_pick(const_nz, const_t), *init, *carry_t, *xs,
                        *_pick(xs_nz, xs_t), jaxpr=body, length=length, reverse=reverse,
-                       unroll=unroll, num_consts=nc + tc, num_carry=nk + tk)
+                       unroll=unroll, num_consts=nc + tc, num_carry=nk + tk,
+                       _split_transpose=_split_transpose)
     carry, carry_t, ys, ys_t = _split(outs, nk, tk, num_ys)
     carry_t, ys_t = iter(carry_t), iter(ys_t)
     out_t = ([next(carry_t) if nz else Zero(ad.tangent_aval(get_aval(c)))
@@ -553,7 +557,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, 
 
 
 def _scan_batch(axis_data, vals, dims, *, jaxpr, length, reverse, unroll, num_consts,
-                num_carry):
+                num_carry, _split_transpose):
     consts, init, xs = _split(vals, num_consts, num_carry)
     cdims, idims, xdims = _split(dims, num_consts, num_carry)
     const_b = [d is not None for d in cdims]
@@ -572,7 +576,8 @@ def _scan_batch(axis_data, vals, dims, *, jaxpr, length, reverse, unroll, num_co
             for x, d, b in zip(init, idims, carry_b)]
     xs = _batch_dims_to(xs, xdims, 1)    # axis 0 is the scanned one
     outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, length=length, reverse=reverse,
-                       unroll=unroll, num_consts=num_consts, num_carry=num_carry)
+                       unroll=unroll, num_consts=num_consts, num_carry=num_carry,
+                       _split_transpose=_split_transpose)
     out_dims = ([0 if b else None for b in carry_b]
                 + [None if d is None else 1 for d in out_dims[num_carry:]])
     return outs, out_dims
@@ -610,7 +615,7 @@ def _scan_split_body(jaxpr, num_consts, num_carry, unknowns):
     idx = lambda flags: [i for i, f in enumerate(flags) if f]  # noqa: E731
     known_loop = pe.reorder_jaxpr(known, out_order=[
         *range(n_known_out), *[n_known_out + i for i in idx(stacked)]])
-    known_loop = core.ClosedJaxpr(pe.dce_jaxpr(known_loop.jaxpr), known_loop.consts)
+    known_loop = core.ClosedJaxpr(pe.drop_unused_eqns(known_loop.jaxpr), known_loop.consts)
 
     def hoisted(*consts):
         loop_inputs = [_zeros(a) for a in known.in_avals[n_kc:]]
@@ -632,7 +637,7 @@ def _scan_split_body(jaxpr, num_consts, num_carry, unknowns):
 
 
 def _scan_partial_eval(trace, args, *, jaxpr, length, reverse, unroll, num_consts,
-                       num_carry):
+                       num_carry, _split_transpose):
     unknowns = [trace.is_own(x) for x in args]
     s = _memo(jaxpr, ("scan_pe", num_consts, num_carry, tuple(unknowns)),
               lambda: _scan_split_body(jaxpr, num_consts, num_carry, unknowns))
@@ -645,7 +650,7 @@ def _scan_partial_eval(trace, args, *, jaxpr, length, reverse, unroll, num_const
     n_kc, n_kk = s["n_kc"], s["n_kk"]
     outs = trace.bind_known(scan_p, known_in, dict(
         jaxpr=s["known"], length=length, reverse=reverse, unroll=unroll,
-        num_consts=n_kc, num_carry=n_kk))
+        num_consts=n_kc, num_carry=n_kk, _split_transpose=_split_transpose))
     num_ys = len(jaxpr.out_avals) - num_carry
     n_known_out = n_kk + num_ys - sum(s["out_uk"][num_carry:])
     known_outs, res_stacked = outs[:n_known_out], outs[n_known_out:]
@@ -657,11 +662,13 @@ def _scan_partial_eval(trace, args, *, jaxpr, length, reverse, unroll, num_const
                  + _pick(xs_uk, xs) + xs_res + res_stacked)
     staged = trace.stage(scan_p, staged_in, dict(
         jaxpr=s["unknown"], length=length, reverse=reverse, unroll=unroll,
-        num_consts=len(const_res) + sum(const_uk), num_carry=sum(carry_uk)))
+        num_consts=len(const_res) + sum(const_uk), num_carry=sum(carry_uk),
+        _split_transpose=_split_transpose))
     return _merge(s["out_uk"], known_outs, staged)
 
 
-def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_carry):
+def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_carry,
+                    _split_transpose):
     consts, init, xs = _split(args, num_consts, num_carry)
     const_lin = [is_undefined_primal(x) for x in consts]
     xs_lin = [is_undefined_primal(x) for x in xs]
@@ -675,16 +682,33 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_
     lin_const_avals = [x.aval for x in consts if is_undefined_primal(x)]
     res_c_avals = tuple(get_aval(x) for x in res_consts)
     res_x_avals = tuple(example_aval(a) for a in map(get_aval, res_xs))
-    body_t = _memo(jaxpr, ("scan_transpose", tuple(const_lin), tuple(xs_lin), tuple(ys_nz),
-                           res_c_avals, res_x_avals),
-                   lambda: _scan_transposed_body(jaxpr, num_consts, num_carry, const_lin,
-                                                 xs_lin, ys_nz, res_c_avals, res_x_avals))
-    outs = scan_p.bind(*res_consts, *[_zeros(a) for a in lin_const_avals],
-                       *[instantiate_zeros(ct) for ct in ct_carry], *_pick(ys_nz, ct_ys),
-                       *res_xs, jaxpr=body_t, length=length, reverse=not reverse,
-                       unroll=unroll, num_consts=len(res_consts),
-                       num_carry=len(lin_const_avals) + num_carry)
-    ct_consts, ct_init, ct_xs = _split(outs, len(lin_const_avals), num_carry)
+
+    def body_t(part):
+        return _memo(jaxpr, ("scan_transpose", part, tuple(const_lin), tuple(xs_lin),
+                             tuple(ys_nz), res_c_avals, res_x_avals),
+                     lambda: _scan_transposed_body(jaxpr, num_consts, num_carry, const_lin,
+                                                   xs_lin, ys_nz, res_c_avals, res_x_avals,
+                                                   part))
+
+    loop = dict(length=length, reverse=not reverse, unroll=unroll,
+                num_consts=len(res_consts), _split_transpose=_split_transpose)
+    ct_carry = [instantiate_zeros(ct) for ct in ct_carry]
+    ct_ys = _pick(ys_nz, ct_ys)
+    if _split_transpose and lin_const_avals:
+        # Two loops: the carry recurrence (also giving the xs' cotangents and, stacked,
+        # the carry cotangent each step received), then the consts' cotangents of every
+        # step from those, independent of each other, summed over the steps.
+        outs = scan_p.bind(*res_consts, *ct_carry, *ct_ys, *res_xs,
+                           jaxpr=body_t("carries"), num_carry=num_carry, **loop)
+        ct_init, ct_xs, ct_carry_steps = _split(outs, num_carry, sum(xs_lin))
+        per_step = scan_p.bind(*res_consts, *ct_carry_steps, *ct_ys, *res_xs,
+                               jaxpr=body_t("consts"), num_carry=0, **loop)
+        ct_consts = [reduce_sum(c, (0,)) for c in per_step]
+    else:
+        outs = scan_p.bind(*res_consts, *[_zeros(a) for a in lin_const_avals], *ct_carry,
+                           *ct_ys, *res_xs, jaxpr=body_t("whole"),
+                           num_carry=len(lin_const_avals) + num_carry, **loop)
+        ct_consts, ct_init, ct_xs = _split(outs, len(lin_const_avals), num_carry)
     ct_consts, ct_xs = iter(ct_consts), iter(ct_xs)
     return ([next(ct_consts) if lin else None for lin in const_lin]
             + [ct if lin else None for ct, lin in zip(ct_init, init_lin)]
@@ -692,13 +716,18 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_
 
 
 def _scan_transposed_body(jaxpr, num_consts, num_carry, const_lin, xs_lin, ys_nz,
-                          res_c_avals, res_x_avals):
-    """Body of the transposed scan: (residual consts; cotangent accumulators of the
-    linear consts, carry cotangents; output cotangents, residual xs) -> (accumulators,
-    carry cotangents; cotangents of the linear xs)."""
+                          res_c_avals, res_x_avals, part):
+    """Body of the transposed scan, one step of the body's backward pass. `part`
+    "whole": (residual consts; cotangent accumulators of the linear consts, carry
+    cotangents; output cotangents, residual xs) -> (accumulators, carry cotangents;
+    cotangents of the linear xs). For the split transpose, "carries": (residual consts;
+    carry cotangents; output cotangents, residual xs) -> (carry cotangents; cotangents
+    of the linear xs, the carry cotangents received), and "consts": (residual consts;
+    ; carry cotangents received, output cotangents, residual xs) -> (; the step's
+    cotangents of the linear consts)."""
     c_avals, k_avals, x_avals = _split(jaxpr.in_avals, num_consts, num_carry)
     _, y_avals = _split(jaxpr.out_avals, num_carry)
-    acc_avals = _pick(const_lin, c_avals)
+    acc_avals = _pick(const_lin, c_avals) if part == "whole" else []
     n_rc, n_acc, n_k, n_y = len(res_c_avals), len(acc_avals), num_carry, sum(ys_nz)
 
     def body(*args):
@@ -713,13 +742,20 @@ def _scan_transposed_body(jaxpr, num_consts, num_carry, const_lin, xs_lin, ys_nz
                                     for nz, a in zip(ys_nz, y_avals)]
         cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, primals, cts_out)
         ct_c, ct_k, ct_x = _split(cts_in, num_consts, num_carry)
-        acc = [instantiate_zeros(ad.add_tangents(a, c))
-               for a, c in zip(acc, _pick(const_lin, ct_c))]
-        return (acc + [instantiate_zeros(c) for c in ct_k]
-                + [instantiate_zeros(c) for c in _pick(xs_lin, ct_x)])
+        ct_c = _pick(const_lin, ct_c)
+        if part == "consts":
+            return [instantiate_zeros(c) for c in ct_c]
+        carries_and_xs = ([instantiate_zeros(c) for c in ct_k]
+                          + [instantiate_zeros(c) for c in _pick(xs_lin, ct_x)])
+        if part == "carries":
+            return carries_and_xs + list(ct_carry)
+        return [instantiate_zeros(ad.add_tangents(a, c))
+                for a, c in zip(acc, ct_c)] + carries_and_xs
 
     in_avals = [*res_c_avals, *acc_avals, *k_avals,
                 *[a for a, nz in zip(y_avals, ys_nz) if nz], *res_x_avals]
+    # staging drops what a part does not return (the backward pass computes every
+    # cotangent)
     return pe.make_closed_jaxpr(body, in_avals)
 
 
@@ -739,6 +775,12 @@ def _scan_dce(used_outputs, eqn):
                               num_carry=sum(used_carry)))
 
 
+def _scan_printed_params(eqn, namer):
+    """JAX 0.10 has no `_split_transpose` parameter: printed only when set."""
+    return sorted((k, v) for k, v in eqn.params.items()
+                  if k != "_split_transpose" or v)
+
+
 scan_p = define(
     "scan", multiple_results=True, collective=True,
     abstract_eval=_scan_aval, lowering=_scan_lower,
@@ -746,3 +788,4 @@ scan_p = define(
     jvp=_scan_jvp, transpose=_scan_transpose, batching=_scan_batch,
     partial_eval=_scan_partial_eval, dce=_scan_dce,
     sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
+core.pp_params_rules[scan_p] = _scan_printed_params

@@ -270,10 +270,23 @@ ge_p = _binop("ge", lax.ge, ad.zero_jvp, out_dtype=np.bool_)
 add_any_p = _binop("add_any", lax.add, ad.linear_jvp, transpose=_add_transpose)
 
 
-def add(x, y): return add_p.bind(x, y)
-def sub(x, y): return sub_p.bind(x, y)
-def mul(x, y): return mul_p.bind(x, y)
-def div(x, y): return div_p.bind(x, y)
+def _int_as(n, other):
+    """A Python int written in a rule (1 - x*x) as a scalar of the other operand's
+    kind, so that it enters the program as JAX's rules' constants do (1.0:f32[])."""
+    if type(n) is not int or isinstance(other, (int, float, complex, bool)):
+        return n
+    aval = get_aval(other)
+    if aval.dtype.kind in "biu":
+        return n
+    if aval.weak_type:   # stays a Python scalar, so that the result stays weak
+        return complex(n) if aval.dtype.kind == "c" else float(n)
+    return np.array(n, aval.dtype)
+
+
+def add(x, y): return add_p.bind(_int_as(x, y), _int_as(y, x))
+def sub(x, y): return sub_p.bind(_int_as(x, y), _int_as(y, x))
+def mul(x, y): return mul_p.bind(_int_as(x, y), _int_as(y, x))
+def div(x, y): return div_p.bind(_int_as(x, y), _int_as(y, x))
 def eq(x, y): return eq_p.bind(x, y)
 def gt(x, y): return gt_p.bind(x, y)
 def lt(x, y): return lt_p.bind(x, y)

@@ -101,7 +101,7 @@ def _chunk_map_partial_eval(trace, args, *, jaxpr, mapped, num_chunks):
     forwarded = [j if j is not None and not known_mapped[j] else None for j in forwarded]
     kept = known.jaxpr.outvars[:n_known] + [v for v, j in zip(known.jaxpr.outvars[n_known:],
                                                                 forwarded) if j is None]
-    known = core.ClosedJaxpr(pe.dce_jaxpr(Jaxpr(known.jaxpr.constvars, known.jaxpr.invars,
+    known = core.ClosedJaxpr(pe.drop_unused_eqns(Jaxpr(known.jaxpr.constvars, known.jaxpr.invars,
                                                 kept, known.jaxpr.eqns)), known.consts)
     with core.set_current_trace(trace.parent):
         known_outs = bind_chunk_map(known, known_args, known_mapped, num_chunks)

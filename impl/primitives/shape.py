@@ -96,6 +96,16 @@ broadcast_in_dim_p = define(
     batching=_broadcast_in_dim_batch, sharding_rule=_broadcast_in_dim_sharding)
 
 
+def _broadcast_in_dim_printed_params(eqn, namer):
+    """As JAX prints it: the shape and sharding are the result's type, and no
+    broadcast_dimensions when there are none."""
+    dims = eqn.params["broadcast_dimensions"]
+    return [("broadcast_dimensions", dims)] if dims else []
+
+
+core.pp_params_rules[broadcast_in_dim_p] = _broadcast_in_dim_printed_params
+
+
 # -------------------------------------------------------------------- reshape
 
 def _reshape_aval(x, *, new_sizes, out_sharding=None):
