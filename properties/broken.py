@@ -755,6 +755,9 @@ def jit_rejects_python_scalars(base):
                 raise TypeError("jit_rejects_python_scalars: a Python scalar argument")
             return jf(*args, **kwargs)
         return run
+    return {"jit": jit}
+
+
 def jit_refuses_static_argnames(base):
     """jit raises on ``static_argnames`` (a crash on a valid program, not a wrong value)."""
     def jit(fun=None, **kw):

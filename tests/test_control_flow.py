@@ -653,10 +653,10 @@ def test_primitive_rejects_mismatched_bodies():
     jaxpr = impl.make_jaxpr(lambda c, x: (c + x, c))(F32(0.), F32(0.))
     with pytest.raises(TypeError, match="scan: operands"):
         cf.scan_p.bind(np.int32(0), x32(3), jaxpr=jaxpr, length=3, reverse=False, unroll=1,
-                       num_consts=0, num_carry=1)
+                       num_consts=0, num_carry=1, _split_transpose=False)
     with pytest.raises(TypeError, match="leading axis of length 4"):
         cf.scan_p.bind(F32(0.), x32(3), jaxpr=jaxpr, length=4, reverse=False, unroll=1,
-                       num_consts=0, num_carry=1)
+                       num_consts=0, num_carry=1, _split_transpose=False)
 
 
 # ------------------------------------------------------- broken rules are caught

@@ -134,8 +134,6 @@ def test_bad_updates():
     with pytest.raises(ValueError, match=r"at\[\]\.add: values of shape \(3,\) cannot be "
                                          r"broadcast to the indexed shape \(5,\)"):
         _IndexUpdateHelper(x)[1].add(np.ones(3))
-    with pytest.raises(NotImplementedError, match="out_sharding"):
-        _IndexUpdateHelper(x)[1].set(0.0, out_sharding=object())
     with pytest.raises(ValueError, match="mode"):
         _IndexUpdateHelper(x)[1].set(0.0, mode="wrap-around")
 
