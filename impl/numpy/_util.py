@@ -88,6 +88,13 @@ def promote(*args):
     return out
 
 
+def strong(x):
+    """`x` without its weak type: JAX's reductions (sum, max, min, ...) give a strongly
+    typed result even for a weakly typed operand."""
+    aval = get_aval(x)
+    return ew.convert_element_type(x, aval.dtype, weak_type=False) if aval.weak_type else x
+
+
 def broadcast_shapes(*shapes):
     """NumPy's broadcasting, comparing sizes with == only, so that a size that is not a
     static int (the ragged length of a pile element under vmap) broadcasts with itself."""
@@ -110,7 +117,8 @@ def broadcast_to(array, shape, *, out_sharding=None):
     x = array
     aval = get_aval(x)
     if aval.shape == tuple(shape):
-        return x
+        # Even when nothing grows the result is an array, never the scalar passed in.
+        return x if isinstance(x, (Tracer, jax.Array)) else asarray(x)
     shape = tuple(int(d) for d in shape)
     nd = len(shape) - aval.ndim
     if nd < 0:
