@@ -271,17 +271,25 @@ def _reduce_axes_tuple(reduce_axes):
 
 # ------------------------------------------------------------------------ grad
 
-def _argnums_tuple(argnums, nargs, name):
+def _argnums_tuple(argnums, nargs, name, *, too_few_args_is_type_error=False):
+    """`argnums` as (whether it was a single int, the nonnegative indices). As in JAX,
+    grad reports an index past the last argument as too few arguments (TypeError) and
+    every other out-of-range index, negative ones included, as a ValueError."""
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     for a in nums:
         if not isinstance(a, int):
             raise TypeError(f"{name}: argnums must be an int or a tuple of ints, got {argnums!r}")
+    if too_few_args_is_type_error and nums and max(nums) >= nargs:
+        raise TypeError(f"{name}: differentiating with respect to argnums={argnums!r} "
+                        f"requires at least {max(nums) + 1} positional "
+                        f"arguments to be passed by the caller, but got only {nargs} "
+                        "positional arguments.")
+    for a in nums:
         if not -nargs <= a < nargs:
-            raise TypeError(f"{name}: differentiating with respect to argnums={argnums!r} "
-                            f"requires at least {(a if a >= 0 else -a - 1) + 1} positional "
-                            f"arguments to be passed by the caller, but got only {nargs} "
-                            "positional arguments.")
+            raise ValueError("Positional argument indices, e.g. for `static_argnums`, must "
+                             "have value greater than or equal to -len(args) and less than "
+                             f"len(args), but got value {a} for len(args) == {nargs}.")
     return single, tuple(a % nargs for a in nums)
 
 
@@ -358,7 +366,8 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), "grad")
+        single, nums = _argnums_tuple(argnums, len(args), "grad",
+                                       too_few_args_is_type_error=True)
         dyn = tuple(args[i] for i in nums)
         _check_grad_inputs(dyn, "grad", allow_int, holomorphic)
         f_partial = _partial_over(fun, args, nums, kwargs)
