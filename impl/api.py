@@ -211,17 +211,30 @@ class _Pullback(_LinearMap):
             raise ValueError(f"unexpected tree structure of the cotangent: the vjp function "
                              f"expects the structure of the primal output {self.out_tree}, "
                              f"got {ct_tree}")
-        for i, (c, a) in enumerate(zip(flat_ct, self.primal_out_avals)):
-            ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise ValueError(f"vjp: cotangent leaf {i} has shape {ca.shape}, but the "
-                                 f"primal output has shape {a.shape}")
+        for c, a in zip(flat_ct, self.primal_out_avals):
+            _check_cotangent_type(c, a)
         cts = flat_ct + [Zero(a) for a in self.aux_tangent_avals]
         cts_in = self.linearized(residuals).transpose(cts)
         if self.reduce_axes:
             cts_in = [collectives.sum_cotangent(p, c, self.reduce_axes)
                       for p, c in zip(flat_p, cts_in)]
         return tree_unflatten(self.in_tree, [_zero_cotangent(c) for c in cts_in])
+
+
+def _check_cotangent_type(ct, primal_aval):
+    """As JAX's vjp functions: a cotangent has its output's cotangent shape and dtype
+    (weak types aside), checked before any rule runs; for an output without a tangent
+    space (integers, bools) any cotangent goes."""
+    expected = ad.tangent_aval(primal_aval)
+    if expected.dtype == float0:
+        return
+    got = get_aval(ct)
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        raise ValueError(
+            "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
+            f"got {got.strip_weak_type()}, but expected {expected.strip_weak_type()} "
+            "because the corresponding output of the differentiated function had JAX type "
+            f"{primal_aval.strip_weak_type()}")
 
 
 def _check_avals(what, values, avals):
