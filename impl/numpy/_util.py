@@ -81,7 +81,10 @@ def promote(*args):
         aval = get_aval(a)
         if isinstance(a, (int, float, complex, bool)) and not isinstance(a, np.generic):
             out.append(np.array(a, dtype) if not weak else a)
-        elif aval.dtype != dtype:
+        elif aval.dtype != dtype or aval.weak_type != weak:
+            # A weakly typed operand meeting a strong one is converted even when its dtype
+            # already fits, as JAX does: the conversion's transpose gives its cotangent
+            # the operand's weak type back.
             out.append(ew.convert_element_type(a, dtype, weak_type=weak))
         else:
             out.append(a)
