@@ -213,17 +213,30 @@ class _Pullback(_LinearMap):
             raise ValueError(f"unexpected tree structure of the cotangent: the vjp function "
                              f"expects the structure of the primal output {self.out_tree}, "
                              f"got {ct_tree}")
-        for i, (c, a) in enumerate(zip(flat_ct, self.primal_out_avals)):
-            ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise ValueError(f"vjp: cotangent leaf {i} has shape {ca.shape}, but the "
-                                 f"primal output has shape {a.shape}")
+        for c, a in zip(flat_ct, self.primal_out_avals):
+            _check_cotangent_type(c, a)
         cts = flat_ct + [Zero(a) for a in self.aux_tangent_avals]
         cts_in = self.linearized(residuals).transpose(cts)
         if self.reduce_axes:
             cts_in = [collectives.sum_cotangent(p, c, self.reduce_axes)
                       for p, c in zip(flat_p, cts_in)]
         return tree_unflatten(self.in_tree, [_zero_cotangent(c) for c in cts_in])
+
+
+def _check_cotangent_type(ct, primal_aval):
+    """As JAX's vjp functions: a cotangent has its output's cotangent shape and dtype
+    (weak types aside), checked before any rule runs; for an output without a tangent
+    space (integers, bools) any cotangent goes."""
+    expected = ad.tangent_aval(primal_aval)
+    if expected.dtype == float0:
+        return
+    got = get_aval(ct)
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        raise ValueError(
+            "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
+            f"got {got.strip_weak_type()}, but expected {expected.strip_weak_type()} "
+            "because the corresponding output of the differentiated function had JAX type "
+            f"{primal_aval.strip_weak_type()}")
 
 
 def _check_avals(what, values, avals):
@@ -273,17 +286,25 @@ def _reduce_axes_tuple(reduce_axes):
 
 # ------------------------------------------------------------------------ grad
 
-def _argnums_tuple(argnums, nargs, name):
+def _argnums_tuple(argnums, nargs, name, *, too_few_args_is_type_error=False):
+    """`argnums` as (whether it was a single int, the nonnegative indices). As in JAX,
+    grad reports an index past the last argument as too few arguments (TypeError) and
+    every other out-of-range index, negative ones included, as a ValueError."""
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     for a in nums:
         if not isinstance(a, int):
             raise TypeError(f"{name}: argnums must be an int or a tuple of ints, got {argnums!r}")
+    if too_few_args_is_type_error and nums and max(nums) >= nargs:
+        raise TypeError(f"{name}: differentiating with respect to argnums={argnums!r} "
+                        f"requires at least {max(nums) + 1} positional "
+                        f"arguments to be passed by the caller, but got only {nargs} "
+                        "positional arguments.")
+    for a in nums:
         if not -nargs <= a < nargs:
-            raise TypeError(f"{name}: differentiating with respect to argnums={argnums!r} "
-                            f"requires at least {(a if a >= 0 else -a - 1) + 1} positional "
-                            f"arguments to be passed by the caller, but got only {nargs} "
-                            "positional arguments.")
+            raise ValueError("Positional argument indices, e.g. for `static_argnums`, must "
+                             "have value greater than or equal to -len(args) and less than "
+                             f"len(args), but got value {a} for len(args) == {nargs}.")
     return single, tuple(a % nargs for a in nums)
 
 
@@ -360,7 +381,8 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), "grad")
+        single, nums = _argnums_tuple(argnums, len(args), "grad",
+                                       too_few_args_is_type_error=True)
         dyn = tuple(args[i] for i in nums)
         _check_grad_inputs(dyn, "grad", allow_int, holomorphic)
         f_partial = _partial_over(fun, args, nums, kwargs)

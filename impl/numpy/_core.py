@@ -17,7 +17,7 @@ from impl.primitives import linalg as _lg
 from impl.primitives.sharding import reshard
 from impl.numpy import _ufuncs as uf
 from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonicalize_axis,
-                              check_no_out, mask_where, promote, result_dtype)
+                              check_no_out, mask_where, promote, result_dtype, strong)
 
 
 def _arr(x):
@@ -47,7 +47,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     res = sh.reduce_sum(mask_where(x, where, 0), axes)
     if initial is not None:
         res = ew.add(res, initial)
-    return _keepdims(res, aval.shape, axes) if keepdims else res
+    return strong(_keepdims(res, aval.shape, axes) if keepdims else res)
 
 
 def _count(aval, axes, where, keepdims, dtype):

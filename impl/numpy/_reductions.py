@@ -12,7 +12,7 @@ from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import reductions as red
 from impl.numpy._util import (asarray, canonicalize_axes, canonicalize_axis, check_no_out,
-                              flat_or_axis, mask_where)
+                              flat_or_axis, mask_where, strong)
 
 __all__ = ["max", "amax", "min", "amin", "prod", "argmax", "argmin", "cumsum", "cumprod",
            "sort", "argsort", "all", "any", "nancumsum", "nancumprod", "cumulative_sum",
@@ -56,7 +56,7 @@ def _extremum(name, reduce_fn, combine_prim, a, axis, out, keepdims, initial, wh
     res = reduce_fn(x, axes)
     if initial is not None:
         res = combine_prim.bind(res, np.asarray(initial, aval.dtype))
-    return _keepdims(res, aval.shape, axes) if keepdims else res
+    return strong(_keepdims(res, aval.shape, axes) if keepdims else res)
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):

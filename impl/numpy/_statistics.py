@@ -12,7 +12,7 @@ from impl.numpy import _core as c
 from impl.numpy import _reductions as red
 from impl.numpy import _ufuncs as uf
 from impl.numpy._indexing import take_along_axis
-from impl.numpy._util import asarray, broadcast_to, canonicalize_axes, check_no_out
+from impl.numpy._util import asarray, broadcast_to, canonicalize_axes, check_no_out, strong
 
 __all__ = ["nansum", "nanprod", "nanmax", "nanmin", "nanargmax", "nanargmin", "nanmean",
            "nanvar", "nanstd", "quantile", "percentile", "median", "nanquantile",
@@ -184,7 +184,7 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     if keepdims:
         out = c.reshape(out, qshape + tuple(
             1 if i in axes else d for i, d in enumerate(shape)))
-    return out
+    return strong(out)
 
 
 def _check_quantile_args(name, out, overwrite_input, weights):

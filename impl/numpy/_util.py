@@ -92,11 +92,21 @@ def promote(*args):
             # a weak result keeps the scalar a Python scalar, of the result's kind (2 in
             # 2 * x for a weak float x enters the program as 2.0, as in JAX)
             out.append(np.array(a, dtype) if not weak else _weak_scalar(a, dtype))
-        elif aval.dtype != dtype:
+        elif aval.dtype != dtype or aval.weak_type != weak:
+            # A weakly typed operand meeting a strong one is converted even when its dtype
+            # already fits, as JAX does: the conversion's transpose gives its cotangent
+            # the operand's weak type back.
             out.append(ew.convert_element_type(a, dtype, weak_type=weak))
         else:
             out.append(a)
     return out
+
+
+def strong(x):
+    """`x` without its weak type: JAX's reductions (sum, max, min, ...) give a strongly
+    typed result even for a weakly typed operand."""
+    aval = get_aval(x)
+    return ew.convert_element_type(x, aval.dtype, weak_type=False) if aval.weak_type else x
 
 
 def broadcast_shapes(*shapes):
@@ -121,7 +131,8 @@ def broadcast_to(array, shape, *, out_sharding=None):
     x = array
     aval = get_aval(x)
     if aval.shape == tuple(shape):
-        return x
+        # Even when nothing grows the result is an array, never the scalar passed in.
+        return x if isinstance(x, (Tracer, jax.Array)) else asarray(x)
     shape = tuple(int(d) for d in shape)
     nd = len(shape) - aval.ndim
     if nd < 0:
