@@ -57,7 +57,8 @@ def parse(argv):
                    help="impl (default), jax, or any importable module with JAX's API; "
                         "with breaks of properties/broken.py: jax+vmap_slice0")
     p.add_argument("--reference", default="jax",
-                   help="replay failing cases on this backend (default jax; 'none': no replay)")
+                   help="the differential laws' reference, on which failing cases are also "
+                        "replayed (default jax; 'none': no replay, JAX as reference)")
     p.add_argument("--profile", default=None, choices=sorted(PROFILES),
                    help="hypothesis profile (default: default; thorough for --hunt)")
     p.add_argument("-k", dest="keyword", default=None,

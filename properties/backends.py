@@ -86,6 +86,8 @@ class Backend:
 
     #: True only for the plain ``jax`` package: the differential laws skip it.
     is_reference = False
+    #: The backend the differential laws compare with (``--reference``); None: JAX.
+    reference = None
 
     def __init__(self, name, module, aliases=None):
         self.name = name
@@ -178,5 +180,14 @@ def load_backend(name=None, *, float64=True):
 
 
 def reference():
-    """The JAX backend used as the differential reference."""
+    """The JAX backend: the differential reference unless a run names another."""
     return load_backend("jax")
+
+
+def differential_reference(backend):
+    """The backend ``backend``'s results are compared with (its ``reference``, or JAX);
+    LawSkipped when that is the backend itself: there is nothing to compare."""
+    ref = backend.reference or reference()
+    if ref.name == backend.name or (backend.is_reference and ref.is_reference):
+        raise LawSkipped(f"backend {backend.name!r} is the reference {ref.name!r} itself")
+    return ref

@@ -72,8 +72,9 @@ def pytest_addoption(parser):
                          "or any importable module with JAX's API; a module with breaks of "
                          "properties/broken.py: jax+vmap_slice0")
     group.addoption("--reference", default="jax",
-                    help="replay each failing case on this backend (default jax): a failure "
-                         "it shares is reported as inherited from it; 'none': no replay")
+                    help="the backend the differential laws compare with, and on which each "
+                         "failing case is replayed (default jax): a failure it shares is "
+                         "reported as inherited from it; 'none': no replay, JAX as reference")
     group.addoption("--profile", default=os.environ.get("PROPERTIES_PROFILE"),
                     choices=sorted(profiles.PROFILES),
                     help="hypothesis profile: quick (CI), default, thorough (nightly); also "
@@ -147,11 +148,14 @@ def _use_compilation_cache(config):
 
 
 @pytest.fixture(scope="session")
-def backend(pytestconfig):
-    """The backend named by --backend.  An unimportable name makes every law
-    test *error* (not skip): a typo must not look like a run of skips."""
+def backend(pytestconfig, reference_backend):
+    """The backend named by --backend, compared by the differential laws with --reference
+    (JAX when that is 'none').  An unimportable name makes every law test *error* (not
+    skip): a typo must not look like a run of skips."""
     from .broken import load
-    return load(pytestconfig.getoption("--backend"))
+    chosen = load(pytestconfig.getoption("--backend"))
+    chosen.reference = reference_backend
+    return chosen
 
 
 @pytest.fixture(scope="session")

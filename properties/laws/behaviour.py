@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from ..backends import LawSkipped, MissingName, reference
+from ..backends import LawSkipped, MissingName, differential_reference
 from ._common import CaseFiltered, discard, fail
 
 
@@ -86,12 +86,6 @@ def shown(o):
     return repr(o) if isinstance(o, Raised) else describe_behaviour(o)
 
 
-def _reference_of(backend):
-    if backend.is_reference:
-        raise LawSkipped(f"backend {backend.name!r} is the JAX reference itself")
-    return reference()
-
-
 class Counted:
     """A user function that counts its calls (the side effect the laws watch)."""
 
@@ -108,12 +102,12 @@ class Counted:
 def differential_result_types(backend, case):
     """Under a drawn transformation, results have JAX's pytree structure, dtypes and weak types
     (or both raise the same exception type)."""
-    ref = _reference_of(backend)
+    ref = differential_reference(backend)
     want = outcome(lambda: case.transform(ref, case.user_function(ref)))
     got = outcome(lambda: case.transform(backend, case.user_function(backend)))
     if not outcomes_agree(got, want):
         fail(case, f"{case.transformation}: {backend.name} gives {shown(got)}, "
-                   f"jax gives {shown(want)}")
+                   f"{ref.name} gives {shown(want)}")
 
 
 def _call_counts(backend, case):
@@ -137,22 +131,22 @@ def _call_counts(backend, case):
 def differential_call_counts(backend, case):
     """The user's Python function runs as often as under JAX: under the drawn transformation
     and over repeated calls of jit (cumulative counts)."""
-    ref = _reference_of(backend)
+    ref = differential_reference(backend)
     want, got = _call_counts(ref, case), _call_counts(backend, case)
     if got != want:
-        fail(case, f"calls of the user's function: {backend.name} {got}, jax {want}")
+        fail(case, f"calls of the user's function: {backend.name} {got}, {ref.name} {want}")
 
 
 def differential_misuse_raises_alike(backend, case):
     """A misuse (bad axes, mismatched batch sizes, integer inputs to grad, ...) raises the
     exception type JAX raises, or runs where JAX runs."""
-    ref = _reference_of(backend)
+    ref = differential_reference(backend)
     differ = []
     for misuse in case.misuses:
         want = outcome(lambda: case.run(ref, misuse))
         got = outcome(lambda: case.run(backend, misuse))
         if not outcomes_agree(got, want):
-            differ.append(f"{misuse}: {backend.name} {shown(got)}; jax {shown(want)}")
+            differ.append(f"{misuse}: {backend.name} {shown(got)}; {ref.name} {shown(want)}")
     if differ:
         fail(case, "\n  ".join(differ))
 
@@ -191,12 +185,12 @@ def _pytree_facts(backend, case, which):
 def differential_transformation_pytrees(backend, case):
     """vjp's function and linearize's jvp function are pytrees of arrays where JAX's are: they
     flatten, rebuild into the same function, and can be returned from jit."""
-    ref = _reference_of(backend)
+    ref = differential_reference(backend)
     for which in ("vjp", "linearize"):
         want, _, _ = _pytree_facts(ref, case, which)
         got, rebuilt, y = _pytree_facts(backend, case, which)
         if got != want:
-            fail(case, f"the function {which} returns: {backend.name} {got}, jax {want}")
+            fail(case, f"the function {which} returns: {backend.name} {got}, {ref.name} {want}")
         if got.get("rebuilt from its leaves, callable"):
             fn = _function_output(backend, case, which)
             x = _function_input(case, which, y)
