@@ -56,13 +56,18 @@ def _all_to_all_of_invariant(case, tangent=False):
     return False
 
 
+#: steps whose transpose gives a cotangent that is the same on every member of their names:
+#: those with invariant results, and psum_scatter (its transpose is an all_gather)
+_INVARIANT_COTANGENT_OVER_NAMES = (*_INVARIANT_OVER_NAMES, "psum_scatter")
+
+
 def _all_to_all_before_invariant(case):
-    """An all_to_all followed by a step whose result is the same on every member of its
-    name (psum, ...): in a per-member vjp the all_to_all's transpose then receives a
-    cotangent unbatched over its axis."""
+    """An all_to_all followed by a step whose cotangent is the same on every member of its
+    name (psum, psum_scatter, ...): in a per-member vjp the all_to_all's transpose then
+    receives a cotangent unbatched over its axis."""
     for i, step in enumerate(case.steps):
         if step.op == "all_to_all" and any(
-                later.op in _INVARIANT_OVER_NAMES and set(later.names) & set(step.names)
+                later.op in _INVARIANT_COTANGENT_OVER_NAMES and set(later.names) & set(step.names)
                 for later in case.steps[i + 1:]):
             return True
     return False

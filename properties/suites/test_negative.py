@@ -137,3 +137,39 @@ def test_the_all_to_all_filter_follows_tangents_inside_the_vmaps():
     applies = FILTERED["all_to_all of a value unbatched over its axis returns a wrong shape "
                        "under vmap"]
     assert applies(case, "member_jvp") and not applies(case, "value")
+
+
+def test_the_all_to_all_filter_follows_cotangents_made_invariant_by_psum_scatter():
+    """In a per-member vjp, psum_scatter's transpose (an all_gather) hands all_to_all's
+    transpose a cotangent that is the same on every member: JAX 0.10.2 raises on it and
+    JAX 0.6.0 returns a wrongly shaped cotangent (found by the laws run on JAX 0.6.0).
+    The filter covers it, and JAX still fails on the plain program."""
+    import jax
+    import numpy as np
+    from jax import lax
+
+    from properties.laws.named import KNOWN_JAX_BUGS as FILTERED
+    from strategies.named import NamedAxisCase, Step
+    case = NamedAxisCase(
+        names=("i",), sizes=(2,), in_axes=(0,), out_axes=(0,),
+        steps=(Step(op="all_to_all", names=("i",),
+                    params=(("split", 0), ("concat", 0), ("tiled", False))),
+               Step(op="psum_scatter", names=("i",), params=(("dim", 0), ("tiled", False)))),
+        x=np.zeros((2, 2, 2), np.float32), elem_shape=(2, 2))
+    applies = FILTERED["all_to_all of a value unbatched over its axis returns a wrong shape "
+                       "under vmap"]
+    assert applies(case, "member_vjp") and not applies(case, "value")
+
+    def body(v):
+        return lax.psum_scatter(lax.all_to_all(v, "i", 0, 0, tiled=False), "i",
+                                scatter_dimension=0, tiled=False)
+
+    def member_vjp(v, c):
+        return jax.vjp(body, v)[1](c)[0]
+
+    x = np.arange(8.0).reshape(2, 2, 2)
+    try:
+        shape = jax.vmap(member_vjp, axis_name="i")(x, np.ones((2, 2))).shape
+    except ValueError:  # JAX 0.10.2: "Expected cotangent type float32[2,2] ..."
+        shape = None
+    assert shape != x.shape  # a cotangent has its primal's shape: JAX's is wrong or missing
