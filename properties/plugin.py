@@ -201,6 +201,21 @@ def _message(report):
     return ""
 
 
+def _count_laws(nodeids):
+    """How many laws the collected tests run: one per law test, and the multi-device laws
+    of the one test that runs them all."""
+    from .multidevice import device_laws
+    names = {law.name for law in LAWS}
+    total = 0
+    for nodeid in nodeids:
+        test = nodeid.rsplit("::", 1)[-1]
+        if "_laws.py::" in nodeid and test.removeprefix("test_") in names:
+            total += 1
+        elif test == "test_device_laws":
+            total += len(device_laws())
+    return total
+
+
 class LawSession:
     """On the controlling process: rows from the law tests' reports, progress
     lines, the final table and the report files."""
@@ -228,6 +243,11 @@ class LawSession:
     def pytest_runtest_logreport(self, report):
         if report.when != "call" and report.passed:
             return
+        several = dict(report.user_properties).get("law_records")
+        if several is not None:  # one test running several laws (the multi-device ones)
+            for record in several:
+                self._add_row(f"{report.nodeid}[{record['law']}]", record, record["outcome"])
+            return
         if not self._is_law(report):
             self.letters_written = True
             if "test_negative" in report.nodeid:
@@ -235,11 +255,13 @@ class LawSession:
             return
         if report.nodeid in self.rows:
             return
-        from .report import law_row
         record = dict(report.user_properties).get("law_record")
         outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
-        row = self.rows[report.nodeid] = law_row(report.nodeid, record, outcome,
-                                                 _message(report))
+        self._add_row(report.nodeid, record, outcome, _message(report))
+
+    def _add_row(self, nodeid, record, outcome, message=""):
+        from .report import law_row
+        row = self.rows[nodeid] = law_row(nodeid, record, outcome, message)
         if self.progress:
             tr = self.config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
@@ -251,13 +273,11 @@ class LawSession:
                               f"{row['seconds']:>7.1f} s")
 
     def pytest_collection_finish(self, session):
-        self.total = sum(1 for item in session.items if item.get_closest_marker("law"))
+        self.total = _count_laws(item.nodeid for item in session.items)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids):
-        names = {law.name for law in LAWS}
-        self.total = sum(1 for nodeid in ids if "_laws.py::test_" in nodeid
-                         and nodeid.rsplit("::", 1)[-1].removeprefix("test_") in names)
+        self.total = _count_laws(ids)
 
     def _add_interrupted(self):
         """The law that was running when the run was interrupted (its test has no

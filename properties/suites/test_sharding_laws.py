@@ -20,6 +20,7 @@ def test_device_laws(pytestconfig, request):
     records = run_in_subprocess(backend=pytestconfig.getoption("--backend"),
                                 profile=pytestconfig.getoption("--profile") or "default")
     RECORDS.extend(_record(rec, request.node.nodeid) for rec in records)
+    request.node.user_properties.append(("law_records", records))  # a report row each
     failed = [f"law {r['law']}: {r.get('reason')}\n{r.get('counterexample', '')}"
               for r in records if r["outcome"] == "failed"]
     assert not failed, "\n\n".join(failed)
