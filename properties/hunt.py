@@ -9,10 +9,12 @@ one ``python -m properties`` run would, writing its report in
 (law, check of the law -- its transformation stack --, exception type, primitives
 of the case; :func:`properties.findings.group`), the smallest program of each
 group kept, and each written as ``<report dir>/repro/<group>.py``: a script that
-prints the versions, the program, the expected and the actual behaviour and exits
-1 while the bug is present.  ``<report dir>/hunt.md`` and ``hunt.json`` list the
-groups.  Failures stay in the example database, so the next hunt (or a plain
-run) on the same database replays them first.
+imports only the backend and NumPy (:mod:`properties.repro`; where a law cannot be
+printed that way, one that needs the harness, saying so), prints the versions, the
+expected and the actual behaviour and exits 1 while the bug is present.
+``<report dir>/hunt.md`` and ``hunt.json`` list the groups.  Failures stay in the
+example database, so the next hunt (or a plain run) on the same database replays them
+first.
 
 Stopped by Ctrl-C or SIGTERM, a hunt stops its round cleanly, writes what it
 found and exits 2 (pytest's interrupted status); at the end of its time it exits
@@ -26,7 +28,7 @@ import random
 import signal
 import time
 
-from . import findings, process
+from . import findings, process, repro
 from .laws import LAWS
 from .report import report_paths
 
@@ -61,13 +63,16 @@ def round_entries(report_json):
     return out, data
 
 
-def write_summary(directory, backend, groups, rounds, stopped):
-    """hunt.json and hunt.md in ``directory``; the scripts of the groups in repro/."""
+def write_summary(directory, backend, groups, rounds, stopped, reference=None):
+    """hunt.json and hunt.md in ``directory``; the scripts of the groups in repro/
+    (``reference``: the loaded reference backend, whose results the differential laws'
+    scripts record)."""
     rows = []
     for key, e in sorted(groups.items()):
-        path = findings.write_repro(directory, key, e, backend)
+        path, standalone = repro.write_repro(directory, key, e, backend, reference)
         rows.append({"group": key, "whose": e["whose"], "count": e["count"],
                      "cause": e["cause"], "message": e["message"], "script": path,
+                     "standalone": standalone,
                      "round": e.get("round"), "reference": e.get("reference"),
                      "reference_result": e.get("reference_result", ""),
                      "program": e["program"]})
@@ -85,7 +90,9 @@ def write_summary(directory, backend, groups, rounds, stopped):
     for r in rows:
         lines += [f"## `{r['group']}` ({r['whose']}, {r['count']} failures)", "",
                   "```", r["message"].strip()[:3000], "```", "",
-                  f"Script: `{r['script']}`" if r["script"] else "No script (case not saved).",
+                  (f"Script: `{r['script']}`" + ("" if r["standalone"] else
+                                                  " (needs the harness: see its header)"))
+                  if r["script"] else "No script (case not saved).",
                   "", "```python", r["program"].rstrip(), "```", ""]
     with open(os.path.join(directory, "hunt.md"), "w") as fh:
         fh.write("\n".join(lines))
@@ -103,6 +110,7 @@ def hunt(args, command, env):
     if not names:
         raise SystemExit(f"--hunt: no law matches -k {args.keyword!r}")
     base_dir = os.path.abspath(args.report_dir)
+    reference = _reference(args.reference)
     stopped = process.Stopped()
 
     def on_signal(signum, frame):  # between rounds (process.run handles them within one)
@@ -128,11 +136,11 @@ def hunt(args, command, env):
                 found, _ = round_entries(json_path)
                 entries += [dict(e, round=n) for e in found]
                 groups = findings.group(entries)
-            write_summary(base_dir, args.backend, groups, rounds, stopped.why)
+            write_summary(base_dir, args.backend, groups, rounds, stopped.why, reference)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    data = write_summary(base_dir, args.backend, groups, rounds, stopped.why)
+    data = write_summary(base_dir, args.backend, groups, rounds, stopped.why, reference)
     own = [g for g in data["groups"] if g["whose"] == "own"]
     print(f"hunt: {len(rounds)} rounds, {len(data['groups'])} groups "
           f"({len(own)} the backend's own): {os.path.join(base_dir, 'hunt.md')}", flush=True)
@@ -141,6 +149,13 @@ def hunt(args, command, env):
     if stopped.why:
         return process.INTERRUPTED
     return 1 if own else 0
+
+
+def _reference(name):
+    """The reference backend the differential laws' scripts record results of (None:
+    ``--reference none``, JAX then)."""
+    from .broken import load
+    return load("jax" if name in (None, "", "none") else name)
 
 
 def _round_args(args, chunk, round_dir):
