@@ -261,13 +261,15 @@ def landing(operands):
         passed_to = trace.forwards_to(operands)
         if passed_to is not None:
             trace = passed_to
-        elif type(trace) is batching.BatchTrace and not any(
-                type(d) is batching.ConcatAxis for _, d in unbatched(trace, operands)):
-            vmaps.append(trace)
-            operands = [v for v, _ in unbatched(trace, operands)]
-            trace = trace.parent
-        else:
-            return trace, vmaps
+            continue
+        if type(trace) is batching.BatchTrace:
+            below = unbatched(trace, operands)
+            if not any(type(d) is batching.ConcatAxis for _, d in below):   # not a pile
+                vmaps.append(trace)
+                operands = [v for v, _ in below]
+                trace = trace.parent
+                continue
+        return trace, vmaps
 
 
 def unbatched(trace, values):
@@ -275,13 +277,6 @@ def unbatched(trace, values):
     None for values that are not its tracers)."""
     return [(x.val, x.batch_dim) if type(x) is batching.BatchTracer and x._trace is trace
             else (x, None) for x in values]
-
-
-def unbatched_to_front(trace, values):
-    """(values, dims) at the parent of the vmap `trace`: `values` unbatched, each batch
-    axis moved first (dim 0, or None for values it does not batch)."""
-    pairs = unbatched(trace, values)
-    return move_batch_to_front([v for v, _ in pairs], [d for _, d in pairs])
 
 
 def run_at_eval(fun, args, kind, exc):

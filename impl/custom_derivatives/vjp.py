@@ -28,8 +28,7 @@ from impl.custom_derivatives.common import (
     batch_flat_rule, call_substituted, check_jaxtypes, closed_over_error, describe,
     eval_program, is_eager, is_float, landing, materialize, match_batch,
     move_batch_to_front, name_of, named_as, printed_call_params, program_call_rules,
-    run_at_eval, stage, to_rule, tree_flatten, tree_unflatten, type_str, unbatched,
-    unbatched_to_front)
+    run_at_eval, stage, to_rule, tree_flatten, tree_unflatten, type_str, unbatched)
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
@@ -652,18 +651,20 @@ class _VJPRules:
                     res_avals=tuple(get_aval(r) for r in res),
                     ct_avals=tuple(get_aval(o) for o in outs), perturbed=perturbed,
                     name=self.name, symbolic_zeros=self.symbolic)
+        # below the vmap, each tangent keeps the batch dim of its primal
         vmap = call.vmaps[i]
+        (ops, op_dims), (res, res_dims), (ts, _), (outs, out_dims) = [
+            _unzip(unbatched(vmap, xs)) for xs in (ops, res, ts, outs)]
+        bwd = _batched_bwd(bwd, vmap.axis_data, lambda: res_dims + out_dims, op_dims,
+                           closed_vmap=vmap)
         with core.set_current_trace(vmap.parent):
-            ops = unbatched(vmap, ops)
-            res, res_dims = unbatched_to_front(vmap, res)
-            ts, _ = unbatched_to_front(vmap, ts)
-            outs, out_dims = unbatched_to_front(vmap, outs)
-            bwd = _batched_bwd(bwd, vmap.axis_data, lambda: res_dims + out_dims,
-                               [None if d is None else 0 for _, d in ops], closed_vmap=vmap)
-            lin_outs = self._linear(call, i + 1, [v for v, _ in ops], res, ts, outs, bwd,
-                                    perturbed)
+            lin_outs = self._linear(call, i + 1, ops, res, ts, outs, bwd, perturbed)
         float_dims = [d for o, d in zip(outs, out_dims) if is_float(get_aval(o))]
         return [vmap.wrap(t, d) for t, d in zip(lin_outs, float_dims)]
+
+
+def _unzip(pairs):
+    return [a for a, _ in pairs], [b for _, b in pairs]
 
 
 __all__ = ["custom_vjp", "custom_vjp_call_p", "CustomVJPPrimal",
