@@ -52,8 +52,8 @@ class ProgramCase(Case):
         return args_source(self.args) + "f = lambda *xs: program(jax, *xs)\n"
 
 
-#: the vmap cases are strategies' own: one level (``axis_size``) or levels (``axis_sizes``)
-VmapCase, NestedVmapCase = _real.VmapCase, _real.NestedVmapCase
+#: the vmap cases are strategies' own: one type for one level or nested levels
+VmapCase = _real.VmapCase
 
 
 @dataclass
@@ -201,12 +201,12 @@ def _vmap_cases(draw, program_cases):
     in_axes, batched = draw(_batched_axes(args, size))
     nd = _out_ndim(program)
     out_axes = draw(st.integers(-(nd + 1), nd))
-    return VmapCase(program, batched, in_axes, out_axes, size)
+    return VmapCase(program, batched, (in_axes,), (out_axes,), (size,))
 
 
 @dataclass(frozen=True, repr=False)
 class ChunkedVmapCase(VmapCase):
-    """A vmap case and a chunk size (1 up to one past the batch size)."""
+    """A vmap case of one level and a chunk size (1 up to one past the batch size)."""
     chunk_size: int = 1
 
     def describe(self):
@@ -223,7 +223,8 @@ def _chunked_cases(draw, program_cases):
     in_axes, batched = draw(_batched_axes(args, size))
     nd = _out_ndim(program)
     out_axes = draw(st.integers(-(nd + 1), nd))
-    return ChunkedVmapCase(program, batched, in_axes, out_axes, size, chunk_size=draw(st.integers(1, size + 1)))
+    return ChunkedVmapCase(program, batched, (in_axes,), (out_axes,), (size,),
+                           chunk_size=draw(st.integers(1, size + 1)))
 
 
 def chunked_vmaps(*, smooth=True, dtype=None, max_ops=5):
@@ -236,7 +237,7 @@ def _reduce_axes_cases(draw, program_cases):
     program, args = draw(program_cases)
     size = draw(st.integers(1, 3))
     axes, batched = draw(_batched_axes(args[1:], size))
-    return VmapCase(program, (args[0],) + batched, (None,) + axes, 0, size)
+    return VmapCase(program, (args[0],) + batched, ((None,) + axes,), (0,), (size,))
 
 
 def reduce_axes_cases(*, dtype=None, max_ops=5):
@@ -259,8 +260,7 @@ def _nested_cases(draw, program_cases):
     nd = _out_ndim(program)
     inner_out = draw(st.integers(-(nd + 1), nd))
     outer_out = draw(st.integers(-(nd + 2), nd + 1))
-    return NestedVmapCase(program, full, (outer_axes, inner_axes), (outer_out, inner_out),
-                          (outer_size, inner_size))
+    return VmapCase(program, full, (outer_axes, inner_axes), (outer_out, inner_out), (outer_size, inner_size))
 
 
 def nested_vmaps(*, dtype=None, max_ops=5):
