@@ -74,11 +74,10 @@ class LinearCase:
         return np.asarray(jax.tree_util.tree_leaves(self.x)[0]).dtype
 
     def describe(self):
-        return repr(self.linear)
+        return self.linear.describe()
 
     def source(self):
-        src = getattr(self.linear, "source", None)
-        return src() if callable(src) else repr(self.linear)
+        return self.linear.source()
 
 
 # ---------------------------------------------------------------------------
@@ -381,8 +380,8 @@ ELEMENTARY = {
 }
 
 
-@dataclass
-class CustomCase:
+@dataclass(repr=False)
+class CustomCase(Case):
     """A function F(w, x) = h(w*x) + w with a custom derivative rule.
 
     ``rule`` is 'true' (the derivative) or 'wrong' (deliberately not);
@@ -399,6 +398,7 @@ class CustomCase:
     bad_fwd: bool = False
     optimize_remat: bool = False   # custom_vjp's defvjp(..., optimize_remat=True)
     extra: dict = field(default_factory=dict)
+    label = "custom"
 
     def __post_init__(self):
         if self.claims_true is None:
@@ -450,12 +450,14 @@ class CustomCase:
                 f"{' (custom_vjp with optimize_remat=True)' if self.optimize_remat else ''},"
                 f" w={self.w.tolist()}, x={self.x.tolist()}")
 
-    def source(self):
+    def text(self):
         h = self.h
         return (f"# F(w, x) = {h}(w*x) + w, rule for {h}' is {self.rule}"
                 f"{' (bad fwd)' if self.bad_fwd else ''}"
-                f"{', custom_vjp with optimize_remat=True' if self.optimize_remat else ''}\nimport numpy as np\n"
-                f"w = {array_literal(self.w)}\nx = {array_literal(self.x)}\n"
+                f"{', custom_vjp with optimize_remat=True' if self.optimize_remat else ''}\n")
+
+    def example(self):
+        return (f"w = {array_literal(self.w)}\nx = {array_literal(self.x)}\n"
                 + (f"batch = {array_literal(self.batch)}\n" if self.batch is not None else ""))
 
 
@@ -755,7 +757,7 @@ FORWARD_DIFFERENTIATIONS = ("jvp", "linearize")
 
 
 @dataclass(repr=False)
-class CustomDifferentiationCase:
+class CustomDifferentiationCase(Case):
     """A custom-rule case (:class:`CustomCase`) as a ``custom_jvp`` or ``custom_vjp`` function,
     differentiated by an entry of :data:`DIFFERENTIATIONS`."""
     custom: CustomCase
@@ -777,12 +779,16 @@ class CustomDifferentiationCase:
                  "scalar": lambda *a: backend.numpy.sum(f(*a))}
         return eval(DIFFERENTIATIONS[self.differentiation], scope)  # a constant of the table
 
+    label = "custom"
+
     def describe(self):
         return f"{self.differentiation} of a {self.kind} function: {self.custom.describe()}"
 
-    def source(self):
-        return (self.custom.source() + f"# f: F as a {self.kind}, then\n"
-                f"# print({DIFFERENTIATIONS[self.differentiation]})\n")
+    def text(self):
+        return self.custom.text() + f"# f: F as a {self.kind}\n"
+
+    def example(self):
+        return self.custom.example() + f"# then: print({DIFFERENTIATIONS[self.differentiation]})\n"
 
 
 def custom_differentiations():

@@ -279,6 +279,9 @@ class _UserLinear:
     def transpose(self, backend):
         return self._t
 
+    def describe(self):
+        return f"the user's fun / fun_transpose at {self.example_args!r}"
+
     def source(self):
         return "# the user's fun / fun_transpose\n"
 

@@ -510,9 +510,6 @@ class ControlFlowCase(Case):
         names = ", ".join(self.arg_names)
         return "\n" + args + f"\nprint(program(jax, {names}))\nprint(reference(jax, {names}))\n"
 
-    def __repr__(self):
-        return f"ControlFlowCase(kind={self.kind!r}, params={dict(self.params)!r}):\n{self.text()}"
-
     def text(self):
         steps, dt = self.steps, self.bodies[0].dtype
         closed = ", k0, k1" if self.closure else ""
