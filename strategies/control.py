@@ -208,15 +208,23 @@ def _python_time(np_, i, dtype):
     return np_.asarray(i * 0.25 - 0.5, getattr(np_, dtype))
 
 
-# Each kind of node prints the call of its primitive (``call_text``) and its Python meaning
-# (``reference_text``) as the lines of ``program`` and ``reference`` after ``make_step``,
-# and computes the same with a backend (``call``, ``reference``) from the built steps
-# ``fns``, the initial carry ``init``, the per-iteration inputs ``xs`` and the other
-# arguments by name ``env`` (pred, index, n).
+class Flow:
+    """A node of the graph, one class per kind: it prints the call of its primitive
+    (``call_text``) and its Python meaning (``reference_text``) as the lines of
+    ``program`` and ``reference`` after ``make_step`` (``init``: the initial carry's
+    source, ``dt``: the bodies' dtype), and computes the same with a backend (``call``,
+    ``reference``) from the built steps ``fns``, the initial carry ``init``, the
+    per-iteration inputs ``xs`` and the other arguments by name ``env`` (pred, index, n).
+    ``params()``: its drawn parameters, for ``describe``."""
+
+    kind: str
+
+    def params(self) -> dict:
+        return {}
 
 
 @dataclass(frozen=True)
-class Scan:
+class Scan(Flow):
     step: Step
     length: int
     reverse: bool
@@ -265,7 +273,7 @@ class Scan:
 
 
 @dataclass(frozen=True)
-class ForiLoop:
+class ForiLoop(Flow):
     step: Step
     lower: int
     upper: int
@@ -297,14 +305,11 @@ class ForiLoop:
 
 
 @dataclass(frozen=True)
-class WhileLoop:
+class WhileLoop(Flow):
     """A while_loop of ``n`` trips (an argument); a closed step carries ``n`` in the loop
     state, so that its cond_fun closes over nothing."""
     step: Step
     kind = "while_loop"
-
-    def params(self):
-        return {}
 
     def call_text(self, init, dt):
         if self.step.closed:
@@ -352,12 +357,9 @@ class WhileLoop:
 
 
 @dataclass(frozen=True)
-class Cond:
+class Cond(Flow):
     branches: tuple[Step, Step]
     kind = "cond"
-
-    def params(self):
-        return {}
 
     def call_text(self, init, dt):
         return [f"    return backend.lax.cond(pred, branches[0], branches[1], {init})"]
@@ -373,13 +375,10 @@ class Cond:
 
 
 @dataclass(frozen=True)
-class Switch:
+class Switch(Flow):
     """A switch over ``branches``; its Python meaning clamps the index into range, as JAX does."""
     branches: tuple[Step, ...]
     kind = "switch"
-
-    def params(self):
-        return {}
 
     def call_text(self, init, dt):
         return [f"    return backend.lax.switch(index, branches, {init})"]
@@ -395,7 +394,7 @@ class Switch:
 
 
 @dataclass(frozen=True)
-class Map:
+class Map(Flow):
     step: Step
     length: int
     batch_size: int | None
@@ -435,7 +434,7 @@ class ControlFlowCase(Case):
     prints the same as the module ``make_step``, ``program``, ``reference``.
     """
 
-    flow: Scan | ForiLoop | WhileLoop | Cond | Switch | Map
+    flow: Flow
     arg_names: tuple[str, ...]
     args: tuple
     float_argnums: tuple[int, ...]
