@@ -219,6 +219,11 @@ class Flow:
 
     kind: str
 
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The loop's step or map's function (the branches of cond and switch)."""
+        return (self.step,)
+
     def params(self) -> dict:
         return {}
 
@@ -361,6 +366,10 @@ class Cond(Flow):
     branches: tuple[Step, Step]
     kind = "cond"
 
+    @property
+    def steps(self):
+        return self.branches
+
     def call_text(self, init, dt):
         return [f"    return backend.lax.cond(pred, branches[0], branches[1], {init})"]
 
@@ -379,6 +388,10 @@ class Switch(Flow):
     """A switch over ``branches``; its Python meaning clamps the index into range, as JAX does."""
     branches: tuple[Step, ...]
     kind = "switch"
+
+    @property
+    def steps(self):
+        return self.branches
 
     def call_text(self, init, dt):
         return [f"    return backend.lax.switch(index, branches, {init})"]
@@ -448,18 +461,13 @@ class ControlFlowCase(Case):
         return self.flow.kind
 
     @property
-    def steps(self) -> tuple[Step, ...]:
-        """The loop's step, map's function or the branches."""
-        return getattr(self.flow, "branches", None) or (self.flow.step,)
-
-    @property
     def bodies(self) -> tuple[Program, ...]:
-        return tuple(s.body for s in self.steps)
+        return tuple(s.body for s in self.flow.steps)
 
     @property
     def closure(self) -> bool:
         """The loop closes over the inputs k0 and k1."""
-        return self.steps[0].closed
+        return self.flow.steps[0].closed
 
     @property
     def params(self) -> tuple:
@@ -482,7 +490,7 @@ class ControlFlowCase(Case):
 
     def _function(self, backend, run):
         check_backend(backend)
-        steps = self.steps
+        steps = self.flow.steps
         bodies = [s.body.build(backend) for s in steps]
         carry, n_xs = steps[0].carry, steps[0].n_xs
 
@@ -510,7 +518,7 @@ class ControlFlowCase(Case):
         return "\n" + args + f"\nprint(program(jax, {names}))\nprint(reference(jax, {names}))\n"
 
     def text(self):
-        steps, dt = self.steps, self.bodies[0].dtype
+        steps, dt = self.flow.steps, self.bodies[0].dtype
         closed = ", k0, k1" if self.closure else ""
         carry = steps[0].carry
         init = "" if carry is None else tree_text(carry, lambda i: f"c{i}")
