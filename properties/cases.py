@@ -763,6 +763,7 @@ class CustomDifferentiationCase(Case):
     custom: CustomCase
     kind: str
     differentiation: str
+    label = "custom"
 
     def __getattr__(self, name):   # the custom case's data and rules
         if name.startswith("__"):
@@ -778,8 +779,6 @@ class CustomDifferentiationCase(Case):
                  "x": self.custom.x, "batch": self.custom.batch,
                  "scalar": lambda *a: backend.numpy.sum(f(*a))}
         return eval(DIFFERENTIATIONS[self.differentiation], scope)  # a constant of the table
-
-    label = "custom"
 
     def describe(self):
         return f"{self.differentiation} of a {self.kind} function: {self.custom.describe()}"
