@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..backends import differential_reference
 from ._common import (all_argnums, assert_close, check_conditioning, directions, evaluate,
-                      require_finite, scalarize)
+                      one_level, require_finite, scalarize)
 from .vmap import _per_example_check
 
 
@@ -62,7 +62,8 @@ def differential_vmap(backend, case):
     """vmap(f) gives JAX's batched result."""
     ref, fb, fr = _pair(backend, case)
     _per_example_check(fr, case)
-    kw = dict(in_axes=case.in_axes, out_axes=case.out_axes)
+    in_axes, out_axes, _ = one_level(case)
+    kw = dict(in_axes=in_axes, out_axes=out_axes)
     want = evaluate(ref.vmap(fr, **kw), *case.args)
     got = evaluate(backend.vmap(fb, **kw), *case.args)
     assert_close(case, f"{backend.name} vs {ref.name} vmap", got, want, kind="reference")
