@@ -160,12 +160,9 @@ def _pvary_aval(x, *, axes):
 
 
 def _pvary_vma(x, *, axes):
-    if set(axes) & set(x.vma):
-        raise ValueError(
-            "pvary is a invariant->variant collective. This means that the axis names "
-            "mentioned in `axes` passed to `pvary` must not be present in "
-            f"`jax.typeof(inp).mat.varying`. Got axes={axes} and jax.typeof(inp)={x}")
-    return x.vma + tuple(axes)
+    # Binds cast only over axes `x` does not vary over (pcast refuses the others, and
+    # the batching rule drops them); vmap type-checks one example before that.
+    return x.vma + tuple(a for a in axes if a not in x.vma)
 
 
 def _pvary_lower(x, *, axes):
@@ -181,12 +178,20 @@ def _pvary_eager(x, *, axes):
     raise ValueError("pvary should be called under jax.shard_map.")
 
 
+def _pvary_batch(axis_data, vals, dims, *, axes):
+    # Batching may make the operand vary over more axes than it did (a cond on a
+    # batched predicate selects between its branches' values): cast over the rest.
+    (x,), (d,) = vals, dims
+    rest = tuple(a for a in axes if a not in get_aval(x).vma)
+    return (pvary_p.bind(x, axes=rest) if rest else x), d
+
+
 pvary_p = define(
     "pvary", abstract_eval=_pvary_aval, vma_rule=_pvary_vma, lowering=_pvary_lower,
     impl=_pvary_eager, jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes: [
         None if type(ct) is Zero else psum_invariant_p.bind(ct, axes=axes)],
-    batching=batching.vectorized)
+    batching=_pvary_batch)
 
 
 

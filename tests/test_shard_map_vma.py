@@ -1,0 +1,34 @@
+"""Varying manual axes in types inside shard_map (typeof(x).mat.varying, lax.pcast, the
+implicit casts and the collectives' rules, the errors of check_vma=True) on 8 host
+devices, against JAX.
+
+The cases (`tests/shard_map_vma_cases.py`) run in one subprocess with 8 host devices
+(see `tests/_device_cases.py`); each `case_*` there is reported here as one test, and
+the subprocess runs only the cases this pytest run selected.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from helpers import nightly
+from tests._device_cases import case_names, report, run_cases_once, selected_cases
+
+CASES_FILE = pathlib.Path(__file__).with_name("shard_map_vma_cases.py")
+
+# Nightly: the programs beyond CI's under value, jit, grad and vmap, and the negative
+# test that reruns the value comparison.
+NIGHTLY_CASES = {"case_more_values_under_jit_grad_and_vmap",
+                 "case_negative_pvary_transpose_averaging_is_caught"}
+
+
+@pytest.fixture(scope="session")
+def case_results(request, tmp_path_factory):
+    return run_cases_once(CASES_FILE, tmp_path_factory, only=selected_cases(request, __file__))
+
+
+@pytest.mark.parametrize("name", [nightly(n) if n in NIGHTLY_CASES else n
+                                  for n in case_names(CASES_FILE)])
+def test_on_8_devices(case_results, name):
+    report(case_results, name)
