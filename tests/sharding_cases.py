@@ -575,12 +575,12 @@ def case_shard_map_errors():
 
 def case_docs_sharding_examples_print_what_they_say():
     """The examples of docs/sharding.md run, and each `print(...)  # text` prints text
-    (up to a colon that starts an explanation)."""
+    (up to a colon and space that start an explanation)."""
     import io
     import re
     doc = (pathlib.Path(__file__).parent.parent / "docs" / "sharding.md").read_text()
     source = "\n".join(re.findall(r"```python\n(.*?)```", doc, re.S))
-    expected = [re.split(r"\s*#\s*", line, maxsplit=1)[1].split(":")[0].strip()
+    expected = [re.split(r"\s*#\s*", line, maxsplit=1)[1].split(": ")[0].strip()
                 for line in source.splitlines()
                 if line.lstrip().startswith("print(") and "#" in line]
     out = io.StringIO()
