@@ -472,14 +472,12 @@ def _stage_blocks(fun, name, in_tree, avals, specs, out_specs, m, manual, check_
     def typed_fun(*xs):
         outs = flat_fun(*xs)
         flat_out = broadcast_prefix(out_specs, store["out_tree"], "shard_map out_specs")
-        if check_vma:
-            seen["vma"] = [get_aval(o).vma for o in outs]
-            outs = [_vary_as_spec(o, m, s, manual) if isinstance(s, P) else o
-                    for o, s in zip(outs, flat_out)]
-        return outs
+        seen["vma"] = [get_aval(o).vma for o in outs]
+        return [_vary_as_spec(o, m, s, manual) if isinstance(s, P) else o
+                for o, s in zip(outs, flat_out)]
 
     with _mesh_axes(m, manual, check_vma):
-        closed = pe.make_closed_jaxpr(typed_fun, blocks)
+        closed = pe.make_closed_jaxpr(typed_fun if check_vma else flat_fun, blocks)
     out_tree = store["out_tree"]
     flat_out = tuple(broadcast_prefix(out_specs, out_tree, "shard_map out_specs"))
     for i, (s, a) in enumerate(zip(flat_out, closed.out_avals)):

@@ -194,7 +194,6 @@ pvary_p = define(
     batching=_pvary_batch)
 
 
-
 def _implicit_pvary(x, axes):
     return pvary_p.bind(x, axes=tuple(axes))
 
