@@ -115,8 +115,8 @@ def case_types_in_the_body_as_jax():
 # -------------------------------------------------- values under jit, grad and vmap
 
 def _programs(lib, np_):
-    """shard_map programs whose types need implicit casts, pcast or the collectives'
-    rules; each is (function, arguments)."""
+    """shard_map programs (of X and W) whose types need implicit casts, pcast or the
+    collectives' rules, by name."""
     lax = lib.lax
     return {
         "pcast": smap(lib, lambda a, w: np_.sin(a) * lax.pcast(w, "x", to="varying")),
