@@ -394,7 +394,7 @@ def program_call_rules(prim_name):
         return lowering.eval_jaxpr_lowered(call_jaxpr.jaxpr, call_jaxpr.consts, args)
 
     return dict(multiple_results=True, impl=impl, abstract_eval=abstract_eval, lowering=lower,
-                sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
+                sharding_rule=core.TYPED_BY_ABSTRACT_EVAL, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------- rules run at another level

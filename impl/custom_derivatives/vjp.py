@@ -264,7 +264,7 @@ def _custom_lin_transpose(cts, *args, num_res, num_consts, bwd, res_avals, ct_av
 custom_lin_p = define("custom_lin", multiple_results=True, impl=_custom_lin_apply,
                       abstract_eval=_custom_lin_abstract_eval, lowering=_custom_lin_lowering,
                       jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
-                      batching=_custom_lin_batch)
+                      batching=_custom_lin_batch, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 def _custom_lin_printed_params(eqn, namer):
@@ -384,7 +384,8 @@ def _remat_opt_dce(used_outputs, eqn):
 remat_opt_p = define("remat_opt", multiple_results=True, impl=_remat_opt_impl,
                      abstract_eval=lambda *avals, fwd, **_: fwd.out_avals,
                      lowering=_remat_opt_lowering, jvp=_remat_opt_jvp,
-                     batching=_remat_opt_batch, dce=_remat_opt_dce)
+                     batching=_remat_opt_batch, dce=_remat_opt_dce,
+                     vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------------- validating the rules
