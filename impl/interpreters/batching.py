@@ -174,6 +174,7 @@ class RaggedShapedArray(ShapedArray):
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.explicit_sharding = None   # piles are not sharded over Explicit mesh axes
+        self.vma = ()                   # nor mapped over manual mesh axes
 
 
 class PileAxis:
