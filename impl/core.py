@@ -40,21 +40,27 @@ _KEEP = object()   # `ShapedArray.update`: keep the sharding
 _NUMPY_DTYPE_TYPES = frozenset(type(np.dtype(t)) for t in np.sctypeDict.values())
 
 class ShapedArray:
-    """Abstract value: what the IR knows of an array (shape, dtype, weak type, and the
-    sharding of its axes over `Explicit` mesh axes).
+    """Abstract value: what the IR knows of an array (shape, dtype, weak type, the
+    sharding of its axes over `Explicit` mesh axes, and the manual mesh axes it varies
+    over inside a shard_map body).
 
     `explicit_sharding` is a NamedSharding over an AbstractMesh with one spec entry per
     axis, or None when no Explicit mesh axis shards the value (the default, free path:
-    arrays on one device, or on meshes whose axes are Auto or Manual)."""
+    arrays on one device, or on meshes whose axes are Auto or Manual).
 
-    __slots__ = ("shape", "dtype", "weak_type", "explicit_sharding")
+    `vma` (varying manual axes) names, in mesh order, the manual mesh axes over which
+    the value may differ from device to device; empty everywhere but inside the body of
+    a shard_map with check_vma=True. JAX's aval spells it `mat.varying`."""
 
-    def __init__(self, shape, dtype, weak_type=False, explicit_sharding=None):
+    __slots__ = ("shape", "dtype", "weak_type", "explicit_sharding", "vma")
+
+    def __init__(self, shape, dtype, weak_type=False, explicit_sharding=None, vma=()):
         # Built for every staged value: the conversions run in C (map, np.dtype's type).
         self.shape = tuple(map(int, shape))
         self.dtype = dtype if type(dtype) in _NUMPY_DTYPE_TYPES else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.explicit_sharding = explicit_sharding
+        self.vma = vma
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -67,40 +73,63 @@ class ShapedArray:
             return self.explicit_sharding
         return replicated_sharding(self.ndim)
 
+    @property
+    def mat(self):
+        """JAX's manual axis type of the value: `mat.varying` is the set of varying
+        manual axes."""
+        return jax.sharding.ManualAxisType(varying=frozenset(self.vma))
+
+    manual_axis_type = mat
+
     def __eq__(self, other):
         return (isinstance(other, ShapedArray) and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
-                and self.explicit_sharding == other.explicit_sharding)
+                and self.explicit_sharding == other.explicit_sharding
+                and self.vma == other.vma)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type, self.explicit_sharding))
+        return hash((self.shape, self.dtype, self.weak_type, self.explicit_sharding,
+                     self.vma))
 
-    def update(self, shape=None, dtype=None, weak_type=None, explicit_sharding=_KEEP):
+    def update(self, shape=None, dtype=None, weak_type=None, explicit_sharding=_KEEP,
+               vma=None):
         shape = self.shape if shape is None else shape
         if explicit_sharding is _KEEP:   # kept while it still fits the rank
             explicit_sharding = (self.explicit_sharding if len(shape) == self.ndim else None)
         return ShapedArray(shape, self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type,
-                           explicit_sharding)
+                           explicit_sharding, self.vma if vma is None else vma)
 
     def strip_weak_type(self):
         return self.update(weak_type=False) if self.weak_type else self
 
     def str_short(self):
-        return f"{dtype_short_name(self.dtype)}[{shape_str(self.shape, self.explicit_sharding)}]"
+        return (f"{dtype_short_name(self.dtype)}[{shape_str(self.shape, self.explicit_sharding)}]"
+                f"{vma_str(self.vma)}")
+
+    def str_long(self):
+        """The type as JAX's messages write it: float32[3,2], float32[8@X,4], float32[4]{V:i}."""
+        return (f"{self.dtype.name}[{shape_str(self.shape, self.explicit_sharding)}]"
+                f"{vma_str(self.vma)}")
 
     def __str__(self):   # as JAX prints a type: ~float32[3] (~ for a weak type), 8@X
-        shape = shape_str(self.shape, self.explicit_sharding)
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{shape}]"
+        return f"{'~' if self.weak_type else ''}{self.str_long()}"
 
     def __repr__(self):
-        shape = shape_str(self.shape, self.explicit_sharding)
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{shape}]{weak})"
+        return f"ShapedArray({self.str_long()}{weak})"
 
     def to_shape_dtype(self):
         return jax.ShapeDtypeStruct(self.shape, self.dtype, weak_type=self.weak_type,
                                     sharding=self.explicit_sharding)
+
+
+def vma_str(vma):
+    """`{V:i}`, `{V:(i,j)}` for a value varying over manual mesh axes, as JAX prints
+    types; empty for the others."""
+    if not vma:
+        return ""
+    return f"{{V:{vma[0] if len(vma) == 1 else '(' + ','.join(vma) + ')'}}}"
 
 
 def shape_str(shape, sharding):
@@ -526,7 +555,21 @@ class Primitive:
         return self.name
 
     def bind(self, *args, **params):
+        if _state.vma_axes and len(args) > 1 and self not in vma_rules:
+            args = _match_vma(args)
         return _state.trace.process_primitive(self, args, params)
+
+
+def _match_vma(args):
+    """The operands of a primitive with the standard vma rule, made to vary over the
+    same manual axes: those that vary over fewer are cast with `pvary` (a no-op on the
+    values whose transpose sums the cotangent over the axes added), as JAX does."""
+    vmas = [get_aval(x).vma for x in args]
+    union = ordered_vma(n for v in vmas for n in v)
+    if all(len(v) == len(union) for v in vmas):
+        return args
+    return [x if len(v) == len(union) else ops.pvary(x, tuple(n for n in union if n not in v))
+            for x, v in zip(args, vmas)]
 
 
 class RuleMaker:
@@ -555,18 +598,47 @@ sharding_rules: dict[Primitive, Callable] = {}
 TYPED_BY_ABSTRACT_EVAL = RuleMaker(None)
 
 
+# Which manual mesh axes each primitive's results vary over inside a shard_map body
+# with check_vma=True: rule(*avals, **params) -> the axis names (a list of them when
+# multiple_results). Primitives without a rule have the standard one: their operands
+# vary over the same axes (`Primitive.bind` casts them to) and so do their results.
+# TYPED_BY_ABSTRACT_EVAL: the abstract evaluation's results carry their vma already.
+vma_rules: dict[Primitive, Callable] = {}
+
+
 def abstract_eval(prim, avals, params):
     """Output aval(s) of `prim` applied to `avals`; a list when multiple_results."""
     rule = abstract_eval_rules.get(prim)
     if rule is None:
         raise NotImplementedError(f"Abstract evaluation rule for '{prim.name}' not implemented")
     out = rule(*avals, **params)
+    if _state.vma_axes:
+        out = _with_vma(prim, avals, params, out)
     if "out_sharding" in params:
         return _with_explicit_shardings(prim, avals, params, out)
     for a in avals:
         if a.explicit_sharding is not None:
             return _with_explicit_shardings(prim, avals, params, out)
     return out
+
+
+def _with_vma(prim, avals, params, out):
+    rule = vma_rules.get(prim)
+    if rule is TYPED_BY_ABSTRACT_EVAL:
+        return out
+    if rule is None:
+        vma = avals[0].vma if avals else ()
+        if any(a.vma != vma for a in avals):
+            raise ValueError(
+                f"Primitive {prim.name} requires varying manual axes to match, but got "
+                f"{[frozenset(a.vma) for a in avals]}. As a workaround pass the "
+                "check_vma=False argument to `jax.shard_map`")
+        vmas = [vma] * len(out) if prim.multiple_results else vma
+    else:
+        vmas = rule(*avals, **params)
+    if prim.multiple_results:
+        return [o.update(vma=ordered_vma(v)) for o, v in zip(out, vmas)]
+    return out.update(vma=ordered_vma(vmas))
 
 
 def _with_explicit_shardings(prim, avals, params, out):
@@ -730,6 +802,8 @@ class _TraceState(threading.local):
         self.name_stack = ()   # names of the enclosing `impl.named_scope`s
         self.recording = False   # whether staged equations record their source
         self.source = None       # the source of the equation being replayed
+        self.manual_axes = ()    # mesh axes a shard_map body being staged is manual over
+        self.vma_axes = ()       # those whose variation types track (check_vma=True)
 
 
 _state = _TraceState()
@@ -825,6 +899,50 @@ def summarize_source(source):
     if column:
         return f"{code.co_filename}:{line}:{column} ({name})"
     return f"{code.co_filename}:{line} ({name})"
+
+
+class manual_axes:
+    """Context manager: a shard_map body over the manual mesh axes `names` (in mesh order)
+    is being staged or transformed; with `check_vma` the types inside track which of them
+    each value varies over (`ShapedArray.vma`)."""
+
+    __slots__ = ("names", "check_vma", "prev")
+
+    def __init__(self, names, check_vma):
+        self.names = tuple(names)
+        self.check_vma = bool(check_vma)
+
+    def __enter__(self):
+        self.prev = (_state.manual_axes, _state.vma_axes)
+        outer = _state.manual_axes
+        _state.manual_axes = outer + tuple(n for n in self.names if n not in outer)
+        if self.check_vma:
+            _state.vma_axes = _state.vma_axes + tuple(n for n in self.names
+                                                      if n not in _state.vma_axes)
+        return self
+
+    def __exit__(self, *exc):
+        _state.manual_axes, _state.vma_axes = self.prev
+        return False
+
+
+def current_manual_axes() -> tuple:
+    return _state.manual_axes
+
+
+def tracked_vma_axes() -> tuple:
+    """The manual mesh axes whose variation the types track here (empty outside the
+    bodies of shard_maps with check_vma=True)."""
+    return _state.vma_axes
+
+
+def ordered_vma(names) -> tuple:
+    """`names` (an iterable of axis names) as a vma: manual mesh axes in mesh order,
+    any other names (vmap axes) after them in the order given."""
+    names = tuple(dict.fromkeys(names))
+    order = _state.manual_axes
+    return (tuple(n for n in order if n in names)
+            + tuple(n for n in names if n not in order))
 
 
 def current_name_stack() -> tuple:

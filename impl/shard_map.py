@@ -8,15 +8,26 @@ partitioner runs it and collectives over mesh axes become XLA collectives: impl 
 schedules devices itself. The rules transform the block program (jvp, vmap, partial
 evaluation, transposition), keeping the result one shard_map.
 
-Differentiation follows JAX's shard_map convention without replication checks: the
-transpose of psum is psum, so the cotangent of an output replicated over mesh axes (not
-named in its out_spec) is divided among them, and the cotangent of an input replicated
-over mesh axes is summed over them. The programs impl derives with residuals (the linear
-part of a linearized shard_map, transposes) are lowered with check_vma=False, since
-their residuals vary over every axis; the user's program keeps the check it asked for.
+With check_vma=True (the default) the block program's types say which manual mesh
+axes each value varies over (`ShapedArray.vma`, JAX's `mat.varying`): a block varies
+over the axes its in_spec names, operations combining values cast those varying over
+fewer axes with `pvary`, collectives change the axes as JAX's do, and each output must
+vary over no axis its out_spec leaves out (JAX's ValueError otherwise); it is cast to
+vary over the axes the out_spec names. Differentiation then needs no convention at the
+boundary: the transpose of `pvary` sums the cotangent over its axes and that of psum
+(`psum_invariant`) casts it back to varying, so cotangents have their primals' types.
+
+With check_vma=False nothing is tracked and differentiation follows JAX's convention
+without replication checks: the transpose of psum is psum, so the cotangent of an
+output replicated over mesh axes (not named in its out_spec) is divided among them, and
+the cotangent of an input replicated over mesh axes is summed over them.
+
+impl types the programs itself, so they are lowered to JAX's shard_map with its check
+off (the values do not depend on it).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 
@@ -37,18 +48,22 @@ from impl.primitives import shape as sh
 from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.sharding import (broadcast_prefix, check_spmd_unused, insert_spec_entry,
-                                      spec_entry, spec_names)
+                                      prefix_key_paths, spec_entry, spec_names)
 
 P = PartitionSpec
 
 
 # ------------------------------------------------------------- mesh axes in scope
 
-def _mesh_axes(mesh, axis_names):
+@contextlib.contextmanager
+def _mesh_axes(mesh, axis_names, check_vma):
     """Bind the manual mesh axes while the block program is staged or transformed, so
-    collectives and axis_size inside it find them."""
-    return batching.extend_axis_env([(n, mesh.shape[n]) for n in mesh.axis_names
-                                     if n in axis_names])
+    collectives and axis_size inside it find them, and (check_vma) track in the types
+    which of them each value varies over."""
+    manual = _all_manual(mesh, axis_names)
+    with batching.extend_axis_env([(n, mesh.shape[n]) for n in manual]), \
+            core.manual_axes(manual, check_vma):
+        yield
 
 
 # ------------------------------------------------------------------ block shapes
@@ -57,14 +72,21 @@ def _axes_size(mesh, names):
     return math.prod(mesh.shape[n] for n in names)
 
 
-def _block_aval(mesh, spec, aval):
+def _spec_vma(mesh, spec):
+    """The mesh axes `spec` splits over (in mesh order): those a block varies over."""
+    named = {n for entry in spec for n in spec_names(entry)}
+    return tuple(n for n in mesh.axis_names if n in named)
+
+
+def _block_aval(mesh, spec, aval, check_vma):
     """One device's block of a value of type `aval` split as `spec` (divisibility and
     rank are checked by the caller). A block is not sharded over the mesh: its type
-    keeps no explicit sharding."""
+    keeps no explicit sharding; with check_vma it varies over the axes of `spec`."""
     shape = list(aval.shape)
     for i, entry in enumerate(spec):
         shape[i] //= _axes_size(mesh, spec_names(entry))
-    return aval.update(shape=tuple(shape), explicit_sharding=None)
+    return aval.update(shape=tuple(shape), explicit_sharding=None,
+                       vma=_spec_vma(mesh, spec) if check_vma else ())
 
 
 def _global_aval(mesh, spec, aval):
@@ -74,7 +96,15 @@ def _global_aval(mesh, spec, aval):
     for i, entry in enumerate(spec):
         shape[i] *= _axes_size(mesh, spec_names(entry))
     return aval.update(shape=tuple(shape), explicit_sharding=core.explicit_sharding_of(
-        NamedSharding(mesh, spec), aval.ndim))
+        NamedSharding(mesh, spec), aval.ndim), vma=())
+
+
+def _vary_as_spec(x, mesh, spec, manual):
+    """An output `x` of the block program cast to vary over the manual axes its
+    out_spec names (as JAX does before checking it)."""
+    missing = tuple(n for n in _spec_vma(mesh, spec) if n in manual
+                    and n not in get_aval(x).vma)
+    return collectives.pvary_p.bind(x, axes=missing) if missing else x
 
 
 def _unmentioned(mesh, axis_names, spec):
@@ -94,10 +124,11 @@ def _nonzero(values, mask):
 # --------------------------------------------------------------- the primitive
 
 def _shard_map_aval(*avals, jaxpr, mesh, in_specs, out_specs, axis_names, check_vma):
-    blocks = [_block_aval(mesh, s, a) for s, a in zip(in_specs, avals)]
+    blocks = [_block_aval(mesh, s, a, check_vma) for s, a in zip(in_specs, avals)]
     expected = jaxpr.in_avals
     if len(blocks) != len(expected) or any(
-            b.shape != e.shape or b.dtype != e.dtype for b, e in zip(blocks, expected)):
+            b.shape != e.shape or b.dtype != e.dtype or b.vma != e.vma
+            for b, e in zip(blocks, expected)):
         raise TypeError(f"shard_map: argument blocks {[b.str_short() for b in blocks]} do "
                         f"not match the block program's {[e.str_short() for e in expected]}")
     return [_global_aval(mesh, s, a) for s, a in zip(out_specs, jaxpr.out_avals)]
@@ -108,7 +139,7 @@ def _shard_map_lowering(*args, jaxpr, mesh, in_specs, out_specs, axis_names, che
         return tuple(lowering.eval_jaxpr_lowered(jaxpr.jaxpr, jaxpr.consts, xs))
     mapped = jax.shard_map(block, mesh=mesh, in_specs=tuple(in_specs),
                            out_specs=tuple(out_specs), axis_names=set(axis_names),
-                           check_vma=check_vma)
+                           check_vma=False)
     return list(mapped(*args))
 
 
@@ -124,7 +155,7 @@ def _shard_map_impl(*args, jaxpr, **params):
 def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, axis_names,
                    check_vma):
     nonzeros = [type(t) is not Zero for t in tangents]
-    with _mesh_axes(mesh, axis_names):
+    with _mesh_axes(mesh, axis_names, check_vma):
         new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzeros)
     outs = shard_map_p.bind(
         *primals, *[t for t in tangents if type(t) is not Zero], jaxpr=new, mesh=mesh,
@@ -137,15 +168,22 @@ def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, axis_
                       for nz, o in zip(out_nonzero, outs[:n])]
 
 
-def _split_block_program(jaxpr, unknowns, mesh, axis_names):
-    """Partial evaluation of the block program. Each residual leaves the known program
-    with a new leading axis of one block per device (spec: every manual axis), so any
-    residual, replicated or not, reaches the unknown program's device unchanged."""
+def _residual_spec(mesh, axis_names, check_vma, aval):
+    """How a residual of type `aval` leaves the known program, with a new leading axis
+    of one block per device it may differ on: every manual axis, or with check_vma the
+    axes it varies over (so it keeps its type), and reaches the unknown program's
+    device unchanged."""
+    return P(spec_entry(aval.vma if check_vma else _all_manual(mesh, axis_names)))
+
+
+def _split_block_program(jaxpr, unknowns, mesh, axis_names, check_vma):
+    """Partial evaluation of the block program; residuals carry a leading axis of one
+    block per device (see `_residual_spec`)."""
     key = ("shard_map_pe", tuple(unknowns))
     hit = jaxpr._cache.get(key)
     if hit is not None:
         return hit
-    with _mesh_axes(mesh, axis_names):
+    with _mesh_axes(mesh, axis_names, check_vma):
         known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
         n_out = len(known.out_avals) - num_res
 
@@ -169,8 +207,9 @@ def _shard_map_partial_eval(trace, args, *, jaxpr, mesh, in_specs, out_specs, ax
                             check_vma):
     unknowns = [trace.is_own(x) for x in args]
     known, unknown, out_unknowns, num_res = _split_block_program(jaxpr, unknowns, mesh,
-                                                                 axis_names)
-    res_specs = (P(spec_entry(_all_manual(mesh, axis_names))),) * num_res
+                                                                 axis_names, check_vma)
+    res_specs = tuple(_residual_spec(mesh, axis_names, check_vma, a)
+                      for a in known.out_avals[len(known.out_avals) - num_res:])
     knowns, out_knowns = [not u for u in unknowns], [not u for u in out_unknowns]
     with core.set_current_trace(trace.parent):
         known_outs = shard_map_p.bind(
@@ -183,7 +222,7 @@ def _shard_map_partial_eval(trace, args, *, jaxpr, mesh, in_specs, out_specs, ax
               + list(_nonzero(args, unknowns))]
     params = dict(jaxpr=unknown, mesh=mesh, in_specs=res_specs + _nonzero(in_specs, unknowns),
                   out_specs=_nonzero(out_specs, out_unknowns), axis_names=axis_names,
-                  check_vma=False)
+                  check_vma=check_vma)
     out_avals = _shard_map_aval(*[v.aval for v in invars], **params)
     staged = trace.add_eqn(shard_map_p, invars, out_avals, params)
     k_iter, u_iter = iter(known_outs[:n_known]), iter(staged)
@@ -191,21 +230,27 @@ def _shard_map_partial_eval(trace, args, *, jaxpr, mesh, in_specs, out_specs, ax
 
 
 def _transpose_block_program(jaxpr, linear, ct_nonzero, mesh, in_specs, out_specs,
-                             axis_names):
-    """The transposed block program, with the replication convention of the module
-    docstring: output cotangents divided over the mesh axes their spec leaves out, input
-    cotangents summed over the axes theirs leaves out."""
+                             axis_names, check_vma):
+    """The transposed block program. With check_vma the cotangents have their primals'
+    types (cast to vary as the input's spec says where less varying, as a zero is);
+    without, the replication convention of the module docstring: output cotangents
+    divided over the mesh axes their spec leaves out, input cotangents summed over the
+    axes theirs leaves out."""
     key = ("shard_map_transpose", tuple(linear), tuple(ct_nonzero))
     hit = jaxpr._cache.get(key)
     if hit is not None:
         return hit
-    with _mesh_axes(mesh, axis_names):
+    with _mesh_axes(mesh, axis_names, check_vma):
         transposed, in_nonzero = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
         num_res = sum(not lin for lin in linear)
         ct_specs = _nonzero(out_specs, ct_nonzero)
         lin_specs = _nonzero(_nonzero(in_specs, linear), in_nonzero)
 
         def fun(*xs):
+            if check_vma:
+                outs = core.eval_jaxpr(transposed.jaxpr, transposed.consts, *xs)
+                return [_vary_as_spec(ct, mesh, s, axis_names)
+                        for ct, s in zip(outs, lin_specs)]
             cts = [_divide(ct, _axes_size(mesh, _unmentioned(mesh, axis_names, s)))
                    for ct, s in zip(xs[num_res:], ct_specs)]
             outs = core.eval_jaxpr(transposed.jaxpr, transposed.consts, *xs[:num_res], *cts)
@@ -230,14 +275,14 @@ def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, axis_name
     linear = [ad.is_undefined_primal(x) for x in args]
     ct_nonzero = [type(ct) is not Zero for ct in cts]
     new, in_nonzero = _transpose_block_program(jaxpr, linear, ct_nonzero, mesh, in_specs,
-                                               out_specs, axis_names)
+                                               out_specs, axis_names, check_vma)
     outs = iter(shard_map_p.bind(
         *[x for x, lin in zip(args, linear) if not lin],
         *[ct for ct in cts if type(ct) is not Zero], jaxpr=new, mesh=mesh,
         in_specs=_nonzero(in_specs, [not lin for lin in linear])
         + _nonzero(out_specs, ct_nonzero),
         out_specs=_nonzero(_nonzero(in_specs, linear), in_nonzero), axis_names=axis_names,
-        check_vma=False))
+        check_vma=check_vma))
     nonzero = iter(in_nonzero)
     return [(next(outs) if next(nonzero) else None) if lin else None for lin in linear]
 
@@ -262,8 +307,8 @@ def _shard_map_batch(axis_data, vals, dims, *, jaxpr, mesh, in_specs, out_specs,
         entry = spec_entry(spmd)
     new_in = tuple(s if d is None else insert_spec_entry(s, d, entry)
                    for s, d in zip(in_specs, dims))
-    blocks = [_block_aval(mesh, s, get_aval(v)) for s, v in zip(new_in, vals)]
-    with _mesh_axes(mesh, axis_names):
+    blocks = [_block_aval(mesh, s, get_aval(v), check_vma) for s, v in zip(new_in, vals)]
+    with _mesh_axes(mesh, axis_names, check_vma):
         new, out_dims = batching.batch_jaxpr(jaxpr, inner, blocks, dims)
     new_out = tuple(s if d is None else insert_spec_entry(s, d, entry)
                     for s, d in zip(out_specs, out_dims))
@@ -276,7 +321,8 @@ shard_map_p = define(
     "shard_map", multiple_results=True, abstract_eval=_shard_map_aval,
     lowering=_shard_map_lowering, impl=_shard_map_impl, jvp=_shard_map_jvp,
     transpose=_shard_map_transpose, batching=_shard_map_batch,
-    partial_eval=_shard_map_partial_eval, sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
+    partial_eval=_shard_map_partial_eval, sharding_rule=core.TYPED_BY_ABSTRACT_EVAL,
+    vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------------------------ the API
@@ -387,7 +433,8 @@ def shard_map(f=None, /, *, out_specs, in_specs=_INFER, mesh=None, axis_names=fr
         key = (in_tree, tuple(avals), m, manual)
         hit = programs.get(key)
         if hit is None:
-            hit = _stage_blocks(f, fname, in_tree, avals, specs, out_specs, m, manual)
+            hit = _stage_blocks(f, fname, in_tree, avals, specs, out_specs, m, manual,
+                                bool(check_vma))
             if not any(isinstance(c, Tracer) for c in hit[1]):
                 programs[key] = hit
         program, consts, out_tree, flat_out_specs = hit
@@ -413,17 +460,62 @@ def _specs_from_types(mesh, manual, avals):
                      for e in sharding_rules.spec(a)]) for a in avals)
 
 
-def _stage_blocks(fun, name, in_tree, avals, specs, out_specs, m, manual):
+def _stage_blocks(fun, name, in_tree, avals, specs, out_specs, m, manual, check_vma):
     """Stage `fun` on one device's blocks: (block program with its constants as leading
-    inputs, constants, output tree, one out_spec per output leaf)."""
+    inputs, constants, output tree, one out_spec per output leaf). With check_vma each
+    output is cast to vary over the axes its out_spec names, and must not vary over
+    others."""
     flat_fun, store = flatten_fun(fun, in_tree, name=f"shard_map of {name}")
-    blocks = [_block_aval(m, s, a) for s, a in zip(specs, avals)]
-    with _mesh_axes(m, manual):
-        closed = pe.make_closed_jaxpr(flat_fun, blocks)
+    blocks = [_block_aval(m, s, a, check_vma) for s, a in zip(specs, avals)]
+    seen = {}
+
+    def typed_fun(*xs):
+        outs = flat_fun(*xs)
+        flat_out = broadcast_prefix(out_specs, store["out_tree"], "shard_map out_specs")
+        seen["vma"] = [get_aval(o).vma for o in outs]
+        return [_vary_as_spec(o, m, s, manual) if isinstance(s, P) else o
+                for o, s in zip(outs, flat_out)]
+
+    with _mesh_axes(m, manual, check_vma):
+        closed = pe.make_closed_jaxpr(typed_fun if check_vma else flat_fun, blocks)
     out_tree = store["out_tree"]
     flat_out = tuple(broadcast_prefix(out_specs, out_tree, "shard_map out_specs"))
     for i, (s, a) in enumerate(zip(flat_out, closed.out_avals)):
         _check_spec(s, a, f"output leaf {i} of {name}", "out_specs", m, manual, name,
                     divisible=False)
+    if check_vma:
+        _check_out_vma(name, m, out_specs, out_tree, flat_out, seen["vma"])
     program, consts = pe.convert_constvars_to_invars(closed)
     return program, consts, out_tree, flat_out
+
+
+def _check_out_vma(name, mesh, out_specs, out_tree, flat_specs, vmas):
+    """JAX's error for outputs varying over mesh axes their out_specs leave out."""
+    msgs = []
+    for key, spec, vma in zip(prefix_key_paths(out_specs, out_tree), flat_specs, vmas):
+        need = _spec_vma(mesh, spec)
+        if set(vma) <= set(need):
+            continue
+        unmentioned = [n for n in mesh.axis_names if n not in need]
+        if len(unmentioned) > 1:
+            diff = ",".join(n for n in unmentioned if n in vma)
+            msgs.append(f"* out_specs{key} is {spec} which implies that the corresponding "
+                        f"output value is only varying across mesh axes {{{','.join(need)}}} "
+                        f"and not {{{diff}}}, but it was inferred to be possibly varying "
+                        f"over {{{','.join(vma)}}}")
+        else:
+            msgs.append(f"* out_specs{key} is {spec} which implies that the corresponding "
+                        f"output value is replicated across mesh axis '{unmentioned[0]}', "
+                        "but could not infer replication over any axes")
+    if not msgs:
+        return
+    if len(msgs) == 1:
+        msgs = [msgs[0][2:]]
+    raise ValueError(
+        f"shard_map applied to the function '{name}' was given out_specs which require "
+        "replication which can't be statically inferred given the mesh:\n\n"
+        f"The mesh given has shape {tuple(mesh.shape.values())} with corresponding axis "
+        f"names {mesh.axis_names}.\n\n" + "\n\n".join(msgs) + "\n\n"
+        "Check if these output values are meant to be replicated over those mesh axes. If "
+        "not, consider revising the corresponding out_specs entries. If so, consider "
+        "disabling the check by passing the check_vma=False argument to `jax.shard_map`.")

@@ -53,8 +53,8 @@ class ProgramCase(Case):
         return args_source(self.args) + "f = lambda *xs: program(jax, *xs)\n"
 
 
-#: the vmap cases are strategies' own: one level (``axis_size``) or levels (``axis_sizes``)
-VmapCase, NestedVmapCase = _real.VmapCase, _real.NestedVmapCase
+#: the vmap cases are strategies' own: one type for one level or nested levels
+VmapCase = _real.VmapCase
 
 
 @dataclass
@@ -75,11 +75,10 @@ class LinearCase:
         return np.asarray(jax.tree_util.tree_leaves(self.x)[0]).dtype
 
     def describe(self):
-        return repr(self.linear)
+        return self.linear.describe()
 
     def source(self):
-        src = getattr(self.linear, "source", None)
-        return src() if callable(src) else repr(self.linear)
+        return self.linear.source()
 
     def text(self):
         return self.linear.text()
@@ -205,12 +204,12 @@ def _vmap_cases(draw, program_cases):
     in_axes, batched = draw(_batched_axes(args, size))
     nd = _out_ndim(program)
     out_axes = draw(st.integers(-(nd + 1), nd))
-    return VmapCase(program, batched, in_axes, out_axes, size)
+    return VmapCase(program, batched, (in_axes,), (out_axes,), (size,))
 
 
 @dataclass(frozen=True, repr=False)
 class ChunkedVmapCase(VmapCase):
-    """A vmap case and a chunk size (1 up to one past the batch size)."""
+    """A vmap case of one level and a chunk size (1 up to one past the batch size)."""
     chunk_size: int = 1
 
     def describe(self):
@@ -227,7 +226,8 @@ def _chunked_cases(draw, program_cases):
     in_axes, batched = draw(_batched_axes(args, size))
     nd = _out_ndim(program)
     out_axes = draw(st.integers(-(nd + 1), nd))
-    return ChunkedVmapCase(program, batched, in_axes, out_axes, size, chunk_size=draw(st.integers(1, size + 1)))
+    return ChunkedVmapCase(program, batched, (in_axes,), (out_axes,), (size,),
+                           chunk_size=draw(st.integers(1, size + 1)))
 
 
 def chunked_vmaps(*, smooth=True, dtype=None, max_ops=5):
@@ -240,7 +240,7 @@ def _reduce_axes_cases(draw, program_cases):
     program, args = draw(program_cases)
     size = draw(st.integers(1, 3))
     axes, batched = draw(_batched_axes(args[1:], size))
-    return VmapCase(program, (args[0],) + batched, (None,) + axes, 0, size)
+    return VmapCase(program, (args[0],) + batched, ((None,) + axes,), (0,), (size,))
 
 
 def reduce_axes_cases(*, dtype=None, max_ops=5):
@@ -263,8 +263,7 @@ def _nested_cases(draw, program_cases):
     nd = _out_ndim(program)
     inner_out = draw(st.integers(-(nd + 1), nd))
     outer_out = draw(st.integers(-(nd + 2), nd + 1))
-    return NestedVmapCase(program, full, (outer_axes, inner_axes), (outer_out, inner_out),
-                          (outer_size, inner_size))
+    return VmapCase(program, full, (outer_axes, inner_axes), (outer_out, inner_out), (outer_size, inner_size))
 
 
 def nested_vmaps(*, dtype=None, max_ops=5):
@@ -395,7 +394,6 @@ class CustomCase(Case):
     bad_fwd: bool = False
     optimize_remat: bool = False   # custom_vjp's defvjp(..., optimize_remat=True)
     extra: dict = field(default_factory=dict)
-
     label = "custom"
 
     def __post_init__(self):
@@ -751,12 +749,13 @@ FORWARD_DIFFERENTIATIONS = ("jvp", "linearize")
 
 
 @dataclass(repr=False)
-class CustomDifferentiationCase:
+class CustomDifferentiationCase(Case):
     """A custom-rule case (:class:`CustomCase`) as a ``custom_jvp`` or ``custom_vjp`` function,
     differentiated by an entry of :data:`DIFFERENTIATIONS`."""
     custom: CustomCase
     kind: str
     differentiation: str
+    label = "custom"
 
     def __getattr__(self, name):   # the custom case's data and rules
         if name.startswith("__"):
@@ -776,9 +775,11 @@ class CustomDifferentiationCase:
     def describe(self):
         return f"{self.differentiation} of a {self.kind} function: {self.custom.describe()}"
 
-    def source(self):
-        return (self.custom.source() + f"# f: F as a {self.kind}, then\n"
-                f"# print({DIFFERENTIATIONS[self.differentiation]})\n")
+    def text(self):
+        return self.custom.text() + f"# f: F as a {self.kind}\n"
+
+    def example(self):
+        return self.custom.example() + f"# then: print({DIFFERENTIATIONS[self.differentiation]})\n"
 
 
 def custom_differentiations():

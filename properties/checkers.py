@@ -279,6 +279,9 @@ class _UserLinear:
     def transpose(self, backend):
         return self._t
 
+    def describe(self):
+        return f"the user's fun / fun_transpose at {self.example_args!r}"
+
     def source(self):
         return "# the user's fun / fun_transpose\n"
 
@@ -338,7 +341,7 @@ def check_vmap(f, in_axes, *args, out_axes=0, backend="jax", max_examples=20):
     program = _UserFunction(f)
 
     def to_case(point):
-        return VmapCase(program, point.args, in_axes, out_axes, size)
+        return VmapCase(program, point.args, (in_axes,), (out_axes,), (size,))
 
     laws = [_law(_vmap.vmap_matches_loop), _law(_vmap.vmap_jit_commute)]
     return _run(laws, backend, to_case(PointCase(args)), _points(args).map(to_case),

@@ -22,7 +22,7 @@ from .ragged import PileCase, pile_cases
 from .prng import PRNGCase, prng_cases
 from .custom_rules import CUSTOM_WRAPPER_KINDS, RULES, CustomWrapperCase, custom_wrapper_cases
 from .sharding import MESHES, SHARDING_KINDS, ShardingCase, ShardMapCase, shard_map_cases, sharding_cases
-from .axes import NestedVmapCase, VmapCase, nested_vmap_cases, vmap_cases
+from .axes import VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
 from .corners import Corner, corners
 from .parameters import SIGNATURES
@@ -41,7 +41,7 @@ __all__ = [
     "CUSTOM_KINDS", "LINEAR_OPS", "OP_NAMES", "SMOOTH_OPS", "VOCABULARY", "PRIMITIVES",
     "Program", "program_args", "program_cases", "random_programs",
     # vmap axis specs
-    "NestedVmapCase", "VmapCase", "nested_vmap_cases", "vmap_cases",
+    "VmapCase", "nested_vmap_cases", "vmap_cases",
     # linear functions for linear_call
     "LINEAR_KINDS", "LinearFunction", "linear_functions",
     # control flow

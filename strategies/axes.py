@@ -36,8 +36,9 @@ def _flat_leaf_axes(args, in_axes, depth):
 
 
 @dataclass(frozen=True, repr=False)
-class NestedVmapCase(Case):
-    """A nest of vmaps around a program, levels listed outermost first.
+class VmapCase(Case):
+    """A nest of vmaps around a program, levels listed outermost first (one level: a
+    plain vmap).
 
     ``vmapped(backend)`` is
     ``vmap(... vmap(fun, in_axes[-1], out_axes[-1]) ..., in_axes[0], out_axes[0])``
@@ -59,12 +60,23 @@ class NestedVmapCase(Case):
     imports = IMPORTS + "from strategies import Pair, Point\n"
 
     def __post_init__(self):
+        for name in ("in_axes", "out_axes", "axis_sizes"):
+            if not isinstance(getattr(self, name), tuple):
+                raise TypeError(f"{name} must be a tuple with one entry per vmap level, got {getattr(self, name)!r}")
+        if len({len(self.in_axes), len(self.out_axes), len(self.axis_sizes)}) != 1 or not self.axis_sizes:
+            raise ValueError(f"in_axes, out_axes and axis_sizes need one entry per level (at least one), got "
+                             f"{self.in_axes!r}, {self.out_axes!r}, {self.axis_sizes!r}")
         if self.leaf_axes is None:
-            object.__setattr__(self, "leaf_axes", _flat_leaf_axes(self.args, self.in_axes, len(self.axis_sizes)))
+            object.__setattr__(self, "leaf_axes", _flat_leaf_axes(self.args, self.in_axes, self.depth))
         if self.unbatched_args is None:
             treedef = tree_util.tree_structure(tuple(self.args))
             object.__setattr__(self, "unbatched_args",
                                _slice_examples(tuple(self.args), treedef, self.leaf_axes, self.axis_sizes, 0))
+
+    @property
+    def depth(self) -> int:
+        """The number of nested vmaps."""
+        return len(self.axis_sizes)
 
     @property
     def dtype(self):
@@ -97,7 +109,7 @@ class NestedVmapCase(Case):
             f = backend.jit(f)
 
         def loop(level, examples):
-            if level == len(self.axis_sizes):
+            if level == self.depth:
                 return np.asarray(f(*examples))
             outs = [loop(level + 1, ex) for ex in examples]
             if self.out_axes[level] is None:
@@ -123,70 +135,6 @@ class NestedVmapCase(Case):
                 "for spec_in, spec_out in zip(reversed(in_axes), reversed(out_axes)):\n"
                 "    f = jax.vmap(f, in_axes=spec_in, out_axes=spec_out)\n"
                 "print(f(*args))\n")
-
-    def __repr__(self):
-        shapes = tree_util.tree_map(np.shape, self.args)
-        return (f"{type(self).__name__}(in_axes={self.in_axes!r}, out_axes={self.out_axes!r}, "
-                f"axis_sizes={self.axis_sizes!r}, arg_shapes={shapes!r}, program=\n{self.text()})")
-
-
-@dataclass(frozen=True, repr=False)
-class VmapCase(Case):
-    """One vmap: ``backend.vmap(case.fun(backend), case.in_axes, case.out_axes)(*case.args)``
-    must equal stacking ``case.fun(backend)(*ex)`` over ``ex in case.unbatched_args``
-    along ``case.out_axes`` (``case.expected(backend)`` does that loop). It is the
-    :class:`NestedVmapCase` of depth 1 ``levels``, with that level's ``in_axes``,
-    ``out_axes``, ``axis_size`` and ``leaf_axes`` unwrapped."""
-
-    program: object
-    args: tuple
-    in_axes: object
-    out_axes: object
-    axis_size: int
-    unbatched_args: tuple | None = None
-    leaf_axes: tuple | None = None
-
-    def __post_init__(self):
-        levels = NestedVmapCase(self.program, self.args, (self.in_axes,), (self.out_axes,), (self.axis_size,),
-                                self.unbatched_args, None if self.leaf_axes is None else (self.leaf_axes,))
-        object.__setattr__(self, "levels", levels)
-        object.__setattr__(self, "unbatched_args", levels.unbatched_args)
-        object.__setattr__(self, "leaf_axes", levels.leaf_axes[0])
-
-    @property
-    def dtype(self):
-        return self.levels.dtype
-
-    def fun(self, backend):
-        return self.levels.fun(backend)
-
-    def vmapped(self, backend):
-        return self.levels.vmapped(backend)
-
-    def expected(self, backend, *, jit=False):
-        return self.levels.expected(backend, jit=jit)
-
-    @property
-    def label(self):
-        return self.levels.label
-
-    @property
-    def imports(self):
-        return self.levels.imports
-
-    def text(self):
-        return self.levels.text()
-
-    def describe(self):
-        return self.levels.describe()
-
-    def example(self):
-        return self.levels.example()
-
-    def __repr__(self):
-        shapes = tree_util.tree_map(np.shape, self.args)
-        return (f"{type(self).__name__}(in_axes={self.in_axes!r}, out_axes={self.out_axes!r}, "
-                f"axis_size={self.axis_size}, arg_shapes={shapes!r}, program=\n{self.text()})")
 
 
 # ------------------------------------------------------------------ specs
@@ -335,11 +283,11 @@ def _nested_case(draw, depth, program, pytree_args, axis_size, max_axis_size, dt
             leaves.append(draw(_arrays.arrays(dt, full, unique=True)))
     args = treedef.unflatten(leaves)
     examples = _slice_examples(args, treedef, leaf_axes, sizes, 0)
-    return NestedVmapCase(prog, args, tuple(in_specs), tuple(out_specs), sizes, examples, tuple(leaf_axes))
+    return VmapCase(prog, args, tuple(in_specs), tuple(out_specs), sizes, examples, tuple(leaf_axes))
 
 
 def nested_vmap_cases(*, depth=2, program=None, pytree_args=True, axis_size=None, max_axis_size=3,
-                      dtype=None, num_args=None, **program_options) -> st.SearchStrategy[NestedVmapCase]:
+                      dtype=None, num_args=None, **program_options) -> st.SearchStrategy[VmapCase]:
     """Cases for ``depth`` nested vmaps (specs per level, outermost first).
 
     >>> @given(nested_vmap_cases(depth=2, smooth=True))
@@ -359,24 +307,17 @@ def nested_vmap_cases(*, depth=2, program=None, pytree_args=True, axis_size=None
 
 def vmap_cases(*, program=None, pytree_args=True, axis_size=None, max_axis_size=5, dtype=None,
                num_args=None, **program_options) -> st.SearchStrategy[VmapCase]:
-    """Draw a :class:`VmapCase`: a program over the leaves of pytree
+    """Draw a :class:`VmapCase` of one level: a program over the leaves of pytree
     arguments (or the given ``program`` over plain arrays), batched args,
-    in_axes (a valid prefix: ints, negative ints, None, per leaf), out_axes
-    (None only when the output ignores every batched leaf), axis_size (1 and
-    odd sizes included) and the per-example args. Extra keyword arguments go
-    to the program strategy (``smooth=True``, ``max_ops=4``, ...).
+    ``in_axes[0]`` (a valid prefix: ints, negative ints, None, per leaf),
+    ``out_axes[0]`` (None only when the output ignores every batched leaf),
+    ``axis_sizes[0]`` (``axis_size`` if given, else 1 to ``max_axis_size``, 1 and odd
+    sizes included) and the per-example args. Extra keyword arguments go to the
+    program strategy (``smooth=True``, ``max_ops=4``, ...).
 
     >>> @given(vmap_cases())
     ... def test_vmap(case):
     ...     np.testing.assert_allclose(case.vmapped(jax)(*case.args), case.expected(jax), rtol=1e-5)
     """
-    _check_size("axis_size", axis_size)
-    _check_size("max_axis_size", max_axis_size)
     return nested_vmap_cases(depth=1, program=program, pytree_args=pytree_args, axis_size=axis_size,
-                             max_axis_size=max_axis_size, dtype=dtype, num_args=num_args,
-                             **program_options).map(_single)
-
-
-def _single(c: NestedVmapCase) -> VmapCase:
-    return VmapCase(c.program, c.args, c.in_axes[0], c.out_axes[0], c.axis_sizes[0], c.unbatched_args,
-                    c.leaf_axes[0])
+                             max_axis_size=max_axis_size, dtype=dtype, num_args=num_args, **program_options)

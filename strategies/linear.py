@@ -102,9 +102,6 @@ class LinearFunction(Case):
         a = self.residual_args
         return a.ndim == 2 and a.shape[0] == a.shape[1] and not np.array_equal(a, a.T)
 
-    def __repr__(self):
-        return f"LinearFunction({self.describe()})"
-
 
 def _tree_shapes(t):
     import jax.tree_util as tu

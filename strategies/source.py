@@ -6,7 +6,9 @@ turns that text into runnable functions for any backend (:meth:`Case.function`, 
 one builder: the text is compiled once and registered with ``linecache``, so
 tracebacks and ``inspect`` show it) and prints a case as one runnable module
 (:meth:`Case.source`: imports, definitions, the drawn arguments, the calls that
-reproduce it). So what a failure report shows is exactly what ran.
+reproduce it). So what a failure report shows is exactly what ran. (A control-flow
+case builds its functions from its graph instead; its printed module computes the
+same, which tests/test_strategies.py checks.)
 """
 
 from __future__ import annotations

@@ -98,6 +98,14 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "ppermute": named("ppermute"),
     "psum": named("psum"),
     "psum_scatter": named("psum_scatter"),
+    "psum_invariant": exempt(
+        "psum inside shard_map bodies with check_vma=True, drawn by strategies.sharding in the "
+        "8-device subprocess of properties.multidevice; tests/test_shard_map_vma.py checks it "
+        "against JAX"),
+    "pvary": exempt(
+        "the cast to varying manual axes inside shard_map bodies with check_vma=True (bound "
+        "by lax.pcast and implicitly), drawn by strategies.sharding in the 8-device subprocess "
+        "of properties.multidevice; tests/test_shard_map_vma.py checks it against JAX"),
     "psum_unmapped": exempt(
         "internal to reduce_axes (sums a cotangent over the named axes); drawn through "
         "properties.cases.reduce_axes_cases for reduce_axes_matches_summed_grads"),

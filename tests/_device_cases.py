@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+from helpers import nightly
+
 REPO_ROOT = pathlib.Path(__file__).parent.parent
 
 
@@ -70,3 +72,20 @@ def report(results, name):
     assert result is not None, f"{name} was not run"
     if not result["ok"]:
         pytest.fail(f"{name} failed on 8 devices:\n{result['error']}", pytrace=False)
+
+
+def selected_case_tests(cases_file, test_file, nightly_cases=()):
+    """The session fixture `case_results` and the test `test_on_8_devices` (one per case,
+    those in `nightly_cases` marked slow) of a test module that runs `cases_file` in a
+    subprocess with only the cases its pytest run selected: assign both in the module."""
+    @pytest.fixture(scope="session")
+    def case_results(request, tmp_path_factory):
+        return run_cases_once(cases_file, tmp_path_factory,
+                              only=selected_cases(request, test_file))
+
+    @pytest.mark.parametrize("name", [nightly(n) if n in nightly_cases else n
+                                      for n in case_names(cases_file)])
+    def test_on_8_devices(case_results, name):
+        report(case_results, name)
+
+    return case_results, test_on_8_devices

@@ -346,13 +346,18 @@ def case_shard_map_grad_vjp_jit():
 
 
 def case_shard_map_grad_of_replicated_inputs():
-    """Cotangents of inputs and outputs replicated over mesh axes (P()): divided over the
-    replicas going in, summed over them coming out."""
+    """Cotangents of inputs and outputs replicated over mesh axes (P()). Without
+    check_vma: divided over the replicas going in, summed over them coming out; with it,
+    the transposes of pvary and psum do the same."""
     def make(lib, np_):
-        f = lib.shard_map(lambda w, a: (lib.lax.psum(w * a, ("x")), w * 3.0), mesh=MESH,
-                          in_specs=(P(), P("x")), out_specs=(P(), P()))
-        loss = lambda w, a: (f(w, a)[0] ** 2).sum() + f(w, a)[1].sum()
-        return eager(lib, lib.grad(loss, argnums=(0, 1)))(X[:2], X)
+        grads = []
+        for check_vma in (False, True):
+            f = lib.shard_map(lambda w, a: (lib.lax.psum(w * a, ("x")), w * 3.0), mesh=MESH,
+                              in_specs=(P(), P("x")), out_specs=(P(), P()),
+                              check_vma=check_vma)
+            loss = lambda w, a: (f(w, a)[0] ** 2).sum() + f(w, a)[1].sum()  # noqa: E731
+            grads.append(eager(lib, lib.grad(loss, argnums=(0, 1)))(X[:2], X))
+        return grads
     check(*both(make), rtol=1e-4)
 
 
@@ -570,12 +575,12 @@ def case_shard_map_errors():
 
 def case_docs_sharding_examples_print_what_they_say():
     """The examples of docs/sharding.md run, and each `print(...)  # text` prints text
-    (up to a colon that starts an explanation)."""
+    (up to a colon and space that start an explanation)."""
     import io
     import re
     doc = (pathlib.Path(__file__).parent.parent / "docs" / "sharding.md").read_text()
     source = "\n".join(re.findall(r"```python\n(.*?)```", doc, re.S))
-    expected = [re.split(r"\s*#\s*", line, maxsplit=1)[1].split(":")[0].strip()
+    expected = [re.split(r"\s*#\s*", line, maxsplit=1)[1].split(": ")[0].strip()
                 for line in source.splitlines()
                 if line.lstrip().startswith("print(") and "#" in line]
     out = io.StringIO()

@@ -769,7 +769,8 @@ def _closing_programs(m, np_):
 
 @pytest.mark.parametrize("which", [0, 1], ids=["custom_jvp", "custom_vjp"])
 @pytest.mark.parametrize("case", ["vmap_grad", "grad_vmap", "grad_jit", "jit_grad",
-                                  "jit_vmap_grad", "grad_vmap_jit"])
+                                  "jit_vmap_grad", "grad_vmap_jit", "grad_vmap_vmap",
+                                  "jit_grad_vmap_vmap"])
 def test_rules_closing_over_tracers(case, which):
     """The rule closes over a value traced by a vmap or jit that is inside (or outside)
     the differentiation; the rule's d/dx is 2 cos(x) y, checked by hand."""
@@ -789,7 +790,12 @@ def test_rules_closing_over_tracers(case, which):
     elif case == "jit_vmap_grad":
         got = impl.jit(impl.vmap(lambda y: impl.grad(make(y))(x)))(ys)
         want = d * ys
-    else:
+    elif case == "grad_vmap_jit":
         got = impl.grad(lambda x: inp.sum(impl.jit(impl.vmap(lambda y: make(y)(x)))(ys)))(x)
         want = d * ys.sum()
+    else:   # the rule closes over a tracer of the inner vmap holding one of the outer
+        yss = np.stack([ys, 2 * ys])
+        grad = impl.grad(lambda x: inp.sum(impl.vmap(impl.vmap(lambda y: make(y)(x)))(yss)))
+        got = grad(x) if case == "grad_vmap_vmap" else impl.jit(grad)(x)
+        want = d * yss.sum()
     np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import pathlib
 
-import pytest
-
-from helpers import nightly
-from tests._device_cases import case_names, report, run_cases_once, selected_cases
+from tests._device_cases import selected_case_tests
 
 CASES_FILE = pathlib.Path(__file__).with_name("explicit_sharding_cases.py")
 
@@ -31,12 +28,4 @@ NIGHTLY_CASES = {
     "case_negative_a_wrong_rule_is_caught"}
 
 
-@pytest.fixture(scope="session")
-def case_results(request, tmp_path_factory):
-    return run_cases_once(CASES_FILE, tmp_path_factory, only=selected_cases(request, __file__))
-
-
-@pytest.mark.parametrize("name", [nightly(n) if n in NIGHTLY_CASES else n
-                                  for n in case_names(CASES_FILE)])
-def test_on_8_devices(case_results, name):
-    report(case_results, name)
+case_results, test_on_8_devices = selected_case_tests(CASES_FILE, __file__, NIGHTLY_CASES)

@@ -393,7 +393,7 @@ def _assert_vmap_matches_loop(case):
 @given(S.vmap_cases(smooth=True, dtype="float64", max_ops=5))
 def test_vmap_cases_are_valid_and_match_the_loop(case):
     _assert_vmap_matches_loop(case)
-    assert len(case.unbatched_args) == case.axis_size
+    assert case.depth == 1 and len(case.unbatched_args) == case.axis_sizes[0]
 
 
 @settings(SETTINGS, max_examples=15)
@@ -408,10 +408,11 @@ def test_nested_vmap_cases_are_valid_and_match_the_loop(case):
 @given(S.vmap_cases())
 def test_vmap_batched_leaves_have_distinct_slices(case):
     leaves = jax.tree_util.tree_leaves(case.args)
-    assert any(a is not None for a in case.leaf_axes)
-    for x, axis in zip(leaves, case.leaf_axes):
+    (leaf_axes,), (size,) = case.leaf_axes, case.axis_sizes
+    assert any(a is not None for a in leaf_axes)
+    for x, axis in zip(leaves, leaf_axes):
         if axis is not None:
-            slices = [np.take(x, i, axis=axis) for i in range(case.axis_size)]
+            slices = [np.take(x, i, axis=axis) for i in range(size)]
             assert all(np.all(slices[i] != slices[j]) for i in range(len(slices)) for j in range(i))
 
 
@@ -439,11 +440,12 @@ def test_vmap_specs_cover_the_spec_language():
 
     sizes = set()
     for case in sample(S.vmap_cases(), 150, seed=17):
-        sizes.add(case.axis_size)
-        walk(case.in_axes, top=True)
-        if case.out_axes is None:
+        (in_axes,), (out_axes,), (size,) = case.in_axes, case.out_axes, case.axis_sizes
+        sizes.add(size)
+        walk(in_axes, top=True)
+        if out_axes is None:
             seen.add("out none")
-        elif case.out_axes < 0:
+        elif out_axes < 0:
             seen.add("out negative")
     assert {"none", "int", "negative", "one int for all", "tuple", "list", "dict", "Point", "Pair",
             "out none", "out negative"} <= seen, seen
@@ -548,6 +550,8 @@ def test_custom_wrapper_weighted_sums_save_no_residual():
     (lambda: S.pytrees_of({"a": 1}, leaves=[1]), TypeError),
     (lambda: S.vmap_cases(axis_size=0), ValueError),
     (lambda: S.nested_vmap_cases(depth=9), ValueError),
+    (lambda: S.VmapCase(None, (np.ones(2),), (0,), 0, (2,)), TypeError),   # out_axes not per level
+    (lambda: S.VmapCase(None, (np.ones(2),), (0, 0), (0,), (2,)), ValueError),   # levels disagree
     (lambda: S.linear_functions(kinds=("x",)), ValueError),
     (lambda: S.linear_functions(wrong_transpose=1), TypeError),
 ])
@@ -648,6 +652,25 @@ def test_some_loops_close_over_two_program_inputs():
         for got, want in zip(jax.tree_util.tree_leaves(case.build(jax)(*case.args)),
                              jax.tree_util.tree_leaves(case.reference(jax)(*case.args)), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_control_flow_source_computes_what_the_graph_builds():
+    """A control-flow case is built from its graph (no printed text runs) and printed as a
+    module: the printed ``program`` and ``reference`` return exactly what ``build`` and
+    ``reference`` return, for every kind."""
+    cases = [c for kind in S.CONTROL_KINDS
+             for c in sample(S.control_flow_cases(kinds=(kind,), dtype="float64"), 1, seed=7)]
+    for case in cases:
+        namespace = {}
+        exec(compile(case.text(), "<control case>", "exec"), namespace)
+        for name, built in (("program", case.build(jax)), ("reference", case.reference(jax))):
+            printed = namespace[name](jax, *case.args)
+            got = built(*case.args)
+            assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(printed), (name, case)
+            for g, p in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(printed), strict=True):
+                np.testing.assert_array_equal(np.asarray(g), np.asarray(p), err_msg=f"{name} of {case!r}")
+    with pytest.raises(TypeError, match="arguments"):
+        case.build(jax)(*case.args[:-1])
 
 
 def test_some_remat_bodies_are_linear_in_two_same_typed_inputs():

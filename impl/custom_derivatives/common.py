@@ -222,35 +222,61 @@ class CustomRuleFunction:
                              f"{bad} out of range for {n} arguments")
         return tuple(sorted({i % n for i in self.nondiff_argnums}))
 
-    def _stage_primal(self, layout, what):
-        """Stage the function on the layout's operands: (program, consts, out_tree)."""
-        store = {}
+    def _flat_primal(self, layout, what, store=None):
+        """The function of the layout's operands, returning its output leaves (their
+        tree goes to store["out_tree"])."""
         fun = self.fun
 
         def flat_fun(*ops):
-            out = fun(*layout.rebuild(ops))
-            leaves, store["out_tree"] = tree_flatten(out)
+            leaves, out_tree = tree_flatten(fun(*layout.rebuild(ops)))
+            if store is not None:
+                store["out_tree"] = out_tree
             check_jaxtypes(leaves, f"The outputs of {what}")
             return leaves
+        return flat_fun
 
-        program, consts = stage(flat_fun, [get_aval(x) for x in layout.operands])
+    def _stage_primal(self, layout, what):
+        """Stage the function on the layout's operands: (program, consts, out_tree)."""
+        store = {}
+        program, consts = stage(self._flat_primal(layout, what, store),
+                                [get_aval(x) for x in layout.operands])
         return program, consts, store["out_tree"]
 
 
 # ------------------------------------------------------------ where a call lands
 
-def landing_trace(operands):
-    """The trace that a custom call on `operands` would reach if it were bound now:
-    traces that would pass it on untransformed (`Trace.forwards_to`) are skipped.
+def landing(operands):
+    """(trace, vmaps): where a custom call on `operands` would land if it were bound
+    now, and the vmaps (BatchTraces, outermost first) it would be batched by on the
+    way. Traces that would pass it on untransformed (`Trace.forwards_to`) are skipped,
+    and so is a vmap, which would batch the call and bind it on its parent.
 
-    Custom calls use it to do what JAX does: at the evaluation trace the function
-    itself runs (on concrete values, so Python control flow on them works); at a JVP
-    trace that perturbs an operand only the user's rule runs, never the function;
-    elsewhere (staging, vmap, checkpoint policies) the function is staged and bound."""
-    trace = core.current_trace()
-    while (passed_to := trace.forwards_to(operands)) is not None:
-        trace = passed_to
-    return trace
+    Custom calls use it to do what JAX does: at the evaluation trace (with no vmap on
+    the way) the function itself runs, on concrete values, so Python control flow on
+    them works; at a JVP trace that perturbs an operand, under vmaps or not, only the
+    user's rule runs, never the function (`DifferentiatedCall`); elsewhere (staging,
+    evaluation under vmap, checkpoint policies) the function is staged and bound."""
+    trace, vmaps = core.current_trace(), []
+    while True:
+        passed_to = trace.forwards_to(operands)
+        if passed_to is not None:
+            trace = passed_to
+            continue
+        if type(trace) is batching.BatchTrace:
+            below = unbatched(trace, operands)
+            if not any(type(d) is batching.ConcatAxis for _, d in below):   # not a pile
+                vmaps.append(trace)
+                operands = [v for v, _ in below]
+                trace = trace.parent
+                continue
+        return trace, vmaps
+
+
+def unbatched(trace, values):
+    """(value, batch dim) at the parent of the vmap `trace` of each of `values` (dim
+    None for values that are not its tracers)."""
+    return [(x.val, x.batch_dim) if type(x) is batching.BatchTracer and x._trace is trace
+            else (x, None) for x in values]
 
 
 def run_at_eval(fun, args, kind, exc):
@@ -266,18 +292,72 @@ def run_at_eval(fun, args, kind, exc):
         raise closed_over_error(kind, name_of(fun), exc) from e
 
 
-def split_jvp_operands(trace, operands):
-    """(primals, tangents) of `operands` at the JVP trace `trace`; operands that are not
-    its tracers have Zero tangents."""
-    primals, tangents = [], []
-    for x in operands:
-        if type(x) is ad.JVPTracer and x._trace is trace:
-            primals.append(x.primal)
-            tangents.append(x.tangent)
-        else:
-            primals.append(x)
-            tangents.append(Zero(ad.tangent_aval(get_aval(x))))
-    return primals, tangents
+class DifferentiatedCall:
+    """A custom call landing on the JVP trace `trace` through the vmaps `vmaps`
+    (see `landing`), as its rule sees it, so that the rule runs where the call was
+    made, without the function being staged.
+
+    An operand at the call is a tower: a tracer of each vmap that batches it, around a
+    JVP tracer (primal, tangent) of `trace`. `primals` and `tangents` are the same
+    towers around the primal and around the tangent (a Zero where the operand is not
+    perturbed): values the rule can compute with at the call's level, whose
+    operations the JVP trace passes on. `join` builds an output tower back from the
+    rule's primal and tangent outputs."""
+
+    def __init__(self, trace, vmaps, operands, kind, name, exc):
+        self.trace, self.vmaps = trace, vmaps
+        self._error = (kind, name, exc)
+        self.primals, self.tangents = [], []
+        for x in operands:
+            inner = self.innermost(x)
+            if type(inner) is ad.JVPTracer and inner._trace is trace:
+                self.primals.append(self._tower(x, inner.primal))
+                self.tangents.append(self._tower(x, inner.tangent))
+            else:
+                self.primals.append(x)
+                self.tangents.append(Zero(ad.tangent_aval(get_aval(x))))
+
+    def innermost(self, x):
+        """The value inside x's tracers of the vmaps (at the JVP trace's level)."""
+        for vmap in self.vmaps:
+            if type(x) is batching.BatchTracer and x._trace is vmap:
+                x = x.val
+        return x
+
+    def _tower(self, x, inner, i=0):
+        """x's tracers of the vmaps from the i-th on, around `inner`."""
+        if i == len(self.vmaps):
+            return inner
+        vmap = self.vmaps[i]
+        if type(x) is batching.BatchTracer and x._trace is vmap:
+            return batching.BatchTracer(vmap, self._tower(x.val, inner, i + 1), x.batch_dim)
+        return self._tower(x, inner, i + 1)
+
+    def check_not_perturbed(self, values):
+        """A value the rule computed that the JVP trace perturbs was computed from a
+        perturbed value the rule closes over, which the rule cannot differentiate."""
+        for x in values:
+            inner = self.innermost(x)
+            if type(inner) is ad.JVPTracer and inner._trace is self.trace:
+                raise closed_over_error(*self._error)
+
+    def join(self, primal, tangent):
+        """The output whose primal and tangent (values at the call's level) are given."""
+        self.check_not_perturbed([primal] if type(tangent) is Zero else [primal, tangent])
+        if type(tangent) is Zero:
+            return primal
+        return self._join(primal, tangent, 0)
+
+    def _join(self, p, t, i):
+        if i == len(self.vmaps):
+            return self.trace.wrap(p, t)
+        vmap = self.vmaps[i]
+        ((p, pd), (t, td)), size = unbatched(vmap, [p, t]), vmap.axis_data.size
+        dim = td if pd is None else pd
+        with core.set_current_trace(vmap.parent):
+            p = p if pd == dim else match_batch(size, pd, dim, p)
+            t = t if td == dim else match_batch(size, td, dim, t)
+            return vmap.wrap(self._join(p, t, i + 1), dim)
 
 
 # ---------------------------------------------------------------------- staging
@@ -314,29 +394,31 @@ def program_call_rules(prim_name):
         return lowering.eval_jaxpr_lowered(call_jaxpr.jaxpr, call_jaxpr.consts, args)
 
     return dict(multiple_results=True, impl=impl, abstract_eval=abstract_eval, lowering=lower,
-                sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
+                sharding_rule=core.TYPED_BY_ABSTRACT_EVAL, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------- rules run at another level
 
 class SubstitutionTrace(core.Trace):
-    """Binds on its parent with given tracers (by identity) replaced by other values.
+    """Binds on its parent with some tracers replaced by other values:
+    `replacement(tracer)` is the value standing for a tracer (the tracer itself when
+    it is not replaced).
 
     Traces nested inside it may meet the replaced tracers even when the transformation
     that made them has finished (core's `stands_in_for`): they are placeholders that
     this trace replaces before anything reaches the level the rule runs at."""
 
-    __slots__ = ("mapping",)
+    __slots__ = ("replacement",)
 
-    def __init__(self, parent, mapping):
+    def __init__(self, parent, replacement):
         super().__init__(parent)
-        self.mapping = mapping
+        self.replacement = replacement
 
     def stands_in_for(self, tracer):
-        return id(tracer) in self.mapping
+        return self.replacement(tracer) is not tracer
 
     def substitute(self, x):
-        return self.mapping.get(id(x), x) if isinstance(x, Tracer) else x
+        return self.replacement(x) if isinstance(x, Tracer) else x
 
     def process_primitive(self, prim, args, params):
         args = [self.substitute(a) for a in args]
@@ -351,7 +433,24 @@ def call_substituted(originals, values, fn, *args):
                if isinstance(o, Tracer) and o is not v}
     if not mapping:
         return fn(*args)
-    trace = SubstitutionTrace(core.current_trace(), mapping)
+    return _call_replacing(lambda t: mapping.get(id(t), t), fn, *args)
+
+
+def call_in_vmap_of(closed_vmap, fn, *args):
+    """fn(*args) at the current vmap, a rule closing over tracers of `closed_vmap` (a
+    vmap the rule was made under, perhaps finished) being run batched again: each of
+    them stands for the current vmap's tracer of the same value and batch dim."""
+    vmap = core.current_trace()
+
+    def replacement(t):
+        if type(t) is batching.BatchTracer and t._trace is closed_vmap:
+            return batching.BatchTracer(vmap, t.val, t.batch_dim)
+        return t
+    return _call_replacing(replacement, fn, *args)
+
+
+def _call_replacing(replacement, fn, *args):
+    trace = SubstitutionTrace(core.current_trace(), replacement)
     with core.set_current_trace(trace):
         out = fn(*args)
     return tree_util.tree_map(trace.substitute, out)
@@ -445,15 +544,19 @@ def match_batch(size, src, dst, x, sum_if_unbatched=False):
     return batching.matchaxis(size, src, dst, x)
 
 
-def batch_flat_rule(fn, axis_data, vals, dims):
+def batch_flat_rule(fn, axis_data, vals, dims, closed_vmap=None):
     """Run fn(*vals) under a new vmap where `vals` have batch dims `dims`; Zero inputs
-    stay symbolic (per-example Zeros). Returns the outputs as (value, dim) pairs."""
+    stay symbolic (per-example Zeros). `closed_vmap`: a vmap whose tracers fn may close
+    over (see `call_in_vmap_of`). Returns the outputs as (value, dim) pairs."""
     keep = [type(v) is not Zero for v in vals]
 
     def per_example(*xs):
         it = iter(xs)
-        return fn(*[next(it) if k else Zero(drop_axis(v.aval, d))
-                    for v, d, k in zip(vals, dims, keep)])
+        args = [next(it) if k else Zero(drop_axis(v.aval, d))
+                for v, d, k in zip(vals, dims, keep)]
+        if closed_vmap is None:
+            return fn(*args)
+        return call_in_vmap_of(closed_vmap, fn, *args)
 
     return batching.batch_with_dims(per_example, [v for v, k in zip(vals, keep) if k],
                                     [d for d, k in zip(dims, keep) if k],

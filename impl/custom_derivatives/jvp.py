@@ -19,11 +19,11 @@ from jax import tree_util
 from impl import core
 from impl.core import Tracer, get_aval
 from impl.custom_derivatives.common import (
-    ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, batch_flat_rule,
-    call_substituted, check_jaxtypes, closed_over_error, describe, from_rule, is_eager,
-    is_float, landing_trace, match_batch, move_batch_to_front, name_of, named_as,
-    printed_call_params, program_call_rules, run_at_eval, split_jvp_operands, to_rule,
-    tree_flatten, tree_unflatten, type_str, zero_tangent_value)
+    ArgLayout, BatchedOutDims, CustomRuleFunction, DifferentiatedCall, SymbolicZero,
+    batch_flat_rule, call_substituted, check_jaxtypes, closed_over_error, describe,
+    from_rule, is_eager, is_float, landing, match_batch, move_batch_to_front, name_of,
+    named_as, printed_call_params, program_call_rules, run_at_eval, to_rule, tree_flatten,
+    tree_unflatten, type_str, zero_tangent_value)
 from impl.interpreters import ad, batching
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
@@ -244,11 +244,13 @@ class custom_jvp(CustomRuleFunction):
         args = tuple(tree_util.tree_map(_stop_gradient, a) if i in nondiff else a
                      for i, a in enumerate(args))
         layout = ArgLayout(args, nondiff, f"custom_jvp function {name}")
-        trace = landing_trace(layout.operands)
-        if trace is core.eval_trace:
+        trace, vmaps = landing(layout.operands)
+        if trace is core.eval_trace and not vmaps:
             return run_at_eval(self.fun, args, "custom_jvp", CustomJVPException)
         if type(trace) is ad.JVPTrace:
-            return self._rule_only(trace, layout)
+            return self._rule_only(DifferentiatedCall(
+                trace, vmaps, layout.operands, "custom_jvp", name, CustomJVPException),
+                layout)
         program, consts, out_tree = self._stage_primal(layout, f"custom_jvp function {name}")
         out_avals = program.out_avals
 
@@ -262,13 +264,11 @@ class custom_jvp(CustomRuleFunction):
                                       symbolic_zeros=self.symbolic_zeros)
         return tree_unflatten(out_tree, outs)
 
-    def _rule_only(self, trace, layout):
-        """At a JVP trace perturbing an operand: the rule gives the primal and tangent
-        outputs; the function itself is not run (as in JAX)."""
-        primals, tangents = split_jvp_operands(trace, layout.operands)
-        with core.set_current_trace(trace.parent):
-            outs, out_ts, out_tree = self._run_rule(layout, primals, tangents, None)
-        return tree_unflatten(out_tree, [trace.wrap(p, t) for p, t in zip(outs, out_ts)])
+    def _rule_only(self, call, layout):
+        """At a JVP trace perturbing an operand (under vmaps or not): the rule gives the
+        primal and tangent outputs; the function itself is not run (as in JAX)."""
+        outs, out_ts, out_tree = self._run_rule(layout, call.primals, call.tangents, None)
+        return tree_unflatten(out_tree, [call.join(p, t) for p, t in zip(outs, out_ts)])
 
     def _run_rule(self, layout, ops, ts, expected):
         """Run the user's rule on flat operands and tangents. `expected`: the function's

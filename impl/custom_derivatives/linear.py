@@ -216,7 +216,8 @@ def _linear_call_batch(axis_data, vals, dims, *, callee, transpose, num_callee_c
 linear_call_p = define("linear_call", multiple_results=True, impl=_linear_call_impl,
                        abstract_eval=_linear_call_abstract_eval,
                        lowering=_linear_call_lowering, jvp=_linear_call_jvp,
-                       transpose=_linear_call_transpose, batching=_linear_call_batch)
+                       transpose=_linear_call_transpose, batching=_linear_call_batch,
+                       vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 def linear_call(fun, fun_transpose, residual_args, linear_args):

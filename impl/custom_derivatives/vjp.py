@@ -24,11 +24,11 @@ from jax import tree_util
 from impl import core
 from impl.core import Tracer, get_aval
 from impl.custom_derivatives.common import (
-    ArgLayout, BatchedOutDims, CustomRuleFunction, SymbolicZero, batch_flat_rule,
-    call_substituted, check_jaxtypes, closed_over_error, describe, eval_program, is_eager,
-    is_float, landing_trace, materialize, match_batch, move_batch_to_front, name_of,
-    named_as, printed_call_params, program_call_rules, run_at_eval, split_jvp_operands, stage, to_rule, tree_flatten,
-    tree_unflatten, type_str)
+    ArgLayout, BatchedOutDims, CustomRuleFunction, DifferentiatedCall, SymbolicZero,
+    batch_flat_rule, call_substituted, check_jaxtypes, closed_over_error, describe,
+    eval_program, is_eager, is_float, landing, materialize, match_batch,
+    move_batch_to_front, name_of, named_as, printed_call_params, program_call_rules,
+    run_at_eval, stage, to_rule, tree_flatten, tree_unflatten, type_str, unbatched)
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
@@ -88,7 +88,6 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_c
     avals = [get_aval(v) for v in vals]
     bcall, call_dims = batching.batch_jaxpr(call_jaxpr, axis_data, avals, dims)
     const_dims, arg_dims = dims[:num_consts], dims[num_consts:]
-    arg_avals = avals[num_consts:]
     n_out = len(call_jaxpr.out_avals)
     out_dims = BatchedOutDims(call_dims, f"custom_vjp fwd of {name}")
     res_dims = {}
@@ -111,6 +110,24 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_c
         return outs, [match_batch(size, d, None if d is None else 0, r)
                       for r, d in res[n_out:]]
 
+    batched_bwd = _batched_bwd(
+        bwd, axis_data, lambda: list(const_dims) + res_dims["dims"] + out_dims.dims,
+        arg_dims)
+    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=bcall, fwd=batched_fwd, bwd=batched_bwd,
+                                  num_consts=num_consts, name=name,
+                                  symbolic_zeros=symbolic_zeros)
+    out_dims.staged = True
+    return outs, out_dims.dims
+
+
+def _batched_bwd(bwd, axis_data, in_dims, arg_dims, closed_vmap=None):
+    """bwd(consts, residuals, cotangents) of a call batched by a vmap: `in_dims()`
+    gives the batch dims of those (known once fwd has run); the cotangent of each
+    argument gets the batch dim in `arg_dims` (summed over the batch for an argument
+    that vmap broadcast). `closed_vmap`: the vmap itself, when bwd may close over its
+    tracers (it was made under it)."""
+    size = axis_data.size
+
     @functools.partial(named_as, user_fn=bwd)
     def batched_bwd(consts, res, cts):
         nc, nr = len(consts), len(res)
@@ -119,17 +136,10 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_c
             return bwd(list(xs[:nc]), list(xs[nc:nc + nr]), list(xs[nc + nr:]))
 
         outs = batch_flat_rule(flat, axis_data, list(consts) + list(res) + list(cts),
-                               list(const_dims) + res_dims["dims"] + out_dims.dims)
-        # a cotangent batched for an unbatched input is summed over the batch
-        return [Zero(ad.tangent_aval(a)) if not is_float(a) else
-                match_batch(size, d, want, c, sum_if_unbatched=True)
-                for (c, d), want, a in zip(outs, arg_dims, arg_avals)]
-
-    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=bcall, fwd=batched_fwd, bwd=batched_bwd,
-                                  num_consts=num_consts, name=name,
-                                  symbolic_zeros=symbolic_zeros)
-    out_dims.staged = True
-    return outs, out_dims.dims
+                               in_dims(), closed_vmap)
+        return [match_batch(size, d, want, c, sum_if_unbatched=True)
+                for (c, d), want in zip(outs, arg_dims)]
+    return batched_bwd
 
 
 def _custom_vjp_call_dce(used_outputs, eqn):
@@ -254,7 +264,7 @@ def _custom_lin_transpose(cts, *args, num_res, num_consts, bwd, res_avals, ct_av
 custom_lin_p = define("custom_lin", multiple_results=True, impl=_custom_lin_apply,
                       abstract_eval=_custom_lin_abstract_eval, lowering=_custom_lin_lowering,
                       jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
-                      batching=_custom_lin_batch)
+                      batching=_custom_lin_batch, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 def _custom_lin_printed_params(eqn, namer):
@@ -272,25 +282,62 @@ core.pp_params_rules[custom_lin_p] = _custom_lin_printed_params
 
 # ----------------------------------------------------------------------- remat_opt
 # fwd staged as a program (optimize_remat=True). Operands: fwd's constants, the primal
-# function's constants, the arguments. Outputs: the primal outputs, then residuals.
+# function's constants (when its program was staged before), the arguments. Outputs:
+# the primal outputs, then residuals. The primal function's program is made only if
+# dead-code removal finds no residual used (`fun_jaxpr_thunk`, as JAX names it).
+
+class LazyProgram:
+    """A program made on first use and kept. `get()` is None when it cannot be made
+    here: a function closing over values of transformations, which a program staged
+    outside them cannot hold."""
+
+    __slots__ = ("_make", "_program")
+
+    def __init__(self, make=None, program=None):
+        self._make, self._program = make, program
+
+    def get(self):
+        if self._make is not None:
+            self._program, self._make = self._make(), None
+        return self._program
+
+    def __repr__(self):
+        return "<function fun_jaxpr_thunk>"
+
+
+def _primal_thunk(flat_primal, avals):
+    """The primal function (flat) as a program of its arguments (of types `avals`),
+    its closed-over values as constants, staged on first use."""
+    def make():
+        try:
+            with core.set_current_trace(core.eval_trace):
+                program = pe.make_closed_jaxpr(flat_primal, avals)
+        except core.UnexpectedTracerError:   # it closes over a finished transformation's
+            return None
+        if any(isinstance(c, Tracer) for c in program.consts):   # or a running one's
+            return None
+        return program
+    return LazyProgram(make)
+
 
 def _remat_opt_split(args, num_fwd_consts, num_call_consts):
     a, b = num_fwd_consts, num_fwd_consts + num_call_consts
     return list(args[:a]), list(args[a:b]), list(args[b:])
 
 
-def _remat_opt_impl(*args, fwd, call, num_fwd_consts, num_call_consts, num_res):
+def _remat_opt_impl(*args, fwd, fun_jaxpr_thunk, num_fwd_consts, num_call_consts, num_res):
     fc, _, ops = _remat_opt_split(args, num_fwd_consts, num_call_consts)
     return eval_program(fwd, fc + ops)
 
 
-def _remat_opt_lowering(*args, fwd, call, num_fwd_consts, num_call_consts, num_res):
+def _remat_opt_lowering(*args, fwd, fun_jaxpr_thunk, num_fwd_consts, num_call_consts,
+                        num_res):
     fc, _, ops = _remat_opt_split(args, num_fwd_consts, num_call_consts)
     return lowering.eval_jaxpr_lowered(fwd.jaxpr, fwd.consts, fc + ops)
 
 
-def _remat_opt_jvp(primals, tangents, *, fwd, call, num_fwd_consts, num_call_consts,
-                   num_res):
+def _remat_opt_jvp(primals, tangents, *, fwd, fun_jaxpr_thunk, num_fwd_consts,
+                   num_call_consts, num_res):
     # Differentiating fwd itself (higher-order AD of a custom_vjp function): the
     # remat optimization only concerns the first-order backward pass.
     fc, _, ops = _remat_opt_split(primals, num_fwd_consts, num_call_consts)
@@ -298,8 +345,8 @@ def _remat_opt_jvp(primals, tangents, *, fwd, call, num_fwd_consts, num_call_con
     return ad.jvp_flat(core.jaxpr_as_fun(fwd), fc + ops, tfc + tops)
 
 
-def _remat_opt_batch(axis_data, vals, dims, *, fwd, call, num_fwd_consts, num_call_consts,
-                     num_res):
+def _remat_opt_batch(axis_data, vals, dims, *, fwd, fun_jaxpr_thunk, num_fwd_consts,
+                     num_call_consts, num_res):
     vals, dims = move_batch_to_front(vals, dims)
     avals = [get_aval(v) for v in vals]
     fc_a, cc_a, ops_a = _remat_opt_split(avals, num_fwd_consts, num_call_consts)
@@ -307,10 +354,15 @@ def _remat_opt_batch(axis_data, vals, dims, *, fwd, call, num_fwd_consts, num_ca
     # every output batched, so that the primal program can replace fwd (see the dce rule)
     bfwd, out_dims = batching.batch_jaxpr(fwd, axis_data, fc_a + ops_a, fc_d + ops_d,
                                           instantiate=True)
-    bcall, _ = batching.batch_jaxpr(call, axis_data, cc_a + ops_a, cc_d + ops_d,
-                                    instantiate=True)
-    return remat_opt_p.bind(*vals, fwd=bfwd, call=bcall, num_fwd_consts=num_fwd_consts,
-                            num_call_consts=num_call_consts, num_res=num_res), out_dims
+
+    def batched_call():
+        call = fun_jaxpr_thunk.get()
+        return None if call is None else batching.batch_jaxpr(
+            call, axis_data, cc_a + ops_a, cc_d + ops_d, instantiate=True)[0]
+
+    return remat_opt_p.bind(*vals, fwd=bfwd, fun_jaxpr_thunk=LazyProgram(batched_call),
+                            num_fwd_consts=num_fwd_consts, num_call_consts=num_call_consts,
+                            num_res=num_res), out_dims
 
 
 def _remat_opt_dce(used_outputs, eqn):
@@ -318,10 +370,13 @@ def _remat_opt_dce(used_outputs, eqn):
     p = eqn.params
     if any(used_outputs[len(used_outputs) - p["num_res"]:]):
         return eqn
+    call = p["fun_jaxpr_thunk"].get()
+    if call is None:
+        return eqn
     n_out = len(used_outputs) - p["num_res"]
     invars = eqn.invars[p["num_fwd_consts"]:]
     return core.JaxprEqn(jit_p, invars, eqn.outvars[:n_out],
-                         dict(jaxpr=p["call"], name="custom_vjp_primal",
+                         dict(jaxpr=call, name="custom_vjp_primal",
                               in_shardings=(None,) * len(invars),
                               out_shardings=(None,) * n_out))
 
@@ -329,7 +384,8 @@ def _remat_opt_dce(used_outputs, eqn):
 remat_opt_p = define("remat_opt", multiple_results=True, impl=_remat_opt_impl,
                      abstract_eval=lambda *avals, fwd, **_: fwd.out_avals,
                      lowering=_remat_opt_lowering, jvp=_remat_opt_jvp,
-                     batching=_remat_opt_batch, dce=_remat_opt_dce)
+                     batching=_remat_opt_batch, dce=_remat_opt_dce,
+                     vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------------- validating the rules
@@ -425,21 +481,26 @@ def _flatten_bwd_output(out, in_tree, avals):
     return result
 
 
-def _staged_fwd(flat_fwd, program, op_avals):
-    """fwd staged and bound as remat_opt (optimize_remat=True)."""
-    n_out = len(program.out_avals)
-
+def _staged_fwd(flat_fwd, primal, op_avals):
+    """fwd staged and bound as remat_opt (optimize_remat=True); `primal` (a
+    LazyProgram) is the function's program of its constants (`const_vals`) and
+    arguments."""
+    @functools.partial(named_as, user_fn=flat_fwd)
     def staged(const_vals, ops, perturbed):
+        n_out = {}
+
         def fwd_outputs(*xs):
             outs, res = flat_fwd(const_vals, xs, perturbed)
+            n_out["n"] = len(outs)
             return list(outs) + list(res)
 
         fwd, fwd_consts = stage(fwd_outputs, op_avals)
-        both = remat_opt_p.bind(*fwd_consts, *const_vals, *ops, fwd=fwd, call=program,
-                                num_fwd_consts=len(fwd_consts),
+        n = n_out["n"]
+        both = remat_opt_p.bind(*fwd_consts, *const_vals, *ops, fwd=fwd,
+                                fun_jaxpr_thunk=primal, num_fwd_consts=len(fwd_consts),
                                 num_call_consts=len(const_vals),
-                                num_res=len(fwd.out_avals) - n_out)
-        return both[:n_out], both[n_out:]
+                                num_res=len(fwd.out_avals) - n)
+        return both[:n], both[n:]
     return staged
 
 
@@ -496,13 +557,20 @@ class custom_vjp(CustomRuleFunction):
             return self.fun(*args)
         layout = ArgLayout(args, nondiff, f"custom_vjp function {name}",
                            nondiff_operands=False)
-        trace = landing_trace(layout.operands)
-        if trace is core.eval_trace:
+        trace, vmaps = landing(layout.operands)
+        if trace is core.eval_trace and not vmaps:
             return run_at_eval(self.fun, args, "custom_vjp", CustomVJPException)
         rules = _VJPRules(self, layout, [args[i] for i in nondiff])
-        if type(trace) is ad.JVPTrace and not self.optimize_remat:
-            return rules.fwd_only(trace)
-        program, consts, out_tree = self._stage_primal(layout, f"custom_vjp function {name}")
+        what = f"custom_vjp function {name}"
+        if type(trace) is ad.JVPTrace:
+            fwd = named_as(lambda consts, ops, perturbed: rules.run_fwd(ops, perturbed),
+                           self.fwd)
+            if self.optimize_remat:
+                fwd = _staged_fwd(fwd, _primal_thunk(self._flat_primal(layout, what),
+                                                     rules.op_avals), rules.op_avals)
+            return rules.fwd_only(DifferentiatedCall(
+                trace, vmaps, layout.operands, "custom_vjp", name, CustomVJPException), fwd)
+        program, consts, out_tree = self._stage_primal(layout, what)
         rules.expect(out_tree, program.out_avals)
 
         @functools.partial(named_as, user_fn=self.fwd)
@@ -510,7 +578,7 @@ class custom_vjp(CustomRuleFunction):
             return call_substituted(consts, const_vals, rules.run_fwd, ops, perturbed)
 
         if self.optimize_remat:
-            flat_fwd = _staged_fwd(flat_fwd, program, rules.op_avals)
+            flat_fwd = _staged_fwd(flat_fwd, LazyProgram(program=program), rules.op_avals)
 
         @functools.partial(named_as, user_fn=self.bwd)
         def flat_bwd(const_vals, res, cts):
@@ -555,26 +623,49 @@ class _VJPRules:
         return _flatten_bwd_output(self.bwd(*self.static_nondiff, py_res, py_cts),
                                    self.diff_tree, self.op_avals)
 
-    def fwd_only(self, trace):
-        """At a JVP trace perturbing an operand: fwd gives the primal outputs and the
-        residuals, and `custom_lin` (whose transpose runs bwd) the output tangents; the
-        function itself is not run (as in JAX)."""
-        primals, tangents = split_jvp_operands(trace, self.layout.operands)
+    def fwd_only(self, call, fwd):
+        """At a JVP trace perturbing an operand (under vmaps or not): fwd(consts, ops,
+        perturbed) gives the primal outputs and the residuals, and `custom_lin` (whose
+        transpose runs bwd) the output tangents; the function itself is not run (as in
+        JAX)."""
         perturbed = [type(t) is not Zero and is_float(a)
-                     for t, a in zip(tangents, self.op_avals)]
-        with core.set_current_trace(trace.parent):
-            outs, res = self.run_fwd(primals, perturbed)
-            out_avals = tuple(get_aval(o) for o in outs)
-            lin_outs = custom_lin_p.bind(
-                *res, *[t for t, p in zip(tangents, perturbed) if p], num_res=len(res),
-                num_consts=0, bwd=named_as(lambda consts, res, cts: self.run_bwd(res, cts),
-                                           self.bwd),
-                res_avals=tuple(get_aval(r) for r in res), ct_avals=out_avals,
-                perturbed=tuple(perturbed), name=self.name, symbolic_zeros=self.symbolic)
+                     for t, a in zip(call.tangents, self.op_avals)]
+        outs, res = fwd([], call.primals, perturbed)
+        call.check_not_perturbed(res)
+        bwd = named_as(lambda consts, res, cts: self.run_bwd(res, cts), self.bwd)
+        lin_outs = self._linear(call, 0, call.primals, list(res),
+                                [t for t, p in zip(call.tangents, perturbed) if p],
+                                list(outs), bwd, tuple(perturbed))
         it = iter(lin_outs)
-        out_ts = [next(it) if is_float(a) else Zero(ad.tangent_aval(a)) for a in out_avals]
-        return tree_unflatten(self.out_tree,
-                              [trace.wrap(p, t) for p, t in zip(outs, out_ts)])
+        out_ts = [next(it) if is_float(get_aval(o)) else Zero(ad.tangent_aval(get_aval(o)))
+                  for o in outs]
+        return tree_unflatten(self.out_tree, [call.join(p, t) for p, t in zip(outs, out_ts)])
+
+    def _linear(self, call, i, ops, res, ts, outs, bwd, perturbed):
+        """The tangents of the float outputs `outs`: custom_lin of the residuals and the
+        tangents `ts` of the perturbed operands, bound below the vmaps from the i-th on
+        (all values at the level of the i-th), with bwd batched by each of them."""
+        if i == len(call.vmaps):
+            with core.set_current_trace(call.trace.parent):
+                return custom_lin_p.bind(
+                    *res, *ts, num_res=len(res), num_consts=0, bwd=bwd,
+                    res_avals=tuple(get_aval(r) for r in res),
+                    ct_avals=tuple(get_aval(o) for o in outs), perturbed=perturbed,
+                    name=self.name, symbolic_zeros=self.symbolic)
+        # below the vmap, each tangent keeps the batch dim of its primal
+        vmap = call.vmaps[i]
+        (ops, op_dims), (res, res_dims), (ts, _), (outs, out_dims) = [
+            _unzip(unbatched(vmap, xs)) for xs in (ops, res, ts, outs)]
+        bwd = _batched_bwd(bwd, vmap.axis_data, lambda: res_dims + out_dims, op_dims,
+                           closed_vmap=vmap)
+        with core.set_current_trace(vmap.parent):
+            lin_outs = self._linear(call, i + 1, ops, res, ts, outs, bwd, perturbed)
+        float_dims = [d for o, d in zip(outs, out_dims) if is_float(get_aval(o))]
+        return [vmap.wrap(t, d) for t, d in zip(lin_outs, float_dims)]
+
+
+def _unzip(pairs):
+    return [a for a, _ in pairs], [b for _, b in pairs]
 
 
 __all__ = ["custom_vjp", "custom_vjp_call_p", "CustomVJPPrimal",

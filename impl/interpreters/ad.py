@@ -34,7 +34,7 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """Tangents of floating values share their type; others have dtype float0."""
     if core.is_float_dtype(aval.dtype):
         return aval
-    return ShapedArray(aval.shape, float0)
+    return ShapedArray(aval.shape, float0, vma=aval.vma)
 
 
 def zeros_like_aval(aval):

@@ -103,7 +103,8 @@ def axis_env_key():
         if isinstance(trace, BatchTrace) and trace.axis_data.name is not None:
             names.append((trace.axis_data.name, trace.axis_data.size))
         trace = trace.parent
-    return tuple(names) + tuple(_axis_env.frames)
+    vma = core.tracked_vma_axes()   # whether types track varying manual axes here
+    return tuple(names) + tuple(_axis_env.frames) + ((("vma",) + vma,) if vma else ())
 
 
 # ------------------------------------------------------------------ ragged piles
@@ -173,6 +174,7 @@ class RaggedShapedArray(ShapedArray):
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.explicit_sharding = None   # piles are not sharded over Explicit mesh axes
+        self.vma = ()                   # nor mapped over manual mesh axes
 
 
 class PileAxis:
@@ -261,7 +263,7 @@ def example_aval(x, batch_dim):
         entries = entries[:batch_dim] + entries[batch_dim + 1:]
         sharding = (None if all(e is None for e in entries)
                     else sharding.update(spec=sharding.spec.update(partitions=entries)))
-    return ShapedArray(shape, aval.dtype, aval.weak_type, sharding)
+    return aval.update(shape=shape, explicit_sharding=sharding)
 
 
 class BatchTracer(Tracer):

@@ -75,7 +75,7 @@ from impl.lax._control_flow import (  # noqa: F401,E402
     cond, switch, while_loop, fori_loop, scan, map, associative_scan, platform_dependent,
 )
 from impl.primitives.collectives import (  # noqa: F401,E402
-    all_gather, all_to_all, ppermute, psum_scatter, pbroadcast, pshuffle, pswapaxes,
+    all_gather, all_to_all, ppermute, psum_scatter, pbroadcast, pshuffle, pswapaxes, pcast,
 )
 
 # Bit-level operations and erf_inv (what impl.random builds on).
@@ -133,3 +133,10 @@ _reduce.monoid_functions.update({add: "add", mul: "mul", max: "max", min: "min",
 from impl.lax._solves import custom_linear_solve, custom_root  # noqa: E402,F401
 from impl.lax._composites import broadcast_like, index_take  # noqa: E402,F401
 from impl.primitives.fft import fft  # noqa: E402,F401
+
+
+def __getattr__(name):
+    if name == "pvary":   # gone from JAX 0.10, which answers as this does
+        raise AttributeError("jax.lax.pvary was deprecated in JAX v0.8.2 and removed in JAX "
+                             "v0.10.0; use `jax.lax.pcast(..., to='varying')")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

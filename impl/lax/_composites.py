@@ -97,9 +97,9 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     if dtype is None and aval.weak_type:
         value = ew.convert_element_type(value, aval.dtype, weak_type=True)
     shape = aval.shape if shape is None else tuple(shape)
-    return broadcast_in_dim(value, shape, (),
-                            out_sharding=canonical_out_sharding(sharding, len(shape),
-                                                                "full_like sharding"))
+    return ew.vary_as(broadcast_in_dim(value, shape, (),
+                                       out_sharding=canonical_out_sharding(
+                                           sharding, len(shape), "full_like sharding")), aval)
 
 
 def empty(shape, dtype, *, out_sharding=None):

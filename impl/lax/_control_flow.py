@@ -64,12 +64,6 @@ def _sourceinfo(fun):
         return getattr(fun, "__name__", "<unknown>")
 
 
-def _type_str(aval):
-    """A type as JAX's error messages write it: float32[3,2] (float32[8@X,4] when
-    sharded over Explicit mesh axes)."""
-    return f"{aval.dtype.name}[{core.shape_str(aval.shape, aval.explicit_sharding)}]"
-
-
 class _AvalForMessage:
     """Prints an abstract value inside a pytree as JAX's messages do."""
 
@@ -77,11 +71,10 @@ class _AvalForMessage:
         self.aval = aval
 
     def __str__(self):
-        return _type_str(self.aval)
+        return self.aval.str_long()
 
     def __repr__(self):
-        weak = ", weak_type=True" if self.aval.weak_type else ""
-        return f"ShapedArray({_type_str(self.aval)}{weak})"
+        return repr(self.aval)
 
 
 def _tree_differences(t1, t2, path=()):
@@ -130,12 +123,29 @@ def _mismatch(a, b):
         why.append("the dtypes do not match")
     if a.shape != b.shape:
         why.append("the shapes do not match")
-    return ", so " + ", and ".join(why) if why else ""
+    if a.vma != b.vma:
+        why.append("the manual axis types do not match")
+    if not why:
+        return ""
+    return ", so " + (why[0] if len(why) == 1 else ", ".join(why[:-1]) + ", and " + why[-1])
 
 
 def _typematch(a, b):
     return (a.shape == b.shape and a.dtype == b.dtype
-            and a.explicit_sharding == b.explicit_sharding)
+            and a.explicit_sharding == b.explicit_sharding and a.vma == b.vma)
+
+
+def _pcast_hint(fixes):
+    """JAX's advice for values that must vary over more manual axes: `fixes` holds
+    (axes, where) pairs."""
+    if not fixes:
+        return ""
+    items = [f"applying `jax.lax.pcast(..., {axes}, to='varying')`{where}"
+             for axes, where in fixes]
+    hint = (f"This might be fixed by {items[0]}.\n" if len(items) == 1 else
+            "This might be fixed by:\n" + _listing(items, capitalize=False))
+    return hint + ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma "
+                   "for more information.\n\n")
 
 
 def _listing(diffs, capitalize=True, item_end="\n"):
@@ -188,15 +198,18 @@ def _check_carry(name, fun, in_tree, in_avals, out_tree, out_avals):
             f"{name} function carry input and carry output must have the same pytree "
             f"structure, but they differ:\n\n{_listing(diffs)}\nRevise the function so that "
             "the carry output has the same pytree structure as the carry input.")
-    diffs = [f"{component(p)} has type {_type_str(a)} but the corresponding output carry "
-             f"component has type {_type_str(b)}{_mismatch(a, b)}"
-             for p, a, b in zip(_leaf_paths(in_tree), in_avals, out_avals)
-             if not _typematch(a, b)]
+    paths = _leaf_paths(in_tree)
+    diffs = [f"{component(p)} has type {a.str_long()} but the corresponding output carry "
+             f"component has type {b.str_long()}{_mismatch(a, b)}"
+             for p, a, b in zip(paths, in_avals, out_avals) if not _typematch(a, b)]
+    fixes = [(tuple(n for n in b.vma if n not in a.vma),
+              f", to the initial carry value corresponding to {component(p)}")
+             for p, a, b in zip(paths, in_avals, out_avals) if set(b.vma) - set(a.vma)]
     if diffs:
         raise TypeError(
             f"{name} function carry input and carry output must have equal types, but they "
-            f"differ:\n\n{_listing(diffs)}\nRevise the function so that all output types "
-            "match the corresponding input types.")
+            f"differ:\n\n{_listing(diffs)}\n{_pcast_hint(fixes)}Revise the function so that "
+            "all output types match the corresponding input types.")
 
 
 # ------------------------------------------------------------------ cond / switch
@@ -211,15 +224,22 @@ def _check_branch_outputs(api, names, funs, trees, avals):
                 f"{api} branch outputs must have the same pytree structure, but they "
                 f"differ:\n\n{header}{_listing(diffs, capitalize=False)}\nRevise {names[0]} and/or {name} so that they "
                 "have the same pytree structure.")
-        diffs = [f"the output of {names[0]}{_at(p)} has type {_type_str(a)} but the "
-                 f"corresponding output of {name} has type {_type_str(b)}{_mismatch(a, b)}"
-                 for p, a, b in zip(_leaf_paths(tree), avals[0], out)
-                 if not _typematch(a, b)]
+        paths = _leaf_paths(tree)
+        diffs = [f"the output of {names[0]}{_at(p)} has type {a.str_long()} but the "
+                 f"corresponding output of {name} has type {b.str_long()}{_mismatch(a, b)}"
+                 for p, a, b in zip(paths, avals[0], out) if not _typematch(a, b)]
+        # (JAX 0.10.2 names the varying branch and an empty tuple here; this names the
+        # branch to cast and the axes.)
+        fixes = [(tuple(n for n in other.vma if n not in mine.vma),
+                  f" to the output of {who}{_at(p)}")
+                 for p, a, b in zip(paths, avals[0], out)
+                 for who, mine, other in ((names[0], a, b), (name, b, a))
+                 if set(other.vma) - set(mine.vma)]
         if diffs:
             raise TypeError(
                 f"{api} branches must have equal output types but they differ.\n\n{header}"
-                f"{_listing(diffs, item_end='')}\nRevise {names[0]} and/or {name} so that all output "
-                "types match.")
+                f"{_listing(diffs, item_end='')}\n{_pcast_hint(fixes)}Revise {names[0]} and/or "
+                f"{name} so that all output types match.")
 
 
 def _at(path):

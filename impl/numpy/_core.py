@@ -387,13 +387,15 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def _like(fn, a, dtype, shape):
     aval = get_aval(_arr(a))
-    return _keep_weak(fn(aval.shape if shape is None else shape, dtype or aval.dtype),
-                      aval, dtype)
+    return _like_prototype(fn(aval.shape if shape is None else shape, dtype or aval.dtype),
+                           aval, dtype)
 
 
-def _keep_weak(out, aval, dtype):
+def _like_prototype(out, aval, dtype):
     """As in JAX, a `*_like` result without a dtype is weakly typed when its
-    prototype is (so `zeros_like(x * 1.0)` still promotes like a Python scalar)."""
+    prototype is (so `zeros_like(x * 1.0)` still promotes like a Python scalar), and
+    varies over the manual mesh axes its prototype does."""
+    out = ew.vary_as(out, aval)
     if dtype is None and aval.weak_type:
         return ew.convert_element_type(out, aval.dtype, weak_type=True)
     return out
@@ -409,8 +411,8 @@ def ones_like(a, dtype=None, shape=None):
 
 def full_like(a, fill_value, dtype=None, shape=None):
     aval = get_aval(_arr(a))
-    return _keep_weak(full(aval.shape if shape is None else shape, fill_value,
-                           dtype or aval.dtype), aval, dtype)
+    return _like_prototype(full(aval.shape if shape is None else shape, fill_value,
+                                dtype or aval.dtype), aval, dtype)
 
 
 def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)

@@ -108,7 +108,7 @@ def _build(rule, prim):
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
            transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
            collective=False, effectful=False, operands=None,
-           sharding_rule=None) -> core.Primitive:
+           sharding_rule=None, vma_rule=None) -> core.Primitive:
     """Create the primitive `name` and register every one of its rules.
 
     abstract_eval: `(*avals, **params) -> aval` (a list when multiple_results),
@@ -141,6 +141,12 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         evaluation already types the results; None: the primitive refuses operands
         sharded over Explicit axes. Rules shared by many primitives are in
         `impl.primitives.sharding_rules`.
+    vma_rule: `(*avals, **params) -> axis names` (per result, a list, when
+        multiple_results), the manual mesh axes the results vary over inside a shard_map
+        body with check_vma=True (collectives, casts). None: the standard rule, under
+        which the operands are cast to vary alike and the results vary as they do.
+        `core.TYPED_BY_ABSTRACT_EVAL` when the abstract evaluation's results carry
+        their vma (calls and control flow: the types of their programs).
     """
     if name in registry:
         raise ValueError(f"primitive {name!r} is already defined")
@@ -155,6 +161,8 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         _lowering.lowering_rules[prim] = lowering
     if sharding_rule is not None:
         core.sharding_rules[prim] = sharding_rule
+    if vma_rule is not None:
+        core.vma_rules[prim] = vma_rule
     if impl is not None:
         core.impl_rules[prim] = impl
     elif lowering is not None:

@@ -116,7 +116,7 @@ jit_p = define("jit", multiple_results=True, abstract_eval=_jit_abstract_eval,
                lowering=_jit_lowering, impl=_jit_impl, jvp=_jit_jvp,
                transpose=_jit_transpose, batching=_jit_batch,
                partial_eval=_jit_partial_eval,
-               sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
+               sharding_rule=core.TYPED_BY_ABSTRACT_EVAL, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 def _jit_printed_params(eqn, namer):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import jax
 
+from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import batching
 from impl.primitives._define import define
@@ -47,7 +48,7 @@ debug_callback_p = define(
     "debug_callback", abstract_eval=lambda *avals, **params: [],
     lowering=_debug_callback_lower, jvp=_debug_callback_jvp, batching=_debug_callback_batch,
     transpose=lambda cts, *args, **params: [None] * len(args),
-    multiple_results=True, effectful=True)
+    multiple_results=True, effectful=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 def debug_callback(flat_callback, leaves, *, ordered=False, partitioned=False):

@@ -1,6 +1,7 @@
 """Collectives over named axes: psum, pmean, pmax, pmin, axis_index, all_gather,
 psum_scatter, all_to_all, ppermute, pbroadcast (and pshuffle, pswapaxes, axis_size), plus
-the cotangent reduction behind `grad(..., reduce_axes=...)`.
+the cotangent reduction behind `grad(..., reduce_axes=...)`, and `pcast`, the cast of a
+value's type to vary over manual mesh axes.
 
 `vmap(f, axis_name='i')` names its batch axis; inside `f` each example sees one "device"
 of that axis, and `psum(x, 'i')` sums `x` over all of them. A collective names one axis
@@ -17,6 +18,16 @@ Each collective is a `collective=True` primitive lowered to the `jax.lax` collec
 the same name, which is what runs when impl's program is lowered inside a JAX
 `shard_map`. The abstract evaluation checks that every name is bound (NameError
 otherwise, naming the axis and the function called).
+
+Inside a shard_map body with check_vma=True, types say which manual mesh axes a value
+varies over (`ShapedArray.vma`), as JAX's do. `pvary` casts a value to vary over more
+axes (a no-op on values; its transpose sums the cotangent over them), and the
+collectives' `vma_rule`s say how they change the axes: `psum_invariant` (psum there),
+`pmax` and `pmin` make their result invariant over the axes they reduce; all_gather,
+psum_scatter, all_to_all, ppermute and pbroadcast need an operand varying over their
+axes and keep its type; `axis_index` varies over its axis. As in JAX, the API functions
+first cast an invariant operand to vary over the collective's axes. Over vmap axes (no
+types to track) psum is `psum`, whose transpose is itself.
 """
 from __future__ import annotations
 
@@ -104,6 +115,118 @@ def _same_type(api_name):
     return rule
 
 
+# ------------------------------------------------------ varying manual axes (vma)
+
+def _tracked(axes):
+    """The names among `axes` whose variation the types track here: the manual mesh
+    axes of a shard_map body with check_vma=True."""
+    tracked = core.tracked_vma_axes()
+    return tuple(a for a in axes if a in tracked)
+
+
+def _manual_state(aval, axes, api_name):
+    """'varying' or 'invarying': how `aval` varies over every axis of `axes` (JAX
+    refuses axes it varies over only in part)."""
+    states = {"varying" if a in aval.vma else "invarying" for a in axes}
+    if len(states) > 1:
+        raise ValueError(
+            f"{api_name} can only accept axis_name which corresponds to one of varying, "
+            "unreduced, reduced or invarying state of the input. Got input type: "
+            f"{aval}, axes: {axes} and input state: {states}")
+    return states.pop()
+
+
+def _pvary(x, axes):
+    """`x` cast to vary over the manual axes `axes` too (JAX's `pvary`). Inside a
+    shard_map with check_vma=False, over its manual axes, there is nothing to cast."""
+    if not axes:
+        return x
+    if not core.tracked_vma_axes() and all(a in core.current_manual_axes() for a in axes):
+        return x
+    return pvary_p.bind(x, axes=core.ordered_vma(axes))
+
+
+def _vary_over(x, axes):
+    """`x` cast to vary over the tracked axes of `axes` it does not vary over yet: what
+    JAX does to the operand of a collective."""
+    missing = tuple(a for a in _tracked(axes) if a not in get_aval(x).vma)
+    return pvary_p.bind(x, axes=core.ordered_vma(missing)) if missing else x
+
+
+def _pvary_aval(x, *, axes):
+    for name in axes:
+        batching.axis_size(name, "pvary")
+    return x
+
+
+def _pvary_vma(x, *, axes):
+    # Binds cast only over axes `x` does not vary over (pcast refuses the others, and
+    # the batching rule drops them); vmap type-checks one example before that.
+    return x.vma + tuple(a for a in axes if a not in x.vma)
+
+
+def _pvary_lower(x, *, axes):
+    # The value is unchanged; JAX's type is cast where JAX tracks types too.
+    have = jax.typeof(x).mat.varying
+    missing = tuple(a for a in axes if a not in have)
+    return jax.lax.pcast(x, missing, to="varying") if missing else x
+
+
+def _pvary_eager(x, *, axes):
+    if isinstance(x, jax.core.Tracer):   # impl code running inside JAX's own shard_map
+        return _pvary_lower(x, axes=axes)
+    raise ValueError("pvary should be called under jax.shard_map.")
+
+
+def _pvary_batch(axis_data, vals, dims, *, axes):
+    # Batching may make the operand vary over more axes than it did (a cond on a
+    # batched predicate selects between its branches' values): cast over the rest.
+    (x,), (d,) = vals, dims
+    rest = tuple(a for a in axes if a not in get_aval(x).vma)
+    return (pvary_p.bind(x, axes=rest) if rest else x), d
+
+
+pvary_p = define(
+    "pvary", abstract_eval=_pvary_aval, vma_rule=_pvary_vma, lowering=_pvary_lower,
+    impl=_pvary_eager, jvp=ad.linear_jvp,
+    transpose=lambda ct, x, *, axes: [
+        None if type(ct) is Zero else psum_invariant_p.bind(ct, axes=axes)],
+    batching=_pvary_batch)
+
+
+def _implicit_pvary(x, axes):
+    return pvary_p.bind(x, axes=tuple(axes))
+
+
+core.ops.pvary = _implicit_pvary   # Primitive.bind's casts of operands varying less
+
+
+def _reduced_vma(x, *, axes):
+    """pmax, pmin and psum_invariant: invariant over the axes they reduce, which the
+    operand must vary over."""
+    tracked = _tracked(axes)
+    if tracked and not set(tracked) & set(x.vma):
+        raise ValueError(
+            "psum is a variant->invariant collective. This means that the axis names "
+            "mentioned in `axes` passed to `psum` must be present in "
+            f"`jax.typeof(inp).mat.varying`. Got axes={axes} and "
+            f"jax.typeof(inp).mat.varying={frozenset(x.vma)}")
+    return tuple(a for a in x.vma if a not in axes)
+
+
+def _collective_vma(api_name):
+    """all_gather, psum_scatter, all_to_all, ppermute, pbroadcast: the operand varies
+    over every axis they name, and so does the result."""
+    def rule(x, *, axes, **params):
+        if any(a not in x.vma for a in _tracked(axes)):
+            raise ValueError(
+                f"Collective {api_name} must be applied to a device-varying type, but got "
+                f"{frozenset(x.vma)} for collective acting over axis name {axes}. As a "
+                "workaround pass the check_vma=False argument to `jax.shard_map`")
+        return x.vma
+    return rule
+
+
 # ------------------------------------------------------------ psum / pmax / pmin
 
 def _allreduce_batch(prim, reduce_mapped, reduce_unmapped):
@@ -126,6 +249,24 @@ psum_p = define(
     transpose=lambda ct, x, *, axes: [None if type(ct) is Zero else psum_p.bind(ct, axes=axes)],
     batching=core.RuleMaker(lambda p: _allreduce_batch(p, sh.reduce_sum, ew.mul)))
 
+# psum where types track varying manual axes: from varying to invariant over the axes,
+# so its transpose casts the (invariant) cotangent back to varying.
+psum_invariant_p = define(
+    "psum_invariant", collective=True, abstract_eval=_same_type("psum"),
+    vma_rule=_reduced_vma, lowering=lambda x, *, axes: jax.lax.psum(x, axes),
+    jvp=ad.linear_jvp,
+    transpose=lambda ct, x, *, axes: [
+        None if type(ct) is Zero else pvary_p.bind(ct, axes=axes)],
+    batching=core.RuleMaker(lambda p: _allreduce_batch(p, sh.reduce_sum, ew.mul)))
+
+
+def _psum_bind(x, axes):
+    """The sum of `x` over `axes`: psum_invariant over tracked manual axes (`x` cast to
+    vary over them first), psum otherwise."""
+    if axes and _tracked(axes) == axes:
+        return psum_invariant_p.bind(_vary_over(x, axes), axes=axes)
+    return psum_p.bind(x, axes=axes)
+
 
 def _make_pchooser_jvp(prim):
     """The derivative of a max/min over the axes: the tangent of the chosen element,
@@ -136,8 +277,8 @@ def _make_pchooser_jvp(prim):
         if type(t) is Zero:
             return out, Zero(ad.tangent_aval(get_aval(out)))
         hit = ew.convert_element_type(ew.eq(x, out), get_aval(t).dtype)
-        picked = psum_p.bind(ew.mul(t, hit), axes=axes)
-        return out, ew.div(picked, psum_p.bind(hit, axes=axes))
+        picked = _psum_bind(ew.mul(t, hit), axes)
+        return out, ew.div(picked, _psum_bind(hit, axes))
     return rule
 
 
@@ -145,13 +286,13 @@ _pchooser_jvp = core.RuleMaker(_make_pchooser_jvp)
 
 
 pmax_p = define(
-    "pmax", collective=True, abstract_eval=_same_type("pmax"),
+    "pmax", collective=True, abstract_eval=_same_type("pmax"), vma_rule=_reduced_vma,
     lowering=lambda x, *, axes: jax.lax.pmax(x, axes),
     jvp=_pchooser_jvp,
     batching=core.RuleMaker(lambda p: _allreduce_batch(p, red.reduce_max, lambda x, n: x)))
 
 pmin_p = define(
-    "pmin", collective=True, abstract_eval=_same_type("pmin"),
+    "pmin", collective=True, abstract_eval=_same_type("pmin"), vma_rule=_reduced_vma,
     lowering=lambda x, *, axes: jax.lax.pmin(x, axes),
     jvp=_pchooser_jvp,
     batching=core.RuleMaker(lambda p: _allreduce_batch(p, red.reduce_min, lambda x, n: x)))
@@ -172,6 +313,7 @@ def _axis_index_aval(*, axis_name):
 
 axis_index_p = define(
     "axis_index", collective=True, abstract_eval=_axis_index_aval,
+    vma_rule=lambda *, axis_name: _tracked((axis_name,)),
     lowering=lambda *, axis_name: jax.lax.axis_index(axis_name),
     jvp=ad.zero_jvp, batching=_axis_index_batch)
 
@@ -212,6 +354,7 @@ def _all_gather_batch(axis_data, vals, dims, *, axes, axis, tiled):
 
 all_gather_p = define(
     "all_gather", collective=True, abstract_eval=_all_gather_aval,
+    vma_rule=_collective_vma("all_gather"),
     lowering=lambda x, *, axes, axis, tiled: jax.lax.all_gather(x, axes, axis=axis,
                                                                 tiled=tiled),
     jvp=ad.linear_jvp,
@@ -265,6 +408,7 @@ def _psum_scatter_batch(axis_data, vals, dims, *, axes, scatter_dimension, tiled
 
 psum_scatter_p = define(
     "psum_scatter", collective=True, abstract_eval=_psum_scatter_aval,
+    vma_rule=_collective_vma("reduce_scatter"),
     lowering=lambda x, *, axes, scatter_dimension, tiled: jax.lax.psum_scatter(
         x, axes, scatter_dimension=scatter_dimension, tiled=tiled),
     jvp=ad.linear_jvp,
@@ -328,6 +472,7 @@ def _all_to_all_batch(axis_data, vals, dims, *, axes, split_axis, concat_axis):
 
 all_to_all_p = define(
     "all_to_all", collective=True, abstract_eval=_all_to_all_aval,
+    vma_rule=_collective_vma("all_to_all"),
     lowering=lambda x, *, axes, split_axis, concat_axis: jax.lax.all_to_all(
         x, axes, split_axis, concat_axis, tiled=True),
     jvp=ad.linear_jvp,
@@ -394,6 +539,7 @@ def _ppermute_batch(axis_data, vals, dims, *, axes, perm):
 
 ppermute_p = define(
     "ppermute", collective=True, abstract_eval=_ppermute_aval,
+    vma_rule=_collective_vma("ppermute"),
     lowering=lambda x, *, axes, perm: jax.lax.ppermute(x, axes, perm),
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes, perm: [
@@ -436,13 +582,14 @@ def _pbroadcast_lower(x, *, axes, source):
 def _pbroadcast_transpose(ct, x, *, axes, source):
     if type(ct) is Zero:
         return [None]
-    total = psum_p.bind(ct, axes=axes)
+    total = _psum_bind(ct, axes)
     return [ew.select_n(ew.eq(_linear_index(axes), np.int32(source)),
                         ew.zeros_like(total), total)]
 
 
 pbroadcast_p = define(
     "pbroadcast", collective=True, abstract_eval=_pbroadcast_aval, lowering=_pbroadcast_lower,
+    vma_rule=_collective_vma("pbroadcast"),
     jvp=ad.linear_jvp, transpose=_pbroadcast_transpose, batching=_pbroadcast_batch)
 
 
@@ -520,6 +667,8 @@ def _is_traced(v):
 def _psum_leaf(v, axes, api_name):
     if not axes:
         return v
+    if _tracked(axes):
+        _manual_state(get_aval(v), axes, "jax.lax.psum")
     if not _is_traced(v):
         # A constant is the same in every element: its sum is known now, as in JAX
         # (so `psum(1, 'i')` is the axis size, a Python int, even under jit).
@@ -528,7 +677,7 @@ def _psum_leaf(v, axes, api_name):
             return int(v) * n if isinstance(v, bool) else v * n
         v = jax.numpy.asarray(v)
         return _int_if_bool(v) * np.asarray(n, _int_if_bool(v).dtype)
-    return psum_p.bind(_int_if_bool(v), axes=axes)
+    return _psum_bind(_int_if_bool(v), axes)
 
 
 def psum(x, axis_name, *, axis_index_groups=None):
@@ -558,13 +707,13 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 def pmax(x, axis_name, *, axis_index_groups=None):
     """The maximum of `x` over the named axis (or tuple of axes)."""
     axes = _axes(axis_name, "pmax", axis_index_groups)
-    return _leafwise(lambda v: pmax_p.bind(v, axes=axes) if axes else v, x)
+    return _leafwise(lambda v: pmax_p.bind(_vary_over(v, axes), axes=axes) if axes else v, x)
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
     """The minimum of `x` over the named axis (or tuple of axes)."""
     axes = _axes(axis_name, "pmin", axis_index_groups)
-    return _leafwise(lambda v: pmin_p.bind(v, axes=axes) if axes else v, x)
+    return _leafwise(lambda v: pmin_p.bind(_vary_over(v, axes), axes=axes) if axes else v, x)
 
 
 def axis_size(axis_name):
@@ -590,6 +739,9 @@ def axis_index(axis_name):
 def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
     """Every device's `x`, stacked along a new axis `axis` (concatenated along the
     existing `axis` when `tiled`), in device order."""
+    if to not in ("varying", "reduced", "invarying"):
+        raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
+                         "values are: {'varying', 'reduced', 'invarying'}")
     if to != "varying":
         raise NotImplementedError(f"all_gather: to={to!r} is not supported by impl "
                                   "(only 'varying')")
@@ -600,7 +752,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
             return v
         ndim = get_aval(v).ndim
         a = _canonical_axis(axis, ndim if tiled else ndim + 1)
-        return all_gather_p.bind(v, axes=axes, axis=a, tiled=bool(tiled))
+        return all_gather_p.bind(_vary_over(v, axes), axes=axes, axis=a, tiled=bool(tiled))
     return _leafwise(one, x)
 
 
@@ -612,7 +764,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         if not axes:
             return v
         sd = _canonical_axis(scatter_dimension, get_aval(v).ndim)
-        return psum_scatter_p.bind(v, axes=axes, scatter_dimension=sd, tiled=bool(tiled))
+        return psum_scatter_p.bind(_vary_over(v, axes), axes=axes, scatter_dimension=sd,
+                                   tiled=bool(tiled))
     return _leafwise(one, x)
 
 
@@ -632,19 +785,21 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
             if shape[sa] % n:
                 raise ValueError(f"The size of all_to_all split_axis ({shape[sa]}) has to be "
                                  f"divisible by the size of the named axis {axis_name} ({n})")
-            return all_to_all_p.bind(v, axes=axes, split_axis=sa, concat_axis=ca)
+            return all_to_all_p.bind(_vary_over(v, axes), axes=axes, split_axis=sa,
+                                     concat_axis=ca)
         ca = _canonical_axis(concat_axis, len(shape))
         if shape[sa] != n:
             raise ValueError("all_to_all requires the size of the mapped axis axis_name to "
                              f"equal x.shape[split_axis], but they are {n} and {shape[sa]} "
                              "respectively.")
         if sa == ca:
-            return all_to_all_p.bind(v, axes=axes, split_axis=sa, concat_axis=ca)
+            return all_to_all_p.bind(_vary_over(v, axes), axes=axes, split_axis=sa,
+                                     concat_axis=ca)
         if sa < ca:
             ca += 1   # concat_axis counts positions after split_axis is removed
         else:
             sa += 1
-        v = sh.expand_dims(v, (ca,))
+        v = _vary_over(sh.expand_dims(v, (ca,)), axes)
         out = all_to_all_p.bind(v, axes=axes, split_axis=sa, concat_axis=ca)
         return sh.squeeze(out, (sa,))
     return _leafwise(one, x)
@@ -664,7 +819,7 @@ def ppermute(x, axis_name, perm):
     except (TypeError, ValueError):
         raise TypeError(f"ppermute: perm must be a sequence of (source, destination) pairs "
                         f"of ints, got {perm!r}") from None
-    return _leafwise(lambda v: ppermute_p.bind(v, axes=axes, perm=perm), x)
+    return _leafwise(lambda v: ppermute_p.bind(_vary_over(v, axes), axes=axes, perm=perm), x)
 
 
 def pshuffle(x, axis_name, perm):
@@ -678,3 +833,30 @@ def pbroadcast(x, axis_name, source):
     """Every device gets device `source`'s `x`."""
     axes = _axes(axis_name, "pbroadcast")
     return _leafwise(lambda v: pbroadcast_p.bind(v, axes=axes, source=int(source)), x)
+
+
+_PCAST_TO = ("unreduced", "reduced", "varying")
+
+
+def pcast(x, axis_name, *, to):
+    """Cast the type of `x` (each leaf of a pytree) inside a shard_map body:
+    `to='varying'` makes a value invariant over the manual mesh axes `axis_name` vary
+    over them (no data moves; under differentiation the cotangent is summed over them)."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
+    axes = axis_name if isinstance(axis_name, tuple) else (axis_name,)
+    if not axis_name:
+        return x
+    if to not in _PCAST_TO:
+        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
+                         "{'unreduced', 'reduced', 'varying'}")
+
+    def one(v):
+        state = _manual_state(get_aval(v), axes, "jax.lax.pcast")
+        if state == "invarying" and to == "varying":
+            return _pvary(v, axes)
+        if (state, to) in (("invarying", "reduced"), ("varying", "unreduced")):
+            raise NotImplementedError(f"impl.lax.pcast: to={to!r} (reduced and unreduced "
+                                      "manual axes in types) is not supported")
+        raise ValueError(f"Unsupported pcast from={state}, to={to!r}")
+    return _leafwise(one, x)

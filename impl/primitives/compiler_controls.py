@@ -57,7 +57,7 @@ def _barrier_batch(axis_data, vals, dims):
 optimization_barrier_p = define(
     "optimization_barrier", abstract_eval=lambda *avals: list(avals),
     lowering=_barrier_lower, jvp=_barrier_jvp, transpose=_barrier_transpose,
-    batching=_barrier_batch, multiple_results=True)
+    batching=_barrier_batch, multiple_results=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 def optimization_barrier(operand, /):

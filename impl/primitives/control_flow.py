@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from impl import core
-from impl.core import ShapedArray, get_aval
+from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
@@ -120,7 +120,7 @@ def _batched_aval(aval, size):
     if sharding is not None:
         sharding = sharding.update(spec=sharding.spec.update(
             partitions=(None,) + tuple(sharding.spec)))
-    return ShapedArray((size,) + aval.shape, aval.dtype, aval.weak_type, sharding)
+    return aval.update(shape=(size,) + aval.shape, explicit_sharding=sharding)
 
 
 def example_aval(aval):
@@ -131,7 +131,7 @@ def example_aval(aval):
         entries = tuple(sharding.spec)[1:]
         sharding = (None if all(e is None for e in entries)
                     else sharding.update(spec=sharding.spec.update(partitions=entries)))
-    return ShapedArray(aval.shape[1:], aval.dtype, aval.weak_type, sharding)
+    return aval.update(shape=aval.shape[1:], explicit_sharding=sharding)
 
 
 def _batch_program(program, axis_data, batched, instantiate=False):
@@ -291,7 +291,7 @@ cond_p = define(
     abstract_eval=_cond_aval, lowering=_cond_lower, impl=_cond_impl,
     jvp=_cond_jvp, transpose=_cond_transpose, batching=_cond_batch,
     partial_eval=_cond_partial_eval, dce=_cond_dce,
-    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------------------------- while
@@ -475,7 +475,7 @@ while_p = define(
     impl=_compiled_impl(_while_aval, _while_lower, "body_jaxpr"),
     jvp=_while_jvp, transpose=_while_transpose, batching=_while_batch,
     partial_eval=_while_partial_eval, dce=_while_dce,
-    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # -------------------------------------------------------------------------- scan
@@ -787,5 +787,5 @@ scan_p = define(
     impl=_compiled_impl(_scan_aval, _scan_lower, "jaxpr"),
     jvp=_scan_jvp, transpose=_scan_transpose, batching=_scan_batch,
     partial_eval=_scan_partial_eval, dce=_scan_dce,
-    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 core.pp_params_rules[scan_p] = _scan_printed_params

@@ -469,8 +469,8 @@ convert_element_type_p = define(
 def _zeros(aval):
     """Zeros of type `aval`, weakly typed when it is (a zero tangent or cotangent of a
     value computed from Python scalars stays weak, as in JAX)."""
-    zeros = broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, (),
-                             out_sharding=aval.explicit_sharding)
+    zeros = vary_as(broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, (),
+                                     out_sharding=aval.explicit_sharding), aval)
     return convert_element_type(zeros, aval.dtype, weak_type=True) if aval.weak_type \
         else zeros
 
@@ -488,6 +488,13 @@ stop_gradient_p = define("stop_gradient", abstract_eval=lambda x: x,
 
 # ------------------------------------------------------------------ helpers
 
+def vary_as(x, aval):
+    """`x` cast to vary over the manual mesh axes values of type `aval` vary over, as
+    JAX makes an array built like another inside a shard_map body."""
+    missing = tuple(n for n in aval.vma if n not in get_aval(x).vma)
+    return core.ops.pvary(x, missing) if missing else x
+
+
 def zeros_like(x):
     return full_like(x, 0)
 
@@ -500,7 +507,8 @@ def full_like(x, value):
     fill = np.array(value, aval.dtype)
     if aval.weak_type and _jax_convert is not None:
         fill = _jax_convert(fill, weak_type=True)
-    return broadcast_in_dim(fill, aval.shape, (), out_sharding=aval.explicit_sharding)
+    return vary_as(broadcast_in_dim(fill, aval.shape, (), out_sharding=aval.explicit_sharding),
+                   aval)
 
 
 # ------------------------------------------------- bit-level and special functions

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from impl import core
-from impl.core import ShapedArray, get_aval
+from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
 from impl.primitives._define import define
@@ -108,7 +108,7 @@ def _solve_transpose(cts, *args, programs, const_counts):
 
 
 def _batched_avals(avals, dims, size):
-    return [a if d is None else ShapedArray((size,) + a.shape, a.dtype, a.weak_type)
+    return [a if d is None else a.update(shape=(size,) + a.shape, explicit_sharding=None)
             for a, d in zip(avals, dims)]
 
 
@@ -138,4 +138,4 @@ def _solve_batch(axis_data, vals, dims, *, programs, const_counts):
 custom_linear_solve_p = define(
     "custom_linear_solve", abstract_eval=_solve_aval, lowering=_solve_lower,
     impl=_solve_eval, jvp=_solve_jvp, transpose=_solve_transpose, batching=_solve_batch,
-    multiple_results=True)
+    multiple_results=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)

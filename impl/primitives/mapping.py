@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from impl import core
-from impl.core import Jaxpr, ShapedArray, Var, get_aval
+from impl.core import Jaxpr, Var, get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero, is_undefined_primal
@@ -25,8 +25,13 @@ from impl.primitives import shape as sh
 from impl.primitives._define import define
 
 
+def _row(aval):
+    """The type of one slice of `aval` along its leading axis (strongly typed)."""
+    return aval.update(shape=aval.shape[1:], weak_type=False, explicit_sharding=None)
+
+
 def _stacked(aval, num_chunks):
-    return ShapedArray((num_chunks,) + aval.shape, aval.dtype, aval.weak_type)
+    return aval.update(shape=(num_chunks,) + aval.shape, explicit_sharding=None)
 
 
 def _chunk_map_aval(*avals, jaxpr, mapped, num_chunks):
@@ -34,7 +39,7 @@ def _chunk_map_aval(*avals, jaxpr, mapped, num_chunks):
     if len(avals) != len(expected):
         raise TypeError(f"chunk_map: {len(avals)} operands for a program of {len(expected)}")
     for i, (a, e, m) in enumerate(zip(avals, expected, mapped)):
-        one = ShapedArray(a.shape[1:], a.dtype) if m else a
+        one = _row(a) if m else a
         if (m and (not a.shape or a.shape[0] != num_chunks)) or \
                 one.shape != e.shape or one.dtype != e.dtype:
             raise TypeError(f"chunk_map: operand {i} is {a.str_short()}, but the program "
@@ -151,10 +156,9 @@ def _chunk_map_batch(axis_data, vals, dims, *, jaxpr, mapped, num_chunks):
     for v, d, m in zip(vals, dims, mapped):
         if d is not None and m:    # the vmapped axis goes right after the chunk axis
             v, d = batching.moveaxis(v, d, 1), 0
-            in_avals.append(ShapedArray(get_aval(v).shape[1:], get_aval(v).dtype))
+            in_avals.append(_row(get_aval(v)))
         else:
-            in_avals.append(ShapedArray(get_aval(v).shape[1:], get_aval(v).dtype) if m
-                            else get_aval(v))
+            in_avals.append(_row(get_aval(v)) if m else get_aval(v))
         args.append(v)
         in_dims.append(d)
     new, out_dims = batching.batch_jaxpr(jaxpr, axis_data, in_avals, in_dims)
@@ -166,7 +170,7 @@ chunk_map_p = define(
     "chunk_map", multiple_results=True, abstract_eval=_chunk_map_aval,
     lowering=_chunk_map_lower, impl=_chunk_map_impl, jvp=_chunk_map_jvp,
     transpose=_chunk_map_transpose, batching=_chunk_map_batch,
-    partial_eval=_chunk_map_partial_eval)
+    partial_eval=_chunk_map_partial_eval, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # ------------------------------------------------------------ chunked vmap
@@ -192,8 +196,8 @@ def vmap_chunked(fun, args, in_dims, axis_size, out_dims_fn, chunk_size, name, s
         return batching.vmap_flat(fun, list(xs), body_dims, k, None, chunk_specs, name,
                                   sum_match, mapped_outs)
 
-    avals = [ShapedArray((k,) + get_aval(x).shape[1:], get_aval(x).dtype) if m
-             else get_aval(x) for x, m in zip(front, mapped)]
+    avals = [_stacked(_row(get_aval(x)), k) if m else get_aval(x)
+             for x, m in zip(front, mapped)]
     closed = pe.make_closed_jaxpr(body, avals)
     main_args = [sh.reshape(ix.slice_in_dim(x, 0, full, 1, 0),
                             (n_chunks, k) + get_aval(x).shape[1:]) if m else x

@@ -130,7 +130,7 @@ checkpoint_p = define(
     lowering=_checkpoint_lower, impl=_checkpoint_impl, jvp=_checkpoint_jvp,
     transpose=_checkpoint_transpose, batching=_checkpoint_batch,
     partial_eval=_checkpoint_partial_eval, dce=_checkpoint_dce,
-    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 # --------------------------------------------------------------------------- name

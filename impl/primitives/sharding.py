@@ -319,3 +319,11 @@ def broadcast_prefix(prefix, tree, what):
         raise ValueError(f"{what} must be a tree prefix of the corresponding value "
                          f"(structure {tree}), got {prefix!r}") from e
     return out
+
+
+def prefix_key_paths(prefix, tree):
+    """For each leaf of the structure `tree`, where in `prefix` its entry is (as
+    `keystr` writes a key path: `[0]`, `['a']`, or empty for the root)."""
+    paths = jax.tree_util.tree_map_with_path(lambda p, _: jax.tree_util.keystr(p), prefix,
+                                             is_leaf=_is_sharding_leaf)
+    return broadcast_prefix(paths, tree, "prefix")

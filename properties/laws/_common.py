@@ -267,13 +267,22 @@ def stack(trees, axis):
                                   *trees)
 
 
+def example_args(args, in_axes, i):
+    """Batch element ``i`` of ``args``: each argument taken at ``i`` along its axis of
+    ``in_axes`` (one entry per argument; None: shared, passed whole)."""
+    return [a if ax is None else take(a, i, ax) for a, ax in zip(args, in_axes)]
+
+
+def one_level(case):
+    """``(in_axes, out_axes, size)`` of a vmap case of one level."""
+    if case.depth != 1:
+        raise ValueError(f"a law of one vmap got a case of {case.depth} nested vmaps")
+    return case.in_axes[0], case.out_axes[0], case.axis_sizes[0]
+
+
 def loop_vmap(f, args, in_axes, out_axes, size):
     """The meaning of vmap: call f per batch element, stack the results."""
-    outs = []
-    for i in range(size):
-        sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(args, in_axes)]
-        outs.append(evaluate(f, *sliced))
-    return stack(outs, out_axes)
+    return stack([evaluate(f, *example_args(args, in_axes, i)) for i in range(size)], out_axes)
 
 
 def all_argnums(args):

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import features
 from ._common import (all_argnums, assert_close, check_conditioning, directions, discard, evaluate,
-                      evaluate_compiled, fail, require_finite, scalarize, stack, take)
+                      evaluate_compiled, example_args, fail, one_level, require_finite, scalarize, stack)
 from .vmap import _example_output, _per_example_check
 
 
@@ -20,7 +20,8 @@ def chunked_vmap_matches_vmap(backend, case):
     vmap, and the gradient of a weighted sum of the batched outputs."""
     f = case.program.build(backend)
     _per_example_check(f, case)
-    kw = dict(in_axes=case.in_axes, out_axes=case.out_axes)
+    in_axes, out_axes, _ = one_level(case)
+    kw = dict(in_axes=in_axes, out_axes=out_axes)
     want = evaluate(backend.vmap(f, **kw), *case.args)
     chunked = backend.vmap(f, chunk_size=case.chunk_size, **kw)
     assert_close(case, f"vmap(f, chunk_size={case.chunk_size}) vs vmap(f)",
@@ -28,10 +29,10 @@ def chunked_vmap_matches_vmap(backend, case):
     assert_close(case, "jit of the chunked vmap vs vmap(f)",
                  evaluate_compiled(backend, chunked, *case.args), want)
     # under an outer vmap over the arguments and their batch-reversed copies
-    flipped = [a if ax is None else np.flip(a, ax) for a, ax in zip(case.args, case.in_axes)]
-    outer = backend.vmap(chunked, in_axes=tuple(None if ax is None else 0 for ax in case.in_axes))
+    flipped = [a if ax is None else np.flip(a, ax) for a, ax in zip(case.args, in_axes)]
+    outer = backend.vmap(chunked, in_axes=tuple(None if ax is None else 0 for ax in in_axes))
     got = evaluate(outer, *[a if ax is None else np.stack([a, b])
-                            for a, b, ax in zip(case.args, flipped, case.in_axes)])
+                            for a, b, ax in zip(case.args, flipped, in_axes)])
     assert_close(case, "vmap of the chunked vmap vs vmap(f) of each",
                  got, np.stack([want, evaluate(backend.vmap(f, **kw), *flipped)]))
     argnums = all_argnums(case.args)
@@ -52,24 +53,23 @@ def reduce_axes_matches_summed_grads(backend, case):
     out0, _ = _example_output(f, case)
     g = scalarize(backend, f, out0)
     # a batched argument's gradient is not summed: it stays per example
-    k = next((i for i, ax in enumerate(case.in_axes) if ax is not None), None)
+    in_axes, _, size = one_level(case)
+    k = next((i for i, ax in enumerate(in_axes) if ax is not None), None)
     if k is None:
         discard("no batched argument")
-    mapped = case.in_axes[k]
-    per_example = []
-    for i in range(case.axis_size):
-        sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(case.args, case.in_axes)]
-        per_example.append(evaluate(backend.grad(g, argnums=(0, k)), *sliced))
+    mapped = in_axes[k]
+    per_example = [evaluate(backend.grad(g, argnums=(0, k)), *example_args(case.args, in_axes, i))
+                   for i in range(size)]
     require_finite(per_example, what="per-example gradient")
     want = np.sum(np.stack([p[0] for p in per_example]), axis=0)
-    total = backend.vmap(backend.grad(g, argnums=(0, k), reduce_axes=("batch",)), in_axes=case.in_axes,
+    total = backend.vmap(backend.grad(g, argnums=(0, k), reduce_axes=("batch",)), in_axes=in_axes,
                          out_axes=(None, mapped), axis_name="batch")
     got, got_mapped = evaluate(total, *case.args)
     assert_close(case, "grad with reduce_axes vs summed per-example gradients", got, want)
     assert_close(case, "grad with reduce_axes of a batched argument vs per-example gradients",
                  got_mapped, np.stack([p[1] for p in per_example], axis=mapped))
     value_total = backend.vmap(backend.value_and_grad(g, argnums=0, reduce_axes=("batch",)),
-                               in_axes=case.in_axes, out_axes=(0, None), axis_name="batch")
+                               in_axes=in_axes, out_axes=(0, None), axis_name="batch")
     _, got = evaluate(value_total, *case.args)
     assert_close(case, "value_and_grad with reduce_axes vs summed per-example gradients", got, want)
     # Second order, inside the vmap (where the cotangent sum is bound): the summed gradient's
@@ -77,20 +77,20 @@ def reduce_axes_matches_summed_grads(backend, case):
     # on each member, that member's per-example vjp against the sum of every member's w
     # (the summing step transposes to itself, as psum does). No reduce_axes in the
     # references: this checks the rules of the summing step itself.
-    x0, rest, rest_axes = case.args[0], case.args[1:], case.in_axes[1:]
+    x0, rest, rest_axes = case.args[0], case.args[1:], in_axes[1:]
     (u,), (w,) = directions((x0,), salt=11), directions((np.asarray(want),), salt=12)
     summed = backend.grad(g, argnums=0, reduce_axes=("batch",))
     forward = backend.vmap(lambda x, *r: backend.jvp(lambda a: summed(a, *r), (x,), (u,))[1],
-                           in_axes=case.in_axes, out_axes=None, axis_name="batch")
+                           in_axes=in_axes, out_axes=None, axis_name="batch")
     backward = backend.vmap(lambda x, *r: backend.vjp(lambda a: summed(a, *r), x)[1](w)[0],
-                            in_axes=case.in_axes, out_axes=0, axis_name="batch")
+                            in_axes=in_axes, out_axes=0, axis_name="batch")
     forward_want, backward_want = [], []
-    for i in range(case.axis_size):
-        sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(rest, rest_axes)]
+    for i in range(size):
+        sliced = example_args(rest, rest_axes, i)
         example = backend.grad(g, argnums=0)
         forward_want.append(evaluate(lambda x: backend.jvp(lambda a: example(a, *sliced), (x,), (u,))[1], x0))
         backward_want.append(evaluate(lambda x: backend.vjp(lambda a: example(a, *sliced), x)[1](
-            case.axis_size * w)[0], x0))
+            size * w)[0], x0))
     assert_close(case, "jvp of the reduce_axes gradient vs summed per-example jvps",
                  evaluate(forward, *case.args), np.sum(np.stack(forward_want), axis=0))
     assert_close(case, "per-member vjp of the reduce_axes gradient vs per-example vjps",

@@ -13,7 +13,7 @@ in it.
 from __future__ import annotations
 
 from ._common import (all_argnums, assert_close, check_conditioning, differential, directions,
-                      evaluate, require_finite, scalarize)
+                      evaluate, one_level, require_finite, scalarize)
 from .vmap import _per_example_check
 
 
@@ -58,7 +58,8 @@ def grad_of(backend, case):
 
 
 def vmap_of(backend, case):
-    kw = dict(in_axes=case.in_axes, out_axes=case.out_axes)
+    in_axes, out_axes, _ = one_level(case)
+    kw = dict(in_axes=in_axes, out_axes=out_axes)
     return evaluate(backend.vmap(case.program.build(backend), **kw), *case.args)
 
 

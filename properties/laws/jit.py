@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ._common import (all_argnums, assert_close, check_conditioning, evaluate,
-                      require_finite, scalarize)
+                      one_level, require_finite, scalarize)
 from .vmap import _per_example_check
 
 
@@ -27,6 +27,7 @@ def jit_vmap_matches_vmap(backend, case):
     """jit(vmap(f)) == vmap(f)."""
     f = case.program.build(backend)
     _per_example_check(f, case)
-    vf = backend.vmap(f, in_axes=case.in_axes, out_axes=case.out_axes)
+    in_axes, out_axes, _ = one_level(case)
+    vf = backend.vmap(f, in_axes=in_axes, out_axes=out_axes)
     assert_close(case, "jit(vmap(f)) vs vmap(f)",
                  evaluate(backend.jit(vf), *case.args), evaluate(vf, *case.args))

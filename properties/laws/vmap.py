@@ -3,19 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (all_argnums, assert_close, check_conditioning, evaluate,
-                      loop_vmap, require_finite, scalarize, stack, take)
+from ._common import (all_argnums, assert_close, check_conditioning, evaluate, example_args,
+                      loop_vmap, one_level, require_finite, scalarize, stack)
 
 
 def _per_example_check(f, case):
     """Filter cases with a badly conditioned batch element."""
-    for i in range(case.axis_size):
-        sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(case.args, case.in_axes)]
-        check_conditioning(f, sliced)
+    in_axes, _, size = one_level(case)
+    for i in range(size):
+        check_conditioning(f, example_args(case.args, in_axes, i))
 
 
 def _example_output(f, case):
-    sliced = [a if ax is None else take(a, 0, ax) for a, ax in zip(case.args, case.in_axes)]
+    sliced = example_args(case.args, one_level(case)[0], 0)
     return evaluate(f, *sliced), sliced
 
 
@@ -23,8 +23,9 @@ def vmap_matches_loop(backend, case):
     """vmap(f, in_axes, out_axes) equals calling f per element and stacking."""
     f = case.program.build(backend)
     _per_example_check(f, case)
-    got = evaluate(backend.vmap(f, in_axes=case.in_axes, out_axes=case.out_axes), *case.args)
-    want = loop_vmap(f, case.args, case.in_axes, case.out_axes, case.axis_size)
+    in_axes, out_axes, size = one_level(case)
+    got = evaluate(backend.vmap(f, in_axes=in_axes, out_axes=out_axes), *case.args)
+    want = loop_vmap(f, case.args, in_axes, out_axes, size)
     assert_close(case, "vmap(f) vs loop", got, want)
 
 
@@ -39,10 +40,9 @@ def nested_vmap_matches_loops(backend, case):
 
     # conditioning of every element
     for i in range(outer_size):
-        mid = [a if ax is None else take(a, i, ax) for a, ax in zip(case.args, outer_in)]
+        mid = example_args(case.args, outer_in, i)
         for j in range(inner_size):
-            check_conditioning(f, [a if ax is None else take(a, j, ax)
-                                   for a, ax in zip(mid, inner_in)])
+            check_conditioning(f, example_args(mid, inner_in, j))
     want = loop_vmap(inner_loop, case.args, outer_in, outer_out, outer_size)
     vf = backend.vmap(backend.vmap(f, in_axes=inner_in, out_axes=inner_out),
                       in_axes=outer_in, out_axes=outer_out)
@@ -54,7 +54,8 @@ def vmap_jit_commute(backend, case):
     """vmap(jit(f)) equals jit(vmap(f))."""
     f = case.program.build(backend)
     _per_example_check(f, case)
-    kw = dict(in_axes=case.in_axes, out_axes=case.out_axes)
+    in_axes, out_axes, _ = one_level(case)
+    kw = dict(in_axes=in_axes, out_axes=out_axes)
     a = evaluate(backend.vmap(backend.jit(f), **kw), *case.args)
     b = evaluate(backend.jit(backend.vmap(f, **kw)), *case.args)
     assert_close(case, "vmap(jit(f)) vs jit(vmap(f))", a, b)
@@ -67,10 +68,9 @@ def vmap_grad_matches_loop(backend, case):
     out0, sliced = _example_output(f, case)
     g = scalarize(backend, f, out0)
     argnums = all_argnums(case.args)
-    got = evaluate(backend.vmap(backend.grad(g, argnums=argnums), in_axes=case.in_axes),
-                   *case.args)
-    want = loop_vmap(backend.grad(g, argnums=argnums), case.args, case.in_axes, 0,
-                     case.axis_size)
+    in_axes, _, size = one_level(case)
+    got = evaluate(backend.vmap(backend.grad(g, argnums=argnums), in_axes=in_axes), *case.args)
+    want = loop_vmap(backend.grad(g, argnums=argnums), case.args, in_axes, 0, size)
     require_finite(want, what="per-example gradient")
     assert_close(case, "vmap(grad(f)) vs loop of grad(f)", got, want)
 
@@ -84,18 +84,17 @@ def grad_of_batch_sum(backend, case):
     g = scalarize(backend, f, out0)
     argnums = all_argnums(case.args)
     np_ = backend.numpy
+    in_axes, _, size = one_level(case)
 
     def total(*args):
-        return np_.sum(backend.vmap(g, in_axes=case.in_axes)(*args))
+        return np_.sum(backend.vmap(g, in_axes=in_axes)(*args))
 
     got = evaluate(backend.grad(total, argnums=argnums), *case.args)
-    per_example = []
-    for i in range(case.axis_size):
-        sliced = [a if ax is None else take(a, i, ax) for a, ax in zip(case.args, case.in_axes)]
-        per_example.append(evaluate(backend.grad(g, argnums=argnums), *sliced))
+    per_example = [evaluate(backend.grad(g, argnums=argnums), *example_args(case.args, in_axes, i))
+                   for i in range(size)]
     require_finite(per_example, what="per-example gradient")
     want = []
-    for k, ax in enumerate(case.in_axes):
+    for k, ax in enumerate(in_axes):
         parts = [p[k] for p in per_example]
         want.append(np.sum(np.stack(parts), axis=0) if ax is None else stack(parts, ax))
     assert_close(case, "grad(sum of vmap(f)) vs summed loop", got, tuple(want))
@@ -106,7 +105,7 @@ def vmap_pytrees_match_loops(backend, case):
     (None, ints, negative ints, per leaf) and out_axes None where allowed,
     equal nested loops over the examples."""
     f = case.fun(backend)
-    depth = len(case.axis_sizes)
+    depth = case.depth
 
     def examples(level, tree):
         if level == depth:

@@ -237,3 +237,25 @@ def test_cases_with_ops_the_backend_lacks_make_the_law_skipped():
         run_law(get("jit_matches_eager"), partial, settings=s)
     rec = RECORDS[-1]
     assert rec.outcome == "skipped" and rec.unsupported and rec.passed > 0
+
+
+def test_the_differential_laws_compare_with_the_runs_reference():
+    """``--reference`` names what the differential laws compare with: JAX holds against
+    JAX, fails against a JAX whose numpy is off by 1%, and is skipped against itself."""
+    import pytest
+
+    from properties.backends import LawSkipped, load_backend
+    from properties.broken import Wrapped, broken, find_counterexample
+    from properties.laws import get
+
+    law = get("differential_value")
+    against_jax = Wrapped(load_backend("jax"), "unchanged", {})
+    assert find_counterexample(law, against_jax, max_examples=10) is None
+    against_wrong = Wrapped(load_backend("jax"), "unchanged", {})
+    against_wrong.reference = broken("jax", "numpy_perturbed")
+    found = find_counterexample(law, against_wrong, max_examples=10)
+    assert found is not None and "vs jax+numpy_perturbed value" in str(found[1])
+    itself = Wrapped(load_backend("jax"), "unchanged", {})
+    itself.reference = itself
+    with pytest.raises(LawSkipped):
+        law(itself, find_counterexample(law, against_wrong, max_examples=10)[0])

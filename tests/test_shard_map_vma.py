@@ -1,0 +1,22 @@
+"""Varying manual axes in types inside shard_map (typeof(x).mat.varying, lax.pcast, the
+implicit casts and the collectives' rules, the errors of check_vma=True) on 8 host
+devices, against JAX.
+
+The cases (`tests/shard_map_vma_cases.py`) run in one subprocess with 8 host devices
+(see `tests/_device_cases.py`); each `case_*` there is reported here as one test, and
+the subprocess runs only the cases this pytest run selected.
+"""
+from __future__ import annotations
+
+import pathlib
+
+from tests._device_cases import selected_case_tests
+
+CASES_FILE = pathlib.Path(__file__).with_name("shard_map_vma_cases.py")
+
+# Nightly: the programs beyond CI's under value, jit, grad and vmap, and the negative
+# test that reruns the value comparison.
+NIGHTLY_CASES = {"case_more_values_under_jit_grad_and_vmap",
+                 "case_negative_pvary_transpose_averaging_is_caught"}
+
+case_results, test_on_8_devices = selected_case_tests(CASES_FILE, __file__, NIGHTLY_CASES)
