@@ -63,9 +63,11 @@ def _program_view(case, literal, *data):
     return {"program": _PROGRAM, "args": case.args, **_data(case, *data)}
 
 
-def _nested_vmap_view(case, literal):
+def _vmap_view(case, literal, *data):
+    """A nest of vmaps (one level: a plain vmap)."""
     return dict(
-        _program_view(case, literal, "in_axes", "out_axes", "axis_sizes", "unbatched_args"),
+        _program_view(case, literal, "in_axes", "out_axes", "axis_sizes", "depth",
+                      "unbatched_args", *data),
         fun=Source("lambda backend: lambda *trees: program(backend, "
                    "*jax.tree_util.tree_leaves(trees))"),
         vmapped=Source("lambda backend: functools.reduce(lambda f, axes: backend.vmap("
@@ -122,11 +124,8 @@ def _behaviour_view(case, literal):
 #: case's text, defined above the case in the script)
 VIEWS = {
     cases.ProgramCase: _program_view,
-    cases.ChunkedVmapCase: lambda case, literal: _program_view(
-        case, literal, "in_axes", "out_axes", "axis_size", "chunk_size"),
-    cases.VmapCase: lambda case, literal: _program_view(
-        case, literal, "in_axes", "out_axes", "axis_size"),
-    cases.NestedVmapCase: _nested_vmap_view,
+    cases.ChunkedVmapCase: lambda case, literal: _vmap_view(case, literal, "chunk_size"),
+    cases.VmapCase: _vmap_view,
     ControlFlowCase: lambda case, literal: {
         "build": _bound("program"), "reference": _bound("reference"),
         **_data(case, "args", "float_argnums", "batch", "batch_size", "kind")},
