@@ -528,6 +528,101 @@ def test_vmap_collective_inside_scan_body():
     assert_trees_close(out, want)
 
 
+# ------------------------------------------------ values that only pass through
+
+def _forwarding_cond(B):
+    def f(x, y):
+        return B.lax.cond(x < 3, lambda x, y: (x * 2, y), lambda x, y: (x * 3, y), x, y)
+    return f
+
+
+def test_cond_forwards_an_operand_every_branch_returns_unchanged():
+    # Under a batched predicate, y (unbatched) only passes through: it comes out
+    # unbatched, so out_axes=None works, and is y itself.
+    x, y = np.arange(3, dtype=np.int32), jax.numpy.asarray(3.)
+    with jax.numpy_dtype_promotion("strict"):
+        for B in (IMPL, JAX):
+            x2, y2 = B.api.vmap(_forwarding_cond(B), (0, None), (0, None))(x, y)
+            assert y2 is y
+            np.testing.assert_array_equal(x2, [0, 2, 4])
+
+
+def test_cond_output_a_branch_changes_comes_out_batched():
+    # One branch returns y + 0: not a pass-through, so batched in JAX and impl.
+    def prog(B):
+        def f(x, y):
+            return B.lax.cond(x < 3, lambda x, y: (x, y), lambda x, y: (x, y + 0.), x, y)
+        return f
+    x, y = np.arange(3, dtype=np.int32), F32(3.)
+    with jax.numpy_dtype_promotion("strict"):
+        for B in (IMPL, JAX):
+            with pytest.raises(ValueError, match="out_axes"):
+                B.api.vmap(prog(B), (0, None), (0, None))(x, y)
+
+
+def test_scan_readonly_carry_stays_unbatched_under_a_batched_predicate():
+    def prog(B):
+        def f(x, y):
+            def g(_, y):
+                return B.lax.scan(lambda y, _: (y, None), y, None, length=1)[0]
+            return B.lax.cond(x < 0, g, g, x, y)
+        return f
+    xs = np.arange(3, dtype=F32)
+    with jax.numpy_dtype_promotion("strict"):
+        got = impl.vmap(prog(IMPL), (0, None), None)(xs, F32(3.))
+        want = jax.vmap(prog(JAX), (0, None), None)(xs, F32(3.))
+    assert_trees_close(got, want)
+
+
+def test_while_readonly_carry_stays_unbatched_under_a_batched_condition():
+    def prog(B):
+        def f(w, x, c_max):
+            def body(val):
+                c, x, w = val
+                return c + 1, x @ w, w
+            _, x, w = B.lax.while_loop(lambda val: val[0] < c_max, body, (0, x, w))
+            return w, x
+        return f
+    w, xs, c_maxs = np.ones((2, 2), F32), x32(4, 2), np.arange(4, dtype=np.int32)
+    with jax.numpy_dtype_promotion("strict"):
+        got = impl.vmap(prog(IMPL), (None, 0, 0), (None, 0))(w, xs, c_maxs)
+        want = jax.vmap(prog(JAX), (None, 0, 0), (None, 0))(w, xs, c_maxs)
+    assert_trees_close(got, want)
+    np.testing.assert_array_equal(got[0], w)
+
+
+def scan_passthrough(B):
+    # w is a carry the body never changes, xs come back out as ys.
+    def f(c, w, xs):
+        return B.lax.scan(lambda cw, x: ((cw[0] * x + cw[1], cw[1]), (x, cw[0])), (c, w), xs)
+    return f
+
+
+def while_passthrough(B):
+    # w is a carry the body never changes and the condition does not read.
+    def f(c, w):
+        return B.lax.while_loop(lambda v: B.np.sum(v[0]) < 10., lambda v: (v[0] * 1.5 + v[1], v[1]),
+                                (c, w))
+    return f
+
+
+def cond_passthrough(B):
+    def f(p, x, y):
+        return B.lax.cond(p > 0, lambda x, y: (B.np.sin(x), y), lambda x, y: (x * y, y),
+                          x, y)
+    return f
+
+
+@pytest.mark.parametrize("prog,args,grad", [
+    (scan_passthrough, (x32(3), F32(0.5), x32(4, 3, seed=1)), True),
+    (while_passthrough, (np.abs(x32(3)) + 0.5, F32(0.25)), False),
+    (cond_passthrough, (F32(1.), x32(3), F32(0.7)), True),
+    (cond_passthrough, (F32(-1.), x32(3), F32(0.7)), True),
+], ids=["scan", "while", "cond_t", "cond_f"])
+def test_pass_through_values_under_transformations(prog, args, grad):
+    check(prog, *args, grad=grad)
+
+
 # ------------------------------------------------------------------------ errors
 
 def _errors(fn):

@@ -342,6 +342,14 @@ def reorder_jaxpr(closed: ClosedJaxpr, in_order=None, out_order=None) -> ClosedJ
     return ClosedJaxpr(Jaxpr(j.constvars, invars, outvars, j.eqns), closed.consts)
 
 
+def forwarded_inputs(closed: ClosedJaxpr) -> list:
+    """For each output of `closed`, the position of the input it returns unchanged, or
+    None."""
+    j = closed.jaxpr
+    position = {v.id: i for i, v in enumerate(j.invars)}
+    return [position.get(v.id) if type(v) is Var else None for v in j.outvars]
+
+
 def add_unused_inputs(closed: ClosedJaxpr, avals, at=None) -> ClosedJaxpr:
     """The same program taking extra inputs of types `avals` that it ignores, inserted
     at position `at` (appended by default)."""

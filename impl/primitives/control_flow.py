@@ -602,10 +602,8 @@ def _scan_split_body(jaxpr, num_consts, num_carry, unknowns):
     kj = known.jaxpr
     n_kc = num_consts - sum(const_uk)
     n_kk = num_carry - sum(carry_uk)
-    positions = {v.id: i for i, v in enumerate(kj.invars)}
     n_known_out = len(kj.outvars) - num_res
-    res_src = [positions.get(v.id) if type(v) is core.Var else None
-               for v in kj.outvars[n_known_out:]]
+    res_src = pe.forwarded_inputs(known)[n_known_out:]
     from_const = [s is not None and s < n_kc for s in res_src]
     from_xs = [s is not None and s >= n_kc + n_kk for s in res_src]
     _, _, varying, _ = pe.partial_eval_jaxpr(known, [i >= n_kc for i in range(len(kj.invars))])
