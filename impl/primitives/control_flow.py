@@ -32,7 +32,7 @@ from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
 from impl.primitives._define import define
-from impl.primitives.elementwise import select_n
+from impl.primitives.elementwise import eq, select_n, stop_gradient_p
 from impl.primitives.reductions import reduce_max
 from impl.primitives.shape import broadcast_in_dim, reduce_sum
 
@@ -205,18 +205,30 @@ def _cond_batch(axis_data, vals, dims, *, branches):
     batched = [d is not None for d in op_dims]
     if index_dim is not None:
         # Each element picks its own branch: run every branch on the whole batch and
-        # select, as JAX does.
+        # select, as JAX does. A branch sees its operands through stop_gradient where
+        # another branch is selected: its derivative there, maybe infinite (sqrt at 0),
+        # then meets no cotangent, which would make a NaN of it (0 * inf).
         index = batching.moveaxis(index, index_dim, 0)
-        results = [_eval(_batch_program(b, axis_data, batched, True)[0], *ops)
-                   for b in branches]
-        outs = [select_n(broadcast_in_dim(index, get_aval(cases[0]).shape, (0,)), *cases)
-                for cases in zip(*results)]
+        size = axis_data.size
+        ops = [batching.matchaxis(size, 0 if b else None, 0, x) for x, b in zip(ops, batched)]
+        every = [True] * len(ops)
+        results = []
+        for i, b in enumerate(branches):
+            taken = eq(index, np.int32(i))
+            results.append(_eval(_batch_program(b, axis_data, every, True)[0], *[
+                _select_batched(taken, stop_gradient_p.bind(x), x) for x in ops]))
+        outs = [_select_batched(index, *cases) for cases in zip(*results)]
         return outs, [0] * len(outs)
     out_batched = [any(d is not None for d in ds) for ds in zip(
         *[_batch_program(b, axis_data, batched)[1] for b in branches])]
     new = tuple(_batch_program(b, axis_data, batched, out_batched)[0] for b in branches)
     outs = cond_p.bind(index, *ops, branches=new)
     return outs, [0 if b else None for b in out_batched]
+
+
+def _select_batched(which, *cases):
+    """select_n with a predicate (or index) of one value per batch element (axis 0)."""
+    return select_n(broadcast_in_dim(which, get_aval(cases[0]).shape, (0,)), *cases)
 
 
 def _zeros(aval):
@@ -385,8 +397,7 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
         cc, bc, carry = _split(args, nc, body_nconsts)
         (pred,) = _eval(new_cond, *cc, *carry)
         new = _eval(new_body, *bc, *carry)
-        return [select_n(broadcast_in_dim(pred, get_aval(n).shape, (0,)), c, n)
-                for c, n in zip(carry, new)]
+        return [_select_batched(pred, c, n) for c, n in zip(carry, new)]
 
     carry_avals = [get_aval(x) for x in init]
     cond_avals = new_cond.in_avals
