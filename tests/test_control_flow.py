@@ -123,6 +123,37 @@ def test_cond_batched_predicate_selects():
     assert any(e.primitive.name == "select_n" for e in jaxpr.eqns)
 
 
+def test_cond_batched_predicate_gradient_ignores_the_branch_not_taken():
+    # Where x < eps the sqrt branch is not taken, and its derivative at 0 is infinite:
+    # the gradient is still finite, as in JAX.
+    eps = 1e-3
+
+    def loss(B):
+        def safe(x):
+            return B.lax.cond(x < eps, lambda _: eps, lambda _: B.np.sqrt(x), ())
+        return lambda xs: B.np.sum(B.api.vmap(safe)(xs))
+    xs = np.array([0., 0., 0.25, 4.])
+    with jax.numpy_dtype_promotion("strict"):
+        got, want = impl.grad(loss(IMPL))(xs), jax.grad(loss(JAX))(xs)
+        got_jit = impl.jit(impl.grad(loss(IMPL)))(xs)
+    assert np.isfinite(want).all()
+    assert_trees_close(got, want)
+    assert_trees_close(got_jit, want)
+
+
+def test_batched_switch_gradient_ignores_the_branches_not_taken():
+    def loss(B):
+        def f(i, x):
+            return B.lax.switch(i, [lambda x: B.np.sqrt(x), lambda x: B.np.log(x),
+                                    lambda x: x * 2.], x)
+        return lambda i, x: B.np.sum(B.api.vmap(f)(i, x))
+    i, x = np.array([2, 2, 0, 1], np.int32), np.array([0., -1., 4., 2.])
+    with jax.numpy_dtype_promotion("strict"):
+        got, want = impl.grad(loss(IMPL), 1)(i, x), jax.grad(loss(JAX), 1)(i, x)
+    assert np.isfinite(want).all()
+    assert_trees_close(got, want)
+
+
 # ------------------------------------------------------------------ while_loop
 
 def while_grow(B):
@@ -337,6 +368,24 @@ def test_scan_unroll_true_and_zero_length():
         assert float(c) == 3.
         c, ys = B.lax.scan(lambda c, x: (c + x, c), F32(1.), np.ones((0,), F32))
         assert float(c) == 1. and ys.shape == (0,)
+
+
+def test_zero_length_loops_under_disable_jit():
+    # Without jit a fori_loop of no steps returns its initial value, while a scan of
+    # length 0 raises (its output type would be unknown), as in JAX.
+    def zero_scan(B):
+        return B.lax.scan(lambda c, x: (c + x, x), 0., np.array([]))[0]
+    with jax.disable_jit(), jax.numpy_dtype_promotion("strict"):
+        got, want = [B.lax.fori_loop(0, 0, lambda i, x: x + i, 1.) for B in (IMPL, JAX)]
+        assert type(got) is type(want) and got == want == 1.
+        with pytest.raises(ValueError) as ei:
+            zero_scan(IMPL)
+        with pytest.raises(ValueError) as ej:
+            zero_scan(JAX)
+        assert str(ei.value) == str(ej.value)
+        got, want = [B.lax.fori_loop(0, 3, lambda i, x: x + i, 1.) for B in (IMPL, JAX)]
+        assert float(got) == float(want) == 4.
+    assert float(zero_scan(IMPL)) == float(zero_scan(JAX)) == 0.
 
 
 def _count(jaxpr, prim):

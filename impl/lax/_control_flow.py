@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 from jax import tree_util
+from jax._src.config import disable_jit as _disable_jit
 
 from impl import core
 from impl.api import vmap
@@ -468,6 +469,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
             i, x = loop_carry
             return (i + 1, body_fun(i, x)), None
         length = max(hi - lo, 0)
+        if length == 0 and _disable_jit.value:
+            return init_val   # (a scan of length 0 raises there)
         (_, result), _ = scan(scan_body, (lo, init_val), None, length=length,
                               unroll=False if unroll is None else unroll)
         return result
@@ -529,6 +532,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     for x in init_flat + xs_flat:
         _check_leaf(x, "scan init and xs")
     length = _scan_length(xs_flat, length)
+    if length == 0 and _disable_jit.value:
+        raise ValueError("zero-length scan is not supported in disable_jit() mode because "
+                         "the output type is unknown.")
     if isinstance(unroll, (bool, np.bool_)):
         unroll = max(length, 1) if unroll else 1
     try:
