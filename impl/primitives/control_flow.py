@@ -207,16 +207,22 @@ def _cond_batch(axis_data, vals, dims, *, branches):
         # Each element picks its own branch: run every branch on the whole batch and
         # select, as JAX does. A branch sees its operands through stop_gradient where
         # another branch is selected: its derivative there, maybe infinite (sqrt at 0),
-        # then meets no cotangent, which would make a NaN of it (0 * inf).
+        # then meets no cotangent, which would make a NaN of it (0 * inf). Not when a
+        # branch applies a collective over the vmapped axis: an element's operands then
+        # reach the results of elements that do select the branch, and their cotangents
+        # must pass (JAX stops them too, and its gradient is wrong).
         index = batching.moveaxis(index, index_dim, 0)
         size = axis_data.size
         ops = [batching.matchaxis(size, 0 if b else None, 0, x) for x, b in zip(ops, batched)]
         every = [True] * len(ops)
+        guard = not batching.collective_over([b.jaxpr for b in branches], axis_data.name)
         results = []
         for i, b in enumerate(branches):
-            taken = eq(index, np.int32(i))
-            results.append(_eval(_batch_program(b, axis_data, every, True)[0], *[
-                _select_batched(taken, stop_gradient_p.bind(x), x) for x in ops]))
+            if guard:
+                taken = eq(index, np.int32(i))
+                ops_i = [_select_batched(taken, stop_gradient_p.bind(x), x) for x in ops]
+            results.append(_eval(_batch_program(b, axis_data, every, True)[0],
+                                 *(ops_i if guard else ops)))
         outs = [_select_batched(index, *cases) for cases in zip(*results)]
         return outs, [0] * len(outs)
     out_batched = [any(d is not None for d in ds) for ds in zip(
