@@ -414,17 +414,17 @@ def while_loop(cond_fun, body_fun, init_val):
     # A carry the body returns unchanged and the condition does not read is a const of
     # the body, returned as it went in: under vmap it stays unbatched even where a
     # batched condition batches every carry (as in JAX, whose while_loop moves it so).
-    nb, nk = len(body_consts), len(init)
+    nb = len(body_consts)
     cond_reads = pe.dce_closed_jaxpr(cond_prog, [True])[1][len(cond_consts):]
     moved = [f == nb + i and not r for i, (f, r) in
              enumerate(zip(pe.forwarded_inputs(body_prog), cond_reads))]
     if any(moved):
-        cond_prog, _ = pe.dce_closed_jaxpr(cond_prog, [True], [True] * len(cond_consts)
-                                           + [not m for m in moved])
+        stays = [not m for m in moved]
+        cond_prog, _ = pe.dce_closed_jaxpr(cond_prog, [True],
+                                           [True] * len(cond_consts) + stays)
         body_prog = pe.reorder_jaxpr(
-            body_prog, in_order=[*_positions(moved, nb), *range(nb),
-                                 *_positions([not m for m in moved], nb)],
-            out_order=_positions([not m for m in moved]))
+            body_prog, in_order=[*_positions(moved, nb), *range(nb), *_positions(stays, nb)],
+            out_order=_positions(stays))
     kept = [x for x, m in zip(init, moved) if not m]
     new_consts = [x for x, m in zip(init, moved) if m]
     outs = iter(while_p.bind(*cond_consts, *new_consts, *body_consts, *kept,
@@ -435,6 +435,7 @@ def while_loop(cond_fun, body_fun, init_val):
 
 
 def _positions(flags, offset=0):
+    """The indices (plus `offset`) of the set flags."""
     return [offset + i for i, f in enumerate(flags) if f]
 
 
@@ -581,11 +582,11 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     moved = [f == nc + i for i, f in enumerate(fwd[:n])]
     xs_fwd = [f - nc - n if f is not None and f >= nc + n else None for f in fwd[n:]]
     if any(moved) or any(f is not None for f in xs_fwd):
-        not_moved = [not m for m in moved]
+        stays = [not m for m in moved]
         body = pe.reorder_jaxpr(
-            body, in_order=[*_positions(moved, nc), *range(nc), *_positions(not_moved, nc),
+            body, in_order=[*_positions(moved, nc), *range(nc), *_positions(stays, nc),
                             *range(nc + n, nc + n + nx)],
-            out_order=_positions(not_moved) + _positions([f is None for f in xs_fwd], n))
+            out_order=_positions(stays) + _positions([f is None for f in xs_fwd], n))
     new_consts = [x for x, m in zip(init_flat, moved) if m]
     kept = [x for x, m in zip(init_flat, moved) if not m]
     outs = scan_p.bind(*new_consts, *consts, *kept, *xs_flat, jaxpr=body, length=length,
