@@ -449,6 +449,25 @@ def test_scan_loop_invariant_residuals_are_hoisted():
     check(prog, *args, vmap=False, eager="grad")
 
 
+def test_scan_print_runs_only_on_the_loops_values_under_differentiation(capsys):
+    # Splitting the body for linearize and grad runs no print on placeholder values.
+    def prog(B):
+        def f(x, w):
+            def body(c, y):
+                B.api.debug.print("c={} y={y}", c, y=y)
+                return c * w + y, c
+            c, ys = B.lax.scan(body, x, np.arange(2., dtype=F32))
+            return B.np.sum(ys) + c
+        return f
+    outs = []
+    for B in (JAX, IMPL):
+        B.api.linearize(prog(B), F32(1.), F32(2.))
+        B.api.grad(prog(B))(F32(1.), F32(2.))
+        B.api.effects_barrier()
+        outs.append(capsys.readouterr().out)
+    assert outs[1] == outs[0] == "c=1.0 y=0.0\nc=2.0 y=1.0\n" * 2
+
+
 # -------------------------------------------------------------- lax.map & friends
 
 def map_plain(B):

@@ -160,13 +160,14 @@ def has_effects(eqn) -> bool:
                for e in j.eqns)
 
 
-def drop_unused_eqns(jaxpr: Jaxpr) -> Jaxpr:
-    """Drop equations whose outputs nothing uses (except those with side effects)."""
+def drop_unused_eqns(jaxpr: Jaxpr, keep_effects=True) -> Jaxpr:
+    """Drop equations whose outputs nothing uses (except those with side effects, unless
+    not `keep_effects`)."""
     live = {v.id for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
         used = [v.id in live for v in eqn.outvars]
-        if any(used) or has_effects(eqn):
+        if any(used) or (keep_effects and has_effects(eqn)):
             rule = dce_rules.get(eqn.primitive)
             if rule is not None and any(used) and not all(used):
                 eqn = rule(used, eqn)

@@ -632,10 +632,15 @@ def _scan_split_body(jaxpr, num_consts, num_carry, unknowns):
         *range(n_known_out), *[n_known_out + i for i in idx(stacked)]])
     known_loop = core.ClosedJaxpr(pe.drop_unused_eqns(known_loop.jaxpr), known_loop.consts)
 
+    # The residuals computed from the consts alone, without the body's effects: the
+    # loop inputs are placeholders here (a print would show them).
+    invariant_part = pe.reorder_jaxpr(known, out_order=[n_known_out + i
+                                                         for i in idx(invariant)])
+    invariant_part = core.ClosedJaxpr(pe.drop_unused_eqns(invariant_part.jaxpr, False),
+                                      known.consts)
+
     def hoisted(*consts):
-        loop_inputs = [_zeros(a) for a in known.in_avals[n_kc:]]
-        outs = _eval(known, *consts, *loop_inputs)
-        return [outs[n_known_out + i] for i in idx(invariant)]
+        return _eval(invariant_part, *consts, *[_zeros(a) for a in known.in_avals[n_kc:]])
 
     hoist = pe.make_closed_jaxpr(hoisted, known.in_avals[:n_kc])
     n_uk_in = sum(const_uk) + sum(carry_uk) + sum(xs_uk)
