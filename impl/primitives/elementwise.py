@@ -225,7 +225,10 @@ def _rem_jvp_y(t, x, y):
 
 
 def _pow_jvp_x(t, ans, x, y):
-    return mul(t, mul(y, pow_p.bind(x, sub(y, 1))))
+    y_aval, x_dtype = get_aval(y), get_aval(x).dtype
+    # An integer exponent stays one in pow (exact powers) and scales in x's dtype.
+    scale = y if y_aval.dtype == x_dtype else convert_element_type(y, x_dtype, y_aval.weak_type)
+    return mul(t, mul(scale, pow_p.bind(x, sub(y, 1))))
 
 
 def _pow_jvp_y(t, ans, x, y):
