@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import jax
 import jax.numpy as jax_jnp
+from jax import dtypes as jax_dtypes
 from jax import lax
 
 from impl import core
@@ -42,13 +43,15 @@ def _check_axis(name, axis, shape, what="axis"):
 
 
 def _check_numeric(name, dtype):
-    if not (np.issubdtype(dtype, np.number)):
-        raise TypeError(f"{name} does not accept dtype {dtype}: it needs a numeric dtype")
+    if not jax_dtypes.issubdtype(dtype, np.number):
+        raise TypeError(f"{name} does not accept dtype {dtype}. Accepted dtypes are "
+                        "subtypes of number.")
 
 
 def _check_floating(name, dtype):
     if not core.is_float_dtype(dtype):
-        raise TypeError(f"{name} does not accept dtype {dtype}: it needs a floating dtype")
+        raise TypeError(f"{name} does not accept dtype {dtype}. Accepted dtypes are "
+                        "subtypes of floating.")
 
 
 def _normalize_axis(axis, ndim):
