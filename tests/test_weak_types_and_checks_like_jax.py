@@ -209,6 +209,9 @@ LAX_DTYPE_CASES = {
     "clamp(0.0, f32, 1.0)": (lambda L, N, a: L.clamp(0.0, a, 1.0), (F32,)),
     "clamp(0.0, f16, 1.0)": (lambda L, N, a: L.clamp(0.0, a, 1.0), (F16,)),
     "clamp(f16 scalar, f32, 1.0)": (lambda L, N, a: L.clamp(np.float16(0), a, 1.0), (F32,)),
+    "clamp(0.0, 2.0, 1.0)": (lambda L, N: L.clamp(0.0, 2.0, 1.0), ()),
+    "select_n(True, 1.0, 2.0)": (lambda L, N: L.select_n(True, 1.0, 2.0), ()),
+    "complex(1.0, 2.0)": (lambda L, N: L.complex(1.0, 2.0), ()),
     "select_n(True, f32, f32)": (lambda L, N, a: L.select_n(True, a, a), (F32,)),
     "select_n(bool, f32, f16)": (lambda L, N, a, b: L.select_n(BOOLS, a, b), (F32, F16)),
     "select_n(bool, f32, weak vector)":

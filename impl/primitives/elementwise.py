@@ -422,8 +422,9 @@ _CLAMP_DTYPES = dt.OperandDtypes((dt.ANY,))
 
 
 def _clamp_lower(lo, x, hi):
-    dtypes, _ = _CLAMP_DTYPES.lenient([get_aval(v) for v in (lo, x, hi)])
-    return lax.clamp(*[cast_to(v, d) for v, d in zip((lo, x, hi), dtypes)])
+    dtypes, weak = _CLAMP_DTYPES.lenient([get_aval(v) for v in (lo, x, hi)])
+    out = lax.clamp(*[cast_to(v, d) for v, d in zip((lo, x, hi), dtypes)])
+    return _mark_weak(out) if weak else out   # as its abstract evaluation says
 
 
 def _clamp_aval(lo, x, hi):
