@@ -113,8 +113,7 @@ _ONE_OPERAND = dt.OperandDtypes()   # a unary primitive's dtype is its operand's
 def _unop(name, lax_fn, jvp, accepted=_float, transpose=None, out_dtype=None):
     return define(name, abstract_eval=_unop_aval(name, accepted, out_dtype),
                   lowering=_lower_nary(lax_fn, _ONE_OPERAND, weak_ok=out_dtype is None),
-                  jvp=jvp,
-                  transpose=transpose, batching=batching.vectorized,
+                  jvp=jvp, transpose=transpose, batching=batching.vectorized,
                   operands=1, sharding_rule=sharding_rules.same_as_operand)
 
 
