@@ -23,6 +23,7 @@ from impl.primitives.reductions import (  # noqa: F401,E402
 from jax import tree_util as _tree_util  # noqa: E402
 from impl.primitives import elementwise as _ew  # noqa: E402
 from impl.primitives import indexing as _ix  # noqa: E402
+from impl.primitives import _operand_dtypes as _dt  # noqa: E402
 from impl.lax._checked import bind_checked as _lax_fn, checked as _checked  # noqa: E402
 
 add, sub, mul, div = (_checked(f, p, "x", "y") for f, p in (
@@ -65,6 +66,8 @@ def integer_pow(x, y):
 
 
 def square(x):
+    # JAX's own primitive: its dtype check names square.
+    _dt.check_unary("square", _dt.NUMBER, _ew.get_aval(x).dtype)
     return _ew.integer_pow_p.bind(x, y=2)
 
 

@@ -29,6 +29,7 @@ NUMBER = INTEGER + FLOATING + COMPLEX
 ORDERED = INTEGER + FLOATING + BOOL
 INT_OR_BOOL = INTEGER + BOOL
 ANY = INTEGER + FLOATING + COMPLEX + BOOL
+SIGNED = FLOATING + COMPLEX + (np.signedinteger,)   # abs
 
 _FLOAT0_TEXT = ("float0s do not support any operations by design, because they are not "
                 "compatible with non-trivial vector spaces. No implicit dtype conversion is "
@@ -40,6 +41,20 @@ _FLOAT0_TEXT = ("float0s do not support any operations by design, because they a
 def accepts(category, dtype) -> bool:
     """Whether `dtype` is a subtype of one of the types of `category`."""
     return any(jax_dtypes.issubdtype(dtype, t) for t in category)
+
+
+def check_unary(name, category, dtype):
+    """Raise TypeError, in JAX's words, unless the one operand's `dtype` is in
+    `category`."""
+    if dtype == float0:
+        raise TypeError(f"Called {name} with a float0 array. {_FLOAT0_TEXT}")
+    if not accepts(category, dtype):
+        raise TypeError(f"{name} does not accept dtype {dtype}. Accepted dtypes are subtypes "
+                        f"of {_names(category)}.")
+
+
+def _names(category):
+    return ", ".join(t.__name__ for t in category)
 
 
 def same_dtypes_message(name, dtypes, jnp_name=None):
@@ -121,7 +136,7 @@ class OperandDtypes:
             if not accepts(category, dtype):
                 raise TypeError(
                     f"{name} does not accept dtype {dtype} at position {i}. Accepted dtypes "
-                    f"at position {i} are subtypes of {', '.join(t.__name__ for t in category)}.")
+                    f"at position {i} are subtypes of {_names(category)}.")
         shared = dtypes[self._same]
         if any(_is_extended(d) for d in shared):
             return

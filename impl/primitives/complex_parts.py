@@ -27,17 +27,9 @@ def complex_dtype_of(dtype):
     return np.dtype(np.complex128 if np.dtype(dtype).itemsize >= 8 else np.complex64)
 
 
-def _complex_only(name):
-    def rule(x):
-        if x.dtype.kind != "c":
-            raise TypeError(f"{name} takes a complex operand, got {x.str_short()}")
-        return x
-    return rule
-
-
 def _to_real_aval(name):
     def rule(x):
-        _complex_only(name)(x)
+        dt.check_unary(name, dt.COMPLEX, x.dtype)
         return ShapedArray(x.shape, real_dtype_of(x.dtype), x.weak_type)
     return rule
 
@@ -85,10 +77,24 @@ def imag(x):
 
 # ------------------------------------------------------------------------ conj
 
-conj_p = define("conj", abstract_eval=_complex_only("conj"), lowering=lax.conj,
-                jvp=ad.linear_jvp,
-                transpose=lambda ct, x: [None if type(ct) is Zero else conj(ct)],
-                batching=batching.vectorized,
+# A complex number, or a real float32/float64 one taken as complex (in the order JAX's
+# message lists them).
+_CONJ_DTYPES = (np.float32, np.complexfloating, np.float64)
+
+
+def _conj_aval(x):
+    dt.check_unary("conj", _CONJ_DTYPES, x.dtype)
+    return x.update(dtype=complex_dtype_of(x.dtype))
+
+
+def _conj_transpose(ct, x):
+    if type(ct) is Zero:
+        return [None]
+    return [conj(ct) if x.aval.dtype.kind == "c" else real(ct)]
+
+
+conj_p = define("conj", abstract_eval=_conj_aval, lowering=lax.conj, jvp=ad.linear_jvp,
+                transpose=_conj_transpose, batching=batching.vectorized,
                 sharding_rule=sharding_rules.same_as_operand)
 
 

@@ -39,10 +39,9 @@ def _result_shape(name, avals):
     return shape
 
 
-def _unop_aval(name, accepted=None, out_dtype=None):
+def _unop_aval(name, accepted, out_dtype=None):
     def rule(x, **params):
-        if accepted is not None and not accepted(x.dtype):
-            raise TypeError(f"{name} does not accept dtype {x.dtype}")
+        dt.check_unary(name, accepted, x.dtype)
         if out_dtype is not None:
             return ShapedArray(x.shape, out_dtype, False)
         return ShapedArray(x.shape, x.dtype, x.weak_type)
@@ -86,10 +85,6 @@ def _lower_nary(lax_fn, contract, weak_ok=True):
 _float = core.is_float_dtype
 
 
-def _not_bool(d):
-    return d != np.bool_
-
-
 def unbroadcast(ct, aval):
     """Sum a cotangent down to a rank-0 operand that was broadcast; a cotangent takes
     its operand's dtype and (explicit) sharding."""
@@ -110,7 +105,9 @@ def unbroadcast(ct, aval):
 _ONE_OPERAND = dt.OperandDtypes()   # a unary primitive's dtype is its operand's
 
 
-def _unop(name, lax_fn, jvp, accepted=_float, transpose=None, out_dtype=None):
+def _unop(name, lax_fn, jvp, accepted=dt.INEXACT, transpose=None, out_dtype=None):
+    """An elementwise primitive of one operand, whose dtype is in the category
+    `accepted` (as jax.lax declares it)."""
     return define(name, abstract_eval=_unop_aval(name, accepted, out_dtype),
                   lowering=_lower_nary(lax_fn, _ONE_OPERAND, weak_ok=out_dtype is None),
                   jvp=jvp, transpose=transpose, batching=batching.vectorized,
@@ -135,7 +132,7 @@ by_parts = ad.jvp_by_parts
 
 # ------------------------------------------------------------- unary primitives
 
-neg_p = _unop("neg", lax.neg, ad.linear_jvp, _not_bool, transpose=lambda ct, x: [neg(ct)])
+neg_p = _unop("neg", lax.neg, ad.linear_jvp, dt.NUMBER, transpose=lambda ct, x: [neg(ct)])
 sin_p = _unop("sin", lax.sin, by_parts(lambda t, x: mul(t, cos(x))))
 cos_p = _unop("cos", lax.cos, by_parts(lambda t, x: neg(mul(t, sin(x)))))
 tan_p = _unop("tan", lax.tan,
@@ -160,18 +157,18 @@ rsqrt_p = _unop("rsqrt", lax.rsqrt,
 logistic_p = _unop("logistic", lax.logistic,
                    by_parts(lambda t, ans, x: mul(t, mul(ans, sub(1, ans))), use_output=True))
 erf_p = _unop("erf", lax.erf, by_parts(
-    lambda t, x: mul(t, mul(2 / math.sqrt(math.pi), exp(neg(mul(x, x)))))))
+    lambda t, x: mul(t, mul(2 / math.sqrt(math.pi), exp(neg(mul(x, x)))))), dt.FLOATING)
 # t where x >= 0, else -t: the derivative at 0 is 1, as in JAX (sign(0) would give 0).
 abs_p = _unop("abs", lax.abs,
               by_parts(lambda t, x: select_n(ge_p.bind(x, zeros_like(x)), neg(t), t)),
-              _not_bool)
-sign_p = _unop("sign", lax.sign, ad.zero_jvp, _not_bool)
-floor_p = _unop("floor", lax.floor, ad.zero_jvp)
-ceil_p = _unop("ceil", lax.ceil, ad.zero_jvp)
+              dt.SIGNED)
+sign_p = _unop("sign", lax.sign, ad.zero_jvp, dt.NUMBER)
+floor_p = _unop("floor", lax.floor, ad.zero_jvp, dt.FLOATING)
+ceil_p = _unop("ceil", lax.ceil, ad.zero_jvp, dt.FLOATING)
 round_p = _unop("round", lambda x, rounding_method=0: lax.round(x, rounding_method),
-                ad.zero_jvp)
-is_finite_p = _unop("is_finite", lax.is_finite, ad.zero_jvp, out_dtype=np.bool_)
-not_p = _unop("not", lax.bitwise_not, ad.zero_jvp, lambda d: d.kind in "biu")
+                ad.zero_jvp, dt.FLOATING)
+is_finite_p = _unop("is_finite", lax.is_finite, ad.zero_jvp, dt.FLOATING, out_dtype=np.bool_)
+not_p = _unop("not", lax.bitwise_not, ad.zero_jvp, dt.INT_OR_BOOL)
 
 
 def neg(x): return neg_p.bind(x)
@@ -340,7 +337,7 @@ def _integer_pow_jvp(t, x, *, y):
 
 
 integer_pow_p = define(
-    "integer_pow", abstract_eval=lambda x, *, y: _unop_aval("integer_pow", _not_bool)(x),
+    "integer_pow", abstract_eval=lambda x, *, y: _unop_aval("integer_pow", dt.NUMBER)(x),
     lowering=lambda x, *, y: lax.integer_pow(x, y), jvp=by_parts(_integer_pow_jvp),
     batching=batching.vectorized, sharding_rule=sharding_rules.same_as_operand)
 
@@ -561,22 +558,18 @@ def full_like(x, value):
 # What random number generation builds on: shifts and bit reinterpretation turn
 # random bits into floats, erf_inv turns uniforms into normals.
 
-def _int(d):
-    return d.kind in "iu"
-
-
 shift_left_p = _binop("shift_left", lax.shift_left, ad.zero_jvp, dt.INTEGER,
                       jnp_name="left_shift")
 shift_right_logical_p = _binop("shift_right_logical", lax.shift_right_logical,
                                ad.zero_jvp, dt.INTEGER, jnp_name="right_shift")
 shift_right_arithmetic_p = _binop("shift_right_arithmetic", lax.shift_right_arithmetic,
                                   ad.zero_jvp, dt.INTEGER, jnp_name="right_shift")
-clz_p = _unop("clz", lax.clz, ad.zero_jvp, _int)
+clz_p = _unop("clz", lax.clz, ad.zero_jvp, dt.INTEGER)
 # JAX defines no derivative for nextafter (callers stop gradients before it).
 nextafter_p = _binop("nextafter", lax.nextafter, None, dt.FLOATING, jnp_name="nextafter")
 erf_inv_p = _unop("erf_inv", lax.erf_inv, by_parts(
     lambda t, ans, x: mul(t, mul(math.sqrt(math.pi) / 2, exp(mul(ans, ans)))),
-    use_output=True))
+    use_output=True), dt.FLOATING)
 
 
 def _bitcast_aval(x, *, new_dtype):

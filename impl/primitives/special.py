@@ -11,7 +11,7 @@ from jax import lax
 from impl.interpreters import ad
 from impl.primitives import _operand_dtypes as dt
 from impl.primitives.elementwise import (  # the shared rules of elementwise primitives
-    _binop, _int, _unop, abs_p, add, div, exp, log, mul, neg, rsqrt, select_n, sign, sub,
+    _binop, _unop, abs_p, add, div, exp, log, mul, neg, rsqrt, select_n, sign, sub,
     full_like)
 from impl.primitives.elementwise import gt, integer_pow_p
 
@@ -32,11 +32,12 @@ asinh_p = _unop("asinh", lax.asinh, by_parts(lambda t, x: mul(t, rsqrt(add(_squa
 atanh_p = _unop("atanh", lax.atanh, by_parts(lambda t, x: div(t, sub(1, _square(x)))))
 cbrt_p = _unop("cbrt", lax.cbrt, by_parts(
     lambda t, ans, x: mul(t, mul(_scalar_like(x, 1 / 3), integer_pow_p.bind(ans, y=-2))),
-    use_output=True))
+    use_output=True), dt.FLOATING)
 exp2_p = _unop("exp2", lax.exp2, by_parts(
     lambda t, ans, x: mul(t, mul(ans, _scalar_like(x, np.log(2)))), use_output=True))
 erfc_p = _unop("erfc", lax.erfc, by_parts(
-    lambda t, x: mul(t, mul(_scalar_like(x, -2 / np.sqrt(np.pi)), exp(neg(_square(x)))))))
+    lambda t, x: mul(t, mul(_scalar_like(x, -2 / np.sqrt(np.pi)), exp(neg(_square(x)))))),
+    dt.FLOATING)
 
 def _polygamma_not_in_m(t, m, x):
     raise ValueError("polygamma gradient with respect to m is not supported")
@@ -46,8 +47,9 @@ def _polygamma_not_in_m(t, m, x):
 polygamma_p = _binop("polygamma", lax.polygamma, by_parts(
     _polygamma_not_in_m, lambda t, m, x: mul(t, polygamma(add(m, 1), x))), accepted=dt.FLOATING)
 digamma_p = _unop("digamma", lax.digamma, by_parts(
-    lambda t, x: mul(t, polygamma(_scalar_like(x, 1), x))))
-lgamma_p = _unop("lgamma", lax.lgamma, by_parts(lambda t, x: mul(t, digamma(x))))
+    lambda t, x: mul(t, polygamma(_scalar_like(x, 1), x))), dt.FLOATING)
+lgamma_p = _unop("lgamma", lax.lgamma, by_parts(lambda t, x: mul(t, digamma(x))),
+                 dt.FLOATING)
 
 
 def polygamma(m, x):
@@ -110,7 +112,8 @@ regularized_incomplete_beta_p = _binop(
     accepted=dt.FLOATING, operands=3)
 
 bessel_i0e_p = _unop("bessel_i0e", lax.bessel_i0e, by_parts(
-    lambda t, ans, x: mul(t, sub(bessel_i1e_p.bind(x), mul(sign(x), ans))), use_output=True))
+    lambda t, ans, x: mul(t, sub(bessel_i1e_p.bind(x), mul(sign(x), ans))), use_output=True),
+    dt.FLOATING)
 
 
 def _bessel_i1e_jvp(t, ans, x):
@@ -121,6 +124,8 @@ def _bessel_i1e_jvp(t, ans, x):
     return mul(t, select_n(tiny, _scalar_like(x, 0.5), slope))
 
 
-bessel_i1e_p = _unop("bessel_i1e", lax.bessel_i1e, by_parts(_bessel_i1e_jvp, use_output=True))
+bessel_i1e_p = _unop("bessel_i1e", lax.bessel_i1e, by_parts(_bessel_i1e_jvp, use_output=True),
+                     dt.FLOATING)
 
-population_count_p = _unop("population_count", lax.population_count, ad.zero_jvp, _int)
+population_count_p = _unop("population_count", lax.population_count, ad.zero_jvp,
+                           dt.INTEGER)
