@@ -428,19 +428,79 @@ def case_creation_with_out_sharding():
     assert impl.typeof(got[3]).sharding.spec == type_spec(want[3])
     assert got[3].sharding.is_equivalent_to(want[3].sharding, 2)
 
+    def ranges(lib, np_):
+        with jax.set_mesh(MESH):
+            return (np_.arange(8, out_sharding=P("X")),
+                    np_.arange(0., 4., 0.5, out_sharding=P("Y")),
+                    lib.jit(lambda a: np_.arange(1, 9, out_sharding=P("X"))[:, None] * a)(A))
+    check_typed(*base.both(ranges))
+
+
+def _draws(lib, k, a):
+    """Every draw of JAX 0.10.2 that takes out_sharding, placed by it (`a`: a positive
+    f32[8@X,4] parameter), and the draws JAX places without it."""
+    r = lib.random
+    return [
+        r.normal(k, (8, 4), out_sharding=P("X", "Y")),
+        r.uniform(k, (8, 4), minval=-a, maxval=a, out_sharding=P(None, "Y")),
+        r.bits(k, (8,), out_sharding=P("X")),
+        r.randint(k, (8, 4), 0, 10, np.uint8, out_sharding=P("X", "Y")),
+        r.truncated_normal(k, -a, a, out_sharding=P(None, "Y")),
+        r.bernoulli(k, 0.3, (8, 4), out_sharding=P("X")),
+        r.permutation(k, 8, out_sharding=P("X")),
+        r.permutation(k, a, out_sharding=P(None, "Y")),
+        r.permutation(k, a, independent=True, out_sharding=P("X")),
+        r.categorical(k, a, shape=(2, 8), out_sharding=P(None, "X")),
+        r.categorical(k, a, shape=(2, 8), replace=False, out_sharding=P(None, "X")),
+        r.gumbel(k, (8, 4), out_sharding=P("X", "Y")),
+        r.exponential(k, (8, 4), out_sharding=P("X")),
+        r.laplace(k, (8, 4), out_sharding=P("Y")),
+        r.logistic(k, (8, 4), out_sharding=P("X")),
+        r.cauchy(k, (8, 4), out_sharding=P(None, "Y")),
+        r.pareto(k, 3.0, (8, 4), out_sharding=P("X")),
+        r.rayleigh(k, a, out_sharding=P("X", "Y")),
+        r.wald(k, 2.0, (8, 4), out_sharding=P("X")),
+        r.lognormal(k, shape=(8, 4), out_sharding=P("X")),
+        r.triangular(k, 0., 1., 3., (8, 4), out_sharding=P("X")),
+        r.geometric(k, 0.3, (8, 4), out_sharding=P("X", "Y")),
+        r.rademacher(k, (8, 4), out_sharding=P("X", "Y")),
+        r.maxwell(k, (8, 4), out_sharding=P("X", "Y")),
+        r.gamma(k, a, out_sharding=P(None, "Y")),
+        r.loggamma(k, a, out_sharding=P("X", "Y")),
+        r.beta(k, a, a, out_sharding=P(None, "Y")),
+        r.dirichlet(k, np.ones(4, np.float32), (8,), out_sharding=P("X")),
+        r.chisquare(k, 3.0, (8, 4), out_sharding=P("X")),
+        r.f(k, 3.0, 4.0, (8, 4), out_sharding=P("X")),
+        r.t(k, 3.0, (8, 4), out_sharding=P("X")),
+        r.generalized_normal(k, 2.0, (8, 4), out_sharding=P("X")),
+        r.ball(k, 4, shape=(8,), out_sharding=P("X")),
+        r.orthogonal(k, 4, (8,), out_sharding=P("X")),
+        r.multivariate_normal(k, np.zeros(4, np.float32), np.eye(4, dtype=np.float32), (8,),
+                              out_sharding=P("X")),
+        r.poisson(k, 3.0, (8, 4), out_sharding=P("X", "Y")),
+        # without out_sharding: scalars and draws shaped by their parameters replicated
+        # (JAX's default for most samplers), the others typed by their parameters
+        r.normal(k), r.gamma(k, a), r.bernoulli(k, a * 0.1),
+        r.truncated_normal(k, -a, a), r.wald(k, a), r.categorical(k, a),
+    ]
+
 
 def case_random_draws_with_out_sharding():
     """Draws placed by out_sharding: JAX's values (the bits do not depend on the
-    sharding) and JAX's types, eagerly and staged."""
+    sharding) and JAX's types, staged (all of them, in one program) and eagerly (some:
+    each eager draw compiles its own programs)."""
+    a = put(np.abs(base.rs(8, 4, seed=13)) + 0.5, "X")
+
     def make(lib, np_):
         with jax.set_mesh(MESH):
             k = lib.random.key(0)
-            return (lib.random.normal(k, (8, 4), out_sharding=P("X", "Y")),
-                    lib.random.uniform(k, (8, 4), out_sharding=P(None, "Y")),
-                    lib.random.bits(k, (8,), out_sharding=P("X")),
-                    lib.jit(lambda k: lib.random.normal(k, (8, 4), out_sharding=P("X")))(k))
+            return (lib.jit(lambda k, a: _draws(lib, k, a))(k, a),
+                    lib.random.normal(k, (8, 4), out_sharding=P("X", "Y")),
+                    lib.random.gamma(k, a, out_sharding=P(None, "Y")),
+                    lib.random.permutation(k, 8, out_sharding=P("X")),
+                    lib.random.normal(k), lib.random.bernoulli(k, a * 0.1))
     got, want = base.both(make)
-    check_typed(got, want, rtol=0, atol=0)
+    check_typed(got, want, rtol=1e-6, atol=1e-6)
 
 
 def case_data_parallel_mlp_training_steps():
@@ -604,7 +664,15 @@ def case_sharding_type_errors_as_jax():
              lambda x: x * 2.0, out_shardings=P(None, "X"))(w) ** 2).sum())(W)),
         ("vmap with an spmd_axis_name other than the mapped axis's",
          lambda lib, np_: lib.vmap(lambda r: r * 2.0, spmd_axis_name="Y")(A)),
+        ("a draw's out_sharding not dividing its shape", lambda lib, np_: lib.random.randint(
+            lib.random.key(0), (6,), 0, 10, out_sharding=P("X"))),
+        ("arange given both device and out_sharding", lambda lib, np_: np_.arange(
+            8, device=jax.devices()[0], out_sharding=P("X"))),
     ])
+    # a PartitionSpec needs a mesh in context
+    base.same_error(lambda lib, np_: lib.random.normal(lib.random.key(0), (8,),
+                                                         out_sharding=P("X")))
+    base.same_error(lambda lib, np_: np_.arange(8, out_sharding=P("X")))
     with jax.set_mesh(MESH):
         e = base.raises(ShardingTypeError, lambda: np_dot_error())
         assert "lhs_contracting_spec=('Y',)" in str(e), e
