@@ -307,6 +307,146 @@ def case_convolution_and_window_rules():
     ])
 
 
+def _spd(*batch, n=4, seed=0):
+    """Symmetric positive definite matrices (distinct eigenvalues and singular values)."""
+    a = base.rs(*batch, n, n, seed=seed)
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n, dtype=np.float32)
+
+
+SPD = put(_spd(8, seed=15), "X")                                   # f32[8@X,4,4]
+LOWER = put(np.linalg.cholesky(_spd(8, seed=16)), "X")             # f32[8@X,4,4]
+RHS = put(base.rs(8, 4, 3, seed=17), "X")                          # f32[8@X,4,3]
+
+
+def _tuple(f):
+    """f's results as a plain tuple: impl's named tuples (EighResult, ...) are not JAX's
+    pytree nodes."""
+    return lambda *args: tuple(f(*args))
+
+
+def case_linear_algebra_rules():
+    """Decompositions and solves map over their batch axes, which keep their sharding
+    (the matrix axes unsharded), as JAX types them."""
+    def diagonals(value, *spec):
+        return put(np.full((8, 4), value), *spec)
+    check_rules([
+        ("eigh", lambda lib, np_: _tuple(lib.lax.linalg.eigh), (SPD,)),
+        ("eigvalsh", lambda lib, np_: np_.linalg.eigvalsh, (SPD,)),
+        ("svd (its derivatives: see case_decompositions_jax_fails_on)",
+         lambda lib, np_: _tuple(np_.linalg.svd), (SPD,), ("derivatives",)),
+        ("singular values", lambda lib, np_: lambda a: np_.linalg.svd(a, compute_uv=False),
+         (SPD,)),
+        ("lu (integer pivots: not differentiated)", lambda lib, np_: lib.lax.linalg.lu, (SPD,)),
+        ("lu's factors", lambda lib, np_: lambda a: lib.lax.linalg.lu(a)[0], (SPD,)),
+        ("triangular_solve, differentiated in its right-hand side",
+         lambda lib, np_: lambda b: lib.lax.linalg.triangular_solve(
+             LOWER, b, left_side=True, lower=True), (RHS,)),
+        ("triangular_solve from the right, transposed", lambda lib, np_: lambda b:
+            lib.lax.linalg.triangular_solve(LOWER, b, left_side=False, lower=True,
+                                            transpose_a=True), (put(base.rs(8, 2, 4), "X", "Y"),)),
+        ("tridiagonal_solve", lambda lib, np_: lib.lax.linalg.tridiagonal_solve,
+         (diagonals(0.1, "X"), diagonals(2.0, "X"), diagonals(0.2, "X"),
+          put(base.rs(8, 4, 2, seed=18), "X"))),
+        ("solve", lambda lib, np_: np_.linalg.solve, (SPD, RHS)),
+        ("slogdet", lambda lib, np_: _tuple(np_.linalg.slogdet), (SPD,)),
+        ("det (its derivative: see case_decompositions_jax_fails_on)",
+         lambda lib, np_: np_.linalg.det, (SPD,), ("derivatives",)),
+    ])
+
+
+def case_fft_rules():
+    """FFTs keep their operand's sharding, transformed axes included (XLA moves the data
+    a sharded transform needs), as JAX types them."""
+    def put_complex(*spec):
+        c = base.rs(8, 4, 8, seed=19) + 1j * base.rs(8, 4, 8, seed=20)
+        return jax.device_put(c.astype(np.complex64), NamedSharding(MESH, P(*spec)))
+    real = base.rs(8, 4, 8, seed=21)
+    check_rules([
+        ("fft over an unsharded axis", lambda lib, np_: np_.fft.fft, (put_complex("X"),)),
+        ("ifft over a sharded axis", lambda lib, np_: np_.fft.ifft,
+         (put_complex(None, None, "Y"),)),
+        ("fftn over two axes", lambda lib, np_: lambda x: np_.fft.fftn(x, axes=(1, 2)),
+         (put_complex("X", "Y"),)),
+        ("rfft2's magnitude", lambda lib, np_: lambda x: np_.abs(np_.fft.rfft2(x)),
+         (put(real, "X"),)),
+        # (not differentiated: XLA's CPU FFT fails on the layout its partitioner gives
+        # the jitted gradient of this program, a RET_CHECK, where JAX's program differs)
+        ("rfft2's magnitude, a transformed axis sharded", lambda lib, np_: lambda x: np_.abs(
+            np_.fft.rfft2(x)), (put(real, "X", "Y"),), ("derivatives",)),
+        ("irfft of an rfft, padded", lambda lib, np_: lambda x: np_.fft.irfft(
+            np_.fft.rfft(x), n=16), (put(real, "X"),)),
+        ("fft along the sharded axis", lambda lib, np_: lambda x: np_.abs(np_.fft.fft(
+            x, axis=0)), (put(real, "X", "Y"),)),
+        ("lax.fft", lambda lib, np_: lambda x: lib.lax.fft(x, "FFT", (4, 8)),
+         (put_complex("X"),)),
+    ])
+
+
+def case_decomposition_and_fft_types():
+    """The types of a few decompositions, solves and FFTs, as impl's rules give them
+    (the staged program's result types, and the results of the jitted program) and
+    JAX's; the rule groups above check every transformation, nightly."""
+    args = (SPD, LOWER, RHS, put(base.rs(8, 4, 8, seed=22), "X", "Y"))
+
+    def program(lib, np_):
+        return lambda a, l, b, x: (
+            tuple(lib.lax.linalg.eigh(a)), np_.linalg.svd(a, compute_uv=False),
+            lib.lax.linalg.triangular_solve(l, b, left_side=True, lower=True),
+            np_.fft.rfft(x))
+    with jax.set_mesh(MESH):
+        staged = [[str(t) for t in lib.make_jaxpr(program(lib, np_))(*args).out_avals]
+                  for lib, np_ in BOTH]
+        assert staged[0] == staged[1], staged
+        check_typed(*[lib.jit(program(lib, np_))(*args) for lib, np_ in BOTH],
+                    rtol=1e-4, atol=1e-4)
+
+
+def case_decompositions_jax_fails_on():
+    """JAX 0.10.2 types decompositions of batch-sharded matrices (its rules keep the batch
+    sharding) but its own cholesky and qr, inv, and the derivatives of det, of svd's
+    vectors and of a triangular solve's matrix fail on them (masks and vmaps inside it,
+    not sharded as the batch). impl computes them, eagerly and under jit: the values
+    against JAX's on the replicated matrices, the types against JAX's vmap over the
+    batch (where that fails too: JAX's typing of its qr primitive; JAX's solve against
+    the identity for inv)."""
+    def qr_types(a):
+        return jax.eval_shape(lambda m: tuple(jax.lax.linalg.qr_p.bind(
+            m, pivoting=False, full_matrices=True, use_magma=None)), a)
+
+    def inverse_types(a):
+        return jnp.linalg.solve(a, jnp.broadcast_to(jnp.eye(4, dtype=np.float32), a.shape,
+                                                    out_sharding=P("X")))
+    programs = [
+        ("cholesky", lambda lib, np_: np_.linalg.cholesky, (SPD,), None),
+        ("qr", lambda lib, np_: _tuple(np_.linalg.qr), (SPD,), qr_types),
+        ("inv", lambda lib, np_: np_.linalg.inv, (SPD,), inverse_types),
+        ("grad of det", lambda lib, np_: lib.grad(lambda a: np_.linalg.det(a).sum()), (SPD,),
+         None),
+        ("jvp of svd", lambda lib, np_: lambda a: lib.jvp(
+            lambda m: tuple(np_.linalg.svd(m)), (a,), (a * 0.5,)), (SPD,), None),
+        ("grad of a triangular solve in its matrix", lambda lib, np_: lib.grad(
+            lambda l, b: lib.lax.linalg.triangular_solve(l, b, left_side=True,
+                                                         lower=True).sum()), (LOWER, RHS),
+         None),
+    ]
+    failures = []
+    with jax.set_mesh(MESH):
+        for name, make, args, types in programs:
+            base.raises(Exception, lambda: make(jax, jnp)(*args))   # why the references
+            values = make(jax, jnp)(*jax.sharding.reshard(args, P()))
+            want = jax.tree_util.tree_leaves(
+                (types or jax.vmap(make(jax, jnp)))(*args))
+            for run in (make(impl, inp), impl.jit(make(impl, inp))):
+                got = run(*args)
+                try:
+                    base.check(got, values, rtol=1e-4, atol=1e-4, shardings=False)
+                    assert [str(impl.typeof(g)) for g in jax.tree_util.tree_leaves(got)] == [
+                        str(jax.typeof(w)) for w in want], (got, want)
+                except AssertionError as e:
+                    failures.append(f"{name}: {e}")
+    assert not failures, "\n".join(failures)
+
+
 def case_auto_and_explicit_axes():
     """auto_axes takes mesh axes out of the types inside (results resharded to
     out_sharding); explicit_axes puts them in (arguments resharded to in_sharding):
@@ -664,6 +804,19 @@ def case_sharding_type_errors_as_jax():
              lambda x: x * 2.0, out_shardings=P(None, "X"))(w) ** 2).sum())(W)),
         ("vmap with an spmd_axis_name other than the mapped axis's",
          lambda lib, np_: lib.vmap(lambda r: r * 2.0, spmd_axis_name="Y")(A)),
+        ("a decomposition of matrices sharded along their rows", lambda lib, np_:
+            lib.lax.linalg.eigh(put(_spd(8), "X", "Y"), symmetrize_input=False)),
+        ("svd of matrices sharded along their columns", lambda lib, np_: np_.linalg.svd(
+            put(_spd(8), None, None, "Y"))),
+        ("a solve whose operands' batches are sharded differently",
+         lambda lib, np_: lib.lax.linalg.triangular_solve(LOWER, put(np.asarray(RHS)),
+                                                          left_side=True, lower=True)),
+        ("a triangular solve contracting a sharded axis",
+         lambda lib, np_: lib.lax.linalg.triangular_solve(
+             put(np.asarray(LOWER), "X", "Y"), RHS, left_side=True, lower=True,
+             transpose_a=True)),
+        ("an rfft whose sharded last axis stops dividing", lambda lib, np_: np_.fft.rfft(
+            put(base.rs(8, 4, 8), "X", None, "Y"))),
         ("a draw's out_sharding not dividing its shape", lambda lib, np_: lib.random.randint(
             lib.random.key(0), (6,), 0, 10, out_sharding=P("X"))),
         ("arange given both device and out_sharding", lambda lib, np_: np_.arange(
@@ -727,6 +880,19 @@ def case_negative_a_refusing_gather_rule_is_caught():
     with _patched(core, "sharding_rules", dict(core.sharding_rules)):
         core.sharding_rules[gather_p] = refuse
         base.raises(AssertionError, case_gather_scatter_and_indexing_rules)
+
+
+def case_negative_a_decomposition_losing_its_batch_sharding_is_caught():
+    """A rule for eigh that replicates its results (or an FFT's that drops the operand's
+    sharding) types them wrongly; the types' comparison sees it."""
+    core = importlib.import_module("impl.core")
+    eigh_p = importlib.import_module("impl.primitives.linalg_decompositions").eigh_p
+    fft_p = importlib.import_module("impl.primitives.fft").fft_p
+    for prim, replicated in ((eigh_p, lambda x, **params: [None, None]),
+                             (fft_p, lambda x, **params: None)):
+        with _patched(core, "sharding_rules", dict(core.sharding_rules)):
+            core.sharding_rules[prim] = replicated
+            base.raises(AssertionError, case_decomposition_and_fft_types)
 
 
 def case_negative_a_missing_error_is_caught():
