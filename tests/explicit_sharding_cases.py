@@ -527,7 +527,8 @@ def case_jit_shardings_agree_with_types():
 
 def case_visualize_array_sharding():
     """impl.debug.visualize_array_sharding draws what JAX draws for the same values
-    (results of impl's programs placed by their types)."""
+    (results of impl's programs placed by their types), and for traced values inside
+    jit and grad; under vmap JAX 0.10.2 fails (IndexError), impl refuses."""
     import contextlib
     import io
     try:
@@ -549,6 +550,30 @@ def case_visualize_array_sharding():
             assert got == want, f"impl drew\n{got}\nJAX draws\n{want}"
             assert drawn(impl, x, **kwargs) == drawn(jax, x, **kwargs)
     assert "CPU 0 │ CPU 1" in drawn(impl, W)     # a grid of devices was drawn
+
+    # Traced values are drawn as XLA partitioned them, when the program is compiled
+    # (once), and under grad with the primal values; staging alone draws nothing.
+    def traced(lib, np_):
+        def show(x):
+            lib.debug.visualize_array_sharding(x)
+            return x
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), jax.set_mesh(MESH):
+            f = lib.jit(lambda a, b: show(np_.dot(show(a), b, out_sharding=P(None, "X")))
+                        .sum(1))
+            f(W, B.T), f(W, B.T)
+            lib.jit(lambda a: show(a.T * 2.0).sum())(A)
+            lib.grad(lambda a: show(np_.sin(a)).sum())(W)
+            lib.make_jaxpr(show)(W)
+            lib.jit(lambda a: lib.debug.print("a = {}", a) or a * 2.0)(W)   # printed whole
+            jax.effects_barrier()       # the print runs asynchronously
+        return buf.getvalue()
+    got, want = traced(impl, inp), traced(jax, jnp)
+    assert got == want, f"impl drew\n{got}\nJAX draws\n{want}"
+    assert got.count("CPU 0") == 4 and "a = [[" in got, got
+    base.raises(IndexError, lambda: jax.vmap(jax.debug.visualize_array_sharding)(W))
+    base.raises(NotImplementedError, lambda: impl.vmap(impl.debug.visualize_array_sharding)(W),
+                match="under vmap")
 
 
 def case_creation_with_out_sharding():
