@@ -79,9 +79,12 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "jit": op("jit_call"),
     # primitives.callbacks
     "debug_callback": exempt(
-        "a host callback with no outputs (impl.debug.print/callback): no law reads it; "
+        "a host callback with no outputs (impl.debug.callback): no law reads it; "
+        "tests/test_toplevel.py compares what it sees with JAX's"),
+    "debug_print": exempt(
+        "a host print with no outputs (impl.debug.print): no law reads it; "
         "tests/test_toplevel.py compares its printed output with JAX's eagerly and under jit, "
-        "vmap and grad"),
+        "vmap and grad, and its staged programs with JAX's"),
     "pure_callback": exempt(
         "a host callback (impl.pure_callback), not differentiable: tests/test_toplevel.py against "
         "JAX under jit and each vmap_method"),
