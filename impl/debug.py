@@ -11,7 +11,8 @@ import numpy as np
 from impl import core
 from impl.primitives import callbacks as _callbacks
 
-__all__ = ["callback", "print", "visualize_array_sharding", "visualize_sharding"]
+__all__ = ["callback", "print", "inspect_array_sharding", "visualize_array_sharding",
+           "visualize_sharding"]
 
 
 def _staged_callback(fn, args, kwargs, ordered, partitioned):
@@ -78,12 +79,16 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
 visualize_sharding = jax.debug.visualize_sharding
 
 
+def inspect_array_sharding(value, *, callback):
+    """Call `callback(sharding)` with the sharding of the array `value`: at once for a
+    concrete array, when the program is compiled for a traced one (the placement XLA's
+    partitioner chose), as JAX does."""
+    _callbacks.inspect_sharding(value, callback)
+
+
 def visualize_array_sharding(arr, **kwargs):
-    """Draw how the array `arr` is laid out over devices (as JAX draws it). impl's
-    arrays are jax arrays, placed by XLA as their types say; inside a transformation
-    the placement is XLA's decision at compile time, which impl does not inspect."""
-    if isinstance(arr, core.Tracer):
-        raise NotImplementedError(
-            "impl.debug.visualize_array_sharding takes concrete arrays: inside a "
-            "transformation print impl.typeof(x) (its sharding) instead")
-    return visualize_sharding(np.shape(arr), arr.sharding, **kwargs)
+    """Draw how the array `arr` is laid out over devices (as JAX draws it); inside jit,
+    when the program is compiled, as XLA partitioned it."""
+    shape = np.shape(arr)
+    inspect_array_sharding(
+        arr, callback=lambda sharding: visualize_sharding(shape, sharding, **kwargs))

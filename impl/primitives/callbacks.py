@@ -53,7 +53,8 @@ def _define_host_call(name, lowering):
         name, abstract_eval=lambda *avals, **params: [], lowering=lowering,
         jvp=RuleMaker(_host_call_jvp), batching=RuleMaker(_host_call_batch),
         transpose=lambda cts, *args, **params: [None] * len(args),
-        multiple_results=True, effectful=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
+        multiple_results=True, effectful=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
+        sharding_rule=lambda *avals, **params: [])   # no results: any operands
 
 
 def split_static(args, kwargs):
@@ -121,6 +122,37 @@ def debug_print(fmt, args, kwargs, *, ordered=False, partitioned=False):
                        np_printoptions=tuple(np.get_printoptions().items()),
                        ordered=bool(ordered), partitioned=bool(partitioned),
                        static_args=tuple(static.items()))
+
+
+# ---------------------------------------------------------------- inspect_sharding
+
+def _inspect_sharding_lower(x, *, callback):
+    # JAX calls back with a concrete array's sharding at once, and with a traced
+    # value's when XLA's partitioner has placed it (at compile time).
+    jax.debug.inspect_array_sharding(x, callback=callback)
+    return []
+
+
+def _inspect_sharding_batch(axis_data, vals, dims, **params):
+    raise NotImplementedError(
+        "inspect_array_sharding (visualize_array_sharding) under vmap: the examples of a "
+        "batch are not arrays placed on devices; inspect the batched array outside vmap "
+        "(JAX 0.10.2 fails with an IndexError)")
+
+
+inspect_sharding_p = define(
+    "inspect_sharding", abstract_eval=lambda x, *, callback: [],
+    lowering=_inspect_sharding_lower,
+    jvp=lambda primals, tangents, **params: (inspect_sharding_p.bind(*primals, **params), []),
+    batching=_inspect_sharding_batch, transpose=lambda cts, x, **params: [None],
+    multiple_results=True, effectful=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
+    sharding_rule=lambda x, **params: [])
+
+
+def inspect_sharding(x, callback):
+    """Call `callback(sharding)` with the sharding of the array `x` (a traced value's
+    as XLA partitions the compiled program)."""
+    inspect_sharding_p.bind(x, callback=callback)
 
 
 # ------------------------------------------------------------------ pure_callback

@@ -25,6 +25,7 @@ from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
+from impl.primitives import _operand_dtypes as dt
 from impl.primitives import elementwise as ew
 from impl.primitives import sharding_rules
 from impl.primitives._define import define
@@ -42,13 +43,14 @@ def _check_axis(name, axis, shape, what="axis"):
 
 
 def _check_numeric(name, dtype):
-    if not (np.issubdtype(dtype, np.number)):
-        raise TypeError(f"{name} does not accept dtype {dtype}: it needs a numeric dtype")
+    dt.check_unary(name, (np.number,), dtype)
 
 
 def _check_floating(name, dtype):
-    if not core.is_float_dtype(dtype):
-        raise TypeError(f"{name} does not accept dtype {dtype}: it needs a floating dtype")
+    """A number (JAX's check), and floating: JAX's integer cumlogsumexp crashes
+    (OverflowError) where impl refuses."""
+    _check_numeric(name, dtype)
+    dt.check_unary(name, dt.INEXACT, dtype)
 
 
 def _normalize_axis(axis, ndim):
@@ -495,11 +497,22 @@ def _full_index(idx, axis):
 
 
 def _take_lower(x, idx, *, axis):
-    return jax_jnp.asarray(x)[_full_index(idx, axis)]
+    # (JAX's take_along_axis gathers with batch axes, which keep their sharding)
+    return jax_jnp.take_along_axis(x, idx, axis=axis, mode="clip")
 
 
 def _scatter_lower(upd, idx, *, axis, shape):
-    return jax_jnp.zeros(shape, upd.dtype).at[_full_index(idx, axis)].add(upd)
+    zeros = jax_jnp.zeros(shape, upd.dtype)
+    sharded = [core.jax_explicit_sharding(v) for v in (upd, idx)]
+    if sharded == [None, None]:
+        return zeros.at[_full_index(idx, axis)].add(upd)
+    # The result's sharding, as the sharding rule says, for JAX's scatter (whose
+    # indices here index every axis) to place it.
+    mesh = next(s for s in sharded if s is not None).mesh
+    entries = [next((s.spec[k] for s in sharded if s is not None and s.spec[k] is not None),
+                    None) if k != axis else None for k in range(len(shape))]
+    return zeros.at[_full_index(idx, axis)].add(
+        upd, out_sharding=jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*entries)))
 
 
 def take_along_axis(x, idx, axis):
@@ -542,10 +555,12 @@ def _scatter_batch(axis_data, vals, dims, *, axis, shape):
 
 take_along_axis_p = define(
     "take_along_axis", abstract_eval=_take_aval, lowering=_take_lower,
-    jvp=ad.linear_in_jvp((0,)), transpose=_take_transpose, batching=_take_batch)
+    jvp=ad.linear_in_jvp((0,)), transpose=_take_transpose, batching=_take_batch,
+    sharding_rule=sharding_rules.take_along_axis)
 scatter_add_along_axis_p = define(
     "scatter_add_along_axis", abstract_eval=_scatter_aval, lowering=_scatter_lower,
-    jvp=ad.linear_in_jvp((0,)), transpose=_scatter_transpose, batching=_scatter_batch)
+    jvp=ad.linear_in_jvp((0,)), transpose=_scatter_transpose, batching=_scatter_batch,
+    sharding_rule=sharding_rules.scatter_add_along_axis)
 
 
 # ---------------------------------------------------------------------- iota
