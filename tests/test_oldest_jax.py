@@ -39,7 +39,10 @@ def test_every_law_runs_on_the_oldest_jax(tmp_path):
     run = subprocess.run([python, "-m", "properties", "--backend", "jax", "--profile", "quick",
                           "--report-dir", str(tmp_path), "--no-jax-cache"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
-    report = json.loads((tmp_path / "properties-jax.json").read_text())
+    written = tmp_path / "properties-jax.json"
+    assert written.exists(), (f"no report (exit status {run.returncode}):\n"
+                              + run.stdout[-5000:] + run.stderr[-3000:])
+    report = json.loads(written.read_text())
     assert report["jax_version"] == OLDEST_JAX
     assert {row["law"] for row in report["laws"]} == {law.name for law in LAWS}
     assert report["summary"]["failed"] == 0, run.stdout[-5000:]
