@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import jax
 import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
 
 from impl import core
 from impl import lax
@@ -32,7 +33,8 @@ from impl.api import jit
 from impl.numpy._polynomials import _inexact as promote_inexact
 from impl.primitives import prng
 from impl.scipy import special
-from impl.primitives.sharding import reshard
+from impl.primitives.sharding import auto_axes
+from impl.primitives.sharding_rules import canonical_out_sharding
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone",
@@ -92,16 +94,30 @@ def _user_dtype(dtype, default, fun_name):
     return canonical
 
 
-def _no_sharding(out_sharding, fun_name):
-    if out_sharding is not None:
-        raise NotImplementedError(f"{fun_name}: out_sharding is not supported by impl.random")
+def _drawn(out_sharding, draw, *arrays):
+    """`draw(*arrays)` placed as `out_sharding` (a PartitionSpec read against the mesh in
+    context, or a NamedSharding) says, as JAX places draws: with the out_sharding's
+    Explicit mesh axes taken out of the types (`auto_axes`), so the parameters' shardings
+    do not constrain the draw, then resharded. The bits do not depend on how the result
+    is sharded (JAX's partitionable threefry), so the values are the unsharded draw's.
+    Without out_sharding the draw's type follows from its parameters'."""
+    if out_sharding is None:
+        return draw(*arrays)
+    spec = out_sharding if isinstance(out_sharding, P) else getattr(out_sharding, "spec", ())
+    target = canonical_out_sharding(out_sharding, len(spec), "out_sharding")
+    return auto_axes(draw, axes=tuple(target.mesh.abstract_mesh.explicit_axes),
+                     out_sharding=target)(*arrays)
 
 
-def _placed(draws, out_sharding):
-    """Draws with the sharding `out_sharding` asks for (over Explicit mesh axes). The
-    bits do not depend on how the result is sharded (JAX's partitionable threefry), so
-    the values are the unsharded draw's; XLA partitions the generation."""
-    return draws if out_sharding is None else reshard(draws, out_sharding)
+def _replicated_when_unshaped(out_sharding, shape):
+    """The samplers JAX gives this default place a draw without a shape (a scalar, or
+    one shaped by its parameters) replicated when every axis of the mesh in context is
+    Explicit, whatever its parameters' shardings."""
+    if out_sharding is None and not shape:
+        mesh = jax.sharding.get_abstract_mesh()
+        if not mesh.empty and mesh.are_all_axes_explicit:
+            return NamedSharding(mesh, P())
+    return out_sharding
 
 
 def _canonical_shape(shape):
@@ -397,8 +413,9 @@ def bits(key, shape=(), dtype=None, *, out_sharding=None):
     dtype = _user_dtype(dtype, np.uint64, "bits")
     if dtype.kind != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
-    return _placed(prng.random_bits(data, dtype.itemsize * 8, _canonical_shape(shape)),
-                   out_sharding)
+    shape = _canonical_shape(shape)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d: prng.random_bits(d, dtype.itemsize * 8, shape), data)
 
 
 # ---------------------------------------------------------------- uniform
@@ -409,7 +426,9 @@ def uniform(key, shape=(), dtype=None, minval=0., maxval=1., *, out_sharding=Non
     dtype = _user_dtype(dtype, float, "uniform")
     shape = _canonical_shape(shape)
     _check_float_dtype("uniform", dtype)
-    return _placed(_uniform(data, minval, maxval, shape, dtype), out_sharding)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d, lo, hi: _uniform(d, lo, hi, shape, dtype),
+                  data, minval, maxval)
 
 
 def _uniform_floats(data, shape, dtype):
@@ -452,7 +471,8 @@ def normal(key, shape=(), dtype=None, *, out_sharding=None):
     shape = _canonical_shape(shape)
     dtype = _user_dtype(dtype, float, "normal")
     _check_float_dtype("normal", dtype, complex_ok=True)
-    return _placed(_normal(data, shape, dtype), out_sharding)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d: _normal(d, shape, dtype), data)
 
 
 @jit(static_argnums=(1, 2))
@@ -484,10 +504,10 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=
     if shape is not None:
         shape = _canonical_shape(shape)
     data, _ = _unwrap("truncated_normal", key)
-    _no_sharding(out_sharding, "truncated_normal")
     dtype = _user_dtype(dtype, float, "truncated_normal")
     _check_float_dtype("truncated_normal", dtype)
-    return _truncated_normal(data, lower, upper, shape, dtype)
+    return _drawn(out_sharding, lambda d, lo, hi: _truncated_normal(d, lo, hi, shape, dtype),
+                  data, lower, upper)
 
 
 @jit(static_argnums=(3, 4))
@@ -518,11 +538,11 @@ def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
     if mode not in ("high", "low"):
         raise ValueError(f"got {mode=}, expected 'high' or 'low'")
     data, _ = _unwrap("bernoulli", key)
-    _no_sharding(out_sharding, "bernoulli")
     dtype = core.get_aval(p).dtype if core.valid_jaxtype(p) else jnp.asarray(p).dtype
     if dtype.kind != "f":
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
-    return _bernoulli(data, lax.convert_element_type(p, dtype), shape, mode)
+    return _drawn(out_sharding, lambda d, q: _bernoulli(d, lax.convert_element_type(q, dtype),
+                                                        shape, mode), data, p)
 
 
 @jit(static_argnums=(2, 3))
@@ -547,18 +567,22 @@ def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
     data, _ = _unwrap("randint", key)
     dtype = _user_dtype(dtype, int, "randint")
     shape = _canonical_shape(shape)
-    _no_sharding(out_sharding, "randint")
     if dtype.kind not in "iu":
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     info = jnp.iinfo(dtype)
-    sampling = dtype
-    if info.bits < 32:
-        # Sample in 32 bits (less bias), then cast.
-        sampling = np.dtype(np.int32)
-        minval = jnp.clip(jnp.astype(jnp.asarray(minval), sampling), int(info.min), int(info.max))
-        maxval = jnp.clip(jnp.astype(jnp.asarray(maxval), sampling), int(info.min),
-                          int(info.max) + 1)
-    return jnp.astype(_randint(data, minval, maxval, shape, sampling), dtype)
+
+    def draw(data, minval, maxval):
+        sampling = dtype
+        if info.bits < 32:
+            # Sample in 32 bits (less bias), then cast.
+            sampling = np.dtype(np.int32)
+            minval = jnp.clip(jnp.astype(jnp.asarray(minval), sampling), int(info.min),
+                              int(info.max))
+            maxval = jnp.clip(jnp.astype(jnp.asarray(maxval), sampling), int(info.min),
+                              int(info.max) + 1)
+        return jnp.astype(_randint(data, minval, maxval, shape, sampling), dtype)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, draw, data, minval, maxval)
 
 
 def _convert_and_clip_integer(val, dtype):
@@ -620,18 +644,20 @@ def permutation(key, x, axis=0, independent=False, *, out_sharding=None):
     """A random permutation of `x` along `axis` (of arange(x) for an integer x)."""
     data, _ = _unwrap("permutation", key)
     _check_arraylike("permutation", x)
-    _no_sharding(out_sharding, "permutation")
     ndim = jnp.ndim(x)
     axis = _canonical_axis(axis, ndim or 1)
     if not ndim:
         if core.get_aval(x).dtype.kind not in "iu":
             raise TypeError("x must be an integer or at least 1-dimensional")
         n = operator.index(x) if not isinstance(x, core.Tracer) else int(x)
-        return _shuffle(data, jnp.arange(n), axis)
-    if independent or ndim == 1:
-        return _shuffle(data, x, axis)
-    order = _shuffle(data, jnp.arange(jnp.shape(x)[axis]), 0)
-    return jnp.take(x, order, axis, unique_indices=True)
+        return _drawn(out_sharding, lambda d: _shuffle(d, jnp.arange(n), axis), data)
+
+    def draw(data, x):
+        if independent or ndim == 1:
+            return _shuffle(data, x, axis)
+        order = _shuffle(data, jnp.arange(jnp.shape(x)[axis]), 0)
+        return jnp.take(x, order, axis, unique_indices=True)
+    return _drawn(out_sharding, draw, data, x)
 
 
 def _canonical_axis(axis, ndim):
@@ -739,8 +765,8 @@ def gumbel(key, shape=(), dtype=None, mode=None, *, out_sharding=None):
         mode = "high" if jax.config.jax_high_dynamic_range_gumbel else "low"
     if mode not in ("highest", "high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
-    _no_sharding(out_sharding, "gumbel")
-    return _gumbel(data, shape, dtype, mode)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d: _gumbel(d, shape, dtype, mode), data)
 
 
 @jit(static_argnums=(1, 2, 3))
@@ -810,27 +836,30 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *,
     else:
         shape = _canonical_shape(shape)
         _check_shape("categorical", shape, batch_shape)
-    _no_sharding(out_sharding, "categorical")
-    typed_key = PRNGKeyArray(data)
     dtype = core.get_aval(logits).dtype
     ndim = len(logits_shape)
     prefix = shape[:len(shape) - len(batch_shape)]
-    if replace:
-        axis = axis - ndim if axis >= 0 else axis
-        noise_shape = list(shape[len(shape) - len(batch_shape):])
-        noise_shape.insert(axis % ndim, logits_shape[axis])
-        noise = gumbel(typed_key, (*prefix, *noise_shape), dtype, mode=mode)
-        return jnp.argmax(jnp.add(noise, jnp.expand_dims(logits, tuple(range(len(prefix))))),
-                          axis=axis)
-    logits = jnp.add(logits, gumbel(typed_key, logits_shape, dtype, mode=mode))
     k = math.prod(prefix)
-    if k > logits_shape[axis]:
+    if not replace and k > logits_shape[axis]:
         raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number "
                          f"of categories ({logits_shape[axis]}).")
-    indices = _top_k_indices(jnp.moveaxis(logits, axis, -1), k)
-    # The k draws of each distribution become the leading axes of the result.
-    indices = jnp.moveaxis(indices, -1, 0)
-    return jnp.reshape(indices, shape)
+
+    def draw(data, logits):
+        typed_key = PRNGKeyArray(data)
+        if replace:
+            last = axis - ndim if axis >= 0 else axis
+            noise_shape = list(shape[len(shape) - len(batch_shape):])
+            noise_shape.insert(last % ndim, logits_shape[last])
+            noise = gumbel(typed_key, (*prefix, *noise_shape), dtype, mode=mode)
+            return jnp.argmax(jnp.add(noise, jnp.expand_dims(logits,
+                                                             tuple(range(len(prefix))))),
+                              axis=last)
+        logits = jnp.add(logits, gumbel(typed_key, logits_shape, dtype, mode=mode))
+        indices = _top_k_indices(jnp.moveaxis(logits, axis, -1), k)
+        # The k draws of each distribution become the leading axes of the result.
+        indices = jnp.moveaxis(indices, -1, 0)
+        return jnp.reshape(indices, shape)
+    return _drawn(out_sharding, draw, data, logits)
 
 
 # ------------------------------------------------ more continuous distributions
@@ -843,8 +872,8 @@ def _float_sampler(name, body):
         dtype = _user_dtype(dtype, float, name)
         _check_float_dtype(name, dtype)
         shape = _canonical_shape(shape)
-        _no_sharding(out_sharding, name)
-        return body(data, shape, dtype)
+        out_sharding = _replicated_when_unshaped(out_sharding, shape)
+        return _drawn(out_sharding, lambda d: body(d, shape, dtype), data)
 
     sampler.__name__ = sampler.__qualname__ = name
     sampler.__doc__ = body.__doc__
@@ -898,27 +927,27 @@ def _check_all_safe_to_cast(name, dtype, *args):
                 f"to {dtype}")
 
 
-def _param_sampler_setup(name, key, shape, dtype, params, complex_ok=False,
-                         out_sharding=None):
-    """Common checks of samplers with array parameters: (key data, shape, dtype)."""
+def _param_draw(name, body, key, shape, dtype, params, out_sharding, complex_ok=False,
+                replicated_when_unshaped=True):
+    """A sampler with array parameters after their common checks: the jitted
+    `body(data, *params, shape, dtype)`, placed by out_sharding."""
     data, _ = _unwrap(name, key)
     dtype = _user_dtype(dtype, float, name)
     _check_float_dtype(name, dtype, complex_ok)
+    if replicated_when_unshaped:
+        out_sharding = _replicated_when_unshaped(out_sharding, shape)
     if shape is None:
         shape = _broadcast_shapes(*(jnp.shape(p) for p in params))
     else:
         shape = _canonical_shape(shape)
         _check_shape(name, shape, *(jnp.shape(p) for p in params))
-    _no_sharding(out_sharding, name)
     _check_all_safe_to_cast(name, dtype, *params)
-    return data, shape, dtype
+    return _drawn(out_sharding, lambda d, *ps: body(d, *ps, shape, dtype), data, *params)
 
 
 def pareto(key, b, shape=None, dtype=None, *, out_sharding=None):
     """Pareto floats of shape parameter `b` (exp(exponential / b))."""
-    data, shape, dtype = _param_sampler_setup("pareto", key, shape, dtype, [b],
-                                              out_sharding=out_sharding)
-    return _pareto(data, b, shape, dtype)
+    return _param_draw("pareto", _pareto, key, shape, dtype, [b], out_sharding)
 
 
 @jit(static_argnums=(2, 3))
@@ -929,9 +958,7 @@ def _pareto(data, b, shape, dtype):
 
 def rayleigh(key, scale, shape=None, dtype=None, *, out_sharding=None):
     """Rayleigh floats of scale `scale`: scale * sqrt(-2 log u)."""
-    data, shape, dtype = _param_sampler_setup("rayleigh", key, shape, dtype, [scale],
-                                              out_sharding=out_sharding)
-    return _rayleigh(data, scale, shape, dtype)
+    return _param_draw("rayleigh", _rayleigh, key, shape, dtype, [scale], out_sharding)
 
 
 @jit(static_argnums=(2, 3))
@@ -943,9 +970,8 @@ def _rayleigh(data, scale, shape, dtype):
 
 def wald(key, mean, shape=None, dtype=None, *, out_sharding=None):
     """Wald (inverse Gaussian) floats of mean `mean` and shape 1."""
-    data, shape, dtype = _param_sampler_setup("wald", key, shape, dtype, [mean],
-                                              out_sharding=out_sharding)
-    return _wald(data, mean, shape, dtype)
+    return _param_draw("wald", _wald, key, shape, dtype, [mean], out_sharding,
+                       replicated_when_unshaped=False)
 
 
 @jit(static_argnums=(2, 3))
@@ -967,9 +993,8 @@ def _wald(data, mean, shape, dtype):
 
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None, *, out_sharding=None):
     """exp(sigma * normal) floats."""
-    data, shape, dtype = _param_sampler_setup("lognormal", key, shape, dtype, [sigma],
-                                              complex_ok=True, out_sharding=out_sharding)
-    return _lognormal(data, sigma, shape, dtype)
+    return _param_draw("lognormal", _lognormal, key, shape, dtype, [sigma], out_sharding,
+                       complex_ok=True, replicated_when_unshaped=False)
 
 
 @jit(static_argnums=(2, 3))
@@ -980,9 +1005,8 @@ def _lognormal(data, sigma, shape, dtype):
 
 def triangular(key, left, mode, right, shape=None, dtype=None, *, out_sharding=None):
     """Triangular floats on [left, right] with peak at `mode` (inverse CDF)."""
-    data, shape, dtype = _param_sampler_setup("triangular", key, shape, dtype,
-                                              [left, mode, right], out_sharding=out_sharding)
-    return _triangular(data, left, mode, right, shape, dtype)
+    return _param_draw("triangular", _triangular, key, shape, dtype, [left, mode, right],
+                       out_sharding)
 
 
 @jit(static_argnums=(4, 5))
@@ -1020,10 +1044,10 @@ def geometric(key, p, shape=None, dtype=None, *, out_sharding=None):
     dtype = _user_dtype(dtype, int, "geometric")
     if dtype.kind not in "iu":
         raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dtype}")
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
     shape = (_broadcast_shapes(jnp.shape(p)) if shape is None else
              _checked_param_shape("geometric", shape, p))
-    _no_sharding(out_sharding, "geometric")
-    return _geometric(data, p, shape, dtype)
+    return _drawn(out_sharding, lambda d, q: _geometric(d, q, shape, dtype), data, p)
 
 
 def _checked_param_shape(name, shape, *params):
@@ -1050,8 +1074,8 @@ def rademacher(key, shape=(), dtype=None, *, out_sharding=None):
     data, _ = _unwrap("rademacher", key)
     dtype = _user_dtype(dtype, int, "rademacher")
     shape = _canonical_shape(shape)
-    _no_sharding(out_sharding, "rademacher")
-    return _rademacher(data, shape, dtype)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d: _rademacher(d, shape, dtype), data)
 
 
 @jit(static_argnums=(1, 2))
@@ -1067,8 +1091,8 @@ def maxwell(key, shape=(), dtype=None, *, out_sharding=None):
     dtype = _user_dtype(dtype, float, "maxwell")
     _check_float_dtype("maxwell", dtype)
     shape = _canonical_shape(shape)
-    _no_sharding(out_sharding, "maxwell")
-    return _maxwell(data, shape, dtype)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d: _maxwell(d, shape, dtype), data)
 
 
 @jit(static_argnums=(1, 2))
@@ -1100,23 +1124,23 @@ def gamma(key, a, shape=None, dtype=None, *, out_sharding=None):
     """Gamma(a) floats of unit scale (Marsaglia and Tsang's rejection sampler, run per
     element by the `random_gamma` primitive with JAX's sampler, so JAX's numbers).
     Differentiable in `a` by implicit reparameterization (lax.random_gamma_grad)."""
-    data, shape, dtype = _gamma_setup("gamma", key, shape, dtype, out_sharding)
-    return _gamma(data, a, shape, dtype, False)
+    return _gamma_draw("gamma", key, a, shape, dtype, out_sharding, False)
 
 
 def loggamma(key, a, shape=None, dtype=None, *, out_sharding=None):
     """log of Gamma(a) floats, computed in log space (accurate for a << 1, where the
     samples underflow)."""
-    data, shape, dtype = _gamma_setup("loggamma", key, shape, dtype, out_sharding)
-    return _gamma(data, a, shape, dtype, True)
+    return _gamma_draw("loggamma", key, a, shape, dtype, out_sharding, True)
 
 
-def _gamma_setup(name, key, shape, dtype, out_sharding):
+def _gamma_draw(name, key, a, shape, dtype, out_sharding, log_space):
     data, _ = _unwrap(name, key)
     dtype = _user_dtype(dtype, float, name)
     _check_float_dtype("gamma", dtype)   # JAX names gamma for loggamma too
-    _no_sharding(out_sharding, name)
-    return data, None if shape is None else _canonical_shape(shape), dtype
+    shape = None if shape is None else _canonical_shape(shape)
+    if not log_space:   # JAX gives loggamma no such default
+        out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d, a: _gamma(d, a, shape, dtype, log_space), data, a)
 
 
 @jit(static_argnums=(2, 3, 4))
@@ -1131,9 +1155,7 @@ def _gamma(data, a, shape, dtype, log_space):
 
 def beta(key, a, b, shape=None, dtype=None, *, out_sharding=None):
     """Beta(a, b) floats: Ga / (Ga + Gb) of two gamma draws, formed from their logs."""
-    data, shape, dtype = _param_sampler_setup("beta", key, shape, dtype, [a, b],
-                                              out_sharding=out_sharding)
-    return _beta(data, a, b, shape, dtype)
+    return _param_draw("beta", _beta, key, shape, dtype, [a, b], out_sharding)
 
 
 @jit(static_argnums=(3, 4))
@@ -1156,8 +1178,8 @@ def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
     _check_float_dtype("dirichlet", dtype)
     if shape is not None:
         shape = _canonical_shape(shape)
-    _no_sharding(out_sharding, "dirichlet")
-    return _dirichlet(data, alpha, shape, dtype)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d, a: _dirichlet(d, a, shape, dtype), data, alpha)
 
 
 @jit(static_argnums=(2, 3))
@@ -1176,9 +1198,7 @@ def _dirichlet(data, alpha, shape, dtype):
 
 def chisquare(key, df, shape=None, dtype=None, *, out_sharding=None):
     """Chi-square floats of `df` degrees of freedom: 2 Gamma(df / 2)."""
-    data, shape, dtype = _param_sampler_setup("chisquare", key, shape, dtype, [df],
-                                              out_sharding=out_sharding)
-    return _chisquare(data, df, shape, dtype)
+    return _param_draw("chisquare", _chisquare, key, shape, dtype, [df], out_sharding)
 
 
 @jit(static_argnums=(2, 3))
@@ -1190,9 +1210,7 @@ def _chisquare(data, df, shape, dtype):
 
 def f(key, dfnum, dfden, shape=None, dtype=None, *, out_sharding=None):
     """F floats: the ratio of two chi-squares, each divided by its degrees of freedom."""
-    data, shape, dtype = _param_sampler_setup("f", key, shape, dtype, [dfnum, dfden],
-                                              out_sharding=out_sharding)
-    return _f(data, dfnum, dfden, shape, dtype)
+    return _param_draw("f", _f, key, shape, dtype, [dfnum, dfden], out_sharding)
 
 
 @jit(static_argnums=(3, 4))
@@ -1207,9 +1225,7 @@ def _f(data, dfnum, dfden, shape, dtype):
 
 def t(key, df, shape=None, dtype=None, *, out_sharding=None):
     """Student's t floats: normal * sqrt((df / 2) / Gamma(df / 2))."""
-    data, shape, dtype = _param_sampler_setup("t", key, shape, dtype, [df],
-                                              out_sharding=out_sharding)
-    return _t(data, df, shape, dtype)
+    return _param_draw("t", _t, key, shape, dtype, [df], out_sharding)
 
 
 @jit(static_argnums=(2, 3))
@@ -1227,8 +1243,9 @@ def generalized_normal(key, p, shape=(), dtype=None, *, out_sharding=None):
     data, _ = _unwrap("generalized_normal", key)
     dtype = _user_dtype(dtype, float, "generalized_normal")
     _check_float_dtype("gamma", dtype)   # JAX fails in its gamma draw
-    _no_sharding(out_sharding, "generalized_normal")
-    return _generalized_normal(data, p, _canonical_shape(shape), dtype)
+    shape = _canonical_shape(shape)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d, q: _generalized_normal(d, q, shape, dtype), data, p)
 
 
 @jit(static_argnums=(2, 3))
@@ -1246,9 +1263,9 @@ def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
     data, _ = _unwrap("ball", key)
     dtype = _user_dtype(dtype, float, "ball")
     _check_float_dtype("gamma", dtype)
-    _no_sharding(out_sharding, "ball")
     d = _concrete_index(d, "ball", "d")
-    return _ball(data, p, d, _canonical_shape(shape), dtype)
+    shape = _canonical_shape(shape)
+    return _drawn(out_sharding, lambda k, q: _ball(k, q, d, shape, dtype), data, p)
 
 
 def _concrete_index(value, fun_name, what):
@@ -1280,8 +1297,8 @@ def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
     _check_float_dtype("normal", dtype, complex_ok=True)
     n = _concrete_index(n, "orthogonal", "n")
     m = n if m is None else _concrete_index(m, "orthogonal", "m")
-    _no_sharding(out_sharding, "orthogonal")
-    return _orthogonal(data, n, m, shape, dtype)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d: _orthogonal(d, n, m, shape, dtype), data)
 
 
 @jit(static_argnums=(1, 2, 3, 4))
@@ -1307,8 +1324,9 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     _check_float_dtype("multivariate_normal", dtype)
     if shape is not None:
         shape = _canonical_shape(shape)
-    _no_sharding(out_sharding, "multivariate_normal")
-    return _multivariate_normal(data, mean, cov, shape, dtype, method)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
+    return _drawn(out_sharding, lambda d, mu, sigma: _multivariate_normal(
+        d, mu, sigma, shape, dtype, method), data, mean, cov)
 
 
 @jit(static_argnums=(3, 4, 5))
@@ -1366,10 +1384,10 @@ def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
     if dtype.kind not in "iu":
         raise ValueError(f"dtype argument to `poisson` must be an integer dtype, got {dtype}")
     _check_arraylike("poisson", lam)
+    out_sharding = _replicated_when_unshaped(out_sharding, shape)
     shape = jnp.shape(lam) if shape is None else _canonical_shape(shape)
-    _no_sharding(out_sharding, "poisson")
-    lam = jnp.astype(jnp.broadcast_to(lam, shape), np.float32)
-    return prng.random_poisson_p.bind(data, lam, dtype=dtype)
+    return _drawn(out_sharding, lambda d, rate: prng.random_poisson_p.bind(
+        d, jnp.astype(jnp.broadcast_to(rate, shape), np.float32), dtype=dtype), data, lam)
 
 
 def binomial(key, n, p, shape=None, dtype=None):

@@ -1,7 +1,9 @@
 """``python -m properties --hunt MINUTES``: look for bugs until the time is up.
 
 Each round runs a chunk of the laws (``CHUNK`` of them, in a shuffled order that
-goes round all of them) with the thorough profile, drawing from hypothesis' own
+goes round all of them) with the thorough profile, for at most its share of the time
+left in the pass over all laws (a thorough law can take many minutes: without shares
+a short hunt would spend its time on its first few laws), drawing from hypothesis' own
 fresh randomness (a seed --
 ``--hypothesis-seed`` or ``@seed`` -- would turn the example database off), as
 one ``python -m properties`` run would, writing its report in
@@ -99,6 +101,13 @@ def write_summary(directory, backend, groups, rounds, stopped, reference=None):
     return data
 
 
+def round_seconds(left, n, rounds_per_pass):
+    """The time round ``n`` (from 1) may take: an equal share of what is ``left`` among
+    the rounds still to come in its pass over the laws."""
+    still_to_come = rounds_per_pass - (n - 1) % rounds_per_pass
+    return min(left, max(left / still_to_come, MIN_ROUND_SECONDS))
+
+
 def hunt(args, command, env):
     """Hunt for ``args.hunt`` minutes; ``command(args)`` is the pytest command of a run."""
     end = time.monotonic() + args.hunt * 60
@@ -117,6 +126,7 @@ def hunt(args, command, env):
         stopped.why = signal.Signals(signum).name
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     groups, rounds, entries = {}, [], []
+    rounds_per_pass = -(-len(names) // CHUNK)
     try:
         for n, chunk in enumerate(law_chunks(names, rng), 1):
             left = end - time.monotonic()
@@ -125,11 +135,11 @@ def hunt(args, command, env):
             round_dir = os.path.join(base_dir, "hunt", f"round-{n}")
             round_args = _round_args(args, chunk, round_dir)
             print(f"hunt round {n} ({left:.0f} s left): {', '.join(chunk)}", flush=True)
-            status = process.run(command(round_args), env=env, seconds=max(left, 1.0),
+            status = process.run(command(round_args), env=env,
+                                 seconds=max(round_seconds(left, n, rounds_per_pass), 1.0),
                                  stopped=stopped)
             if stopped.why == "time limit":
-                stopped.why = None  # the hunt's own end, not an interruption
-                end = time.monotonic()
+                stopped.why = None  # the round's share is used up: not an interruption
             rounds.append({"laws": chunk, "status": status, "report": round_dir})
             json_path = report_paths(round_dir, args.backend)[0]
             if os.path.exists(json_path):

@@ -307,6 +307,146 @@ def case_convolution_and_window_rules():
     ])
 
 
+def _spd(*batch, n=4, seed=0):
+    """Symmetric positive definite matrices (distinct eigenvalues and singular values)."""
+    a = base.rs(*batch, n, n, seed=seed)
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n, dtype=np.float32)
+
+
+SPD = put(_spd(8, seed=15), "X")                                   # f32[8@X,4,4]
+LOWER = put(np.linalg.cholesky(_spd(8, seed=16)), "X")             # f32[8@X,4,4]
+RHS = put(base.rs(8, 4, 3, seed=17), "X")                          # f32[8@X,4,3]
+
+
+def _tuple(f):
+    """f's results as a plain tuple: impl's named tuples (EighResult, ...) are not JAX's
+    pytree nodes."""
+    return lambda *args: tuple(f(*args))
+
+
+def case_linear_algebra_rules():
+    """Decompositions and solves map over their batch axes, which keep their sharding
+    (the matrix axes unsharded), as JAX types them."""
+    def diagonals(value, *spec):
+        return put(np.full((8, 4), value), *spec)
+    check_rules([
+        ("eigh", lambda lib, np_: _tuple(lib.lax.linalg.eigh), (SPD,)),
+        ("eigvalsh", lambda lib, np_: np_.linalg.eigvalsh, (SPD,)),
+        ("svd (its derivatives: see case_decompositions_jax_fails_on)",
+         lambda lib, np_: _tuple(np_.linalg.svd), (SPD,), ("derivatives",)),
+        ("singular values", lambda lib, np_: lambda a: np_.linalg.svd(a, compute_uv=False),
+         (SPD,)),
+        ("lu (integer pivots: not differentiated)", lambda lib, np_: lib.lax.linalg.lu, (SPD,)),
+        ("lu's factors", lambda lib, np_: lambda a: lib.lax.linalg.lu(a)[0], (SPD,)),
+        ("triangular_solve, differentiated in its right-hand side",
+         lambda lib, np_: lambda b: lib.lax.linalg.triangular_solve(
+             LOWER, b, left_side=True, lower=True), (RHS,)),
+        ("triangular_solve from the right, transposed", lambda lib, np_: lambda b:
+            lib.lax.linalg.triangular_solve(LOWER, b, left_side=False, lower=True,
+                                            transpose_a=True), (put(base.rs(8, 2, 4), "X", "Y"),)),
+        ("tridiagonal_solve", lambda lib, np_: lib.lax.linalg.tridiagonal_solve,
+         (diagonals(0.1, "X"), diagonals(2.0, "X"), diagonals(0.2, "X"),
+          put(base.rs(8, 4, 2, seed=18), "X"))),
+        ("solve", lambda lib, np_: np_.linalg.solve, (SPD, RHS)),
+        ("slogdet", lambda lib, np_: _tuple(np_.linalg.slogdet), (SPD,)),
+        ("det (its derivative: see case_decompositions_jax_fails_on)",
+         lambda lib, np_: np_.linalg.det, (SPD,), ("derivatives",)),
+    ])
+
+
+def case_fft_rules():
+    """FFTs keep their operand's sharding, transformed axes included (XLA moves the data
+    a sharded transform needs), as JAX types them."""
+    def put_complex(*spec):
+        c = base.rs(8, 4, 8, seed=19) + 1j * base.rs(8, 4, 8, seed=20)
+        return jax.device_put(c.astype(np.complex64), NamedSharding(MESH, P(*spec)))
+    real = base.rs(8, 4, 8, seed=21)
+    check_rules([
+        ("fft over an unsharded axis", lambda lib, np_: np_.fft.fft, (put_complex("X"),)),
+        ("ifft over a sharded axis", lambda lib, np_: np_.fft.ifft,
+         (put_complex(None, None, "Y"),)),
+        ("fftn over two axes", lambda lib, np_: lambda x: np_.fft.fftn(x, axes=(1, 2)),
+         (put_complex("X", "Y"),)),
+        ("rfft2's magnitude", lambda lib, np_: lambda x: np_.abs(np_.fft.rfft2(x)),
+         (put(real, "X"),)),
+        # (not differentiated: XLA's CPU FFT fails on the layout its partitioner gives
+        # the jitted gradient of this program, a RET_CHECK, where JAX's program differs)
+        ("rfft2's magnitude, a transformed axis sharded", lambda lib, np_: lambda x: np_.abs(
+            np_.fft.rfft2(x)), (put(real, "X", "Y"),), ("derivatives",)),
+        ("irfft of an rfft, padded", lambda lib, np_: lambda x: np_.fft.irfft(
+            np_.fft.rfft(x), n=16), (put(real, "X"),)),
+        ("fft along the sharded axis", lambda lib, np_: lambda x: np_.abs(np_.fft.fft(
+            x, axis=0)), (put(real, "X", "Y"),)),
+        ("lax.fft", lambda lib, np_: lambda x: lib.lax.fft(x, "FFT", (4, 8)),
+         (put_complex("X"),)),
+    ])
+
+
+def case_decomposition_and_fft_types():
+    """The types of a few decompositions, solves and FFTs, as impl's rules give them
+    (the staged program's result types, and the results of the jitted program) and
+    JAX's; the rule groups above check every transformation, nightly."""
+    args = (SPD, LOWER, RHS, put(base.rs(8, 4, 8, seed=22), "X", "Y"))
+
+    def program(lib, np_):
+        return lambda a, l, b, x: (
+            tuple(lib.lax.linalg.eigh(a)), np_.linalg.svd(a, compute_uv=False),
+            lib.lax.linalg.triangular_solve(l, b, left_side=True, lower=True),
+            np_.fft.rfft(x))
+    with jax.set_mesh(MESH):
+        staged = [[str(t) for t in lib.make_jaxpr(program(lib, np_))(*args).out_avals]
+                  for lib, np_ in BOTH]
+        assert staged[0] == staged[1], staged
+        check_typed(*[lib.jit(program(lib, np_))(*args) for lib, np_ in BOTH],
+                    rtol=1e-4, atol=1e-4)
+
+
+def case_decompositions_jax_fails_on():
+    """JAX 0.10.2 types decompositions of batch-sharded matrices (its rules keep the batch
+    sharding) but its own cholesky and qr, inv, and the derivatives of det, of svd's
+    vectors and of a triangular solve's matrix fail on them (masks and vmaps inside it,
+    not sharded as the batch). impl computes them, eagerly and under jit: the values
+    against JAX's on the replicated matrices, the types against JAX's vmap over the
+    batch (where that fails too: JAX's typing of its qr primitive; JAX's solve against
+    the identity for inv)."""
+    def qr_types(a):
+        return jax.eval_shape(lambda m: tuple(jax.lax.linalg.qr_p.bind(
+            m, pivoting=False, full_matrices=True, use_magma=None)), a)
+
+    def inverse_types(a):
+        return jnp.linalg.solve(a, jnp.broadcast_to(jnp.eye(4, dtype=np.float32), a.shape,
+                                                    out_sharding=P("X")))
+    programs = [
+        ("cholesky", lambda lib, np_: np_.linalg.cholesky, (SPD,), None),
+        ("qr", lambda lib, np_: _tuple(np_.linalg.qr), (SPD,), qr_types),
+        ("inv", lambda lib, np_: np_.linalg.inv, (SPD,), inverse_types),
+        ("grad of det", lambda lib, np_: lib.grad(lambda a: np_.linalg.det(a).sum()), (SPD,),
+         None),
+        ("jvp of svd", lambda lib, np_: lambda a: lib.jvp(
+            lambda m: tuple(np_.linalg.svd(m)), (a,), (a * 0.5,)), (SPD,), None),
+        ("grad of a triangular solve in its matrix", lambda lib, np_: lib.grad(
+            lambda l, b: lib.lax.linalg.triangular_solve(l, b, left_side=True,
+                                                         lower=True).sum()), (LOWER, RHS),
+         None),
+    ]
+    failures = []
+    with jax.set_mesh(MESH):
+        for name, make, args, types in programs:
+            base.raises(Exception, lambda: make(jax, jnp)(*args))   # why the references
+            values = make(jax, jnp)(*jax.sharding.reshard(args, P()))
+            want = jax.tree_util.tree_leaves(
+                (types or jax.vmap(make(jax, jnp)))(*args))
+            for run in (make(impl, inp), impl.jit(make(impl, inp))):
+                got = run(*args)
+                try:
+                    base.check(got, values, rtol=1e-4, atol=1e-4, shardings=False)
+                    assert [str(impl.typeof(g)) for g in jax.tree_util.tree_leaves(got)] == [
+                        str(jax.typeof(w)) for w in want], (got, want)
+                except AssertionError as e:
+                    failures.append(f"{name}: {e}")
+    assert not failures, "\n".join(failures)
+
+
 def case_auto_and_explicit_axes():
     """auto_axes takes mesh axes out of the types inside (results resharded to
     out_sharding); explicit_axes puts them in (arguments resharded to in_sharding):
@@ -387,7 +527,8 @@ def case_jit_shardings_agree_with_types():
 
 def case_visualize_array_sharding():
     """impl.debug.visualize_array_sharding draws what JAX draws for the same values
-    (results of impl's programs placed by their types)."""
+    (results of impl's programs placed by their types), and for traced values inside
+    jit and grad; under vmap JAX 0.10.2 fails (IndexError), impl refuses."""
     import contextlib
     import io
     try:
@@ -410,6 +551,30 @@ def case_visualize_array_sharding():
             assert drawn(impl, x, **kwargs) == drawn(jax, x, **kwargs)
     assert "CPU 0 │ CPU 1" in drawn(impl, W)     # a grid of devices was drawn
 
+    # Traced values are drawn as XLA partitioned them, when the program is compiled
+    # (once), and under grad with the primal values; staging alone draws nothing.
+    def traced(lib, np_):
+        def show(x):
+            lib.debug.visualize_array_sharding(x)
+            return x
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), jax.set_mesh(MESH):
+            f = lib.jit(lambda a, b: show(np_.dot(show(a), b, out_sharding=P(None, "X")))
+                        .sum(1))
+            f(W, B.T), f(W, B.T)
+            lib.jit(lambda a: show(a.T * 2.0).sum())(A)
+            lib.grad(lambda a: show(np_.sin(a)).sum())(W)
+            lib.make_jaxpr(show)(W)
+            lib.jit(lambda a: lib.debug.print("a = {}", a) or a * 2.0)(W)   # printed whole
+            jax.effects_barrier()       # the print runs asynchronously
+        return buf.getvalue()
+    got, want = traced(impl, inp), traced(jax, jnp)
+    assert got == want, f"impl drew\n{got}\nJAX draws\n{want}"
+    assert got.count("CPU 0") == 4 and "a = [[" in got, got
+    base.raises(IndexError, lambda: jax.vmap(jax.debug.visualize_array_sharding)(W))
+    base.raises(NotImplementedError, lambda: impl.vmap(impl.debug.visualize_array_sharding)(W),
+                match="under vmap")
+
 
 def case_creation_with_out_sharding():
     def make(lib, np_):
@@ -428,19 +593,79 @@ def case_creation_with_out_sharding():
     assert impl.typeof(got[3]).sharding.spec == type_spec(want[3])
     assert got[3].sharding.is_equivalent_to(want[3].sharding, 2)
 
+    def ranges(lib, np_):
+        with jax.set_mesh(MESH):
+            return (np_.arange(8, out_sharding=P("X")),
+                    np_.arange(0., 4., 0.5, out_sharding=P("Y")),
+                    lib.jit(lambda a: np_.arange(1, 9, out_sharding=P("X"))[:, None] * a)(A))
+    check_typed(*base.both(ranges))
+
+
+def _draws(lib, k, a):
+    """Every draw of JAX 0.10.2 that takes out_sharding, placed by it (`a`: a positive
+    f32[8@X,4] parameter), and the draws JAX places without it."""
+    r = lib.random
+    return [
+        r.normal(k, (8, 4), out_sharding=P("X", "Y")),
+        r.uniform(k, (8, 4), minval=-a, maxval=a, out_sharding=P(None, "Y")),
+        r.bits(k, (8,), out_sharding=P("X")),
+        r.randint(k, (8, 4), 0, 10, np.uint8, out_sharding=P("X", "Y")),
+        r.truncated_normal(k, -a, a, out_sharding=P(None, "Y")),
+        r.bernoulli(k, 0.3, (8, 4), out_sharding=P("X")),
+        r.permutation(k, 8, out_sharding=P("X")),
+        r.permutation(k, a, out_sharding=P(None, "Y")),
+        r.permutation(k, a, independent=True, out_sharding=P("X")),
+        r.categorical(k, a, shape=(2, 8), out_sharding=P(None, "X")),
+        r.categorical(k, a, shape=(2, 8), replace=False, out_sharding=P(None, "X")),
+        r.gumbel(k, (8, 4), out_sharding=P("X", "Y")),
+        r.exponential(k, (8, 4), out_sharding=P("X")),
+        r.laplace(k, (8, 4), out_sharding=P("Y")),
+        r.logistic(k, (8, 4), out_sharding=P("X")),
+        r.cauchy(k, (8, 4), out_sharding=P(None, "Y")),
+        r.pareto(k, 3.0, (8, 4), out_sharding=P("X")),
+        r.rayleigh(k, a, out_sharding=P("X", "Y")),
+        r.wald(k, 2.0, (8, 4), out_sharding=P("X")),
+        r.lognormal(k, shape=(8, 4), out_sharding=P("X")),
+        r.triangular(k, 0., 1., 3., (8, 4), out_sharding=P("X")),
+        r.geometric(k, 0.3, (8, 4), out_sharding=P("X", "Y")),
+        r.rademacher(k, (8, 4), out_sharding=P("X", "Y")),
+        r.maxwell(k, (8, 4), out_sharding=P("X", "Y")),
+        r.gamma(k, a, out_sharding=P(None, "Y")),
+        r.loggamma(k, a, out_sharding=P("X", "Y")),
+        r.beta(k, a, a, out_sharding=P(None, "Y")),
+        r.dirichlet(k, np.ones(4, np.float32), (8,), out_sharding=P("X")),
+        r.chisquare(k, 3.0, (8, 4), out_sharding=P("X")),
+        r.f(k, 3.0, 4.0, (8, 4), out_sharding=P("X")),
+        r.t(k, 3.0, (8, 4), out_sharding=P("X")),
+        r.generalized_normal(k, 2.0, (8, 4), out_sharding=P("X")),
+        r.ball(k, 4, shape=(8,), out_sharding=P("X")),
+        r.orthogonal(k, 4, (8,), out_sharding=P("X")),
+        r.multivariate_normal(k, np.zeros(4, np.float32), np.eye(4, dtype=np.float32), (8,),
+                              out_sharding=P("X")),
+        r.poisson(k, 3.0, (8, 4), out_sharding=P("X", "Y")),
+        # without out_sharding: scalars and draws shaped by their parameters replicated
+        # (JAX's default for most samplers), the others typed by their parameters
+        r.normal(k), r.gamma(k, a), r.bernoulli(k, a * 0.1),
+        r.truncated_normal(k, -a, a), r.wald(k, a), r.categorical(k, a),
+    ]
+
 
 def case_random_draws_with_out_sharding():
     """Draws placed by out_sharding: JAX's values (the bits do not depend on the
-    sharding) and JAX's types, eagerly and staged."""
+    sharding) and JAX's types, staged (all of them, in one program) and eagerly (some:
+    each eager draw compiles its own programs)."""
+    a = put(np.abs(base.rs(8, 4, seed=13)) + 0.5, "X")
+
     def make(lib, np_):
         with jax.set_mesh(MESH):
             k = lib.random.key(0)
-            return (lib.random.normal(k, (8, 4), out_sharding=P("X", "Y")),
-                    lib.random.uniform(k, (8, 4), out_sharding=P(None, "Y")),
-                    lib.random.bits(k, (8,), out_sharding=P("X")),
-                    lib.jit(lambda k: lib.random.normal(k, (8, 4), out_sharding=P("X")))(k))
+            return (lib.jit(lambda k, a: _draws(lib, k, a))(k, a),
+                    lib.random.normal(k, (8, 4), out_sharding=P("X", "Y")),
+                    lib.random.gamma(k, a, out_sharding=P(None, "Y")),
+                    lib.random.permutation(k, 8, out_sharding=P("X")),
+                    lib.random.normal(k), lib.random.bernoulli(k, a * 0.1))
     got, want = base.both(make)
-    check_typed(got, want, rtol=0, atol=0)
+    check_typed(got, want, rtol=1e-6, atol=1e-6)
 
 
 def case_data_parallel_mlp_training_steps():
@@ -604,7 +829,28 @@ def case_sharding_type_errors_as_jax():
              lambda x: x * 2.0, out_shardings=P(None, "X"))(w) ** 2).sum())(W)),
         ("vmap with an spmd_axis_name other than the mapped axis's",
          lambda lib, np_: lib.vmap(lambda r: r * 2.0, spmd_axis_name="Y")(A)),
+        ("a decomposition of matrices sharded along their rows", lambda lib, np_:
+            lib.lax.linalg.eigh(put(_spd(8), "X", "Y"), symmetrize_input=False)),
+        ("svd of matrices sharded along their columns", lambda lib, np_: np_.linalg.svd(
+            put(_spd(8), None, None, "Y"))),
+        ("a solve whose operands' batches are sharded differently",
+         lambda lib, np_: lib.lax.linalg.triangular_solve(LOWER, put(np.asarray(RHS)),
+                                                          left_side=True, lower=True)),
+        ("a triangular solve contracting a sharded axis",
+         lambda lib, np_: lib.lax.linalg.triangular_solve(
+             put(np.asarray(LOWER), "X", "Y"), RHS, left_side=True, lower=True,
+             transpose_a=True)),
+        ("an rfft whose sharded last axis stops dividing", lambda lib, np_: np_.fft.rfft(
+            put(base.rs(8, 4, 8), "X", None, "Y"))),
+        ("a draw's out_sharding not dividing its shape", lambda lib, np_: lib.random.randint(
+            lib.random.key(0), (6,), 0, 10, out_sharding=P("X"))),
+        ("arange given both device and out_sharding", lambda lib, np_: np_.arange(
+            8, device=jax.devices()[0], out_sharding=P("X"))),
     ])
+    # a PartitionSpec needs a mesh in context
+    base.same_error(lambda lib, np_: lib.random.normal(lib.random.key(0), (8,),
+                                                         out_sharding=P("X")))
+    base.same_error(lambda lib, np_: np_.arange(8, out_sharding=P("X")))
     with jax.set_mesh(MESH):
         e = base.raises(ShardingTypeError, lambda: np_dot_error())
         assert "lhs_contracting_spec=('Y',)" in str(e), e
@@ -659,6 +905,19 @@ def case_negative_a_refusing_gather_rule_is_caught():
     with _patched(core, "sharding_rules", dict(core.sharding_rules)):
         core.sharding_rules[gather_p] = refuse
         base.raises(AssertionError, case_gather_scatter_and_indexing_rules)
+
+
+def case_negative_a_decomposition_losing_its_batch_sharding_is_caught():
+    """A rule for eigh that replicates its results (or an FFT's that drops the operand's
+    sharding) types them wrongly; the types' comparison sees it."""
+    core = importlib.import_module("impl.core")
+    eigh_p = importlib.import_module("impl.primitives.linalg_decompositions").eigh_p
+    fft_p = importlib.import_module("impl.primitives.fft").fft_p
+    for prim, replicated in ((eigh_p, lambda x, **params: [None, None]),
+                             (fft_p, lambda x, **params: None)):
+        with _patched(core, "sharding_rules", dict(core.sharding_rules)):
+            core.sharding_rules[prim] = replicated
+            base.raises(AssertionError, case_decomposition_and_fft_types)
 
 
 def case_negative_a_missing_error_is_caught():

@@ -25,6 +25,7 @@ NIGHTLY_CASES = {
     "case_negative_a_refusing_gather_rule_is_caught", "case_auto_and_explicit_axes",
     "case_jit_shardings_agree_with_types",
     "case_random_draws_with_out_sharding", "case_data_parallel_mlp_training_steps",
+    "case_linear_algebra_rules", "case_fft_rules", "case_decompositions_jax_fails_on",
     "case_negative_a_wrong_rule_is_caught"}
 
 

@@ -296,6 +296,16 @@ def _holds_collective(params):
                for p in params.values() for j in core.programs_in(p) for e in j.eqns)
 
 
+def collective_over(programs, axis_name):
+    """Whether `programs` (or a program they hold) apply a collective over the vmapped
+    axis `axis_name`: then an element's values reach the other elements' results."""
+    return axis_name is not None and any(
+        (e.primitive.collective and axis_name in e.params.get("axes", ()))
+        or collective_over([j for p in e.params.values() for j in core.programs_in(p)],
+                           axis_name)
+        for j in programs for e in j.eqns)
+
+
 class BatchTrace(core.Trace):
     __slots__ = ("axis_data",)
 
@@ -619,17 +629,19 @@ def frame_shape(vals, dims):
     return max(shapes, key=len)
 
 
-def to_batched_shape(x, d, size, frame):
-    """Give `x` (batch axis `d` or None) the shape (size, *frame), batch axis first."""
+def to_batched_shape(x, d, size, frame, out_sharding=None):
+    """Give `x` (batch axis `d` or None) the shape (size, *frame), batch axis first;
+    broadcast (when it must be) to the explicit sharding `out_sharding` if given."""
     target = (size,) + tuple(frame)
     if d is not None:
         x = moveaxis(x, d, 0)
         if get_aval(x).shape == target:
             return x
-        return core.ops.broadcast_in_dim(x, target, (0,))
+        return core.ops.broadcast_in_dim(x, target, (0,), out_sharding=out_sharding)
     ndim = get_aval(x).ndim
     return core.ops.broadcast_in_dim(x, target, tuple(range(1 + len(frame) - ndim,
-                                                            1 + len(frame))))
+                                                            1 + len(frame))),
+                                     out_sharding=out_sharding)
 
 
 def _make_broadcasting(prim):

@@ -365,12 +365,13 @@ def eye(N, M=None, k=0, dtype=None):
 identity = lambda n, dtype=None: eye(n, dtype=dtype)
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
     for v in (start, stop, step):
         if isinstance(v, core.Tracer):
             raise core.ConcretizationTypeError(
                 "arange requires concrete start, stop and step (they determine the shape)")
-    return jax_jnp.arange(start, stop, step, dtype=dtype)
+    return jax_jnp.arange(start, stop, step, dtype=dtype, device=device,
+                          out_sharding=out_sharding)
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):

@@ -373,10 +373,16 @@ def select_n(which, *cases):
 def _select_n_batch(axis_data, vals, dims):
     pred, *cases = vals
     pdim, *cdims = dims
-    frame = batching.frame_shape(cases, cdims)
-    cases = [batching.to_batched_shape(c, d, axis_data.size, frame) for c, d in zip(cases, cdims)]
+    frame, size = batching.frame_shape(cases, cdims), axis_data.size
+    batched = [None if d is None else batching.to_batched_shape(c, d, size, frame)
+               for c, d in zip(cases, cdims)]
+    # A select's operands are sharded alike over Explicit mesh axes: those broadcast
+    # here take a batched case's sharding, as in JAX.
+    typed = next((get_aval(b).explicit_sharding for b in batched if b is not None), None)
+    cases = [batching.to_batched_shape(c, None, size, frame, typed) if b is None else b
+             for b, c in zip(batched, cases)]
     if pdim is not None or get_aval(pred).shape:
-        pred = batching.to_batched_shape(pred, pdim, axis_data.size, frame)
+        pred = batching.to_batched_shape(pred, pdim, size, frame, typed)
     return select_n(pred, *cases), 0
 
 

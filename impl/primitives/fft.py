@@ -17,6 +17,7 @@ from jax import lax
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.complex_parts import complex_dtype_of, conj, real_dtype_of
 from impl.primitives.elementwise import mul
@@ -89,8 +90,12 @@ def _fft_batch(axis_data, vals, dims, *, fft_type, fft_lengths):
                       fft_lengths=fft_lengths), 0
 
 
+# The result keeps the operand's sharding, transformed axes included (XLA gathers what
+# it needs), as JAX types it; a sharded last axis whose length changes (rfft, irfft) must
+# stay divisible.
 fft_p = define("fft", abstract_eval=_fft_aval, lowering=_lower_fft, jvp=ad.linear_jvp,
-               transpose=_fft_transpose, batching=_fft_batch)
+               transpose=_fft_transpose, batching=_fft_batch,
+               sharding_rule=sharding_rules.same_as_operand)
 
 
 def fft(x, fft_type, fft_lengths):

@@ -12,8 +12,10 @@ has a transpose rule for it. Only real floating dtypes are accepted.
 """
 from __future__ import annotations
 
+import jax
 import numpy as np
 from jax import lax
+from jax.sharding import PartitionSpec as P
 
 from impl import core
 from impl.core import ShapedArray, get_aval
@@ -22,6 +24,7 @@ from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import elementwise as ew
 from impl.primitives import indexing as ix
 from impl.primitives import shape as sh
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.complex_parts import conj
 from impl.primitives.linalg import dot_general
@@ -79,9 +82,13 @@ def _constant_matrix(mat, like_shape):
 
 
 def _keep_where(x, mask):
-    """x where the (rows, cols) boolean `mask` holds, zero elsewhere."""
-    shape = get_aval(x).shape
-    return ew.select_n(_constant_matrix(mask, shape), ew.zeros_like(x), x)
+    """x where the (rows, cols) boolean `mask` holds, zero elsewhere (the mask sharded
+    as x: a select's predicate must be, over Explicit mesh axes)."""
+    aval = get_aval(x)
+    nd = aval.ndim
+    which = sh.broadcast_in_dim(mask, aval.shape, (nd - 2, nd - 1),
+                                out_sharding=aval.explicit_sharding)
+    return ew.select_n(which, ew.zeros_like(x), x)
 
 
 def _tril(x, k=0):
@@ -166,6 +173,26 @@ def _make_leading_batch(prim):
 _leading_batch = core.RuleMaker(_make_leading_batch)
 
 
+# ------------------------------------------------------- lowering batch-sharded
+
+def _partitioned_by_xla(lower):
+    """A lowering run with the mesh axes out of JAX's types when the operand is
+    sharded over Explicit ones (its batch axes: the sharding rule allows no other), and
+    its results resharded as the batch. JAX 0.10.2's cholesky and qr mask their factors
+    with a predicate it does not shard as the batch (a ShardingTypeError, though its own
+    rule types the batch-sharded decomposition, and vmap of them works); XLA partitions
+    the batch as the operand is sharded either way."""
+    def rule(x, **params):
+        sharding = core.jax_explicit_sharding(x)
+        if sharding is None:
+            return lower(x, **params)
+        batch = jax.sharding.NamedSharding(sharding.mesh, P(*sharding.spec[:-2]))
+        with jax.sharding.use_abstract_mesh(sharding.mesh):
+            return jax.sharding.auto_axes(lambda m: lower(m, **params),
+                                          out_sharding=batch)(x)
+    return rule
+
+
 # ------------------------------------------------------------------ cholesky
 
 def _cholesky_aval(x):
@@ -194,8 +221,9 @@ def _cholesky_jvp(primals, tangents):
 
 cholesky_p = define(
     "cholesky", abstract_eval=_cholesky_aval,
-    lowering=lambda x: lax.linalg.cholesky(x, symmetrize_input=False),
-    jvp=_cholesky_jvp, batching=_leading_batch)
+    lowering=_partitioned_by_xla(lambda x: lax.linalg.cholesky(x, symmetrize_input=False)),
+    jvp=_cholesky_jvp, batching=_leading_batch,
+    sharding_rule=sharding_rules.batched_matrices("cholesky", (2,), 2))
 
 
 def cholesky(x, *, symmetrize_input=True):
@@ -285,10 +313,12 @@ def _triangular_solve_batch(axis_data, vals, dims, **flags):
         flat = sh.reshape(b, shape[:-2] + (shape[-2] * shape[-1],))
         out_dim = nd - 1
     else:
-        b = batching.moveaxis(b, bd, nd - 3)            # (..., B, r, m)
+        # (rows and examples merged with the rows major, as JAX does: a sharding of the
+        # rows stays that of the merged axis)
+        b = batching.moveaxis(b, bd, nd - 2)            # (..., r, B, m)
         shape = get_aval(b).shape
         flat = sh.reshape(b, shape[:-3] + (shape[-3] * shape[-2], shape[-1]))
-        out_dim = nd - 3
+        out_dim = nd - 2
     out = triangular_solve_p.bind(a, flat, **flags)
     return sh.reshape(out, shape), out_dim
 
@@ -297,7 +327,7 @@ triangular_solve_p = define(
     "triangular_solve", abstract_eval=_triangular_solve_aval,
     lowering=lambda a, b, **flags: lax.linalg.triangular_solve(a, b, **flags),
     jvp=_triangular_solve_jvp, transpose=_triangular_solve_transpose,
-    batching=_triangular_solve_batch)
+    batching=_triangular_solve_batch, sharding_rule=sharding_rules.triangular_solve)
 
 
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
@@ -368,7 +398,8 @@ def _lu_jvp(primals, tangents):
 
 lu_p = define("lu", multiple_results=True, abstract_eval=_lu_aval,
               lowering=lambda x: list(lax.linalg.lu(x)), jvp=_lu_jvp,
-              batching=_leading_batch)
+              batching=_leading_batch,
+              sharding_rule=sharding_rules.batched_matrices("lu", (2,), lambda: (2, 1, 1)))
 
 
 def lu(x):
@@ -391,7 +422,8 @@ lu_pivots_to_permutation_p = define(
     "lu_pivots_to_permutation", abstract_eval=_pivots_aval,
     lowering=lambda p, *, permutation_size:
         lax.linalg.lu_pivots_to_permutation(p, permutation_size),
-    jvp=ad.zero_jvp, batching=_leading_batch)
+    jvp=ad.zero_jvp, batching=_leading_batch,
+    sharding_rule=sharding_rules.batched_matrices("lu_pivots_to_permutation", (1,), 1))
 
 
 def lu_pivots_to_permutation(pivots, permutation_size):
@@ -459,8 +491,11 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
     return outs, [dq, dr] + extra
 
 
-qr_p = define("qr", multiple_results=True, abstract_eval=_qr_aval, lowering=_qr_lower,
-              jvp=_qr_jvp, batching=_leading_batch)
+qr_p = define("qr", multiple_results=True, abstract_eval=_qr_aval,
+              lowering=_partitioned_by_xla(_qr_lower),
+              jvp=_qr_jvp, batching=_leading_batch,
+              sharding_rule=sharding_rules.batched_matrices(
+                  "qr", (2,), lambda pivoting, **_: (2, 2, 1) if pivoting else (2, 2)))
 
 
 def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
@@ -518,7 +553,9 @@ def _eigh_jvp(primals, tangents, **params):
 
 
 eigh_p = define("eigh", multiple_results=True, abstract_eval=_eigh_aval,
-                lowering=_eigh_lower, jvp=_eigh_jvp, batching=_leading_batch)
+                lowering=_eigh_lower, jvp=_eigh_jvp, batching=_leading_batch,
+                sharding_rule=sharding_rules.batched_matrices("eigh", (2,),
+                                                              lambda **_: (2, 1)))
 
 
 def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
@@ -600,7 +637,9 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, a
 
 
 svd_p = define("svd", multiple_results=True, abstract_eval=_svd_aval, lowering=_svd_lower,
-               jvp=_svd_jvp, batching=_leading_batch)
+               jvp=_svd_jvp, batching=_leading_batch,
+               sharding_rule=sharding_rules.batched_matrices(
+                   "svd", (2,), lambda compute_uv, **_: (1, 2, 2) if compute_uv else (1,)))
 
 
 def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
@@ -672,7 +711,8 @@ def _tridiagonal_solve_transpose(ct, dl, d, du, b):
 tridiagonal_solve_p = define(
     "tridiagonal_solve", abstract_eval=_tridiagonal_solve_aval,
     lowering=lax.linalg.tridiagonal_solve, jvp=_tridiagonal_solve_jvp,
-    transpose=_tridiagonal_solve_transpose, batching=_leading_batch)
+    transpose=_tridiagonal_solve_transpose, batching=_leading_batch,
+    sharding_rule=sharding_rules.batched_matrices("tridiagonal_solve", (1, 1, 1, 2), 2))
 
 
 def tridiagonal_solve(dl, d, du, b):

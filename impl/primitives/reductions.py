@@ -497,11 +497,22 @@ def _full_index(idx, axis):
 
 
 def _take_lower(x, idx, *, axis):
-    return jax_jnp.asarray(x)[_full_index(idx, axis)]
+    # (JAX's take_along_axis gathers with batch axes, which keep their sharding)
+    return jax_jnp.take_along_axis(x, idx, axis=axis, mode="clip")
 
 
 def _scatter_lower(upd, idx, *, axis, shape):
-    return jax_jnp.zeros(shape, upd.dtype).at[_full_index(idx, axis)].add(upd)
+    zeros = jax_jnp.zeros(shape, upd.dtype)
+    sharded = [core.jax_explicit_sharding(v) for v in (upd, idx)]
+    if sharded == [None, None]:
+        return zeros.at[_full_index(idx, axis)].add(upd)
+    # The result's sharding, as the sharding rule says, for JAX's scatter (whose
+    # indices here index every axis) to place it.
+    mesh = next(s for s in sharded if s is not None).mesh
+    entries = [next((s.spec[k] for s in sharded if s is not None and s.spec[k] is not None),
+                    None) if k != axis else None for k in range(len(shape))]
+    return zeros.at[_full_index(idx, axis)].add(
+        upd, out_sharding=jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*entries)))
 
 
 def take_along_axis(x, idx, axis):
@@ -544,10 +555,12 @@ def _scatter_batch(axis_data, vals, dims, *, axis, shape):
 
 take_along_axis_p = define(
     "take_along_axis", abstract_eval=_take_aval, lowering=_take_lower,
-    jvp=ad.linear_in_jvp((0,)), transpose=_take_transpose, batching=_take_batch)
+    jvp=ad.linear_in_jvp((0,)), transpose=_take_transpose, batching=_take_batch,
+    sharding_rule=sharding_rules.take_along_axis)
 scatter_add_along_axis_p = define(
     "scatter_add_along_axis", abstract_eval=_scatter_aval, lowering=_scatter_lower,
-    jvp=ad.linear_in_jvp((0,)), transpose=_scatter_transpose, batching=_scatter_batch)
+    jvp=ad.linear_in_jvp((0,)), transpose=_scatter_transpose, batching=_scatter_batch,
+    sharding_rule=sharding_rules.scatter_add_along_axis)
 
 
 # ---------------------------------------------------------------------- iota

@@ -275,6 +275,52 @@ def _check_match(a, b, msg):
 
 
 
+# ------------------------------------------------------------------ linear algebra
+
+def batched_matrices(name, operand_ranks, result_ranks):
+    """Decompositions and solves acting on the trailing `operand_ranks[i]` axes of operand
+    i and mapping over the leading (batch) ones, as JAX types them: the core axes must be
+    unsharded and every operand's batch axes sharded alike; each result keeps the batch
+    axes' sharding and has `result_ranks` unsharded core axes (an int for one result, or
+    `result_ranks(**params)`, a tuple with one rank per result)."""
+    def rule(*avals, **params):
+        batches = []
+        for i, (a, rank) in enumerate(zip(avals, operand_ranks)):
+            s = spec(a)
+            if any(e is not None for e in s[a.ndim - rank:]):
+                raise ShardingTypeError(f"Input {i} to {name} must be unsharded on non-batch "
+                                        f"dimensions, but got {a.sharding.spec}.")
+            batches.append(s[:a.ndim - rank])
+        if any(b != batches[0] for b in batches[1:]):
+            raise ShardingTypeError(f"All inputs to {name} must have the same batch sharding, "
+                                    f"but got {batches}.")
+        if isinstance(result_ranks, int):
+            return batches[0] + (None,) * result_ranks
+        return [batches[0] + (None,) * r for r in result_ranks(**params)]
+    return rule
+
+
+def triangular_solve(a, b, *, left_side, transpose_a, **params):
+    """op(a) x = b (left side) or x op(a) = b: batch axes sharded alike, the axes the
+    solve contracts unsharded; the result's matrix axes are sharded as op(a)'s free axis
+    and b's, as in JAX."""
+    a_batch, a_spec = spec(a)[:-2], spec(a)[-2:]
+    b_batch, b_spec = spec(b)[:-2], spec(b)[-2:]
+    if a_batch != b_batch:
+        raise ShardingTypeError("All inputs to triangular_solve must have the same batch "
+                                f"sharding, but got {a_batch} and {b_batch}.")
+    for operand, entry, aval in (("a", a_spec[left_side ^ transpose_a], a),
+                                 ("b", b_spec[not left_side], b)):
+        if entry is not None:
+            raise ShardingTypeError(
+                f"triangular solve input `{operand}` must be unsharded on the contracting "
+                f"axis, but got {aval.sharding.spec} with left_side={left_side} and "
+                f"transpose_a={transpose_a}.")
+    if left_side:
+        return a_batch + (a_spec[transpose_a], b_spec[1])
+    return a_batch + (b_spec[0], a_spec[not transpose_a])
+
+
 # ------------------------------------------------------------------ out_sharding=
 
 def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
@@ -433,6 +479,23 @@ def gather(operand, indices, *, dimension_numbers, slice_sizes, **params):
     queries = iter(ids)
     return tuple(next(windows) if k in dn.offset_dims else next(queries)
                  for k in range(len(dn.offset_dims) + indices.ndim - 1))
+
+
+def take_along_axis(x, idx, *, axis):
+    """A gather whose other axes are batch axes: those sharded alike in operand and
+    indices (an unsharded one takes the other's sharding), the axis gathered along
+    unsharded in both."""
+    xs, ids = spec(x), spec(idx)
+    if (xs[axis] is not None or ids[axis] is not None
+            or any(a is not None and b is not None and a != b for a, b in zip(xs, ids))):
+        raise _gather_error(x, idx)
+    return tuple(b if b is not None else a for a, b in zip(xs, ids))
+
+
+def scatter_add_along_axis(updates, idx, *, axis, shape):
+    """take_along_axis transposed: the result is sharded as the updates and indices,
+    under the same conditions."""
+    return take_along_axis(updates, idx, axis=axis)
 
 
 def scatter(operand, indices, updates, *, dimension_numbers, **params):

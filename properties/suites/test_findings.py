@@ -367,6 +367,18 @@ def test_reports_list_what_the_backend_declares_unsupported(tmp_path, monkeypatc
 # the CLI in a subprocess: stopped runs, hunts, repro scripts, shared databases
 
 
+def test_a_hunt_shares_its_time_among_the_rounds_of_a_pass():
+    """Each round of a pass over the laws gets an equal share of the time left, so every law
+    is reached within the hunt; a round that ends early leaves its time to the others."""
+    from properties.hunt import MIN_ROUND_SECONDS, round_seconds
+    assert round_seconds(3600.0, 1, 12) == 300.0
+    assert round_seconds(3300.0, 2, 12) == 300.0
+    assert round_seconds(1200.0, 12, 12) == 1200.0     # the pass' last round: all that is left
+    assert round_seconds(3000.0, 13, 12) == 250.0       # a new pass
+    assert round_seconds(60.0, 1, 12) == MIN_ROUND_SECONDS
+    assert round_seconds(5.0, 1, 12) == 5.0             # never past the hunt's end
+
+
 def test_cli_options_of_hunts_and_databases():
     import importlib
     cli = importlib.import_module("properties.__main__")
