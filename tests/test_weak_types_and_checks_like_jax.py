@@ -316,8 +316,15 @@ def _transforms(arrays, no_grad):
             yield "grad"
 
 
+# Special functions that compile for seconds where they run (the check they share with
+# every binary function is in CI through the others): nightly.
+SLOW_CASES = {"igamma(f32, 1.0)", "igamma_grad_a(f32, 1.0)", "betainc(1.0, f32, f32)",
+              "polygamma(1.0, f32)"}
+
+
 @pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
-@pytest.mark.parametrize("name", sorted(LAX_DTYPE_CASES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CASES
+                                  else n for n in sorted(LAX_DTYPE_CASES)])
 def test_lax_checks_operand_dtypes_as_jax(name, x64):
     call, arrays, *no_grad = LAX_DTYPE_CASES[name]
     with jax.enable_x64(x64):
