@@ -7,6 +7,7 @@ operands (Python scalars) take the dtype of the others.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import jax
@@ -325,7 +326,10 @@ def _select_n_aval(pred, *cases):
 def _select_n_lower(pred, *cases):
     dtype, weak = _result_dtype("select_n", [get_aval(c) for c in cases])
     shape = np.shape(pred) or _result_shape("select_n", [get_aval(c) for c in cases])
-    cases = [jax.numpy.broadcast_to(cast_to(c, dtype), shape) for c in cases]
+    # (a NumPy case of the full shape stays NumPy: made an array here, JAX would put it
+    # on the mesh in context, where its select requires the cases' shardings to agree)
+    cases = [c if np.shape(c) == shape else jax.numpy.broadcast_to(c, shape)
+             for c in (cast_to(c, dtype) for c in cases)]
     out = lax.select_n(pred, *cases)
     return _mark_weak(out) if weak else out   # as its abstract evaluation says
 
@@ -474,11 +478,15 @@ convert_element_type_p = define(
 
 def _zeros(aval):
     """Zeros of type `aval`, weakly typed when it is (a zero tangent or cotangent of a
-    value computed from Python scalars stays weak, as in JAX)."""
-    zeros = vary_as(broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, (),
-                                     out_sharding=aval.explicit_sharding), aval)
-    return convert_element_type(zeros, aval.dtype, weak_type=True) if aval.weak_type \
-        else zeros
+    value computed from Python scalars stays weak, as in JAX), off any mesh when it is
+    (the cotangent of an input from outside the mesh in context, as in JAX)."""
+    with contextlib.ExitStack() as scope:
+        if not aval.on_mesh:
+            scope.enter_context(jax.sharding.use_abstract_mesh(core.EMPTY_MESH))
+        zeros = vary_as(broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, (),
+                                         out_sharding=aval.explicit_sharding), aval)
+        return convert_element_type(zeros, aval.dtype, weak_type=True) if aval.weak_type \
+            else zeros
 
 
 core.ops.zeros = _zeros
