@@ -533,7 +533,7 @@ def _jaxpr_doc(jaxpr, namer):
     return pp.group(pp.nest(2, pp.concat([
         pp.text("{ "), keyword("lambda "), consts, pp.text("; "), ins, pp.text(". "),
         keyword("let"), pp.nest(2, pp.brk() + eqns), pp.brk(), keyword("in "),
-        outs]))) + pp.text(" }")
+        outs])) + pp.text(" }"))
 
 
 def pp_eqn(eqn, name=None):

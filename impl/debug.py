@@ -4,11 +4,9 @@ differentiation."""
 from __future__ import annotations
 
 import string
-import sys
 
 import jax
 import numpy as np
-from jax import tree_util
 
 from impl import core
 from impl.primitives import callbacks as _callbacks
@@ -17,28 +15,10 @@ __all__ = ["callback", "print", "inspect_array_sharding", "visualize_array_shard
            "visualize_sharding"]
 
 
-def _split_dynamic(args, kwargs):
-    """Leaves that are arrays (traced or not) become operands; the rest stay static."""
-    leaves, tree = tree_util.tree_flatten((args, kwargs))
-    dynamic = [i for i, x in enumerate(leaves) if core.valid_jaxtype(x)]
-    static = {i: x for i, x in enumerate(leaves) if i not in set(dynamic)}
-    return tree, [leaves[i] for i in dynamic], static
-
-
-def _flat_callback(fn, tree, static):
-    def flat(*values):
-        it = iter(values)
-        leaves = [static[i] if i in static else next(it)
-                  for i in range(len(static) + len(values))]
-        args, kwargs = tree_util.tree_unflatten(tree, leaves)
-        fn(*args, **kwargs)
-    return flat
-
-
 def _staged_callback(fn, args, kwargs, ordered, partitioned):
-    tree, dynamic, static = _split_dynamic(args, kwargs)
-    _callbacks.debug_callback(_flat_callback(fn, tree, static), dynamic, ordered=ordered,
-                              partitioned=partitioned)
+    tree, dynamic, static = _callbacks.split_static(args, kwargs)
+    _callbacks.debug_callback(_callbacks.flat_call(fn, tree, static), dynamic,
+                              ordered=ordered, partitioned=partitioned)
 
 
 def _call_or_return(name, call, first, args, kwargs):
@@ -82,10 +62,6 @@ class _UnusedArgumentCheck(string.Formatter):
                 "formats too early: pass a plain format string and the values as arguments.")
 
 
-def _has_placeholders(fmt):
-    return any(field is not None for _, field, _, _ in string.Formatter().parse(fmt))
-
-
 def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # noqa: A001
           skip_format_check: bool = False, **kwargs):
     """Print `fmt.format(*args, **kwargs)` with the runtime values of the arrays in the
@@ -93,20 +69,10 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
     def emit(fmt_, *p_args, **p_kwargs):
         if not skip_format_check:
             _UnusedArgumentCheck().format(fmt_, *p_args, **p_kwargs)
-        placeholders = _has_placeholders(fmt_)
-        options = np.get_printoptions()
-
-        def write(*values, **named):
-            if placeholders:
-                with np.printoptions(**options):
-                    text = fmt_.format(*values, **named)
-            else:
-                text = " ".join([fmt_, *(str(v) for v in values)])
-            sys.stdout.write(text + "\n")
-        _staged_callback(write, p_args, p_kwargs, ordered, partitioned)
+        _callbacks.debug_print(fmt_, p_args, p_kwargs, ordered=ordered,
+                               partitioned=partitioned)
 
     return _call_or_return("debug_print", emit, fmt, args, kwargs)
-
 
 
 # JAX's renderer of a sharding as a grid of devices (it needs the `rich` package).

@@ -6,8 +6,9 @@ Each case is a small object with ``describe()`` (one line for messages) and
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import contextvars
+import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 import jax
@@ -15,7 +16,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import strategies as _real
-from strategies.source import Case, args_literal, array_literal
+from strategies.source import Case, args_literal, array_literal, compile_text
 
 
 def args_source(args):
@@ -78,6 +79,9 @@ class LinearCase:
 
     def source(self):
         return self.linear.source()
+
+    def text(self):
+        return self.linear.text()
 
 
 # ---------------------------------------------------------------------------
@@ -361,22 +365,13 @@ def linear_functions(*, wrong_transpose=False):
 # custom-rule cases: F(w, x) = h(w * x) + w with a rule for h'
 
 
-def _sigmoid(np_, z):
-    return 1.0 / (1.0 + np_.exp(-z))
-
-
-#: name -> (h, true h', a plausible wrong h')
+#: name -> (h, true h', a plausible wrong h'): expressions in ``z``, ``np_`` the backend's numpy
 ELEMENTARY = {
-    "sin": (lambda np_, z: np_.sin(z), lambda np_, z: np_.cos(z),
-            lambda np_, z: np_.cos(z) + 0.5),
-    "tanh": (lambda np_, z: np_.tanh(z), lambda np_, z: 1.0 - np_.tanh(z) ** 2,
-             lambda np_, z: 1.0 + np_.tanh(z) ** 2),
-    "cube": (lambda np_, z: z * z * z, lambda np_, z: 3.0 * z * z,
-             lambda np_, z: z * z),
-    "softplus": (lambda np_, z: np_.log1p(np_.exp(z)), _sigmoid,
-                 lambda np_, z: np_.exp(z)),
-    "gauss": (lambda np_, z: np_.exp(-z * z), lambda np_, z: -2.0 * z * np_.exp(-z * z),
-              lambda np_, z: np_.exp(-z * z)),
+    "sin": ("np_.sin(z)", "np_.cos(z)", "np_.cos(z) + 0.5"),
+    "tanh": ("np_.tanh(z)", "1.0 - np_.tanh(z) ** 2", "1.0 + np_.tanh(z) ** 2"),
+    "cube": ("z * z * z", "3.0 * z * z", "z * z"),
+    "softplus": ("np_.log1p(np_.exp(z))", "1.0 / (1.0 + np_.exp(-z))", "np_.exp(z)"),
+    "gauss": ("np_.exp(-z * z)", "-2.0 * z * np_.exp(-z * z)", "np_.exp(-z * z)"),
 }
 
 
@@ -387,7 +382,8 @@ class CustomCase(Case):
     ``rule`` is 'true' (the derivative) or 'wrong' (deliberately not);
     ``claims_true`` is what the law is told -- a wrong rule claimed true is
     the broken input the true-rule laws must catch.  ``bad_fwd`` makes a
-    custom_vjp fwd return a primal output that is not F's.
+    custom_vjp fwd return a primal output that is not F's.  ``text()`` prints F,
+    h' and the rules as functions of the backend's numpy (``np_``) first.
     """
     h: str
     rule: str
@@ -408,40 +404,41 @@ class CustomCase(Case):
     def dtype(self):
         return np.asarray(self.x).dtype
 
+    def _with_numpy(self, name, np_):
+        return functools.partial(compile_text(self.text(), self.label)[name], np_)
+
     def primal(self, np_):
-        h = ELEMENTARY[self.h][0]
-        return lambda w, x: h(np_, w * x) + w
+        """F as a function of (w, x)."""
+        return self._with_numpy("primal", np_)
 
     def dh(self, np_):
-        entry = ELEMENTARY[self.h]
-        d = entry[1] if self.rule == "true" else entry[2]
-        return lambda z: d(np_, z)
+        """The rule's h' (the derivative, or deliberately not)."""
+        return self._with_numpy("dh", np_)
 
     def jvp_rule(self, np_):
         """(primals, tangents) -> (out, tangent_out), computed directly."""
-        F, dh = self.primal(np_), self.dh(np_)
-
-        def rule(primals, tangents):
-            (w, x), (tw, tx) = primals, tangents
-            return F(w, x), dh(w * x) * (x * tw + w * tx) + tw
-        return rule
+        return self._with_numpy("jvp_rule", np_)
 
     def fwd(self, np_):
-        F = self.primal(np_)
-
-        def fwd(w, x):
-            out = F(w, x)
-            return (out + 1.0 if self.bad_fwd else out), (w, x)
-        return fwd
+        return self._with_numpy("fwd", np_)
 
     def bwd(self, np_):
-        dh = self.dh(np_)
+        return self._with_numpy("bwd", np_)
 
-        def bwd(res, g):
-            w, x = res
-            d = dh(w * x)
-            return g * (d * x + 1.0), g * d * w
-        return bwd
+    def text(self):
+        h, dh_true, dh_wrong = ELEMENTARY[self.h]
+        dh = dh_true if self.rule == "true" else dh_wrong
+        why = "the derivative of h" if self.rule == "true" else "deliberately not h's derivative"
+        out = "primal(np_, w, x) + 1.0" if self.bad_fwd else "primal(np_, w, x)"
+        return (f"def h(np_, z):\n    return {h}\n\n\n"
+                f"def dh(np_, z):  # the rule's h': {why}\n    return {dh}\n\n\n"
+                "def primal(np_, w, x):  # F\n    return h(np_, w * x) + w\n\n\n"
+                "def jvp_rule(np_, primals, tangents):\n    (w, x), (tw, tx) = primals, tangents\n"
+                "    return primal(np_, w, x), dh(np_, w * x) * (x * tw + w * tx) + tw\n\n\n"
+                f"def fwd(np_, w, x):{'  # its primal output is not F' if self.bad_fwd else ''}\n"
+                f"    return {out}, (w, x)\n\n\n"
+                "def bwd(np_, res, g):\n    w, x = res\n    d = dh(np_, w * x)\n"
+                "    return g * (d * x + 1.0), g * d * w\n")
 
     def describe(self):
         return (f"F(w, x) = {self.h}(w*x) + w with a {self.rule} rule"
@@ -450,15 +447,10 @@ class CustomCase(Case):
                 f"{' (custom_vjp with optimize_remat=True)' if self.optimize_remat else ''},"
                 f" w={self.w.tolist()}, x={self.x.tolist()}")
 
-    def text(self):
-        h = self.h
-        return (f"# F(w, x) = {h}(w*x) + w, rule for {h}' is {self.rule}"
-                f"{' (bad fwd)' if self.bad_fwd else ''}"
-                f"{', custom_vjp with optimize_remat=True' if self.optimize_remat else ''}\n")
-
     def example(self):
         return (f"w = {array_literal(self.w)}\nx = {array_literal(self.x)}\n"
-                + (f"batch = {array_literal(self.batch)}\n" if self.batch is not None else ""))
+                + (f"batch = {array_literal(self.batch)}\n" if self.batch is not None else "")
+                + "print(primal(jax.numpy, w, x))\n")
 
 
 def custom_cases(*, rules=("true", "wrong"), claims_true=None, bad_fwd=False, dtype=None):

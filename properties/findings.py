@@ -11,7 +11,7 @@ program and says whose the failure is.
 A failure's *cause* -- law, primitives of the minimal case, the check of the
 law that failed (the line of the law's code: it fixes the transformation stack)
 and the exception type -- groups failures across runs (``python -m properties
---hunt``); :func:`write_repro` writes a group's smallest case as a script.
+--hunt``); ``properties.repro`` writes a group's smallest case as a script.
 """
 from __future__ import annotations
 
@@ -160,102 +160,3 @@ def add_to_group(groups, key, e):
 def _size(e):
     """How big a failure's program is (a failure without one is the biggest)."""
     return len(e["program"]) if e.get("program") else float("inf")
-
-
-REPRO_TEMPLATE = '''\
-#!/usr/bin/env python
-"""{title}
-
-Law {law} fails on backend {backend} ({whose}).
-Cause: check {check}, {exception}, primitives {primitives}.
-{reference_line}
-Runs the law's check on the minimal case below and exits 1 while the bug is present
-(0 once it is fixed).  The drawn program, as it ran (`jax` is the backend):
-
-{program}
-"""
-import base64
-import pickle
-import sys
-import traceback
-
-import numpy as np
-
-BACKEND = {backend!r}
-LAW = {law!r}
-CASE = {case!r}
-EXPECTED = {expected!r}
-
-
-def versions():
-    import importlib
-    base = BACKEND.split("+")[0]
-    module = importlib.import_module(base)
-    import jax
-    print(f"python {{sys.version.split()[0]}}, numpy {{np.__version__}}, "
-          f"{{base}} {{getattr(module, '__version__', '?')}}"
-          + ("" if base == "jax" else f", jax {{jax.__version__}}"))
-
-
-def main():
-    versions()
-    print(__doc__.split("The drawn program", 1)[1].split("\\n", 1)[1])
-    # the harness rebuilds the case and runs the law's check on the backend
-    from properties.broken import load
-    from properties.laws import CaseFiltered, get
-    backend, case, law = load(BACKEND), pickle.loads(base64.b64decode(CASE)), get(LAW)
-    print("expected:", EXPECTED)
-    try:
-        law(backend, case)
-    except CaseFiltered as exc:
-        print("actual: the case is outside the law's domain here:", exc.reason)
-        return 0
-    except Exception as exc:
-        print("actual:")
-        traceback.print_exception(exc, limit=-3, file=sys.stdout)
-        print("the bug is present")
-        return 1
-    print("actual: the law holds; the bug is fixed")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
-
-
-def repro_script(e, backend):
-    """A script reproducing failure entry ``e`` on ``backend`` (a name :func:`properties.broken.load`
-    takes)."""
-    cause = e["cause"]
-    reference = e.get("reference")
-    if e["whose"] == "inherited":
-        reference_line = f"Inherited: the reference {reference} fails on the same case " \
-                         f"({e.get('reference_result', '')})."
-    elif reference:
-        reference_line = f"The reference {reference} on the same case: " \
-                         f"{e.get('reference_result') or 'the law holds'}."
-    else:
-        reference_line = "No reference replay (the backend is the reference)."
-    program = "\n".join("    " + ln if ln else "" for ln in e["program"].splitlines())
-    return REPRO_TEMPLATE.format(
-        title=e["message"].splitlines()[0][:200].replace('"""', "'''").replace("\\", "/"),
-        law=cause["law"], backend=backend, whose=e["whose"], check=cause["check"] or "?",
-        exception=cause["exception"], primitives=", ".join(cause["primitives"]) or "-",
-        reference_line=reference_line, program=program.replace("\\", "\\\\").replace('"""', "'''"),
-        case=e["case_pickle"],
-        expected=f"the law {cause['law']} holds" + (
-            f" (as on the reference {reference})" if reference and e["whose"] == "own" else ""))
-
-
-def write_repro(directory, key, e, backend):
-    """Write ``repro/<key>.py`` for entry ``e`` under ``directory``; the path, or None
-    when the case could not be saved."""
-    if not e.get("case_pickle"):
-        return None
-    folder = os.path.join(directory, "repro")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, key + ".py")
-    with open(path, "w") as fh:
-        fh.write(repro_script(e, backend))
-    return path

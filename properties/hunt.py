@@ -1,7 +1,9 @@
 """``python -m properties --hunt MINUTES``: look for bugs until the time is up.
 
 Each round runs a chunk of the laws (``CHUNK`` of them, in a shuffled order that
-goes round all of them) with the thorough profile, drawing from hypothesis' own
+goes round all of them) with the thorough profile, for at most its share of the time
+left in the pass over all laws (a thorough law can take many minutes: without shares
+a short hunt would spend its time on its first few laws), drawing from hypothesis' own
 fresh randomness (a seed --
 ``--hypothesis-seed`` or ``@seed`` -- would turn the example database off), as
 one ``python -m properties`` run would, writing its report in
@@ -9,10 +11,12 @@ one ``python -m properties`` run would, writing its report in
 (law, check of the law -- its transformation stack --, exception type, primitives
 of the case; :func:`properties.findings.group`), the smallest program of each
 group kept, and each written as ``<report dir>/repro/<group>.py``: a script that
-prints the versions, the program, the expected and the actual behaviour and exits
-1 while the bug is present.  ``<report dir>/hunt.md`` and ``hunt.json`` list the
-groups.  Failures stay in the example database, so the next hunt (or a plain
-run) on the same database replays them first.
+imports only the backend and NumPy (:mod:`properties.repro`; where a law cannot be
+printed that way, one that needs the harness, saying so), prints the versions, the
+expected and the actual behaviour and exits 1 while the bug is present.
+``<report dir>/hunt.md`` and ``hunt.json`` list the groups.  Failures stay in the
+example database, so the next hunt (or a plain run) on the same database replays them
+first.
 
 Stopped by Ctrl-C or SIGTERM, a hunt stops its round cleanly, writes what it
 found and exits 2 (pytest's interrupted status); at the end of its time it exits
@@ -26,7 +30,7 @@ import random
 import signal
 import time
 
-from . import findings, process
+from . import findings, process, repro
 from .laws import LAWS
 from .report import report_paths
 
@@ -61,13 +65,16 @@ def round_entries(report_json):
     return out, data
 
 
-def write_summary(directory, backend, groups, rounds, stopped):
-    """hunt.json and hunt.md in ``directory``; the scripts of the groups in repro/."""
+def write_summary(directory, backend, groups, rounds, stopped, reference=None):
+    """hunt.json and hunt.md in ``directory``; the scripts of the groups in repro/
+    (``reference``: the loaded reference backend, whose results the differential laws'
+    scripts record)."""
     rows = []
     for key, e in sorted(groups.items()):
-        path = findings.write_repro(directory, key, e, backend)
+        path, standalone = repro.write_repro(directory, key, e, backend, reference)
         rows.append({"group": key, "whose": e["whose"], "count": e["count"],
                      "cause": e["cause"], "message": e["message"], "script": path,
+                     "standalone": standalone,
                      "round": e.get("round"), "reference": e.get("reference"),
                      "reference_result": e.get("reference_result", ""),
                      "program": e["program"]})
@@ -85,11 +92,20 @@ def write_summary(directory, backend, groups, rounds, stopped):
     for r in rows:
         lines += [f"## `{r['group']}` ({r['whose']}, {r['count']} failures)", "",
                   "```", r["message"].strip()[:3000], "```", "",
-                  f"Script: `{r['script']}`" if r["script"] else "No script (case not saved).",
+                  (f"Script: `{r['script']}`" + ("" if r["standalone"] else
+                                                  " (needs the harness: see its header)"))
+                  if r["script"] else "No script (case not saved).",
                   "", "```python", r["program"].rstrip(), "```", ""]
     with open(os.path.join(directory, "hunt.md"), "w") as fh:
         fh.write("\n".join(lines))
     return data
+
+
+def round_seconds(left, n, rounds_per_pass):
+    """The time round ``n`` (from 1) may take: an equal share of what is ``left`` among
+    the rounds still to come in its pass over the laws."""
+    still_to_come = rounds_per_pass - (n - 1) % rounds_per_pass
+    return min(left, max(left / still_to_come, MIN_ROUND_SECONDS))
 
 
 def hunt(args, command, env):
@@ -103,12 +119,14 @@ def hunt(args, command, env):
     if not names:
         raise SystemExit(f"--hunt: no law matches -k {args.keyword!r}")
     base_dir = os.path.abspath(args.report_dir)
+    reference = _reference(args.reference)
     stopped = process.Stopped()
 
     def on_signal(signum, frame):  # between rounds (process.run handles them within one)
         stopped.why = signal.Signals(signum).name
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     groups, rounds, entries = {}, [], []
+    rounds_per_pass = -(-len(names) // CHUNK)
     try:
         for n, chunk in enumerate(law_chunks(names, rng), 1):
             left = end - time.monotonic()
@@ -117,22 +135,22 @@ def hunt(args, command, env):
             round_dir = os.path.join(base_dir, "hunt", f"round-{n}")
             round_args = _round_args(args, chunk, round_dir)
             print(f"hunt round {n} ({left:.0f} s left): {', '.join(chunk)}", flush=True)
-            status = process.run(command(round_args), env=env, seconds=max(left, 1.0),
+            status = process.run(command(round_args), env=env,
+                                 seconds=max(round_seconds(left, n, rounds_per_pass), 1.0),
                                  stopped=stopped)
             if stopped.why == "time limit":
-                stopped.why = None  # the hunt's own end, not an interruption
-                end = time.monotonic()
+                stopped.why = None  # the round's share is used up: not an interruption
             rounds.append({"laws": chunk, "status": status, "report": round_dir})
             json_path = report_paths(round_dir, args.backend)[0]
             if os.path.exists(json_path):
                 found, _ = round_entries(json_path)
                 entries += [dict(e, round=n) for e in found]
                 groups = findings.group(entries)
-            write_summary(base_dir, args.backend, groups, rounds, stopped.why)
+            write_summary(base_dir, args.backend, groups, rounds, stopped.why, reference)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    data = write_summary(base_dir, args.backend, groups, rounds, stopped.why)
+    data = write_summary(base_dir, args.backend, groups, rounds, stopped.why, reference)
     own = [g for g in data["groups"] if g["whose"] == "own"]
     print(f"hunt: {len(rounds)} rounds, {len(data['groups'])} groups "
           f"({len(own)} the backend's own): {os.path.join(base_dir, 'hunt.md')}", flush=True)
@@ -141,6 +159,13 @@ def hunt(args, command, env):
     if stopped.why:
         return process.INTERRUPTED
     return 1 if own else 0
+
+
+def _reference(name):
+    """The reference backend the differential laws' scripts record results of (None:
+    ``--reference none``, JAX then)."""
+    from .broken import load
+    return load("jax" if name in (None, "", "none") else name)
 
 
 def _round_args(args, chunk, round_dir):

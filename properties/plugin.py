@@ -216,6 +216,17 @@ def _count_laws(nodeids):
     return total
 
 
+def _declared_unsupported(name):
+    """What backend ``name`` declares unsupported, for the report (None: it does not load,
+    or its declaration is malformed -- the law tests say why)."""
+    from .broken import load
+    from .features import declared_unsupported
+    try:
+        return declared_unsupported(load(name))
+    except (ValueError, TypeError):
+        return None
+
+
 class LawSession:
     """On the controlling process: rows from the law tests' reports, progress
     lines, the final table and the report files."""
@@ -301,7 +312,8 @@ class LawSession:
         data = build(self.rows.values(), self.negative,
                      backend=self.config.getoption("--backend"), profile=profiles.active_name(),
                      seconds=time.perf_counter() - self.start, interrupted=interrupted,
-                     reference=self.config.getoption("--reference"))
+                     reference=self.config.getoption("--reference"),
+                     declared_unsupported=_declared_unsupported(self.config.getoption("--backend")))
         self.report_paths = write_reports(report_dir, data)
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):

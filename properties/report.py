@@ -15,6 +15,7 @@ import re
 
 import jax
 
+from .features import DECLARED
 from .laws import LAWS
 from .tolerances import AGREE, MAX_FILTERED_FRACTION, REFERENCE
 
@@ -59,15 +60,18 @@ def law_row(nodeid, record, outcome, message=""):
 
 
 def build(rows, negative, *, backend, profile, seconds=None, interrupted=False,
-          reference="jax"):
+          reference="jax", declared_unsupported=None):
     """The report data: ``rows`` from :func:`law_row`, ``negative`` maps the
     negative tests' nodeids to (outcome, message); ``interrupted``: the run was
-    stopped (Ctrl-C, SIGTERM, a time limit) and the rows are what it checked."""
+    stopped (Ctrl-C, SIGTERM, a time limit) and the rows are what it checked;
+    ``declared_unsupported``: what the backend declares unsupported
+    (``properties.features.declared_unsupported``; None: it could not be read)."""
     rows = sorted(rows, key=lambda r: (r["order"], r["law"], r["backend"]))
     return {
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "backend": backend, "profile": profile, "interrupted": interrupted,
         "reference": reference,
+        "declared_unsupported": None if declared_unsupported is None else dict(declared_unsupported),
         "jax_version": jax.__version__,
         "float64_enabled": bool(jax.config.jax_enable_x64),
         "max_filtered_fraction": MAX_FILTERED_FRACTION,
@@ -117,6 +121,7 @@ def render_markdown(data):
             "law with any is reported SKIPPED, never passed (a failure on the other cases still "
             "fails it); *examples/CPU s*: examples per CPU-second of the process running the "
             "law (XLA's compiler threads included).", ""]
+    out += declared_section(data)
     filtered = [r for r in data["laws"] if r["filtered"]]
     if filtered:
         out += ["## Filtered cases", "",
@@ -140,6 +145,26 @@ def render_markdown(data):
                         f"{REFERENCE[d].rtol:g}", f"{REFERENCE[d].atol:g}") for d in AGREE],
                       ["dtype", "agree rtol", "agree atol", "reference rtol", "reference atol"]), ""]
     return "\n".join(out)
+
+
+def declared_section(data):
+    """What the backend declares unsupported: a crash on a case reaching one of those
+    features counts as unsupported; any other crash on a case the reference runs is a
+    finding (a failure, with its minimal program)."""
+    declared = data.get("declared_unsupported")
+    out = ["## Declared unsupported", ""]
+    if declared is None:
+        return out + [f"Backend `{data['backend']}`: its declared-unsupported list "
+                      f"(`{DECLARED}`) could not be read.", ""]
+    if not declared:
+        return out + [f"Backend `{data['backend']}` declares no feature unsupported (no "
+                      f"`{DECLARED}`, or an empty one): every crash on a case the reference "
+                      "runs is a finding.", ""]
+    out += [f"Backend `{data['backend']}` declares these features unsupported (`{DECLARED}`): "
+            "a crash on a case that reaches one counts as unsupported, any other crash on a "
+            "case the reference runs is a finding.", ""]
+    return out + [_md_table([(f"`{k}`", v) for k, v in sorted(declared.items())],
+                            ["feature", "why"]), ""]
 
 
 def _failure_lines(f):

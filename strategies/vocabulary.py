@@ -79,9 +79,16 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "jit": op("jit_call"),
     # primitives.callbacks
     "debug_callback": exempt(
-        "a host callback with no outputs (impl.debug.print/callback): no law reads it; "
+        "a host callback with no outputs (impl.debug.callback): no law reads it; "
+        "tests/test_toplevel.py compares what it sees with JAX's"),
+    "debug_print": exempt(
+        "a host print with no outputs (impl.debug.print): no law reads it; "
         "tests/test_toplevel.py compares its printed output with JAX's eagerly and under jit, "
-        "vmap and grad"),
+        "vmap and grad, and its staged programs with JAX's"),
+    "inspect_sharding": exempt(
+        "a host callback with a sharding, no outputs (impl.debug.inspect_array_sharding, "
+        "visualize_array_sharding): no law reads it; tests/explicit_sharding_cases.py compares "
+        "what it reports with JAX's on 8 devices"),
     "pure_callback": exempt(
         "a host callback (impl.pure_callback), not differentiable: tests/test_toplevel.py against "
         "JAX under jit and each vmap_method"),

@@ -123,6 +123,37 @@ def test_cond_batched_predicate_selects():
     assert any(e.primitive.name == "select_n" for e in jaxpr.eqns)
 
 
+def test_cond_batched_predicate_gradient_ignores_the_branch_not_taken():
+    # Where x < eps the sqrt branch is not taken, and its derivative at 0 is infinite:
+    # the gradient is still finite, as in JAX.
+    eps = 1e-3
+
+    def loss(B):
+        def safe(x):
+            return B.lax.cond(x < eps, lambda _: eps, lambda _: B.np.sqrt(x), ())
+        return lambda xs: B.np.sum(B.api.vmap(safe)(xs))
+    xs = np.array([0., 0., 0.25, 4.])
+    with jax.numpy_dtype_promotion("strict"):
+        got, want = impl.grad(loss(IMPL))(xs), jax.grad(loss(JAX))(xs)
+        got_jit = impl.jit(impl.grad(loss(IMPL)))(xs)
+    assert np.isfinite(want).all()
+    assert_trees_close(got, want)
+    assert_trees_close(got_jit, want)
+
+
+def test_batched_switch_gradient_ignores_the_branches_not_taken():
+    def loss(B):
+        def f(i, x):
+            return B.lax.switch(i, [lambda x: B.np.sqrt(x), lambda x: B.np.log(x),
+                                    lambda x: x * 2.], x)
+        return lambda i, x: B.np.sum(B.api.vmap(f)(i, x))
+    i, x = np.array([2, 2, 0, 1], np.int32), np.array([0., -1., 4., 2.])
+    with jax.numpy_dtype_promotion("strict"):
+        got, want = impl.grad(loss(IMPL), 1)(i, x), jax.grad(loss(JAX), 1)(i, x)
+    assert np.isfinite(want).all()
+    assert_trees_close(got, want)
+
+
 # ------------------------------------------------------------------ while_loop
 
 def while_grow(B):
@@ -339,6 +370,24 @@ def test_scan_unroll_true_and_zero_length():
         assert float(c) == 1. and ys.shape == (0,)
 
 
+def test_zero_length_loops_under_disable_jit():
+    # Without jit a fori_loop of no steps returns its initial value, while a scan of
+    # length 0 raises (its output type would be unknown), as in JAX.
+    def zero_scan(B):
+        return B.lax.scan(lambda c, x: (c + x, x), 0., np.array([]))[0]
+    with jax.disable_jit(), jax.numpy_dtype_promotion("strict"):
+        got, want = [B.lax.fori_loop(0, 0, lambda i, x: x + i, 1.) for B in (IMPL, JAX)]
+        assert type(got) is type(want) and got == want == 1.
+        with pytest.raises(ValueError) as ei:
+            zero_scan(IMPL)
+        with pytest.raises(ValueError) as ej:
+            zero_scan(JAX)
+        assert str(ei.value) == str(ej.value)
+        got, want = [B.lax.fori_loop(0, 3, lambda i, x: x + i, 1.) for B in (IMPL, JAX)]
+        assert float(got) == float(want) == 4.
+    assert float(zero_scan(IMPL)) == float(zero_scan(JAX)) == 0.
+
+
 def _count(jaxpr, prim):
     return sum(e.primitive is prim for e in jaxpr.eqns)
 
@@ -398,6 +447,25 @@ def test_scan_loop_invariant_residuals_are_hoisted():
     per_step = [v.aval.shape[1:] for v in fwd.outvars if v.aval.shape[:1] == (50,)]
     assert per_step == [(2, 3)] * len(per_step)       # nothing of W's shapes per step
     check(prog, *args, vmap=False, eager="grad")
+
+
+def test_scan_print_runs_only_on_the_loops_values_under_differentiation(capsys):
+    # Splitting the body for linearize and grad runs no print on placeholder values.
+    def prog(B):
+        def f(x, w):
+            def body(c, y):
+                B.api.debug.print("c={} y={y}", c, y=y)
+                return c * w + y, c
+            c, ys = B.lax.scan(body, x, np.arange(2., dtype=F32))
+            return B.np.sum(ys) + c
+        return f
+    outs = []
+    for B in (JAX, IMPL):
+        B.api.linearize(prog(B), F32(1.), F32(2.))
+        B.api.grad(prog(B))(F32(1.), F32(2.))
+        B.api.effects_barrier()
+        outs.append(capsys.readouterr().out)
+    assert outs[1] == outs[0] == "c=1.0 y=0.0\nc=2.0 y=1.0\n" * 2
 
 
 # -------------------------------------------------------------- lax.map & friends
@@ -526,6 +594,101 @@ def test_vmap_collective_inside_scan_body():
     out = impl.vmap(lambda x: f(IMPL, F32(0.)) + x, axis_name="i")(xs)
     want = jax.vmap(lambda x: f(JAX, F32(0.)) + x, axis_name="i")(xs)
     assert_trees_close(out, want)
+
+
+# ------------------------------------------------ values that only pass through
+
+def _forwarding_cond(B):
+    def f(x, y):
+        return B.lax.cond(x < 3, lambda x, y: (x * 2, y), lambda x, y: (x * 3, y), x, y)
+    return f
+
+
+def test_cond_forwards_an_operand_every_branch_returns_unchanged():
+    # Under a batched predicate, y (unbatched) only passes through: it comes out
+    # unbatched, so out_axes=None works, and is y itself.
+    x, y = np.arange(3, dtype=np.int32), jax.numpy.asarray(3.)
+    with jax.numpy_dtype_promotion("strict"):
+        for B in (IMPL, JAX):
+            x2, y2 = B.api.vmap(_forwarding_cond(B), (0, None), (0, None))(x, y)
+            assert y2 is y
+            np.testing.assert_array_equal(x2, [0, 2, 4])
+
+
+def test_cond_output_a_branch_changes_comes_out_batched():
+    # One branch returns y + 0: not a pass-through, so batched in JAX and impl.
+    def prog(B):
+        def f(x, y):
+            return B.lax.cond(x < 3, lambda x, y: (x, y), lambda x, y: (x, y + 0.), x, y)
+        return f
+    x, y = np.arange(3, dtype=np.int32), F32(3.)
+    with jax.numpy_dtype_promotion("strict"):
+        for B in (IMPL, JAX):
+            with pytest.raises(ValueError, match="out_axes"):
+                B.api.vmap(prog(B), (0, None), (0, None))(x, y)
+
+
+def test_scan_readonly_carry_stays_unbatched_under_a_batched_predicate():
+    def prog(B):
+        def f(x, y):
+            def g(_, y):
+                return B.lax.scan(lambda y, _: (y, None), y, None, length=1)[0]
+            return B.lax.cond(x < 0, g, g, x, y)
+        return f
+    xs = np.arange(3, dtype=F32)
+    with jax.numpy_dtype_promotion("strict"):
+        got = impl.vmap(prog(IMPL), (0, None), None)(xs, F32(3.))
+        want = jax.vmap(prog(JAX), (0, None), None)(xs, F32(3.))
+    assert_trees_close(got, want)
+
+
+def test_while_readonly_carry_stays_unbatched_under_a_batched_condition():
+    def prog(B):
+        def f(w, x, c_max):
+            def body(val):
+                c, x, w = val
+                return c + 1, x @ w, w
+            _, x, w = B.lax.while_loop(lambda val: val[0] < c_max, body, (0, x, w))
+            return w, x
+        return f
+    w, xs, c_maxs = np.ones((2, 2), F32), x32(4, 2), np.arange(4, dtype=np.int32)
+    with jax.numpy_dtype_promotion("strict"):
+        got = impl.vmap(prog(IMPL), (None, 0, 0), (None, 0))(w, xs, c_maxs)
+        want = jax.vmap(prog(JAX), (None, 0, 0), (None, 0))(w, xs, c_maxs)
+    assert_trees_close(got, want)
+    np.testing.assert_array_equal(got[0], w)
+
+
+def scan_passthrough(B):
+    # w is a carry the body never changes, xs come back out as ys.
+    def f(c, w, xs):
+        return B.lax.scan(lambda cw, x: ((cw[0] * x + cw[1], cw[1]), (x, cw[0])), (c, w), xs)
+    return f
+
+
+def while_passthrough(B):
+    # w is a carry the body never changes and the condition does not read.
+    def f(c, w):
+        return B.lax.while_loop(lambda v: B.np.sum(v[0]) < 10., lambda v: (v[0] * 1.5 + v[1], v[1]),
+                                (c, w))
+    return f
+
+
+def cond_passthrough(B):
+    def f(p, x, y):
+        return B.lax.cond(p > 0, lambda x, y: (B.np.sin(x), y), lambda x, y: (x * y, y),
+                          x, y)
+    return f
+
+
+@pytest.mark.parametrize("prog,args,grad", [
+    (scan_passthrough, (x32(3), F32(0.5), x32(4, 3, seed=1)), True),
+    (while_passthrough, (np.abs(x32(3)) + 0.5, F32(0.25)), False),
+    (cond_passthrough, (F32(1.), x32(3), F32(0.7)), True),
+    (cond_passthrough, (F32(-1.), x32(3), F32(0.7)), True),
+], ids=["scan", "while", "cond_t", "cond_f"])
+def test_pass_through_values_under_transformations(prog, args, grad):
+    check(prog, *args, grad=grad)
 
 
 # ------------------------------------------------------------------------ errors

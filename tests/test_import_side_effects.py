@@ -29,7 +29,7 @@ def _run(imports):
 
 @pytest.mark.parametrize("imports", [
     "import impl, impl.numpy, impl.lax, impl.scipy, impl.nn, impl.random",
-    "import strategies, properties",
+    "import strategies, properties, properties.repro, properties.hunt",
 ])
 def test_import_leaves_jax_backends_uninitialised(imports):
     want = _run("import jax.numpy, jax.scipy, jax.nn, jax.random")

@@ -612,7 +612,7 @@ BAD = [
     ("concat_shape", lambda: ilax.concatenate([np.ones((2, 3)), np.ones((3, 3))], 1),
      TypeError, r"concatenate: operand shapes must agree except along dimension 1"),
     ("concat_dtype", lambda: ilax.concatenate([np.ones(2, np.float32), np.ones(2)], 0),
-     TypeError, r"concatenate: operands must have the same dtype"),
+     TypeError, r"lax.concatenate requires arguments to have the same dtypes"),
     ("pad_config", lambda: ilax.pad(np.ones((2, 3)), 0.0, [(1, 1, 0)]),
      TypeError, r"pad: padding_config"),
     ("pad_negative_size", lambda: ilax.pad(np.ones(2), 0.0, [(-2, -1, 0)]),

@@ -43,6 +43,16 @@ PROGRAMS = {
     "scan (impl's _split_transpose parameter unprinted when unset)": (
         lambda J, N, L: lambda c, xs: L.scan(lambda c, x: (c * x, c + x), c, xs),
         (F, np.ones(3, np.float32))),
+    "cond: an operand every branch returns unchanged is no output of the cond": (
+        lambda J, N, L: lambda y, p: L.cond(p, lambda y: (y, y * 2), lambda y: (y, y * 3), y),
+        (F, True)),
+    "scan: a carry kept unchanged is a const, xs returned as ys are no outputs": (
+        lambda J, N, L: lambda y, c, xs: L.scan(lambda k, x: ((k[0], k[1] + x), (x, k[1])),
+                                                 (y, c), xs),
+        (F, F, np.ones(3, np.float32))),
+    "while: a carry kept unchanged that the condition ignores is a const": (
+        lambda J, N, L: lambda y: L.while_loop(lambda c: c[0] < 3,
+                                               lambda c: (c[0] + 1, c[1]), (0, y)), (F,)),
     "broadcast_in_dim: its shape is the result's type": (
         lambda J, N, L: lambda x, s: (L.broadcast_in_dim(x, (2, 3), (1,)),
                                       L.broadcast_in_dim(s, (3,), ())),
@@ -66,6 +76,16 @@ def test_a_rules_integer_constant_prints_as_a_float():
     # tanh's derivative 1 - tanh(x)**2: JAX's rule's constant is 1.0:f32[]
     for J, N, L in APIS.values():
         assert "sub 1.0:f32[]" in str(J.make_jaxpr(J.grad(N.tanh))(F))
+
+
+def test_a_program_fits_on_its_line_only_with_its_closing_brace():
+    # 68 characters flat, " }" included: flat from width 68 on, broken below.
+    widths = range(62, 72)
+    want, got = [[J.make_jaxpr(lambda x: N.sin(x) * x)(F).pretty_print(width=w,
+                                                                   use_color=False)
+                  for w in widths] for J, N, L in APIS.values()]
+    assert ["\n" in t for t in want] == [w < 68 for w in widths]
+    assert got == want
 
 
 def test_the_layout_breaks_only_what_does_not_fit():

@@ -38,6 +38,46 @@ def test_debug_print_prints_as_jax_eagerly_and_under_jit_vmap_grad(capsys):
     assert got == want and want.count("\n") == 18
 
 
+def _print_program(J, N):
+    def f(x):
+        J.debug.print("x={x} {}", 3, x=x)
+        J.debug.print("static {} {}", "a", (x, 2), ordered=True)
+        return x * 2
+    return f
+
+
+def test_debug_print_is_staged_as_jax_stages_it():
+    # A debug_print equation with the format, the arguments' tree and the print
+    # options as parameters, also in what jit and grad stage.
+    for make in (lambda J, f: f, lambda J, f: J.jit(f), lambda J, f: J.grad(f)):
+        want, got = [str(J.make_jaxpr(make(J, _print_program(J, N)))(np.float32(1.)))
+                     for J, N in APIS]
+        assert "debug_print[" in want and "fmt=x={x} {}" in want
+        assert got == want
+
+
+def test_debug_print_under_vmap_is_one_debug_print_per_element():
+    def prints(J, N):
+        jaxpr = J.make_jaxpr(J.vmap(_print_program(J, N)))(X)
+        return [(e.primitive.name, sorted((k, str(v)) for k, v in e.params.items()),
+                 [v.aval.shape for v in e.invars]) for e in jaxpr.eqns
+                if e.primitive.name.startswith("debug")]
+    want, got = [prints(J, N) for J, N in APIS]
+    assert len(want) == 6 and got == want
+
+
+def test_debug_print_placeholders_decided_as_jax(capsys):
+    # JAX looks at the format's first field only: "{{x}} {}" has none there, so it
+    # prints the format and the values after it.
+    outs = []
+    for J, N in APIS:
+        J.debug.print("{{x}} {}", X)
+        J.jit(lambda x: J.debug.print("a {} b", x))(X)
+        J.effects_barrier()
+        outs.append(capsys.readouterr().out)
+    assert outs[1] == outs[0] and "{{x}} {} [0. 1. 2.]" in outs[0]
+
+
 def test_debug_print_kept_when_nothing_reads_it(capsys):
     """A print whose values nothing returns still runs in a compiled program (it is
     effectful: dead-code removal keeps it), also inside an inner jit."""

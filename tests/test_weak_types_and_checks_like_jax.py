@@ -1,14 +1,18 @@
-"""Weak types of reductions and gradients, argnums and cotangent checks, and
-broadcast_to's result type, against JAX (x64 on, strict dtype promotion)."""
+"""Weak types of reductions and gradients, argnums and cotangent checks, broadcast_to's
+result type, and lax's checks of its operands' dtypes, against JAX (x64 on, strict dtype
+promotion)."""
 import jax
 import jax.numpy as jjnp
+from jax import lax as jlax
 import numpy as np
 import pytest
 
 import impl
 import impl.numpy as inp
+from impl import lax as ilax
 
 SIDES = {"jax": (jax, jjnp), "impl": (impl, inp)}
+LAX = {jax: jlax, impl: ilax}
 
 
 @pytest.fixture(autouse=True)
@@ -138,3 +142,264 @@ def test_broadcast_to_the_same_shape_returns_an_array(value):
     assert isinstance(got, jax.Array)
     assert _type(got) == _type(want)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+# ------------------------------------------------------------ lax's operand dtypes
+# jax.lax takes a Python scalar at its default dtype (int32 and float32, int64 and
+# float64 with x64) and gives weakly typed operands no leeway: operands that must share a
+# dtype must have equal ones. Each case: (call(lax, numpy, *arrays), arrays); the arrays
+# are traced under jit, vmap (a batch of two copies) and grad.
+F32, I32, F16 = np.ones(3, np.float32), np.arange(3, dtype=np.int32), np.ones(3, np.float16)
+U32, BOOLS = np.arange(3, dtype=np.uint32), np.array([True, False, True])
+ROWS = np.ones((2, 3), np.float32)
+INDICES = np.array([[0], [2]], np.int32)
+SCATTER_DNUMS = jlax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                             scatter_dims_to_operand_dims=(0,))
+PAD = [(1, 1, 0)]
+
+
+def _weak(L, value, n=3):
+    """A weakly typed vector (lax.full of a Python scalar)."""
+    return L.full((n,), value)
+
+
+# Why a case is not differentiated (its third entry): JAX's derivative fails first.
+NO_DERIVATIVE = "JAX looks up the missing derivative rule before it checks dtypes"
+PROMOTING_DERIVATIVE = ("JAX's derivative promotes like jnp, which strict promotion refuses "
+                        "(test_pow_with_an_integer_exponent_differentiates_as_jax)")
+GENERIC_REDUCE_WINDOW = ("JAX's derivative of a reduce_window with a non-identity initial "
+                         "value fails on its own (ValueError)")
+
+LAX_DTYPE_CASES = {
+    "add(f16, 2.0)": (lambda L, N, a: L.add(a, 2.0), (F16,)),
+    "add(i32, 2.0)": (lambda L, N, a: L.add(a, 2.0), (I32,)),
+    "add(f32, 2.0)": (lambda L, N, a: L.add(a, 2.0), (F32,)),
+    "add(i32, 2)": (lambda L, N, a: L.add(a, 2), (I32,)),
+    "add(f32, float64 scalar)": (lambda L, N, a: L.add(a, np.float64(2)), (F32,)),
+    "add(2, 3.0)": (lambda L, N: L.add(2, 3.0), ()),
+    "add(2.0, 3.0)": (lambda L, N: L.add(2.0, 3.0), ()),
+    "add(f16, asarray(2.0))": (lambda L, N, a: L.add(a, N.asarray(2.0)), (F16,)),
+    "add(f32, weak vector)": (lambda L, N, a: L.add(a, _weak(L, 2.0)), (F32,)),
+    "sub(f32, f16)": (lambda L, N, a, b: L.sub(a, b), (F32, F16)),
+    "mul(2, f32)": (lambda L, N, a: L.mul(2, a), (F32,)),
+    "div(i32, 2.0)": (lambda L, N, a: L.div(a, 2.0), (I32,)),
+    "div(i32, 2)": (lambda L, N, a: L.div(a, 2), (I32,)),
+    "rem(f32, 2)": (lambda L, N, a: L.rem(a, 2), (F32,)),
+    "max(f32, 0)": (lambda L, N, a: L.max(a, 0), (F32,)),
+    "min(f32, 0.0)": (lambda L, N, a: L.min(a, 0.0), (F32,)),
+    "eq(f32, 1)": (lambda L, N, a: L.eq(a, 1), (F32,)),
+    "ne(i32, 1)": (lambda L, N, a: L.ne(a, 1), (I32,)),
+    "lt(i32, 1.0)": (lambda L, N, a: L.lt(a, 1.0), (I32,)),
+    "ge(f32, f32)": (lambda L, N, a, b: L.ge(a, b), (F32, F32)),
+    "le(f32, 1)": (lambda L, N, a: L.le(a, 1), (F32,)),
+    "gt(f16, 1.0)": (lambda L, N, a: L.gt(a, 1.0), (F16,)),
+    "atan2(f32, 1)": (lambda L, N, a: L.atan2(a, 1), (F32,)),
+    "atan2(f32, 1.0)": (lambda L, N, a: L.atan2(a, 1.0), (F32,)),
+    "nextafter(f32, 1)": (lambda L, N, a: L.nextafter(a, 1), (F32,), NO_DERIVATIVE),
+    "nextafter(f32, f16)": (lambda L, N, a, b: L.nextafter(a, b), (F32, F16), NO_DERIVATIVE),
+    "pow(f32, 2)": (lambda L, N, a: L.pow(a, 2), (F32,)),
+    "pow(f32, 2.0)": (lambda L, N, a: L.pow(a, 2.0), (F32,)),
+    "pow(f32, i32)": (lambda L, N, a, b: L.pow(a, b), (F32, I32), PROMOTING_DERIVATIVE),
+    "pow(f16, f32)": (lambda L, N, a, b: L.pow(a, b), (F16, F32)),
+    "integer_pow(f32, 2)": (lambda L, N, a: L.integer_pow(a, 2), (F32,)),
+    "bitwise_or(i32, 1)": (lambda L, N, a: L.bitwise_or(a, 1), (I32,)),
+    "bitwise_xor(u32, 1)": (lambda L, N, a: L.bitwise_xor(a, 1), (U32,)),
+    "bitwise_and(bool, True)": (lambda L, N, a: L.bitwise_and(a, True), (BOOLS,)),
+    "shift_left(u32, 1)": (lambda L, N, a: L.shift_left(a, 1), (U32,)),
+    "shift_right_logical(i32, 1)": (lambda L, N, a: L.shift_right_logical(a, 1), (I32,)),
+    "shift_right_arithmetic(u32, u32)":
+        (lambda L, N, a, b: L.shift_right_arithmetic(a, b), (U32, U32)),
+    "clamp(0, f32, 1)": (lambda L, N, a: L.clamp(0, a, 1), (F32,)),
+    "clamp(0.0, f32, 1.0)": (lambda L, N, a: L.clamp(0.0, a, 1.0), (F32,)),
+    "clamp(0.0, f16, 1.0)": (lambda L, N, a: L.clamp(0.0, a, 1.0), (F16,)),
+    "clamp(f16 scalar, f32, 1.0)": (lambda L, N, a: L.clamp(np.float16(0), a, 1.0), (F32,)),
+    "clamp(0.0, 2.0, 1.0)": (lambda L, N: L.clamp(0.0, 2.0, 1.0), ()),
+    "select_n(True, 1.0, 2.0)": (lambda L, N: L.select_n(True, 1.0, 2.0), ()),
+    "complex(1.0, 2.0)": (lambda L, N: L.complex(1.0, 2.0), ()),
+    "select_n(True, f32, f32)": (lambda L, N, a: L.select_n(True, a, a), (F32,)),
+    "select_n(bool, f32, f16)": (lambda L, N, a, b: L.select_n(BOOLS, a, b), (F32, F16)),
+    "select_n(bool, f32, weak vector)":
+        (lambda L, N, a: L.select_n(BOOLS, a, _weak(L, 0.0)), (F32,)),
+    "select(bool, i32, f32)": (lambda L, N, a, b: L.select(BOOLS, a, b), (I32, F32)),
+    "pad(f32, 0)": (lambda L, N, a: L.pad(a, 0, PAD), (F32,)),
+    "pad(f32, 0.0)": (lambda L, N, a: L.pad(a, 0.0, PAD), (F32,)),
+    "pad(f16, 0.0)": (lambda L, N, a: L.pad(a, 0.0, PAD), (F16,)),
+    "concatenate(f32, f16)": (lambda L, N, a, b: L.concatenate([a, b], 0), (F32, F16)),
+    "concatenate(f32, weak vector)":
+        (lambda L, N, a: L.concatenate([a, _weak(L, 2.0)], 0), (F32,)),
+    "stack(f32, f16)": (lambda L, N, a, b: L.stack([a, b]), (F32, F16)),
+    "dynamic_update_slice(f32, f16)":
+        (lambda L, N, a, b: L.dynamic_update_slice(a, b[:1], (0,)), (F32, F16)),
+    "dynamic_update_slice(f32, weak vector)":
+        (lambda L, N, a: L.dynamic_update_slice(a, _weak(L, 2.0, 1), (0,)), (F32,)),
+    "dynamic_update_slice_in_dim(f32, i32)":
+        (lambda L, N, a, b: L.dynamic_update_slice_in_dim(a, b[:1], 0, 0), (F32, I32)),
+    "dynamic_update_index_in_dim(f32, f16)":
+        (lambda L, N, a, b: L.dynamic_update_index_in_dim(a, b, 0, 0), (ROWS, F16)),
+    "scatter_add(f32, f16)":
+        (lambda L, N, a, b: L.scatter_add(a, INDICES, b[:2], SCATTER_DNUMS), (F32, F16)),
+    "scatter(f32, weak vector)":
+        (lambda L, N, a: L.scatter(a, INDICES, _weak(L, 2.0, 2), SCATTER_DNUMS), (F32,)),
+    "scatter_mul(f32, i32)":
+        (lambda L, N, a, b: L.scatter_mul(a, INDICES, b[:2], SCATTER_DNUMS), (F32, I32)),
+    "scatter_min(f32, f16)":
+        (lambda L, N, a, b: L.scatter_min(a, INDICES, b[:2], SCATTER_DNUMS), (F32, F16)),
+    "scatter_max(f32, weak vector)":
+        (lambda L, N, a: L.scatter_max(a, INDICES, _weak(L, 2.0, 2), SCATTER_DNUMS), (F32,)),
+    "scatter_sub(f32, f32)":
+        (lambda L, N, a, b: L.scatter_sub(a, INDICES, b[:2], SCATTER_DNUMS), (F32, F32)),
+    "complex(f32, 1.0)": (lambda L, N, a: L.complex(a, 1.0), (F32,)),
+    "complex(f32, 1)": (lambda L, N, a: L.complex(a, 1), (F32,)),
+    "complex(f32, f16)": (lambda L, N, a, b: L.complex(a, b), (F32, F16)),
+    "igamma(f32, 1.0)": (lambda L, N, a: L.igamma(a, 1.0), (F32,)),
+    "igammac(f32, 1)": (lambda L, N, a: L.igammac(a, 1), (F32,)),
+    "polygamma(1, f32)": (lambda L, N, a: L.polygamma(1, a), (F32,)),
+    "polygamma(1.0, f32)": (lambda L, N, a: L.polygamma(1.0, a), (F32,)),
+    "igamma_grad_a(f32, 1.0)": (lambda L, N, a: L.igamma_grad_a(a, 1.0), (F32,),
+                                NO_DERIVATIVE),
+    "zeta(f32, f16)": (lambda L, N, a, b: L.zeta(a, b), (F32, F16), NO_DERIVATIVE),
+    "betainc(1.0, f32, f32)": (lambda L, N, a: L.betainc(1.0, a, a), (F32,)),
+    "random_gamma_grad(f32, f16)": (lambda L, N, a, b: L.random_gamma_grad(a, b), (F32, F16)),
+    "reduce(f32, 0, add)": (lambda L, N, a: L.reduce(a, 0, L.add, (0,)), (F32,)),
+    "reduce(f32, 1, add)": (lambda L, N, a: L.reduce(a, 1, L.add, (0,)), (F32,)),
+    "reduce_window(f32, 0, add)":
+        (lambda L, N, a: L.reduce_window(a, 0, L.add, (2,), (1,), "VALID"), (F32,)),
+    "reduce_window(f32, 1, add)":
+        (lambda L, N, a: L.reduce_window(a, 1, L.add, (2,), (1,), "VALID"), (F32,),
+         GENERIC_REDUCE_WINDOW),
+    "reduce_window(f32, f16 -inf, max)":
+        (lambda L, N, a: L.reduce_window(a, np.float16(-np.inf), L.max, (2,), (1,),
+                                         "VALID"), (F32,)),
+    "reduce_window(f32, f16 0, max)":
+        (lambda L, N, a: L.reduce_window(a, np.float16(0), L.max, (2,), (1,), "VALID"),
+         (F32,)),
+    "sort(f32, i32)": (lambda L, N, a, b: L.sort((a, b), num_keys=1), (F32, I32)),
+    "dot_general(f32, f16)":
+        (lambda L, N, a, b: L.dot_general(a, b, (((0,), (0,)), ((), ()))), (F32, F16)),
+}
+# JAX builds random_gamma_grad from other operations, so its message names those.
+OWN_WORDS = {"random_gamma_grad"}
+
+
+def _outcome(fn):
+    """('raises', type, message) or ('returns', [(dtype, weak_type) per result])."""
+    try:
+        out = fn()
+    except Exception as e:   # the exception's type and words are what is compared
+        return "raises", type(e), str(e).split("\n")[0]
+    return "returns", [(np.dtype(r.dtype), r.weak_type) for r in jax.tree.leaves(out)]
+
+
+def _transformed(api, transform, call, arrays):
+    L = LAX[api]
+    np_ = SIDES["jax" if api is jax else "impl"][1]
+    fn = lambda *a: call(L, np_, *a)  # noqa: E731
+    if transform == "eager":
+        return lambda: fn(*arrays)
+    if transform == "jit":
+        return lambda: api.jit(fn)(*arrays)
+    if transform == "vmap":
+        return lambda: api.vmap(fn)(*[np.stack([a, a]) for a in arrays])
+
+    def total(first, *rest):   # grad: a scalar out of the float results
+        outs = jax.tree.leaves(fn(first, *rest))
+        return sum(np_.sum(o.astype(np.float32)) for o in outs
+                   if np.issubdtype(o.dtype, np.floating))
+    return lambda: api.grad(total)(*arrays)
+
+
+def _transforms(arrays, no_grad):
+    yield "eager"
+    if arrays:
+        yield from ("jit", "vmap")
+        if np.issubdtype(arrays[0].dtype, np.floating) and not no_grad:
+            yield "grad"
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+@pytest.mark.parametrize("name", sorted(LAX_DTYPE_CASES))
+def test_lax_checks_operand_dtypes_as_jax(name, x64):
+    call, arrays, *no_grad = LAX_DTYPE_CASES[name]
+    with jax.enable_x64(x64):
+        for transform in _transforms(arrays, no_grad):
+            want = _outcome(_transformed(jax, transform, call, arrays))
+            got = _outcome(_transformed(impl, transform, call, arrays))
+            assert got[:2] == want[:2], (transform, got, want)
+            # The words too where JAX checks the primitive itself (its vmap and grad
+            # rules may bind others first: a batched dynamic_update_slice is a scatter).
+            if want[:2] == ("raises", TypeError) and transform in ("eager", "jit") and not any(
+                    n in name for n in OWN_WORDS):
+                assert got[2] == want[2], transform
+
+
+def test_lax_dtype_cases_cover_both_outcomes():
+    """The table holds calls JAX refuses and calls it accepts, with and without x64."""
+    for x64 in (False, True):
+        with jax.enable_x64(x64):
+            kinds = {_outcome(_transformed(jax, "eager", call, arrays))[0]
+                     for call, arrays, *_ in LAX_DTYPE_CASES.values()}
+        assert kinds == {"raises", "returns"}
+
+
+# impl.lax's functions whose primitive has another name.
+_PRIMITIVE_OF = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
+                 "betainc": "regularized_incomplete_beta", "select": "select_n",
+                 "dynamic_update_slice_in_dim": "dynamic_update_slice",
+                 "dynamic_update_index_in_dim": "dynamic_update_slice",
+                 "scatter_sub": "scatter_add", "stack": "concatenate"}
+
+
+def test_lax_dtype_cases_cover_every_declared_contract():
+    """Each primitive that declares which dtypes its operands take has a case (add_any
+    is impl's own, no function of impl.lax binds it)."""
+    from impl.primitives._operand_dtypes import declared
+    called = {name.split("(")[0] for name in LAX_DTYPE_CASES}
+    covered = {_PRIMITIVE_OF.get(name, name) for name in called}
+    assert set(declared) - {"add_any"} <= covered, set(declared) - covered
+
+
+UNARY = ("neg sign floor ceil round is_finite exp exp2 log expm1 log1p tanh logistic sin cos "
+         "tan asin acos atan sinh cosh asinh acosh atanh sqrt rsqrt cbrt square bitwise_not "
+         "population_count clz lgamma digamma bessel_i0e bessel_i1e erf erfc erf_inv abs real "
+         "imag conj reciprocal cumsum cumprod cummax cummin cumlogsumexp").split()
+UNARY_DTYPES = [np.bool_, np.int32, np.uint32, np.float16, np.float32, np.complex64]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_lax_unary_functions_accept_the_dtypes_jax_does(name):
+    """Each dtype either works in both (same result type) or raises JAX's TypeError in
+    JAX's words in both."""
+    for dtype in UNARY_DTYPES:
+        x = np.ones(3, dtype)
+        want = _outcome(lambda: getattr(jlax, name)(x))
+        got = _outcome(lambda: getattr(ilax, name)(x))
+        if name == "cumlogsumexp" and np.issubdtype(dtype, np.integer):
+            # JAX crashes computing its integer identity (-inf); impl refuses the dtype.
+            assert (want[:2], got[:2]) == (("raises", OverflowError), ("raises", TypeError))
+        else:
+            assert got == want, np.dtype(dtype)
+
+
+def test_pow_with_an_integer_exponent_differentiates_as_jax():
+    """lax.pow takes an integer exponent array; its derivative in the base is JAX's
+    (under standard promotion, which JAX's own rule needs)."""
+    x, n = np.array([1.5, 2.0, 3.0], np.float32), np.array([2, 3, 0], np.int32)
+    with jax.numpy_dtype_promotion("standard"):
+        want = jax.grad(lambda a: jlax.pow(a, n).sum())(x)
+    got = impl.grad(lambda a: ilax.pow(a, n).sum())(x)
+    assert _type(got) == _type(want)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_impl_internals_still_mix_weak_scalars():
+    """impl's own functions (what impl.numpy builds on) keep letting a Python scalar take
+    the array's dtype, where impl.lax refuses."""
+    from impl.primitives import elementwise as ew
+    from impl.primitives import indexing as ix
+    with jax.enable_x64(True):
+        assert ew.add(F16, 2.0).dtype == np.float16
+        assert ix.pad(F32, 0.0, PAD).dtype == np.float32
+        with pytest.raises(TypeError, match="lax.add requires arguments to have the same"):
+            ilax.add(F16, 2.0)
+        with pytest.raises(TypeError, match="pad operand and padding_value must be same"):
+            ilax.pad(F32, 0.0, PAD)

@@ -297,6 +297,16 @@ def _holds_collective(params):
                for p in params.values() for j in core.programs_in(p) for e in j.eqns)
 
 
+def collective_over(programs, axis_name):
+    """Whether `programs` (or a program they hold) apply a collective over the vmapped
+    axis `axis_name`: then an element's values reach the other elements' results."""
+    return axis_name is not None and any(
+        (e.primitive.collective and axis_name in e.params.get("axes", ()))
+        or collective_over([j for p in e.params.values() for j in core.programs_in(p)],
+                           axis_name)
+        for j in programs for e in j.eqns)
+
+
 class BatchTrace(core.Trace):
     __slots__ = ("axis_data",)
 

@@ -160,13 +160,14 @@ def has_effects(eqn) -> bool:
                for e in j.eqns)
 
 
-def drop_unused_eqns(jaxpr: Jaxpr) -> Jaxpr:
-    """Drop equations whose outputs nothing uses (except those with side effects)."""
+def drop_unused_eqns(jaxpr: Jaxpr, keep_effects=True) -> Jaxpr:
+    """Drop equations whose outputs nothing uses (except those with side effects, unless
+    not `keep_effects`)."""
     live = {v.id for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
         used = [v.id in live for v in eqn.outvars]
-        if any(used) or has_effects(eqn):
+        if any(used) or (keep_effects and has_effects(eqn)):
             rule = dce_rules.get(eqn.primitive)
             if rule is not None and any(used) and not all(used):
                 eqn = rule(used, eqn)
@@ -340,6 +341,14 @@ def reorder_jaxpr(closed: ClosedJaxpr, in_order=None, out_order=None) -> ClosedJ
     invars = j.invars if in_order is None else [j.invars[i] for i in in_order]
     outvars = j.outvars if out_order is None else [j.outvars[i] for i in out_order]
     return ClosedJaxpr(Jaxpr(j.constvars, invars, outvars, j.eqns), closed.consts)
+
+
+def forwarded_inputs(closed: ClosedJaxpr) -> list:
+    """For each output of `closed`, the position of the input it returns unchanged, or
+    None."""
+    j = closed.jaxpr
+    position = {v.id: i for i, v in enumerate(j.invars)}
+    return [position.get(v.id) if type(v) is Var else None for v in j.outvars]
 
 
 def add_unused_inputs(closed: ClosedJaxpr, avals, at=None) -> ClosedJaxpr:

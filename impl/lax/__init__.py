@@ -1,6 +1,7 @@
-"""Primitive-level functions, as in jax.lax."""
+"""Primitive-level functions, as in jax.lax: strict about their operands' dtypes where
+jax.lax is (impl/lax/_checked.py), unlike impl's internal functions."""
 from impl.primitives.elementwise import (  # noqa: F401
-    add, sub, mul, div, neg, sin, cos, exp, log, sqrt, rsqrt, sign, select_n,
+    neg, sin, cos, exp, log, sqrt, rsqrt, sign,
 )
 from impl.primitives.shape import (  # noqa: F401
     broadcast_in_dim, reshape, transpose, squeeze, expand_dims, reduce_sum,
@@ -9,10 +10,9 @@ from impl.primitives.linalg import dot_general  # noqa: F401
 from impl.primitives.collectives import psum, pmean, pmax, pmin, axis_index, axis_size  # noqa: F401,E402
 from impl.primitives.sharding import with_sharding_constraint  # noqa: F401,E402
 from impl.primitives.indexing import (  # noqa: F401,E402
-    concatenate, pad, slice, slice_in_dim, index_in_dim, dynamic_slice, dynamic_update_slice,
-    dynamic_slice_in_dim, dynamic_index_in_dim, dynamic_update_slice_in_dim, gather,
-    scatter_add, scatter, rev, GatherDimensionNumbers, ScatterDimensionNumbers,
-    GatherScatterMode, scatter_mul, scatter_min, scatter_max, scatter_sub,
+    slice, slice_in_dim, index_in_dim, dynamic_slice, dynamic_slice_in_dim,
+    dynamic_index_in_dim, gather, rev, GatherDimensionNumbers, ScatterDimensionNumbers,
+    GatherScatterMode,
 )
 from impl.primitives.reductions import (  # noqa: F401,E402
     reduce_max, reduce_min, reduce_prod, argmax, argmin, cumsum, cumprod, cummax, cummin,
@@ -22,13 +22,23 @@ from impl.primitives.reductions import (  # noqa: F401,E402
 # The remaining elementwise operations of jax.lax, as thin binds of their primitives.
 from jax import tree_util as _tree_util  # noqa: E402
 from impl.primitives import elementwise as _ew  # noqa: E402
+from impl.primitives import indexing as _ix  # noqa: E402
+from impl.primitives import _operand_dtypes as _dt  # noqa: E402
+from impl.lax._checked import bind_checked as _lax_fn, checked as _checked  # noqa: E402
 
-
-def _lax_fn(prim, name=None):
-    def fn(*args):
-        return prim.bind(*args)
-    fn.__name__ = fn.__qualname__ = name or prim.name
-    return fn
+add, sub, mul, div = (_checked(f, p, "x", "y") for f, p in (
+    (_ew.add, _ew.add_p), (_ew.sub, _ew.sub_p), (_ew.mul, _ew.mul_p), (_ew.div, _ew.div_p)))
+select_n = _checked(_ew.select_n, _ew.select_n_p, "which", "*cases")
+concatenate = _checked(_ix.concatenate, _ix.concatenate_p, "*operands")
+pad = _checked(_ix.pad, _ix.pad_p, "operand", "padding_value")
+dynamic_update_slice, dynamic_update_slice_in_dim = (
+    _checked(f, _ix.dynamic_update_slice_p, "operand", "update")
+    for f in (_ix.dynamic_update_slice, _ix.dynamic_update_slice_in_dim))
+scatter_add, scatter, scatter_mul, scatter_min, scatter_max, scatter_sub = (
+    _checked(f, p, "operand", "scatter_indices", "updates") for f, p in (
+        (_ix.scatter_add, _ix.scatter_add_p), (_ix.scatter, _ix.scatter_p),
+        (_ix.scatter_mul, _ix.scatter_mul_p), (_ix.scatter_min, _ix.scatter_min_p),
+        (_ix.scatter_max, _ix.scatter_max_p), (_ix.scatter_sub, _ix.scatter_add_p)))
 
 
 tan, asin, acos, atan, sinh, cosh, tanh, log1p, expm1, logistic, erf, floor, ceil = (
@@ -56,6 +66,8 @@ def integer_pow(x, y):
 
 
 def square(x):
+    # JAX's own primitive: its dtype check names square.
+    _dt.check_unary("square", _dt.NUMBER, _ew.get_aval(x).dtype)
     return _ew.integer_pow_p.bind(x, y=2)
 
 
@@ -104,7 +116,9 @@ from jax.lax import (  # noqa: E402,F401
     conv_shape_tuple, conv_transpose_shape_tuple, reduce_window_shape_tuple,
 )
 # The parts of complex numbers (jax.lax.complex, real, imag, conj).
-from impl.primitives.complex_parts import complex, conj, imag, real  # noqa: E402,F401,A004
+from impl.primitives import complex_parts as _cp  # noqa: E402
+from impl.primitives.complex_parts import conj, imag, real  # noqa: E402,F401
+complex = _checked(_cp.complex, _cp.complex_p, "x", "y")  # noqa: A001
 
 
 def _primitives_named_as_jax():

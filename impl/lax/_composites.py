@@ -13,8 +13,11 @@ from impl import core
 from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import special as sp
+from impl.lax._checked import bind_checked
+from impl.primitives._operand_dtypes import OperandDtypes, check_operand_dtypes
 from impl.primitives.indexing import (GatherDimensionNumbers, concatenate,
-                                      dynamic_update_slice_in_dim, gather, slice_in_dim)
+                                      dynamic_update_slice_in_dim, dynamic_update_slice_p,
+                                      gather, slice_in_dim)
 from impl.primitives.linalg import dot_general
 from impl.primitives.reductions import reduce_max, reduce_min
 from impl.primitives.shape import broadcast_in_dim, expand_dims, reduce_sum, reshape, squeeze
@@ -35,13 +38,10 @@ def atanh(x): return sp.atanh_p.bind(x)
 def erfc(x): return sp.erfc_p.bind(x)
 def lgamma(x): return sp.lgamma_p.bind(x)
 def digamma(x): return sp.digamma_p.bind(x)
-def polygamma(m, x): return sp.polygamma_p.bind(m, x)
-def igamma(a, x): return sp.igamma_p.bind(a, x)
-def igammac(a, x): return sp.igammac_p.bind(a, x)
-def igamma_grad_a(a, x): return sp.igamma_grad_a_p.bind(a, x)
-def random_gamma_grad(a, x): return sp.random_gamma_grad_p.bind(a, x)
-def zeta(x, q): return sp.zeta_p.bind(x, q)
-def betainc(a, b, x): return sp.regularized_incomplete_beta_p.bind(a, b, x)
+polygamma, igamma, igammac, igamma_grad_a, random_gamma_grad, zeta = (
+    bind_checked(p) for p in (sp.polygamma_p, sp.igamma_p, sp.igammac_p, sp.igamma_grad_a_p,
+                              sp.random_gamma_grad_p, sp.zeta_p))
+betainc = bind_checked(sp.regularized_incomplete_beta_p, "betainc")
 def bessel_i0e(x): return sp.bessel_i0e_p.bind(x)
 def bessel_i1e(x): return sp.bessel_i1e_p.bind(x)
 def population_count(x): return sp.population_count_p.bind(x)
@@ -63,6 +63,7 @@ def reciprocal(x):
 
 def select(pred, on_true, on_false):
     """`on_true` where `pred` holds, else `on_false`."""
+    check_operand_dtypes(ew.select_n_p, pred, on_false, on_true)
     return ew.select_n(pred, on_false, on_true)
 
 
@@ -157,6 +158,9 @@ def split(operand, sizes, axis=0):
             for a, b in zip(starts[:-1], starts[1:])]
 
 
+_STACK_DTYPES = OperandDtypes()   # jax.lax.stack's own contract: one dtype
+
+
 def stack(operands, axis=0):
     """The operands (of one shape) stacked along a new axis."""
     operands = list(operands)
@@ -166,6 +170,7 @@ def stack(operands, axis=0):
     axis = int(axis) % ndim if -ndim <= axis < ndim else axis
     if not 0 <= axis < ndim:
         raise ValueError(f"stack: axis {axis} is out of bounds for arrays of rank {ndim}")
+    _STACK_DTYPES.check("stack", [get_aval(x).dtype for x in operands])
     return concatenate([expand_dims(x, (axis,)) for x in operands], axis)
 
 
@@ -180,6 +185,7 @@ def unstack(x, axis=0):
 def dynamic_update_index_in_dim(operand, update, index, axis, *,
                                 allow_negative_indices=True):
     """`operand` with the slice at `index` along `axis` replaced by `update`."""
+    check_operand_dtypes(dynamic_update_slice_p, operand, update)
     ndim = get_aval(operand).ndim
     axis = int(axis) % ndim
     if get_aval(update).ndim == ndim - 1:

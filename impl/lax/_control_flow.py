@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 from jax import tree_util
+from jax._src.config import disable_jit as _disable_jit
 
 from impl import core
 from impl.api import vmap
@@ -53,6 +54,12 @@ def _trace(fun, in_tree, avals, what, check_out=None):
     closed, _ = pe.trace_to_jaxpr(flat, avals)
     program, consts = pe.convert_constvars_to_invars(closed)
     return program, consts, box["tree"]
+
+
+def _as_array(x):
+    """An operand returned without passing through a primitive, as an array (tracers
+    and arrays stay as they are)."""
+    return x if isinstance(x, (core.Tracer, jax.Array)) else jax.numpy.asarray(x)
 
 
 def _sourceinfo(fun):
@@ -268,7 +275,17 @@ def _bind_branches(api, index, funs, names, operands, report_order=None):
     out_weak = [all(w) for w in zip(*[[a.weak_type for a in p.out_avals]
                                       for p, _, _ in traced])]
     programs = tuple(_branch_program(p, cs, slots, consts, out_weak) for p, cs, _ in traced)
-    outs = cond_p.bind(index, *consts, *ops, branches=programs)
+    # An output that every branch returns unchanged from the same operand is that
+    # operand, not an output of the cond: under vmap it keeps its own batching (as in
+    # JAX, whose cond forwards it so).
+    inputs = consts + ops
+    fwd = [f[0] if len(set(f)) == 1 else None
+           for f in zip(*[pe.forwarded_inputs(p) for p in programs])]
+    if any(f is not None for f in fwd):
+        kept = [i for i, f in enumerate(fwd) if f is None]
+        programs = tuple(pe.reorder_jaxpr(p, out_order=kept) for p in programs)
+    outs = iter(cond_p.bind(index, *inputs, branches=programs))
+    outs = [next(outs) if f is None else _as_array(inputs[f]) for f in fwd]
     return tree_unflatten(traced[0][2], outs)
 
 
@@ -394,10 +411,32 @@ def while_loop(cond_fun, body_fun, init_val):
             cond_prog, cond_consts, body_prog, body_consts, out_tree = stage(init)
     _check_carry("while_loop body", body_fun, in_tree, in_avals, out_tree,
                  body_prog.out_avals)
-    outs = while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond_prog,
-                        body_jaxpr=body_prog, cond_nconsts=len(cond_consts),
-                        body_nconsts=len(body_consts))
-    return tree_unflatten(in_tree, outs)
+    # A carry the body returns unchanged and the condition does not read is a const of
+    # the body, returned as it went in: under vmap it stays unbatched even where a
+    # batched condition batches every carry (as in JAX, whose while_loop moves it so).
+    nb = len(body_consts)
+    cond_reads = pe.dce_closed_jaxpr(cond_prog, [True])[1][len(cond_consts):]
+    moved = [f == nb + i and not r for i, (f, r) in
+             enumerate(zip(pe.forwarded_inputs(body_prog), cond_reads))]
+    if any(moved):
+        stays = [not m for m in moved]
+        cond_prog, _ = pe.dce_closed_jaxpr(cond_prog, [True],
+                                           [True] * len(cond_consts) + stays)
+        body_prog = pe.reorder_jaxpr(
+            body_prog, in_order=[*_positions(moved, nb), *range(nb), *_positions(stays, nb)],
+            out_order=_positions(stays))
+    kept = [x for x, m in zip(init, moved) if not m]
+    new_consts = [x for x, m in zip(init, moved) if m]
+    outs = iter(while_p.bind(*cond_consts, *new_consts, *body_consts, *kept,
+                             cond_jaxpr=cond_prog, body_jaxpr=body_prog,
+                             cond_nconsts=len(cond_consts),
+                             body_nconsts=len(new_consts) + nb))
+    return tree_unflatten(in_tree, [x if m else next(outs) for x, m in zip(init, moved)])
+
+
+def _positions(flags, offset=0):
+    """The indices (plus `offset`) of the set flags."""
+    return [offset + i for i, f in enumerate(flags) if f]
 
 
 def _plus_one(i):
@@ -431,6 +470,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
             i, x = loop_carry
             return (i + 1, body_fun(i, x)), None
         length = max(hi - lo, 0)
+        if length == 0 and _disable_jit.value:
+            return init_val   # (a scan of length 0 raises there)
         (_, result), _ = scan(scan_body, (lo, init_val), None, length=length,
                               unroll=False if unroll is None else unroll)
         return result
@@ -492,6 +533,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     for x in init_flat + xs_flat:
         _check_leaf(x, "scan init and xs")
     length = _scan_length(xs_flat, length)
+    if length == 0 and _disable_jit.value:
+        raise ValueError("zero-length scan is not supported in disable_jit() mode because "
+                         "the output type is unknown.")
     if isinstance(unroll, (bool, np.bool_)):
         unroll = max(length, 1) if unroll else 1
     try:
@@ -530,10 +574,29 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
             body, consts, carry_tree, ys_tree = stage(init_flat)
     n = len(init_flat)
     _check_carry("scan body", f, init_tree, in_avals, carry_tree, body.out_avals[:n])
-    outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=body, length=length,
-                       reverse=bool(reverse), unroll=unroll, num_consts=len(consts),
-                       num_carry=n, _split_transpose=bool(_split_transpose))
-    return tree_unflatten(carry_tree, outs[:n]), tree_unflatten(ys_tree, outs[n:])
+    # A carry the body returns unchanged is a const, returned as it went in, and a
+    # scanned-over operand the body returns as a stacked output is returned directly:
+    # under vmap both keep their own batching (as in JAX, whose scan forwards them so).
+    nc, nx = len(consts), len(xs_flat)
+    fwd = pe.forwarded_inputs(body)
+    moved = [f == nc + i for i, f in enumerate(fwd[:n])]
+    xs_fwd = [f - nc - n if f is not None and f >= nc + n else None for f in fwd[n:]]
+    if any(moved) or any(f is not None for f in xs_fwd):
+        stays = [not m for m in moved]
+        body = pe.reorder_jaxpr(
+            body, in_order=[*_positions(moved, nc), *range(nc), *_positions(stays, nc),
+                            *range(nc + n, nc + n + nx)],
+            out_order=_positions(stays) + _positions([f is None for f in xs_fwd], n))
+    new_consts = [x for x, m in zip(init_flat, moved) if m]
+    kept = [x for x, m in zip(init_flat, moved) if not m]
+    outs = scan_p.bind(*new_consts, *consts, *kept, *xs_flat, jaxpr=body, length=length,
+                       reverse=bool(reverse), unroll=unroll,
+                       num_consts=len(new_consts) + nc, num_carry=len(kept),
+                       _split_transpose=bool(_split_transpose))
+    carry_out, ys = iter(outs[:len(kept)]), iter(outs[len(kept):])
+    carry = [x if m else next(carry_out) for x, m in zip(init_flat, moved)]
+    ys = [next(ys) if f is None else _as_array(xs_flat[f]) for f in xs_fwd]
+    return tree_unflatten(carry_tree, carry), tree_unflatten(ys_tree, ys)
 
 
 def map(f, xs, *, batch_size=None):  # noqa: A001

@@ -26,6 +26,7 @@ from impl.interpreters import ad
 from impl.interpreters import batching as _batching
 from impl.interpreters import lowering as _lowering
 from impl.interpreters import partial_eval as pe
+from impl.primitives import _operand_dtypes
 
 # Every primitive impl defines, by name: the harness draws programs from it.
 registry: dict[str, core.Primitive] = {}
@@ -108,7 +109,8 @@ def _build(rule, prim):
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
            transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
            collective=False, effectful=False, operands=None,
-           sharding_rule=None, vma_rule=None, on_context_mesh=False) -> core.Primitive:
+           sharding_rule=None, vma_rule=None, operand_dtypes=None,
+           on_context_mesh=False) -> core.Primitive:
     """Create the primitive `name` and register every one of its rules.
 
     abstract_eval: `(*avals, **params) -> aval` (a list when multiple_results),
@@ -150,6 +152,10 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         which the operands are cast to vary alike and the results vary as they do.
         `core.TYPED_BY_ABSTRACT_EVAL` when the abstract evaluation's results carry
         their vma (calls and control flow: the types of their programs).
+    operand_dtypes: an `OperandDtypes` (impl/primitives/_operand_dtypes.py), the dtypes
+        jax.lax lets its operands have: which each accepts and which must be equal.
+        impl.lax's function checks it before binding (the primitive itself lets weakly
+        typed operands take the others' dtype, for impl's own callers).
     """
     if name in registry:
         raise ValueError(f"primitive {name!r} is already defined")
@@ -180,6 +186,8 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
             table[prim] = _build(rule, prim)
     if effectful:
         pe.effectful.add(prim)
+    if operand_dtypes is not None:
+        _operand_dtypes.declared[name] = operand_dtypes
     defined_in[name] = sys._getframe(1).f_globals.get("__name__", "")
     operand_counts[name] = operands
     registry[name] = prim

@@ -1,15 +1,22 @@
 """Host callbacks: Python functions called with the runtime values of a program.
 
-`debug_callback` has a side effect and no outputs, so it is `effectful` (dead-code
-removal keeps it). `pure_callback` computes outputs of declared types on the host.
-Both lower to JAX's own callbacks, which run them eagerly too.
+`debug_callback` and `debug_print` have a side effect and no outputs, so they are
+`effectful` (dead-code removal keeps them); `debug_print` holds its format and the
+print options as parameters, as JAX 0.10 stages it. `pure_callback` computes outputs of
+declared types on the host. All lower to JAX's own callbacks, which run them eagerly
+too.
 """
 from __future__ import annotations
 
+import string
+import sys
+
 import jax
+import numpy as np
+from jax import tree_util
 
 from impl import core
-from impl.core import ShapedArray, get_aval
+from impl.core import RuleMaker, ShapedArray, get_aval
 from impl.interpreters import batching
 from impl.primitives._define import define
 from impl.primitives.indexing import concatenate, index_in_dim
@@ -26,36 +33,95 @@ def _axis_size(vals, dims):
     return next(get_aval(x).shape[d] for x, d in zip(vals, dims) if d is not None)
 
 
-# ----------------------------------------------------------------- debug_callback
+# ---------------------------------------------------- debug_callback, debug_print
+# Both call the host with the primal values (tangents are not shown), once per element
+# of a mapped axis (as JAX's), and transpose to nothing.
+
+def _host_call_jvp(prim):
+    return lambda primals, tangents, **params: (prim.bind(*primals, **params), [])
+
+
+def _host_call_batch(prim):
+    def rule(axis_data, vals, dims, **params):
+        _unrolled(lambda *xs: prim.bind(*xs, **params), vals, dims, _axis_size(vals, dims))
+        return [], []
+    return rule
+
+
+def _define_host_call(name, lowering):
+    return define(
+        name, abstract_eval=lambda *avals, **params: [], lowering=lowering,
+        jvp=RuleMaker(_host_call_jvp), batching=RuleMaker(_host_call_batch),
+        transpose=lambda cts, *args, **params: [None] * len(args),
+        multiple_results=True, effectful=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
+        sharding_rule=lambda *avals, **params: [])   # no results: any operands
+
+
+def split_static(args, kwargs):
+    """(tree, dynamic leaves, static leaves by position) of the pytree (args, kwargs):
+    the leaves that are arrays (traced or not) are operands, the rest stay static."""
+    leaves, tree = tree_util.tree_flatten((args, kwargs))
+    static = {i: x for i, x in enumerate(leaves) if not core.valid_jaxtype(x)}
+    return tree, [x for i, x in enumerate(leaves) if i not in static], static
+
+
+def flat_call(fn, tree, static):
+    """`fn` as a function of the dynamic leaves only: it calls `fn(*args, **kwargs)`."""
+    def flat(*values):
+        it = iter(values)
+        leaves = [static[i] if i in static else next(it)
+                  for i in range(len(static) + len(values))]
+        args, kwargs = tree_util.tree_unflatten(tree, leaves)
+        fn(*args, **kwargs)
+    return flat
+
 
 def _debug_callback_lower(*args, callback, ordered, partitioned):
     jax.debug.callback(callback, *args, ordered=ordered, partitioned=partitioned)
     return []
 
 
-def _debug_callback_batch(axis_data, vals, dims, **params):
-    # As JAX's: the callback sees one element of the mapped axis at a time.
-    _unrolled(lambda *xs: debug_callback_p.bind(*xs, **params), vals, dims,
-              _axis_size(vals, dims))
-    return [], []
-
-
-def _debug_callback_jvp(primals, tangents, **params):
-    return debug_callback_p.bind(*primals, **params), []   # tangents are not shown
-
-
-debug_callback_p = define(
-    "debug_callback", abstract_eval=lambda *avals, **params: [],
-    lowering=_debug_callback_lower, jvp=_debug_callback_jvp, batching=_debug_callback_batch,
-    transpose=lambda cts, *args, **params: [None] * len(args),
-    multiple_results=True, effectful=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
-    sharding_rule=lambda *avals, **params: [])   # no results: any operands
+debug_callback_p = _define_host_call("debug_callback", _debug_callback_lower)
 
 
 def debug_callback(flat_callback, leaves, *, ordered=False, partitioned=False):
     """Call `flat_callback(*leaves)` with the runtime values of `leaves`."""
     debug_callback_p.bind(*leaves, callback=flat_callback, ordered=bool(ordered),
                           partitioned=bool(partitioned))
+
+
+def _debug_print_lower(*args, fmt, has_placeholders, in_tree, logging_record,
+                       np_printoptions, ordered, partitioned, static_args):
+    if logging_record is not None:
+        raise NotImplementedError("debug_print: logging_record (jax.debug.log) is not "
+                                  "supported by impl")
+
+    def write(*values, **named):
+        if has_placeholders:
+            with np.printoptions(**dict(np_printoptions)):
+                text = fmt.format(*values, **named)
+        else:
+            text = " ".join([fmt, *(str(v) for v in values)])
+        sys.stdout.write(text + "\n")
+    jax.debug.callback(flat_call(write, in_tree, dict(static_args)), *args,
+                       ordered=ordered, partitioned=partitioned)
+    return []
+
+
+debug_print_p = _define_host_call("debug_print", _debug_print_lower)
+
+
+def debug_print(fmt, args, kwargs, *, ordered=False, partitioned=False):
+    """Print `fmt.format(*args, **kwargs)` with the runtime values of the arrays among
+    them, with NumPy's print options of now. As JAX's, a format whose first field has
+    no placeholder prints the format and then the values (`"{{x}} {}"` too)."""
+    tree, dynamic, static = split_static(args, kwargs)
+    first = next(iter(string.Formatter().parse(fmt)), (None, None))
+    debug_print_p.bind(*dynamic, fmt=fmt, has_placeholders=first[1] is not None,
+                       in_tree=tree, logging_record=None,
+                       np_printoptions=tuple(np.get_printoptions().items()),
+                       ordered=bool(ordered), partitioned=bool(partitioned),
+                       static_args=tuple(static.items()))
 
 
 # ---------------------------------------------------------------- inspect_sharding

@@ -9,10 +9,12 @@ from jax import lax
 
 from impl.core import ShapedArray
 from impl.interpreters import ad, batching
-from impl.interpreters.ad import Zero
+from impl.interpreters.ad import Zero, is_undefined_primal
+from impl.primitives import _operand_dtypes as dt
 from impl.primitives import sharding_rules
 from impl.primitives._define import define
-from impl.primitives.elementwise import convert_element_type, neg, zeros_like
+from impl.primitives.elementwise import (_result_shape, convert_element_type, neg, unbroadcast,
+                                         zeros_like)
 
 
 def real_dtype_of(dtype):
@@ -25,17 +27,9 @@ def complex_dtype_of(dtype):
     return np.dtype(np.complex128 if np.dtype(dtype).itemsize >= 8 else np.complex64)
 
 
-def _complex_only(name):
-    def rule(x):
-        if x.dtype.kind != "c":
-            raise TypeError(f"{name} takes a complex operand, got {x.str_short()}")
-        return x
-    return rule
-
-
 def _to_real_aval(name):
     def rule(x):
-        _complex_only(name)(x)
+        dt.check_unary(name, dt.COMPLEX, x.dtype)
         return ShapedArray(x.shape, real_dtype_of(x.dtype), x.weak_type)
     return rule
 
@@ -83,10 +77,24 @@ def imag(x):
 
 # ------------------------------------------------------------------------ conj
 
-conj_p = define("conj", abstract_eval=_complex_only("conj"), lowering=lax.conj,
-                jvp=ad.linear_jvp,
-                transpose=lambda ct, x: [None if type(ct) is Zero else conj(ct)],
-                batching=batching.vectorized,
+# A complex number, or a real float32/float64 one taken as complex (in the order JAX's
+# message lists them).
+_CONJ_DTYPES = (np.float32, np.complexfloating, np.float64)
+
+
+def _conj_aval(x):
+    dt.check_unary("conj", _CONJ_DTYPES, x.dtype)
+    return x.update(dtype=complex_dtype_of(x.dtype))
+
+
+def _conj_transpose(ct, x):
+    if type(ct) is Zero:
+        return [None]
+    return [conj(ct) if x.aval.dtype.kind == "c" else real(ct)]
+
+
+conj_p = define("conj", abstract_eval=_conj_aval, lowering=lax.conj, jvp=ad.linear_jvp,
+                transpose=_conj_transpose, batching=batching.vectorized,
                 sharding_rule=sharding_rules.same_as_operand)
 
 
@@ -96,19 +104,21 @@ def conj(x):
 
 # --------------------------------------------------------------------- complex
 
+# Two reals of one dtype, float32 or float64 (weakly typed operands get no leeway).
+_COMPLEX_DTYPES = dt.OperandDtypes(((np.float32, np.float64),))
+
+
 def _complex_aval(x, y):
-    if x.dtype != y.dtype or x.dtype.kind != "f" or x.dtype.itemsize < 4:
-        raise TypeError("complex takes two float32 or two float64 operands of one dtype, "
-                        f"got {x.str_short()} and {y.str_short()}")
-    if x.shape != y.shape:
-        raise TypeError(f"complex got operands of different shapes: {x.shape} and {y.shape}")
-    return ShapedArray(x.shape, complex_dtype_of(x.dtype), x.weak_type and y.weak_type)
+    _COMPLEX_DTYPES.check("complex", [x.dtype, y.dtype])
+    return ShapedArray(_result_shape("complex", (x, y)), complex_dtype_of(x.dtype),
+                       x.weak_type and y.weak_type)
 
 
 def _complex_transpose(ct, x, y):
     if type(ct) is Zero:
         return [None, None]
-    return [real(ct), neg(imag(ct))]
+    return [unbroadcast(real(ct), x.aval) if is_undefined_primal(x) else None,
+            unbroadcast(neg(imag(ct)), y.aval) if is_undefined_primal(y) else None]
 
 
 def _complex_batch(axis_data, vals, dims):
@@ -119,7 +129,8 @@ def _complex_batch(axis_data, vals, dims):
 
 complex_p = define("complex", abstract_eval=_complex_aval, lowering=lax.complex,
                    jvp=ad.linear_jvp, transpose=_complex_transpose, batching=_complex_batch,
-                   sharding_rule=sharding_rules.elementwise("complex"))
+                   sharding_rule=sharding_rules.elementwise("complex"),
+                   operand_dtypes=_COMPLEX_DTYPES)
 
 
 def complex(x, y):  # noqa: A001  (jax.lax's name)

@@ -32,7 +32,7 @@ from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
 from impl.primitives._define import define
-from impl.primitives.elementwise import select_n
+from impl.primitives.elementwise import eq, select_n, stop_gradient_p
 from impl.primitives.reductions import reduce_max
 from impl.primitives.shape import broadcast_in_dim, reduce_sum
 
@@ -205,18 +205,36 @@ def _cond_batch(axis_data, vals, dims, *, branches):
     batched = [d is not None for d in op_dims]
     if index_dim is not None:
         # Each element picks its own branch: run every branch on the whole batch and
-        # select, as JAX does.
+        # select, as JAX does. A branch sees its operands through stop_gradient where
+        # another branch is selected: its derivative there, maybe infinite (sqrt at 0),
+        # then meets no cotangent, which would make a NaN of it (0 * inf). Not when a
+        # branch applies a collective over the vmapped axis: an element's operands then
+        # reach the results of elements that do select the branch, and their cotangents
+        # must pass (JAX stops them too, and its gradient is wrong).
         index = batching.moveaxis(index, index_dim, 0)
-        results = [_eval(_batch_program(b, axis_data, batched, True)[0], *ops)
-                   for b in branches]
-        outs = [select_n(broadcast_in_dim(index, get_aval(cases[0]).shape, (0,)), *cases)
-                for cases in zip(*results)]
+        size = axis_data.size
+        ops = [batching.matchaxis(size, 0 if b else None, 0, x) for x, b in zip(ops, batched)]
+        every = [True] * len(ops)
+        guard = not batching.collective_over([b.jaxpr for b in branches], axis_data.name)
+        results = []
+        for i, b in enumerate(branches):
+            if guard:
+                taken = eq(index, np.int32(i))
+                ops_i = [_select_batched(taken, stop_gradient_p.bind(x), x) for x in ops]
+            results.append(_eval(_batch_program(b, axis_data, every, True)[0],
+                                 *(ops_i if guard else ops)))
+        outs = [_select_batched(index, *cases) for cases in zip(*results)]
         return outs, [0] * len(outs)
     out_batched = [any(d is not None for d in ds) for ds in zip(
         *[_batch_program(b, axis_data, batched)[1] for b in branches])]
     new = tuple(_batch_program(b, axis_data, batched, out_batched)[0] for b in branches)
     outs = cond_p.bind(index, *ops, branches=new)
     return outs, [0 if b else None for b in out_batched]
+
+
+def _select_batched(which, *cases):
+    """select_n with a predicate (or index) of one value per batch element (axis 0)."""
+    return select_n(broadcast_in_dim(which, get_aval(cases[0]).shape, (0,)), *cases)
 
 
 def _zeros(aval):
@@ -385,8 +403,7 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
         cc, bc, carry = _split(args, nc, body_nconsts)
         (pred,) = _eval(new_cond, *cc, *carry)
         new = _eval(new_body, *bc, *carry)
-        return [select_n(broadcast_in_dim(pred, get_aval(n).shape, (0,)), c, n)
-                for c, n in zip(carry, new)]
+        return [_select_batched(pred, c, n) for c, n in zip(carry, new)]
 
     carry_avals = [get_aval(x) for x in init]
     cond_avals = new_cond.in_avals
@@ -602,10 +619,8 @@ def _scan_split_body(jaxpr, num_consts, num_carry, unknowns):
     kj = known.jaxpr
     n_kc = num_consts - sum(const_uk)
     n_kk = num_carry - sum(carry_uk)
-    positions = {v.id: i for i, v in enumerate(kj.invars)}
     n_known_out = len(kj.outvars) - num_res
-    res_src = [positions.get(v.id) if type(v) is core.Var else None
-               for v in kj.outvars[n_known_out:]]
+    res_src = pe.forwarded_inputs(known)[n_known_out:]
     from_const = [s is not None and s < n_kc for s in res_src]
     from_xs = [s is not None and s >= n_kc + n_kk for s in res_src]
     _, _, varying, _ = pe.partial_eval_jaxpr(known, [i >= n_kc for i in range(len(kj.invars))])
@@ -617,10 +632,15 @@ def _scan_split_body(jaxpr, num_consts, num_carry, unknowns):
         *range(n_known_out), *[n_known_out + i for i in idx(stacked)]])
     known_loop = core.ClosedJaxpr(pe.drop_unused_eqns(known_loop.jaxpr), known_loop.consts)
 
+    # The residuals computed from the consts alone, without the body's effects: the
+    # loop inputs are placeholders here (a print would show them).
+    invariant_part = pe.reorder_jaxpr(known, out_order=[n_known_out + i
+                                                         for i in idx(invariant)])
+    invariant_part = core.ClosedJaxpr(pe.drop_unused_eqns(invariant_part.jaxpr, False),
+                                      known.consts)
+
     def hoisted(*consts):
-        loop_inputs = [_zeros(a) for a in known.in_avals[n_kc:]]
-        outs = _eval(known, *consts, *loop_inputs)
-        return [outs[n_known_out + i] for i in idx(invariant)]
+        return _eval(invariant_part, *consts, *[_zeros(a) for a in known.in_avals[n_kc:]])
 
     hoist = pe.make_closed_jaxpr(hoisted, known.in_avals[:n_kc])
     n_uk_in = sum(const_uk) + sum(carry_uk) + sum(xs_uk)

@@ -3,7 +3,8 @@ type conversion and stop_gradient, each with all of its rules.
 
 Operands have equal shapes, except that rank-0 operands broadcast (as in JAX's
 jaxprs, where `mul x 2.0` is allowed). Dtypes must agree, except that weakly typed
-operands (Python scalars) take the dtype of the others.
+operands (Python scalars) take the dtype of the others; impl.lax's functions check the
+stricter contract each primitive declares (`operand_dtypes=`), as jax.lax does.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
 from impl.primitives import sharding_rules
 from impl.primitives.sharding import reshard_p
+from impl.primitives import _operand_dtypes as dt
 from impl.primitives._define import cast_to, define
 from impl.primitives.shape import broadcast_in_dim, reduce_sum
 
@@ -38,26 +40,25 @@ def _result_shape(name, avals):
     return shape
 
 
-def _result_dtype(name, avals):
-    strong = [a.dtype for a in avals if not a.weak_type]
-    if strong:
-        if any(d != strong[0] for d in strong):
-            raise TypeError(f"{name} requires arguments to have the same dtypes, got "
-                            f"{', '.join(str(a.dtype) for a in avals)}")
-        return strong[0], False
-    dtypes = [a.dtype for a in avals]
-    return max(dtypes, key=lambda d: (d.kind == "c", d.kind == "f", d.itemsize)), True
+def _unop_aval(name, accepted, out_dtype=None):
+    def rule(x, **params):
+        dt.check_unary(name, accepted, x.dtype)
+        if out_dtype is not None:
+            return ShapedArray(x.shape, out_dtype, False)
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+    return rule
 
 
-def _naryop_aval(name, accepted=None, out_dtype=None):
+def _contract_aval(name, contract, out_dtype=None):
+    """Abstract evaluation of an n-ary primitive under its declared dtype contract,
+    weakly typed operands taking the others' dtype; the result has the first operand's
+    dtype (pow's base, when its exponent is an integer)."""
     def rule(*avals, **params):
         shape = _result_shape(name, avals)
-        dtype, weak = _result_dtype(name, avals)
-        if accepted is not None and not accepted(dtype):
-            raise TypeError(f"{name} does not accept dtype {dtype}")
+        dtypes, weak = contract.check_lenient(name, avals)
         if out_dtype is not None:
             return ShapedArray(shape, out_dtype, False)
-        return ShapedArray(shape, dtype, weak)
+        return ShapedArray(shape, dtypes[0], weak)
     return rule
 
 
@@ -74,19 +75,15 @@ def _mark_weak(x):
     return _jax_convert(x, weak_type=True)
 
 
-def _lower_nary(lax_fn, name, weak_ok=True):
+def _lower_nary(lax_fn, contract, weak_ok=True):
     def lower(*args, **params):
-        dtype, weak = _result_dtype(name, [get_aval(a) for a in args])
-        out = lax_fn(*[cast_to(a, dtype) for a in args], **params)
+        dtypes, weak = contract.lenient([get_aval(a) for a in args])
+        out = lax_fn(*[cast_to(a, d) for a, d in zip(args, dtypes)], **params)
         return _mark_weak(out) if weak and weak_ok else out
     return lower
 
 
 _float = core.is_float_dtype
-
-
-def _not_bool(d):
-    return d != np.bool_
 
 
 def unbroadcast(ct, aval):
@@ -106,18 +103,29 @@ def unbroadcast(ct, aval):
     return ct
 
 
-def _unop(name, lax_fn, jvp, accepted=_float, transpose=None, out_dtype=None):
-    return define(name, abstract_eval=_naryop_aval(name, accepted, out_dtype),
-                  lowering=_lower_nary(lax_fn, name, weak_ok=out_dtype is None), jvp=jvp,
-                  transpose=transpose, batching=batching.vectorized,
+_ONE_OPERAND = dt.OperandDtypes()   # a unary primitive's dtype is its operand's
+
+
+def _unop(name, lax_fn, jvp, accepted=dt.INEXACT, transpose=None, out_dtype=None):
+    """An elementwise primitive of one operand, whose dtype is in the category
+    `accepted` (as jax.lax declares it)."""
+    return define(name, abstract_eval=_unop_aval(name, accepted, out_dtype),
+                  lowering=_lower_nary(lax_fn, _ONE_OPERAND, weak_ok=out_dtype is None),
+                  jvp=jvp, transpose=transpose, batching=batching.vectorized,
                   operands=1, sharding_rule=sharding_rules.same_as_operand)
 
 
-def _binop(name, lax_fn, jvp, accepted=None, out_dtype=None, transpose=None):
-    return define(name, abstract_eval=_naryop_aval(name, accepted, out_dtype),
-                  lowering=_lower_nary(lax_fn, name, weak_ok=out_dtype is None),
+def _binop(name, lax_fn, jvp, accepted=dt.ANY, out_dtype=None, transpose=None,
+           jnp_name=None, operands=2, contract=None):
+    """An elementwise primitive of `operands` operands; `accepted`: the category of
+    dtypes each accepts, all alike (or a whole `contract`), as jax.lax declares it;
+    `jnp_name`: the jax.numpy function JAX's mismatch message recommends."""
+    contract = contract or dt.OperandDtypes((accepted,), jnp_name=jnp_name)
+    return define(name, abstract_eval=_contract_aval(name, contract, out_dtype),
+                  lowering=_lower_nary(lax_fn, contract, weak_ok=out_dtype is None),
                   jvp=jvp, transpose=transpose, batching=batching.broadcasting,
-                  operands=2, sharding_rule=sharding_rules.elementwise(name))
+                  operands=operands, sharding_rule=sharding_rules.elementwise(name),
+                  operand_dtypes=contract)
 
 
 by_parts = ad.jvp_by_parts
@@ -125,7 +133,7 @@ by_parts = ad.jvp_by_parts
 
 # ------------------------------------------------------------- unary primitives
 
-neg_p = _unop("neg", lax.neg, ad.linear_jvp, _not_bool, transpose=lambda ct, x: [neg(ct)])
+neg_p = _unop("neg", lax.neg, ad.linear_jvp, dt.NUMBER, transpose=lambda ct, x: [neg(ct)])
 sin_p = _unop("sin", lax.sin, by_parts(lambda t, x: mul(t, cos(x))))
 cos_p = _unop("cos", lax.cos, by_parts(lambda t, x: neg(mul(t, sin(x)))))
 tan_p = _unop("tan", lax.tan,
@@ -150,18 +158,18 @@ rsqrt_p = _unop("rsqrt", lax.rsqrt,
 logistic_p = _unop("logistic", lax.logistic,
                    by_parts(lambda t, ans, x: mul(t, mul(ans, sub(1, ans))), use_output=True))
 erf_p = _unop("erf", lax.erf, by_parts(
-    lambda t, x: mul(t, mul(2 / math.sqrt(math.pi), exp(neg(mul(x, x)))))))
+    lambda t, x: mul(t, mul(2 / math.sqrt(math.pi), exp(neg(mul(x, x)))))), dt.FLOATING)
 # t where x >= 0, else -t: the derivative at 0 is 1, as in JAX (sign(0) would give 0).
 abs_p = _unop("abs", lax.abs,
               by_parts(lambda t, x: select_n(ge_p.bind(x, zeros_like(x)), neg(t), t)),
-              _not_bool)
-sign_p = _unop("sign", lax.sign, ad.zero_jvp, _not_bool)
-floor_p = _unop("floor", lax.floor, ad.zero_jvp)
-ceil_p = _unop("ceil", lax.ceil, ad.zero_jvp)
+              dt.SIGNED)
+sign_p = _unop("sign", lax.sign, ad.zero_jvp, dt.NUMBER)
+floor_p = _unop("floor", lax.floor, ad.zero_jvp, dt.FLOATING)
+ceil_p = _unop("ceil", lax.ceil, ad.zero_jvp, dt.FLOATING)
 round_p = _unop("round", lambda x, rounding_method=0: lax.round(x, rounding_method),
-                ad.zero_jvp)
-is_finite_p = _unop("is_finite", lax.is_finite, ad.zero_jvp, out_dtype=np.bool_)
-not_p = _unop("not", lax.bitwise_not, ad.zero_jvp, lambda d: d.kind in "biu")
+                ad.zero_jvp, dt.FLOATING)
+is_finite_p = _unop("is_finite", lax.is_finite, ad.zero_jvp, dt.FLOATING, out_dtype=np.bool_)
+not_p = _unop("not", lax.bitwise_not, ad.zero_jvp, dt.INT_OR_BOOL)
 
 
 def neg(x): return neg_p.bind(x)
@@ -214,12 +222,26 @@ def _rem_jvp_y(t, x, y):
 
 
 def _pow_jvp_x(t, ans, x, y):
-    return mul(t, mul(y, pow_p.bind(x, sub(y, 1))))
+    y_aval, x_dtype = get_aval(y), get_aval(x).dtype
+    # An integer exponent stays one in pow (exact powers) and scales in x's dtype.
+    scale = y if y_aval.dtype == x_dtype else convert_element_type(y, x_dtype, y_aval.weak_type)
+    return mul(t, mul(scale, pow_p.bind(x, sub(y, 1))))
 
 
 def _pow_jvp_y(t, ans, x, y):
     safe_log = select_n(eq(x, 0), log(x), zeros_like(x))
     return mul(t, mul(ans, safe_log))
+
+
+def _pow_dtypes_agree(x, y):
+    """pow's exponent may be an integer; otherwise it has the base's dtype."""
+    return x == y or (core.is_float_dtype(x) and y.kind in "iu")
+
+
+def _pow_mismatch(name, dtypes):
+    return ("the first argument to pow must have an inexact dtype (float or complex), and "
+            "the second argument must have an inexact or integer dtype, and two inexact "
+            f"dtypes must match, but got {dtypes[0]} and {dtypes[1]} respectively.")
 
 
 def _minmax_jvp(pick):
@@ -245,30 +267,39 @@ def _atan2_denominator(x, y):
     return add(mul(x, x), mul(y, y))
 
 
-add_p = _binop("add", lax.add, ad.linear_jvp, transpose=_add_transpose)
-sub_p = _binop("sub", lax.sub, ad.linear_jvp, transpose=_sub_transpose)
-mul_p = _binop("mul", lax.mul, ad.bilinear_jvp, transpose=ad.bilinear_transpose(
-    lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
-    lambda ct, x, y: unbroadcast(mul(x, ct), y.aval)))
-div_p = _binop("div", lax.div, _div_jvp, transpose=_div_transpose)
-rem_p = _binop("rem", lax.rem, by_parts(lambda t, x, y: t, _rem_jvp_y))
-pow_p = _binop("pow", lax.pow, by_parts(_pow_jvp_x, _pow_jvp_y, use_output=True))
-max_p = _binop("max", lax.max, _minmax_jvp(lambda a, b: gt(a, b)))
-min_p = _binop("min", lax.min, _minmax_jvp(lambda a, b: lt(a, b)))
+add_p = _binop("add", lax.add, ad.linear_jvp, dt.NUMBER, transpose=_add_transpose,
+               jnp_name="add")
+sub_p = _binop("sub", lax.sub, ad.linear_jvp, dt.NUMBER, transpose=_sub_transpose,
+               jnp_name="subtract")
+mul_p = _binop("mul", lax.mul, ad.bilinear_jvp, dt.NUMBER, jnp_name="multiply",
+               transpose=ad.bilinear_transpose(
+                   lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
+                   lambda ct, x, y: unbroadcast(mul(x, ct), y.aval)))
+div_p = _binop("div", lax.div, _div_jvp, dt.NUMBER, transpose=_div_transpose,
+               jnp_name="divide")
+rem_p = _binop("rem", lax.rem, by_parts(lambda t, x, y: t, _rem_jvp_y),
+               dt.INTEGER + dt.FLOATING)
+pow_p = _binop("pow", lax.pow, by_parts(_pow_jvp_x, _pow_jvp_y, use_output=True),
+               contract=dt.OperandDtypes((dt.INEXACT, dt.NUMBER), agree=_pow_dtypes_agree,
+                                         mismatch=_pow_mismatch))
+max_p = _binop("max", lax.max, _minmax_jvp(lambda a, b: gt(a, b)), jnp_name="maximum")
+min_p = _binop("min", lax.min, _minmax_jvp(lambda a, b: lt(a, b)), jnp_name="minimum")
 atan2_p = _binop("atan2", lax.atan2, by_parts(
     lambda t, x, y: mul(t, div(y, _atan2_denominator(x, y))),
-    lambda t, x, y: neg(mul(t, div(x, _atan2_denominator(x, y))))))
-and_p = _binop("and", lax.bitwise_and, ad.zero_jvp)
-or_p = _binop("or", lax.bitwise_or, ad.zero_jvp)
-xor_p = _binop("xor", lax.bitwise_xor, ad.zero_jvp)
-eq_p = _binop("eq", lax.eq, ad.zero_jvp, out_dtype=np.bool_)
-ne_p = _binop("ne", lax.ne, ad.zero_jvp, out_dtype=np.bool_)
-lt_p = _binop("lt", lax.lt, ad.zero_jvp, out_dtype=np.bool_)
-le_p = _binop("le", lax.le, ad.zero_jvp, out_dtype=np.bool_)
-gt_p = _binop("gt", lax.gt, ad.zero_jvp, out_dtype=np.bool_)
-ge_p = _binop("ge", lax.ge, ad.zero_jvp, out_dtype=np.bool_)
+    lambda t, x, y: neg(mul(t, div(x, _atan2_denominator(x, y))))), dt.INEXACT,
+    jnp_name="arctan2")
+and_p = _binop("and", lax.bitwise_and, ad.zero_jvp, dt.INT_OR_BOOL)
+or_p = _binop("or", lax.bitwise_or, ad.zero_jvp, dt.INT_OR_BOOL)
+xor_p = _binop("xor", lax.bitwise_xor, ad.zero_jvp, dt.INT_OR_BOOL)
+eq_p = _binop("eq", lax.eq, ad.zero_jvp, out_dtype=np.bool_, jnp_name="equal")
+ne_p = _binop("ne", lax.ne, ad.zero_jvp, out_dtype=np.bool_, jnp_name="not_equal")
+lt_p = _binop("lt", lax.lt, ad.zero_jvp, dt.ORDERED, out_dtype=np.bool_)
+le_p = _binop("le", lax.le, ad.zero_jvp, dt.ORDERED, out_dtype=np.bool_)
+gt_p = _binop("gt", lax.gt, ad.zero_jvp, dt.ORDERED, out_dtype=np.bool_)
+ge_p = _binop("ge", lax.ge, ad.zero_jvp, dt.ORDERED, out_dtype=np.bool_)
 # Sums tangents and cotangents (the interpreters reach it as core.ops.add_any).
-add_any_p = _binop("add_any", lax.add, ad.linear_jvp, transpose=_add_transpose)
+add_any_p = _binop("add_any", lax.add, ad.linear_jvp, transpose=_add_transpose,
+                   contract=dt.OperandDtypes())
 
 
 def _int_as(n, other):
@@ -307,24 +338,29 @@ def _integer_pow_jvp(t, x, *, y):
 
 
 integer_pow_p = define(
-    "integer_pow", abstract_eval=lambda x, *, y: _naryop_aval("integer_pow", _not_bool)(x),
+    "integer_pow", abstract_eval=lambda x, *, y: _unop_aval("integer_pow", dt.NUMBER)(x),
     lowering=lambda x, *, y: lax.integer_pow(x, y), jvp=by_parts(_integer_pow_jvp),
     batching=batching.vectorized, sharding_rule=sharding_rules.same_as_operand)
 
 
 # ---------------------------------------------------------------- select_n
 
+# The cases share one dtype (JAX's messages call the operation select).
+_SELECT_N_DTYPES = dt.OperandDtypes(same=slice(1, None), name="select", jnp_name="where")
+
+
 def _select_n_aval(pred, *cases):
+    (_, *dtypes), weak = _SELECT_N_DTYPES.check_lenient("select_n", (pred, *cases))
     if pred.dtype not in (np.dtype(np.bool_), np.dtype(np.int32)):
         raise TypeError(f"select_n predicate must be bool or int32, got {pred.dtype}")
     if pred.shape and cases[0].shape != pred.shape:
         raise TypeError(f"select_n predicate shape {pred.shape} must be scalar or equal "
                         f"to the case shape {cases[0].shape}")
-    return _naryop_aval("select_n")(*cases)
+    return ShapedArray(_result_shape("select_n", cases), dtypes[0], weak)
 
 
 def _select_n_lower(pred, *cases):
-    dtype, weak = _result_dtype("select_n", [get_aval(c) for c in cases])
+    (_, dtype, *_), weak = _SELECT_N_DTYPES.lenient([get_aval(v) for v in (pred, *cases)])
     shape = np.shape(pred) or _result_shape("select_n", [get_aval(c) for c in cases])
     # (a NumPy case of the full shape stays NumPy: made an array here, JAX would put it
     # on the mesh in context, where its select requires the cases' shardings to agree)
@@ -382,21 +418,27 @@ def _select_n_transpose(ct, pred, *cases):
 
 select_n_p = define("select_n", abstract_eval=_select_n_aval, lowering=_select_n_lower,
                     jvp=_select_n_jvp, transpose=_select_n_transpose,
-                    batching=_select_n_batch, sharding_rule=sharding_rules.select_cases)
+                    batching=_select_n_batch, sharding_rule=sharding_rules.select_cases,
+                    operand_dtypes=_SELECT_N_DTYPES)
 
 
 # ------------------------------------------------------------------- clamp
 
+_CLAMP_DTYPES = dt.OperandDtypes((dt.ANY,))
+
+
 def _clamp_lower(lo, x, hi):
-    dtype = get_aval(x).dtype
-    return lax.clamp(cast_to(lo, dtype), x, cast_to(hi, dtype))
+    dtypes, weak = _CLAMP_DTYPES.lenient([get_aval(v) for v in (lo, x, hi)])
+    out = lax.clamp(*[cast_to(v, d) for v, d in zip((lo, x, hi), dtypes)])
+    return _mark_weak(out) if weak else out   # as its abstract evaluation says
 
 
 def _clamp_aval(lo, x, hi):
     for name, a in (("min", lo), ("max", hi)):
         if a.shape and a.shape != x.shape:
             raise TypeError(f"clamp {name} shape {a.shape} must be scalar or {x.shape}")
-    return x
+    dtypes, weak = _CLAMP_DTYPES.check_lenient("clamp", (lo, x, hi))
+    return x.update(dtype=dtypes[1], weak_type=weak)
 
 
 def _clamp_batch(axis_data, vals, dims):
@@ -433,7 +475,8 @@ def _bcast_like(t, like):
 
 
 clamp_p = define("clamp", abstract_eval=_clamp_aval, lowering=_clamp_lower, jvp=_clamp_jvp,
-                 batching=_clamp_batch, sharding_rule=sharding_rules.elementwise("clamp"))
+                 batching=_clamp_batch, sharding_rule=sharding_rules.elementwise("clamp"),
+                 operand_dtypes=_CLAMP_DTYPES)
 
 
 # -------------------------------------------------------- convert_element_type
@@ -529,21 +572,18 @@ def full_like(x, value):
 # What random number generation builds on: shifts and bit reinterpretation turn
 # random bits into floats, erf_inv turns uniforms into normals.
 
-def _int(d):
-    return d.kind in "iu"
-
-
-shift_left_p = _binop("shift_left", lax.shift_left, ad.zero_jvp, _int)
+shift_left_p = _binop("shift_left", lax.shift_left, ad.zero_jvp, dt.INTEGER,
+                      jnp_name="left_shift")
 shift_right_logical_p = _binop("shift_right_logical", lax.shift_right_logical,
-                               ad.zero_jvp, _int)
+                               ad.zero_jvp, dt.INTEGER, jnp_name="right_shift")
 shift_right_arithmetic_p = _binop("shift_right_arithmetic", lax.shift_right_arithmetic,
-                                  ad.zero_jvp, _int)
-clz_p = _unop("clz", lax.clz, ad.zero_jvp, _int)
+                                  ad.zero_jvp, dt.INTEGER, jnp_name="right_shift")
+clz_p = _unop("clz", lax.clz, ad.zero_jvp, dt.INTEGER)
 # JAX defines no derivative for nextafter (callers stop gradients before it).
-nextafter_p = _binop("nextafter", lax.nextafter, None, _float)
+nextafter_p = _binop("nextafter", lax.nextafter, None, dt.FLOATING, jnp_name="nextafter")
 erf_inv_p = _unop("erf_inv", lax.erf_inv, by_parts(
     lambda t, ans, x: mul(t, mul(math.sqrt(math.pi) / 2, exp(mul(ans, ans)))),
-    use_output=True))
+    use_output=True), dt.FLOATING)
 
 
 def _bitcast_aval(x, *, new_dtype):

@@ -40,8 +40,8 @@ def _reduce_aval(*avals, jaxpr, dimensions):
         raise ValueError(f"reduce found non-scalar initial value: {[a.shape for a in inits]}")
     if [a.dtype for a in operands] != [a.dtype for a in inits]:
         raise TypeError("reduce operand dtypes should match corresponding initial value "
-                        f"dtypes, got operands={[a.str_short() for a in operands]} and "
-                        f"initial_values={[a.str_short() for a in inits]}")
+                        f"dtypes, got operands={list(operands)} and "
+                        f"initial_values={list(inits)}")
     if len({a.shape for a in operands}) > 1:
         raise ValueError("reduce operands must all have the same shape, got "
                          f"{[a.shape for a in operands]}")
@@ -110,6 +110,8 @@ def _reduced_axes_first(x, dimensions):
 
 
 def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
+    # The rule reduces by other primitives: check the operands as `reduce` would first.
+    _reduce_aval(*[get_aval(p) for p in primals], jaxpr=jaxpr, dimensions=dimensions)
     n = len(primals) // 2
     if any(type(t) is not Zero for t in tangents[n:]):
         raise NotImplementedError("Gradient of general lax.reduce with non-zero tangents for "

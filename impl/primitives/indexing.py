@@ -12,6 +12,8 @@ gather / scatter.
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 from jax import lax
 
@@ -19,6 +21,7 @@ from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
+from impl.primitives import _operand_dtypes as dt
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import sharding_rules
@@ -47,15 +50,15 @@ def _zeros_like_val(x):
     return core.ops.zeros(get_aval(x))
 
 
-def _strong_dtype(prim_name, avals, what="operands"):
-    """The common dtype of `avals` (weakly typed ones defer), or a TypeError."""
-    strong = {a.dtype for a in avals if not a.weak_type}
-    if len(strong) > 1:
-        raise TypeError(f"{prim_name}: {what} must have the same dtype, got "
-                        f"{', '.join(a.str_short() for a in avals)}")
-    if strong:
-        return strong.pop(), False
-    return avals[0].dtype, all(a.weak_type for a in avals)
+def _pad_mismatch(name, dtypes):
+    return f"pad operand and padding_value must be same dtype: got {dtypes[0]} and {dtypes[1]}."
+
+
+# Which operands share one dtype, in JAX's words (its scatters all say "scatter").
+_CONCATENATE_DTYPES = dt.OperandDtypes(jnp_name="concatenate")
+_PAD_DTYPES = dt.OperandDtypes(same=builtins.slice(0, 2), mismatch=_pad_mismatch)
+_DYNAMIC_UPDATE_SLICE_DTYPES = dt.OperandDtypes(same=builtins.slice(0, 2))
+_SCATTER_DTYPES = dt.OperandDtypes(same=builtins.slice(0, 3, 2), name="scatter")
 
 
 def _check_scalar_indices(prim_name, idx_avals):
@@ -86,15 +89,15 @@ def _concatenate_aval(*operands, dimension):
                                if i != dimension):
             raise TypeError(f"concatenate: operand shapes must agree except along dimension "
                             f"{dimension}, got {', '.join(str(x.shape) for x in operands)}")
-    dtype, weak = _strong_dtype("concatenate", operands)
+    (dtype, *_), weak = _CONCATENATE_DTYPES.check_lenient("concatenate", operands)
     shape = list(operands[0].shape)
     shape[dimension] = sum(o.shape[dimension] for o in operands)
     return ShapedArray(shape, dtype, weak)
 
 
 def _concatenate_lower(*operands, dimension):
-    dtype, _ = _strong_dtype("concatenate", [get_aval(o) for o in operands])
-    return lax.concatenate([cast_to(o, dtype) for o in operands], dimension)
+    dtypes, _ = _CONCATENATE_DTYPES.lenient([get_aval(o) for o in operands])
+    return lax.concatenate([cast_to(o, d) for o, d in zip(operands, dtypes)], dimension)
 
 
 def concatenate(operands, dimension):
@@ -130,7 +133,7 @@ def _concatenate_batch(axis_data, vals, dims, *, dimension):
 concatenate_p = define(
     "concatenate", abstract_eval=_concatenate_aval, lowering=_concatenate_lower,
     jvp=ad.linear_jvp, transpose=_concatenate_transpose, batching=_concatenate_batch,
-    sharding_rule=sharding_rules.concatenate)
+    sharding_rule=sharding_rules.concatenate, operand_dtypes=_CONCATENATE_DTYPES)
 
 
 # ------------------------------------------------------------------------ pad
@@ -138,7 +141,7 @@ concatenate_p = define(
 def _pad_aval(operand, padding_value, *, padding_config):
     if padding_value.shape != ():
         raise TypeError(f"pad: padding_value must be a scalar, got {padding_value.str_short()}")
-    _strong_dtype("pad", [operand, padding_value], "operand and padding_value")
+    _PAD_DTYPES.check_lenient("pad", (operand, padding_value))
     if len(padding_config) != operand.ndim:
         raise TypeError(f"pad: padding_config {padding_config} needs one (lo, hi, interior) "
                         f"triple per axis of the operand of shape {operand.shape}")
@@ -206,7 +209,7 @@ def _pad_batch(axis_data, vals, dims, *, padding_config):
 
 pad_p = define("pad", abstract_eval=_pad_aval, lowering=_pad_lower, jvp=ad.linear_jvp,
                transpose=_pad_transpose, batching=_pad_batch,
-               sharding_rule=sharding_rules.pad_rule)
+               sharding_rule=sharding_rules.pad_rule, operand_dtypes=_PAD_DTYPES)
 
 
 # ---------------------------------------------------------------------- slice
@@ -403,7 +406,8 @@ def _dynamic_update_slice_aval(operand, update, *indices):
     if any(u > d for u, d in zip(update.shape, operand.shape)):
         raise TypeError(f"dynamic_update_slice: update shape {update.shape} must fit in the "
                         f"operand shape {operand.shape}")
-    _strong_dtype("dynamic_update_slice", [operand, update], "operand and update")
+    _DYNAMIC_UPDATE_SLICE_DTYPES.check_lenient("dynamic_update_slice",
+                                               (operand, update, *indices))
     return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
 
 
@@ -452,7 +456,8 @@ dynamic_update_slice_p = define(
     "dynamic_update_slice", abstract_eval=_dynamic_update_slice_aval,
     lowering=_dynamic_update_slice_lower, jvp=ad.linear_in_jvp((0, 1)),
     transpose=_dynamic_update_slice_transpose, batching=_dynamic_update_slice_batch,
-    sharding_rule=sharding_rules.dynamic_update_slice)
+    sharding_rule=sharding_rules.dynamic_update_slice,
+    operand_dtypes=_DYNAMIC_UPDATE_SLICE_DTYPES)
 
 
 # --------------------------------------------------------------------- gather
@@ -697,7 +702,7 @@ def _scatter_aval_rule(name):
         if not _is_int_dtype(indices.dtype) or indices.ndim < 1:
             raise TypeError(f"{name}: indices must be an integer array of rank >= 1 (the "
                             f"last axis holds the index vectors), got {indices.str_short()}")
-        _strong_dtype(name, [operand, updates], "operand and updates")
+        _SCATTER_DTYPES.check_lenient(name, (operand, indices, updates))
         nd = operand.ndim
         _sorted_unique_in(name, "inserted_window_dims", dn.inserted_window_dims, nd,
                           operand.shape)
@@ -820,7 +825,8 @@ scatter_add_p = define(
     "scatter_add", abstract_eval=_scatter_aval_rule("scatter_add"),
     lowering=_scatter_lower_with(lax.scatter_add), jvp=ad.linear_in_jvp((0, 2)),
     transpose=_scatter_add_transpose, batching=_scatter_batch,
-    sharding_rule=sharding_rules.scatter)
+    sharding_rule=sharding_rules.scatter,
+    operand_dtypes=_SCATTER_DTYPES)
 
 
 def _scatter_winners(indices, operand_shape, updates_shape, dimension_numbers,
@@ -895,7 +901,8 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
 scatter_p = define("scatter", abstract_eval=_scatter_aval_rule("scatter"),
                    lowering=_scatter_lower_with(lax.scatter), jvp=_scatter_jvp,
                    transpose=_scatter_transpose, batching=_scatter_batch,
-    sharding_rule=sharding_rules.scatter)
+    sharding_rule=sharding_rules.scatter,
+    operand_dtypes=_SCATTER_DTYPES)
 
 
 # ------------------------------------------- scatter_mul / scatter_min / scatter_max
@@ -931,7 +938,8 @@ scatter_mul_p = define(
     "scatter_mul", abstract_eval=_scatter_aval_rule("scatter_mul"),
     lowering=_scatter_lower_with(lax.scatter_mul), jvp=_scatter_mul_jvp,
     transpose=_scatter_mul_transpose, batching=_scatter_batch,
-    sharding_rule=sharding_rules.scatter)
+    sharding_rule=sharding_rules.scatter,
+    operand_dtypes=_SCATTER_DTYPES)
 
 
 def _make_scatter_extremum_jvp(prim):
@@ -966,11 +974,13 @@ _scatter_extremum_jvp = core.RuleMaker(_make_scatter_extremum_jvp)
 scatter_min_p = define(
     "scatter_min", abstract_eval=_scatter_aval_rule("scatter_min"),
     lowering=_scatter_lower_with(lax.scatter_min), jvp=_scatter_extremum_jvp,
-    batching=_scatter_batch, sharding_rule=sharding_rules.scatter)
+    batching=_scatter_batch, sharding_rule=sharding_rules.scatter,
+    operand_dtypes=_SCATTER_DTYPES)
 scatter_max_p = define(
     "scatter_max", abstract_eval=_scatter_aval_rule("scatter_max"),
     lowering=_scatter_lower_with(lax.scatter_max), jvp=_scatter_extremum_jvp,
-    batching=_scatter_batch, sharding_rule=sharding_rules.scatter)
+    batching=_scatter_batch, sharding_rule=sharding_rules.scatter,
+    operand_dtypes=_SCATTER_DTYPES)
 
 
 def _scatter_fn(prim, name):

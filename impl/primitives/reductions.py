@@ -25,6 +25,7 @@ from impl import core
 from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero, is_undefined_primal
+from impl.primitives import _operand_dtypes as dt
 from impl.primitives import elementwise as ew
 from impl.primitives import sharding_rules
 from impl.primitives._define import define
@@ -42,13 +43,14 @@ def _check_axis(name, axis, shape, what="axis"):
 
 
 def _check_numeric(name, dtype):
-    if not (np.issubdtype(dtype, np.number)):
-        raise TypeError(f"{name} does not accept dtype {dtype}: it needs a numeric dtype")
+    dt.check_unary(name, (np.number,), dtype)
 
 
 def _check_floating(name, dtype):
-    if not core.is_float_dtype(dtype):
-        raise TypeError(f"{name} does not accept dtype {dtype}: it needs a floating dtype")
+    """A number (JAX's check), and floating: JAX's integer cumlogsumexp crashes
+    (OverflowError) where impl refuses."""
+    _check_numeric(name, dtype)
+    dt.check_unary(name, dt.INEXACT, dtype)
 
 
 def _normalize_axis(axis, ndim):

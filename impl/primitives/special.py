@@ -9,8 +9,9 @@ import numpy as np
 from jax import lax
 
 from impl.interpreters import ad
+from impl.primitives import _operand_dtypes as dt
 from impl.primitives.elementwise import (  # the shared rules of elementwise primitives
-    _binop, _float, _int, _unop, abs_p, add, div, exp, log, mul, neg, rsqrt, select_n, sign, sub,
+    _binop, _unop, abs_p, add, div, exp, log, mul, neg, rsqrt, select_n, sign, sub,
     full_like)
 from impl.primitives.elementwise import gt, integer_pow_p
 
@@ -31,11 +32,12 @@ asinh_p = _unop("asinh", lax.asinh, by_parts(lambda t, x: mul(t, rsqrt(add(_squa
 atanh_p = _unop("atanh", lax.atanh, by_parts(lambda t, x: div(t, sub(1, _square(x)))))
 cbrt_p = _unop("cbrt", lax.cbrt, by_parts(
     lambda t, ans, x: mul(t, mul(_scalar_like(x, 1 / 3), integer_pow_p.bind(ans, y=-2))),
-    use_output=True))
+    use_output=True), dt.FLOATING)
 exp2_p = _unop("exp2", lax.exp2, by_parts(
     lambda t, ans, x: mul(t, mul(ans, _scalar_like(x, np.log(2)))), use_output=True))
 erfc_p = _unop("erfc", lax.erfc, by_parts(
-    lambda t, x: mul(t, mul(_scalar_like(x, -2 / np.sqrt(np.pi)), exp(neg(_square(x)))))))
+    lambda t, x: mul(t, mul(_scalar_like(x, -2 / np.sqrt(np.pi)), exp(neg(_square(x)))))),
+    dt.FLOATING)
 
 def _polygamma_not_in_m(t, m, x):
     raise ValueError("polygamma gradient with respect to m is not supported")
@@ -43,10 +45,11 @@ def _polygamma_not_in_m(t, m, x):
 
 # polygamma(m, x): derivative in x only (m is an order), as in JAX.
 polygamma_p = _binop("polygamma", lax.polygamma, by_parts(
-    _polygamma_not_in_m, lambda t, m, x: mul(t, polygamma(add(m, 1), x))), accepted=_float)
+    _polygamma_not_in_m, lambda t, m, x: mul(t, polygamma(add(m, 1), x))), accepted=dt.FLOATING)
 digamma_p = _unop("digamma", lax.digamma, by_parts(
-    lambda t, x: mul(t, polygamma(_scalar_like(x, 1), x))))
-lgamma_p = _unop("lgamma", lax.lgamma, by_parts(lambda t, x: mul(t, digamma(x))))
+    lambda t, x: mul(t, polygamma(_scalar_like(x, 1), x))), dt.FLOATING)
+lgamma_p = _unop("lgamma", lax.lgamma, by_parts(lambda t, x: mul(t, digamma(x))),
+                 dt.FLOATING)
 
 
 def polygamma(m, x):
@@ -64,7 +67,7 @@ def lgamma(x):
 # The regularized incomplete gamma functions: d/dx from the integrand, d/da through
 # igamma_grad_a (which itself has no derivative, as in JAX).
 igamma_grad_a_p = _binop("igamma_grad_a", lax.igamma_grad_a, None,
-                         accepted=_float)
+                         accepted=dt.FLOATING)
 
 
 def _igamma_dx(t, a, x):
@@ -73,23 +76,23 @@ def _igamma_dx(t, a, x):
 
 igamma_p = _binop("igamma", lax.igamma, by_parts(
     lambda t, a, x: mul(t, igamma_grad_a_p.bind(a, x)), _igamma_dx),
-    accepted=_float)
+    accepted=dt.FLOATING)
 igammac_p = _binop("igammac", lax.igammac, by_parts(
     lambda t, a, x: neg(mul(t, igamma_grad_a_p.bind(a, x))),
-    lambda t, a, x: neg(_igamma_dx(t, a, x))), accepted=_float)
+    lambda t, a, x: neg(_igamma_dx(t, a, x))), accepted=dt.FLOATING)
 
 # d x / d a of a Gamma(a) sample x at fixed CDF value (the implicit reparameterization
 # derivative the gamma sampler's jvp uses). It has no derivative of its own: JAX, whose
 # version is JAX code, differentiates it in forward mode (a known gap, docs/random.md).
 random_gamma_grad_p = _binop("random_gamma_grad", lax.random_gamma_grad, None,
-                             accepted=_float)
+                             accepted=dt.FLOATING)
 
 
 def random_gamma_grad(a, x):
     return random_gamma_grad_p.bind(a, x)
 
 # JAX defines no derivative of zeta (nor of igamma_grad_a): neither does impl.
-zeta_p = _binop("zeta", lax.zeta, None, accepted=_float)
+zeta_p = _binop("zeta", lax.zeta, None, accepted=dt.FLOATING)
 
 
 def _betainc_dx(t, a, b, x):
@@ -106,10 +109,11 @@ def _betainc_not_in_ab(t, a, b, x):
 regularized_incomplete_beta_p = _binop(
     "regularized_incomplete_beta", lax.betainc,
     by_parts(_betainc_not_in_ab, _betainc_not_in_ab, _betainc_dx),
-    accepted=_float)
+    accepted=dt.FLOATING, operands=3)
 
 bessel_i0e_p = _unop("bessel_i0e", lax.bessel_i0e, by_parts(
-    lambda t, ans, x: mul(t, sub(bessel_i1e_p.bind(x), mul(sign(x), ans))), use_output=True))
+    lambda t, ans, x: mul(t, sub(bessel_i1e_p.bind(x), mul(sign(x), ans))), use_output=True),
+    dt.FLOATING)
 
 
 def _bessel_i1e_jvp(t, ans, x):
@@ -120,6 +124,8 @@ def _bessel_i1e_jvp(t, ans, x):
     return mul(t, select_n(tiny, _scalar_like(x, 0.5), slope))
 
 
-bessel_i1e_p = _unop("bessel_i1e", lax.bessel_i1e, by_parts(_bessel_i1e_jvp, use_output=True))
+bessel_i1e_p = _unop("bessel_i1e", lax.bessel_i1e, by_parts(_bessel_i1e_jvp, use_output=True),
+                     dt.FLOATING)
 
-population_count_p = _unop("population_count", lax.population_count, ad.zero_jvp, _int)
+population_count_p = _unop("population_count", lax.population_count, ad.zero_jvp,
+                           dt.INTEGER)

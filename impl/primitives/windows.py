@@ -334,6 +334,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     if init is None:
         raise NotImplementedError("reduce_window: init_value must be a concrete scalar in "
                                   "impl (a traced initial value is not supported)")
+    _check_init_dtype(kind, init, get_aval(init_value).dtype, aval.dtype)
     prim = {"sum": reduce_window_sum_p, "max": reduce_window_max_p,
             "min": reduce_window_min_p}[kind]
     out = prim.bind(operand, **params)
@@ -341,6 +342,16 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     if init == identity:
         return out
     return _with_initial(kind, out, np.asarray(init, aval.dtype))
+
+
+def _check_init_dtype(kind, init, init_dtype, operand_dtype):
+    """As jax.lax: an initial value that is its monoid's identity in its own dtype (a
+    Python 0 for a sum) may have any dtype; any other must have the operand's."""
+    identity = 0 if kind == "sum" else _identity(kind, init_dtype)
+    if init != identity and init_dtype != operand_dtype:
+        raise TypeError("reduce_window got inconsistent dtypes for operands and init_values: "
+                        f"got operand dtypes {[operand_dtype]} and init_value dtypes "
+                        f"{[init_dtype]}.")
 
 
 def _with_initial(kind, out, init):

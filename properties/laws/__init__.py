@@ -5,13 +5,13 @@ hold (``Law.__call__`` puts the law's name in front), ``CaseFiltered`` for a cas
 outside its domain, and ``MissingName`` / ``LawSkipped`` when the backend cannot run it.
 
 ``LAWS`` is the one place that says everything else about a law: where its
-cases come from, what it needs from a backend, whether it compares with JAX
-(the differential oracle), which of impl's rule tables it can show wrong
+cases come from, what it needs from a backend, which of impl's rule tables it can show wrong
 (mutation testing), the broken backends or rules its negative tests use, the
 JAX bugs it runs into, and whether its test runs in CI or nightly.  The pytest
 law tests (``properties/suites/test_<topic>_laws.py``), the negative tests, the
 CI/nightly split, mutation's choice and order of laws, the CLI's ``--list`` and
-the law table of docs/properties.md are all derived from it.
+the law table of docs/properties.md are all derived from it.  Whether a law compares
+with JAX (the differential oracle) its function says: ``_common.differential`` makes it.
 """
 from __future__ import annotations
 
@@ -75,7 +75,6 @@ class Law:
     references: tuple = ()          # ... of those, the ones it checks against a reference
     #                                 independent of the other rules (finite differences, a
     #                                 loop, NumPy): mutation runs these laws first, on more cases
-    differential: bool = False      # compares with JAX (the oracle) rather than checking a law
     needs: tuple = ()               # feature probes (properties.features) or API names the
     #                                 backend must have beyond JAX's core transformations
     devices: int = 1                # devices the law needs (8: run by properties.multidevice)
@@ -85,6 +84,12 @@ class Law:
     @property
     def name(self):
         return self.fn.__name__
+
+    @property
+    def differential(self):
+        """Compares with JAX (the oracle) rather than checking a law: its function is made
+        of a side computed on both backends (``_common.differential``)."""
+        return hasattr(self.fn, "differential_parts")
 
     @property
     def topic(self):
@@ -312,35 +317,35 @@ LAWS = [
                        kinds=("checkpoint", "grad"), max_depth=2))),
         jax_bugs=STACK_BUGS, tier=NIGHTLY),
     # the backend agrees with JAX (skipped when the backend is JAX)
-    Law(reach.stack_matches_reference, lambda: cases.stacks(), reaches=BATCH, differential=True,
+    Law(reach.stack_matches_reference, lambda: cases.stacks(), reaches=BATCH,
         negatives=(Breaks("jit_refuses_static_argnames", cases=_stacks_of("jit")),
                    Breaks("jit_perturb", cases=_stacks_of("jit"), tier=CI)),
         jax_bugs=STACK_BUGS, tier=NIGHTLY),
-    Law(differential.differential_value, lambda: cases.programs(), differential=True,
+    Law(differential.differential_value, lambda: cases.programs(),
         negatives=(Breaks("numpy_perturbed"),)),
-    Law(differential.differential_jvp, lambda: cases.programs(), reaches=FWD, differential=True,
+    Law(differential.differential_jvp, lambda: cases.programs(), reaches=FWD,
         negatives=(Breaks("numpy_perturbed"),)),
     Law(differential.differential_vjp, lambda: cases.programs(), reaches=("transpose",),
-        differential=True, negatives=(Breaks("vjp_jv"),)),
+        negatives=(Breaks("vjp_jv"),)),
     Law(differential.differential_grad, lambda: cases.programs(smooth=True), reaches=REV,
-        differential=True, negatives=(Breaks("reverse_drops_term"),)),
+        negatives=(Breaks("reverse_drops_term"),)),
     Law(differential.differential_vmap, lambda: cases.vmaps(), reaches=("batching",),
-        differential=True, negatives=(Breaks("vmap_slice0"),)),
+        negatives=(Breaks("vmap_slice0"),)),
     # behaviour besides the numbers: types, weak types, calls of user code, exceptions, pytrees
     # (nightly: several transformations of each drawn program, on two backends for the
     # differential ones, or departures of impl the law shows; their negative tests, on JAX, are
     # cheap and run in CI)
-    Law(behaviour.differential_result_types, lambda: cases.behaviour_cases(), differential=True,
+    Law(behaviour.differential_result_types, lambda: cases.behaviour_cases(),
         negatives=(Breaks("grad_strong_types", cases=_under_grad, tier=CI),
                    Breaks("jit_strong_types")),
         tier=NIGHTLY),
-    Law(behaviour.differential_call_counts, lambda: cases.behaviour_cases(), differential=True,
+    Law(behaviour.differential_call_counts, lambda: cases.behaviour_cases(),
         negatives=(Breaks("extra_calls", cases=_under_grad, tier=CI), Breaks("jit_retraces")),
         tier=NIGHTLY),
-    Law(behaviour.differential_misuse_raises_alike, lambda: cases.misuses(), differential=True,
+    Law(behaviour.differential_misuse_raises_alike, lambda: cases.misuses(),
         negatives=(Breaks("exceptions_changed", tier=CI),), tier=NIGHTLY),
     Law(behaviour.differential_transformation_pytrees,
-        lambda: cases.behaviour_cases(transformations=("eager",)), differential=True,
+        lambda: cases.behaviour_cases(transformations=("eager",)),
         negatives=(Breaks("vjp_not_pytree", tier=CI),), tier=NIGHTLY),
     Law(behaviour.jit_traces_once_per_signature,
         lambda: cases.behaviour_cases(transformations=("jit",), cheap=True),

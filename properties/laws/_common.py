@@ -1,13 +1,17 @@
 """Helpers shared by the laws: failing, filtering, comparing, references."""
 from __future__ import annotations
 
+import functools
 import weakref
 import zlib
+from dataclasses import dataclass
+from typing import Callable
 
 import jax
 import numpy as np
 
-from .. import tolerances as tol
+from ..backends import differential_reference
+from ..tolerances import FD_STEP, MAX_MAGNITUDE, close, tolerance
 
 
 class CaseFiltered(Exception):
@@ -16,6 +20,35 @@ class CaseFiltered(Exception):
     def __init__(self, reason):
         super().__init__(reason)
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class Differential:
+    """What a differential law compares, for a standalone script: ``side(backend, case)``,
+    computed on the backend and on the reference, compared by ``compare(case, what, got,
+    want)``; ``what`` names the side in messages."""
+    side: Callable
+    what: str
+    compare: Callable
+
+
+def differential(side, what, compare, prepare=None):
+    """The differential law whose name and docstring the decorated function gives:
+    ``side`` computed on the reference (``prepare(reference, case, want)`` may filter the
+    case there) and on the backend, compared by ``compare``.  The parts stay on the law
+    (``law.fn.differential_parts``), so a standalone script can run the backend's side against
+    the reference's results recorded in it."""
+    def law(fn):
+        @functools.wraps(fn)
+        def check(backend, case):
+            ref = differential_reference(backend)
+            want = side(ref, case)
+            if prepare is not None:
+                prepare(ref, case, want)
+            compare(case, f"{backend.name} vs {ref.name} {what}", side(backend, case), want)
+        check.differential_parts = Differential(side, what, compare)
+        return check
+    return law
 
 
 def discard(reason):
@@ -43,7 +76,7 @@ def assert_close(case, what, actual, expected, kind="agree", dtype=None):
         where = f"{what}[{i}]" if len(a_leaves) > 1 else what
         if a.shape != e.shape:
             fail(case, f"{where}: shape {a.shape}, expected {e.shape}")
-        ok, err, bound = tol.close(a, e, kind, dtype)
+        ok, err, bound = close(a, e, kind, dtype)
         if not ok:
             fail(case, f"{where}: max error {err:.3g} > tolerance {bound:.3g}"
                  f" ({kind}, {dtype})\n  got      {np.array2string(a, precision=6)}"
@@ -65,7 +98,7 @@ def assert_dot_equal(case, what, lhs, rhs, dtype=None, kind="agree"):
     dtype = dtype if dtype is not None else getattr(case, "dtype", None)
     a, sa = vdot(*lhs)
     b, sb = vdot(*rhs)
-    t = tol.tolerance(kind, dtype)
+    t = tolerance(kind, dtype)
     bound = t.atol + t.rtol * max(sa, sb)
     if not abs(a - b) <= bound:
         fail(case, f"{what}: {a!r} != {b!r} (difference {abs(a - b):.3g} > {bound:.3g})")
@@ -76,8 +109,8 @@ def require_finite(*trees, what="value"):
     for x in leaves(trees):
         if x.size and not np.all(np.isfinite(x)):
             discard(f"non-finite {what}")
-        if x.size and np.max(np.abs(x)) > tol.MAX_MAGNITUDE:
-            discard(f"{what} beyond {tol.MAX_MAGNITUDE:g} (ill-conditioned)")
+        if x.size and np.max(np.abs(x)) > MAX_MAGNITUDE:
+            discard(f"{what} beyond {MAX_MAGNITUDE:g} (ill-conditioned)")
 
 
 def _seed(salt, specs):
@@ -176,7 +209,7 @@ def check_conditioning(f, args):
         y64 = evaluate_reference(f, *as_float64(args))
         require_finite(y64, what="float64 output")
         for a, b in zip(leaves(y), leaves(y64)):
-            ok, _, _ = tol.close(a, b, "reference", lowest)
+            ok, _, _ = close(a, b, "reference", lowest)
             if not ok:
                 discard("ill-conditioned in float32 (float32 and float64 values disagree)")
     return y
@@ -192,7 +225,7 @@ def fd_jvp(f, args, tangents):
     x = as_float64(args)
     t = as_float64(tangents)
     size = max([1.0] + [float(np.max(np.abs(a))) for a in x if a.size])
-    h = tol.FD_STEP * size
+    h = FD_STEP * size
 
     def diff(step):
         plus = evaluate_reference(f, *[a + step * b for a, b in zip(x, t)])
@@ -202,7 +235,7 @@ def fd_jvp(f, args, tangents):
     d1, d2 = diff(h), diff(h / 2)
     require_finite(d1, d2, what="finite difference")
     for a, b in zip(leaves(d1), leaves(d2)):
-        ok, _, _ = tol.close(a, b, "reference", np.float64)
+        ok, _, _ = close(a, b, "reference", np.float64)
         if not ok:
             discard("not smooth here (finite differences at two steps disagree)")
     return jax.tree_util.tree_map(lambda a, b: (4 * b - a) / 3, d1, d2)
@@ -214,12 +247,12 @@ def require_no_kink(f, args, tangents):
     positively homogeneous f fools the two-step test of :func:`fd_jvp`)."""
     x, t = as_float64(args), as_float64(tangents)
     size = max([1.0] + [float(np.max(np.abs(a))) for a in x if a.size])
-    h = tol.FD_STEP * size
+    h = FD_STEP * size
     at = evaluate_reference(f, *x)
     plus = evaluate_reference(f, *[a + h * b for a, b in zip(x, t)])
     minus = evaluate_reference(f, *[a - h * b for a, b in zip(x, t)])
     for p, m, c in zip(leaves(plus), leaves(minus), leaves(at)):
-        ok, _, _ = tol.close((p - c) / h, (c - m) / h, "reference", np.float32)
+        ok, _, _ = close((p - c) / h, (c - m) / h, "reference", np.float32)
         if not ok:
             discard("at a kink (one-sided finite differences disagree)")
 

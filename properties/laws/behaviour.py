@@ -9,15 +9,17 @@ when the backend is JAX itself); the others need no reference.
 
 The *behaviour* of a result is :func:`behaviour_of`: its pytree structure and, per
 leaf, shape, dtype and weak type.  The *outcome* of running something is its
-behaviour or the exception it raised (:func:`outcome`).
+behaviour or the exception it raised (:func:`outcome`); the differential laws compare
+outcomes as plain data (:func:`as_data`), which a standalone script can hold as the
+reference's.
 """
 from __future__ import annotations
 
 import jax
 import numpy as np
 
-from ..backends import LawSkipped, MissingName, differential_reference
-from ._common import CaseFiltered, discard, fail
+from ..backends import LawSkipped, MissingName
+from ._common import CaseFiltered, differential, discard, fail
 
 
 # --- what is compared ---------------------------------------------------------------------
@@ -38,21 +40,11 @@ def behaviour_of(tree):
     return treedef, types
 
 
-def describe_behaviour(b):
-    treedef, types = b
-    shown = ", ".join(f"{'~' if weak else ''}{dtype}{list(shape)}" for shape, dtype, weak in types)
-    return f"{treedef} [{shown}]"
-
-
 class Raised:
     """The outcome of a call that raised: compared by exception type."""
 
     def __init__(self, exc):
         self.exc = exc
-
-    def __repr__(self):
-        first = (str(self.exc).splitlines() or [""])[0][:160]
-        return f"raises {type(self.exc).__name__}: {first}"
 
 
 #: exceptions that are not an outcome: the harness' own signals
@@ -69,21 +61,59 @@ def outcome(thunk):
         return Raised(exc)
 
 
-def same_exception(got, want):
-    """``got`` is what a user catching ``want``'s type catches: an instance of its class
-    (a subclass is fine) or, for a backend with its own error classes, one of that name."""
-    return isinstance(got, type(want)) or type(got).__name__ == type(want).__name__
+def as_data(o):
+    """An outcome as plain data, as a standalone script records the reference's:
+    ``("raises", the exception's class names, most derived first, its message's first line)``
+    or ``("returns", the treedef's text, ((shape, dtype name, weak type) per leaf))``."""
+    if isinstance(o, Raised):
+        return ("raises", tuple(c.__name__ for c in type(o.exc).__mro__ if c is not object),
+                (str(o.exc).splitlines() or [""])[0][:160])
+    treedef, types = o
+    return ("returns", str(treedef),
+            tuple((shape, dtype.name, weak) for shape, dtype, weak in types))
 
 
 def outcomes_agree(got, want):
-    if isinstance(want, Raised) or isinstance(got, Raised):
-        return (isinstance(want, Raised) and isinstance(got, Raised)
-                and same_exception(got.exc, want.exc))
+    """Both return alike, or both raise, ``got`` what a user catching ``want``'s exception
+    type catches: an instance of its class (a subclass is fine) or, for a backend with its
+    own error classes, one of that name."""
+    if got[0] == "raises" or want[0] == "raises":
+        return got[0] == want[0] == "raises" and want[1][0] in got[1]
     return got == want
 
 
+def shown_data(o):
+    """An outcome as plain data (:func:`as_data`), for messages: ``raises TypeError: ...``,
+    or the treedef and ``~float32[3]`` per leaf (``~``: weakly typed)."""
+    if o[0] == "raises":
+        return f"raises {o[1][0]}: {o[2]}"
+    shown_types = ", ".join(f"{'~' if weak else ''}{dtype}{list(shape)}"
+                            for shape, dtype, weak in o[2])
+    return f"{o[1]} [{shown_types}]"
+
+
+def same_outcome(case, what, got, want):
+    """Outcomes (:func:`as_data`) that agree (:func:`outcomes_agree`)."""
+    if not outcomes_agree(got, want):
+        fail(case, f"{what}: {shown_data(got)}; expected {shown_data(want)}")
+
+
+def same_outcomes(case, what, got, want):
+    """``{label: outcome}`` that agree label by label."""
+    differ = [f"{label}: {shown_data(got[label])}; expected {shown_data(w)}"
+              for label, w in want.items() if not outcomes_agree(got[label], w)]
+    if differ:
+        fail(case, f"{what}:\n  " + "\n  ".join(differ))
+
+
+def equal(case, what, got, want):
+    """Plain data (counts, facts) equal."""
+    if got != want:
+        fail(case, f"{what}: {got}; expected {want}")
+
+
 def shown(o):
-    return repr(o) if isinstance(o, Raised) else describe_behaviour(o)
+    return shown_data(as_data(o))
 
 
 class Counted:
@@ -99,18 +129,18 @@ class Counted:
 
 # --- differential laws ------------------------------------------------------------------
 
+def result_types_of(backend, case):
+    """The outcome of the drawn transformation of the user's function."""
+    return as_data(outcome(lambda: case.transform(backend, case.user_function(backend))))
+
+
+@differential(result_types_of, "result types", same_outcome)
 def differential_result_types(backend, case):
     """Under a drawn transformation, results have JAX's pytree structure, dtypes and weak types
     (or both raise the same exception type)."""
-    ref = differential_reference(backend)
-    want = outcome(lambda: case.transform(ref, case.user_function(ref)))
-    got = outcome(lambda: case.transform(backend, case.user_function(backend)))
-    if not outcomes_agree(got, want):
-        fail(case, f"{case.transformation}: {backend.name} gives {shown(got)}, "
-                   f"{ref.name} gives {shown(want)}")
 
 
-def _call_counts(backend, case):
+def call_counts_of(backend, case):
     """Calls of the user's function: under the transformation, and by a jit called again
     with new values of the same types, and by a second jit of the same function."""
     f = Counted(case.user_function(backend))
@@ -128,27 +158,21 @@ def _call_counts(backend, case):
     return counts
 
 
+@differential(call_counts_of, "calls of the user's function", equal)
 def differential_call_counts(backend, case):
     """The user's Python function runs as often as under JAX: under the drawn transformation
     and over repeated calls of jit (cumulative counts)."""
-    ref = differential_reference(backend)
-    want, got = _call_counts(ref, case), _call_counts(backend, case)
-    if got != want:
-        fail(case, f"calls of the user's function: {backend.name} {got}, {ref.name} {want}")
 
 
+def misuse_outcomes_of(backend, case):
+    """The outcome of each misuse."""
+    return {misuse: as_data(outcome(lambda: case.run(backend, misuse))) for misuse in case.misuses}
+
+
+@differential(misuse_outcomes_of, "misuses", same_outcomes)
 def differential_misuse_raises_alike(backend, case):
     """A misuse (bad axes, mismatched batch sizes, integer inputs to grad, ...) raises the
     exception type JAX raises, or runs where JAX runs."""
-    ref = differential_reference(backend)
-    differ = []
-    for misuse in case.misuses:
-        want = outcome(lambda: case.run(ref, misuse))
-        got = outcome(lambda: case.run(backend, misuse))
-        if not outcomes_agree(got, want):
-            differ.append(f"{misuse}: {backend.name} {shown(got)}; {ref.name} {shown(want)}")
-    if differ:
-        fail(case, "\n  ".join(differ))
 
 
 def _function_output(backend, case, which):
@@ -165,13 +189,12 @@ def _function_input(case, which, y):
 
 def _pytree_facts(backend, case, which):
     """What a user can do with the returned function as a pytree: flatten it to arrays,
-    rebuild it and call it, and return it from jit."""
+    rebuild it and call it (computing what it computed), and return it from jit."""
     fn = _function_output(backend, case, which)
-    y = case.user_function(backend)(*case.call_args)
     leaves, treedef = jax.tree_util.tree_flatten(fn)
     facts = {"a pytree (not a leaf)": not (len(leaves) == 1 and leaves[0] is fn)}
     if not facts["a pytree (not a leaf)"]:
-        return facts, fn, y
+        return facts
     facts["leaves are arrays"] = all(hasattr(leaf, "shape") and hasattr(leaf, "dtype")
                                      for leaf in leaves)
     rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
@@ -179,25 +202,22 @@ def _pytree_facts(backend, case, which):
     facts["returned from jit"] = not isinstance(
         outcome(lambda: backend.jit(lambda *a: _function_output(backend, case, which))(
             *case.call_args)), Raised)
-    return facts, rebuilt, y
+    if callable(rebuilt):
+        x = _function_input(case, which, case.user_function(backend)(*case.call_args))
+        a, b = jax.tree_util.tree_leaves(rebuilt(*x)), jax.tree_util.tree_leaves(fn(*x))
+        facts["rebuilt, computes what it computed"] = all(
+            np.array_equal(np.asarray(p), np.asarray(q)) for p, q in zip(a, b))
+    return facts
 
 
+def transformation_pytrees_of(backend, case):
+    return {which: _pytree_facts(backend, case, which) for which in ("vjp", "linearize")}
+
+
+@differential(transformation_pytrees_of, "functions vjp and linearize return", equal)
 def differential_transformation_pytrees(backend, case):
     """vjp's function and linearize's jvp function are pytrees of arrays where JAX's are: they
     flatten, rebuild into the same function, and can be returned from jit."""
-    ref = differential_reference(backend)
-    for which in ("vjp", "linearize"):
-        want, _, _ = _pytree_facts(ref, case, which)
-        got, rebuilt, y = _pytree_facts(backend, case, which)
-        if got != want:
-            fail(case, f"the function {which} returns: {backend.name} {got}, {ref.name} {want}")
-        if got.get("rebuilt from its leaves, callable"):
-            fn = _function_output(backend, case, which)
-            x = _function_input(case, which, y)
-            a, b = jax.tree_util.tree_leaves(rebuilt(*x)), jax.tree_util.tree_leaves(fn(*x))
-            if not all(np.array_equal(np.asarray(p), np.asarray(q)) for p, q in zip(a, b)):
-                fail(case, f"the function {which} returns, rebuilt from its leaves, "
-                           "computes something else")
 
 
 # --- laws without a reference -----------------------------------------------------------

@@ -2,6 +2,9 @@
 program, whose it is (replayed on the reference), hunts that write a script per
 group of failures, stopped runs that lose nothing, shared example databases and
 the coverage of the strategies' ``reach: `` events."""
+import ast
+import contextlib
+import io
 import json
 import os
 import pathlib
@@ -15,14 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, event, settings
+from hypothesis import HealthCheck, Phase, event, find, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from properties import findings
-from properties.backends import load_backend
-from properties.broken import broken
-from properties.laws import LAWS, Law, get
+from properties import findings, repro
+from properties.backends import LawSkipped, load_backend
+from properties.broken import broken, find_counterexample, load
+from properties.laws import LAWS, Breaks, BrokenRule, CaseFiltered, Law, get
 from properties.report import build, law_row, render_markdown
 from properties.runner import RECORDS, run_law
 
@@ -166,7 +169,214 @@ def test_a_shared_database_folder_replays_another_runs_failure(tmp_path):
 
 
 # ---------------------------------------------------------------------------
+# repro scripts: standalone (the backend and NumPy only), failing while the bug lives
+
+#: packages a standalone script must not import
+HARNESS = ("properties", "strategies", "hypothesis", "tests", "pytest")
+
+
+def _imports(text):
+    """The modules a script's statements import (at any depth)."""
+    out = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            out.add("." * node.level + (node.module or ""))
+    return out
+
+
+def assert_standalone(text, backend_module="jax"):
+    """The script imports the backend, NumPy and the standard library only."""
+    imported = _imports(text)
+    tops = {m.split(".")[0] for m in imported}
+    assert backend_module in tops and "numpy" in tops, imported
+    assert not any(m.startswith(".") for m in imported), imported
+    assert not tops & set(HARNESS), imported
+    others = tops - {backend_module, "numpy", "__future__"}
+    assert others <= set(sys.stdlib_module_names) and "pickle" not in others, others
+    assert "import_module" not in text and "__import__" not in text   # no import by name
+
+
+def _script_of(law_name, backend, cases=None):
+    """(script, case, loaded backend): the script of the first case on which the law fails
+    on ``backend`` (a name properties.broken.load takes)."""
+    law, bad = get(law_name), load(backend)
+    found = find_counterexample(law, bad, cases, max_examples=30)
+    assert found is not None, f"{law_name} holds on {backend}"
+    case, exc = found
+    e = findings.entry(exc, law_name, case)
+    return repro.standalone_script(law, case, backend, e, load_backend("jax")), case, bad
+
+
+def _outcome_on(law_name, backend, case):
+    """1 when the law fails on ``case`` with ``backend`` (its own verdict, in the harness), else 0."""
+    try:
+        get(law_name)(backend, case)
+    except (CaseFiltered, LawSkipped):
+        return 0
+    except Exception:  # any failure of the law, a crash included
+        return 1
+    return 0
+
+
+def test_a_repro_script_imports_only_the_backend_and_numpy_and_fails_while_the_bug_lives():
+    text, case, bad = _script_of("vmap_matches_loop", "jax+vmap_slice0")
+    assert_standalone(text)
+    status, out = repro.run_script(text, bad)
+    assert status == 1, out
+    assert "python 3" in out and "numpy " in out and "jax 0.10" in out
+    assert "expected: vmap(f, in_axes, out_axes) equals" in out and "actual: vmap(f) vs loop" in out
+    assert "the bug is present" in out
+    jax = load_backend("jax")
+    assert _outcome_on("vmap_matches_loop", jax, case) == 0   # the law holds on JAX ...
+    status, out = repro.run_script(text, jax)                 # ... and so does the script
+    assert status == 0 and "the bug is fixed" in out, out
+    # for another backend module the script imports that one, as ``jax``
+    impl_text = repro.standalone_script(get("vmap_matches_loop"), case, "impl")
+    assert_standalone(impl_text, "impl") and "import impl as jax" in impl_text
+
+
+def _clean_run(tmp_path, name, text):
+    """Run a script as a user would: its own interpreter, isolated (-I: no PYTHONPATH, no
+    user site), from an empty folder -- the harness is not importable there."""
+    path = tmp_path / name
+    path.write_text(text)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    return subprocess.run([sys.executable, "-I", str(path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_repro_script_runs_in_a_clean_interpreter(tmp_path):
+    """On plain JAX: a custom rule twice the derivative claimed true (the law's broken input)
+    gives a script exiting 1; a program on which jit_matches_eager holds, one exiting 0."""
+    law = get("custom_wrapper_true_rule_matches_finite_differences")
+    (broken_rule,) = [n for n in law.negatives if isinstance(n, BrokenRule)]
+    text, case, jax = _script_of(law.name, "jax", broken_rule.cases())
+    assert_standalone(text)
+    assert _outcome_on(law.name, jax, case) == 1
+    run = _clean_run(tmp_path, "bug.py", text)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "vs float64 finite differences" in run.stdout and "the bug is present" in run.stdout
+
+    holds = get("jit_matches_eager")
+    case = find(holds.cases(), lambda c: True, settings=settings(FEW, max_examples=1))
+    assert _outcome_on(holds.name, jax, case) == 0
+    text = repro.standalone_script(holds, case, "jax")
+    assert_standalone(text)
+    run = _clean_run(tmp_path, "fixed.py", text)
+    assert run.returncode == 0 and "the bug is fixed" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_differential_laws_script_records_the_references_results():
+    text, case, bad = _script_of("differential_value", "jax+numpy_perturbed")
+    assert_standalone(text)
+    (want,) = [line[len("WANT = "):] for line in text.splitlines() if line.startswith("WANT = ")]
+    np.testing.assert_array_equal(eval(want, {"np": np}),
+                                  get("differential_value").fn.differential_parts.side(
+                                      load_backend("jax"), case))
+    assert repro.run_script(text, bad)[0] == 1
+    assert repro.run_script(text, load_backend("jax"))[0] == 0
+
+
+def test_a_crash_on_a_valid_program_is_the_finding_of_its_script():
+    law = get("stack_matches_meaning")
+    (crash,) = [n for n in law.negatives if n.labels == ("jit_refuses_static_argnames",)]
+    text, case, bad = _script_of(law.name, "jax+jit_refuses_static_argnames", crash.cases())
+    assert_standalone(text)
+    status, out = repro.run_script(text, bad)
+    assert status == 1 and "raised NotImplementedError" in out, out
+    assert repro.run_script(text, load_backend("jax"))[0] == 0
+
+
+def test_a_law_without_a_standalone_form_gets_a_script_that_says_it_needs_the_harness():
+    law, bad = get("named_collectives_match_reference"), load("jax+collectives_wrong")
+    case, exc = find_counterexample(law, bad, max_examples=30)
+    e = findings.entry(exc, law.name, case)
+    text, standalone = repro.repro_script(e, bad.name)
+    assert not standalone and "NOT STANDALONE (no standalone view of a NamedAxisCase)" in text
+    scope = {"__name__": "__main__"}
+    with pytest.raises(SystemExit) as stop, contextlib.redirect_stdout(io.StringIO()) as out:
+        exec(compile(text, "<repro>", "exec"), scope)
+    assert stop.value.code == 1 and "the bug is present" in out.getvalue()
+
+
+def _standalone_params():
+    """Every negative test of a law that runs in this process (its break, or its broken
+    rule), marked slow (nightly)."""
+    return [pytest.param(law.name, n, id=f"{law.name}-{getattr(n, 'id', 'broken_rule')}",
+                         marks=pytest.mark.slow)
+            for law in LAWS if law.devices == 1 for n in law.negatives]
+
+
+#: laws whose scripts need the harness: a NumPy reference of the strategies (named axes),
+#: a feature probe (piles)
+NEEDS_THE_HARNESS = {"named_collectives_match_reference", "named_collectives_jvp_matches_reference",
+                     "named_collectives_vjp_matches_reference",
+                     "named_extrema_derivatives_match_reference",
+                     "named_collectives_member_derivatives_match_reference",
+                     "pile_map_matches_loop", "pile_grad_matches_loop"}
+
+
+@pytest.mark.parametrize("law_name,negative", _standalone_params())
+def test_each_laws_script_reproduces_what_its_negative_test_breaks(law_name, negative):
+    """The script of the case a negative test finds imports only the backend and NumPy (or,
+    for the laws in NEEDS_THE_HARNESS, says it needs the harness), exits 1 on the broken
+    backend, and on the unbroken one exits as the law itself decides there."""
+    law = get(law_name)
+    if isinstance(negative, Breaks):
+        bad, name = broken("jax", *negative.labels), f"jax+{negative.id}"
+        good = broken("jax", *negative.emulation) if negative.emulation else load_backend("jax")
+    else:
+        bad, name, good = load_backend("jax"), "jax", None
+    found = find_counterexample(law, bad, negative.cases() if negative.cases else None)
+    assert found is not None
+    case, exc = found
+    e = findings.entry(exc, law_name, case)
+    text, standalone = repro.repro_script(e, name, load_backend("jax"))
+    assert standalone == (law_name not in NEEDS_THE_HARNESS), text[:2000]
+    if not standalone:
+        return
+    assert_standalone(text)
+    status, out = repro.run_script(text, bad)
+    assert status == 1, out
+    if good is not None:
+        assert repro.run_script(text, good)[0] == _outcome_on(law_name, good, case), out
+
+
+def test_reports_list_what_the_backend_declares_unsupported(tmp_path, monkeypatch):
+    from properties.plugin import _declared_unsupported
+    (tmp_path / "declaring_jax.py").write_text(
+        "from jax import *  # noqa\nfrom jax import lax, numpy  # noqa\n"
+        "UNSUPPORTED_FEATURES = {'param jit.donate_argnums': 'buffers are never donated'}\n")
+    (tmp_path / "plain_jax.py").write_text("from jax import *  # noqa\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name, declared, shown in [
+            ("declaring_jax", {"param jit.donate_argnums": "buffers are never donated"},
+             "| `param jit.donate_argnums` | buffers are never donated |"),
+            ("plain_jax", {}, "`plain_jax` declares no feature unsupported"),
+            ("no_such_module", None, "could not be read")]:
+        assert _declared_unsupported(name) == declared
+        data = build([], {}, backend=name, profile="quick", declared_unsupported=declared)
+        assert json.loads(json.dumps(data))["declared_unsupported"] == declared
+        md = render_markdown(data)
+        assert "## Declared unsupported" in md and shown in md, md
+
+
+# ---------------------------------------------------------------------------
 # the CLI in a subprocess: stopped runs, hunts, repro scripts, shared databases
+
+
+def test_a_hunt_shares_its_time_among_the_rounds_of_a_pass():
+    """Each round of a pass over the laws gets an equal share of the time left, so every law
+    is reached within the hunt; a round that ends early leaves its time to the others."""
+    from properties.hunt import MIN_ROUND_SECONDS, round_seconds
+    assert round_seconds(3600.0, 1, 12) == 300.0
+    assert round_seconds(3300.0, 2, 12) == 300.0
+    assert round_seconds(1200.0, 12, 12) == 1200.0     # the pass' last round: all that is left
+    assert round_seconds(3000.0, 13, 12) == 250.0       # a new pass
+    assert round_seconds(60.0, 1, 12) == MIN_ROUND_SECONDS
+    assert round_seconds(5.0, 1, 12) == 5.0             # never past the hunt's end
 
 
 def test_cli_options_of_hunts_and_databases():
@@ -261,10 +471,16 @@ def test_a_hunt_writes_a_script_that_fails_while_the_bug_lives(tmp_path):
     assert groups and all(g["whose"] == "own" and g["cause"]["law"] == "vmap_matches_loop"
                           for g in groups)
     script = groups[0]["script"]
-    run = subprocess.run([sys.executable, script], capture_output=True, text=True,
-                         env=_env(tmp_path), timeout=300)
+    assert groups[0]["standalone"]
+    assert_standalone(pathlib.Path(script).read_text())
+    # the break exists in the harness only: run there, the script finds it ...
+    run = subprocess.run([sys.executable, "-m", "properties.repro", script], capture_output=True,
+                         text=True, env=_env(tmp_path), timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "jax 0.10" in run.stdout and "expected:" in run.stdout and "the bug is present" in run.stdout
+    # ... run plainly, it checks plain JAX, where the law holds
+    run = _clean_run(tmp_path, "plain.py", pathlib.Path(script).read_text())
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 @pytest.mark.slow

@@ -32,8 +32,8 @@ SUM_OF_TANGENTS = ("the tangent is the sum of the two operands' tangents, and th
 LINEAR_IN_FIRST = ("the rule is linear in operand 0 only (ad.linear_in_jvp((0,))) and never "
                    "reads operand 1's tangent (the values that select)")
 ALWAYS_RAISES = "the rule always raises, before the mutant's change could apply: the same error"
-NO_OUTPUTS = ("debug_callback has no outputs and its rules never read tangents or return "
-              "cotangents: there is nothing to scale, drop, swap or move")
+NO_OUTPUTS = ("debug_callback and debug_print have no outputs and their rules never read "
+              "tangents or return cotangents: there is nothing to scale, drop, swap or move")
 
 EQUIVALENT: dict[str, str] = {
     **_each(["jvp:gather:drop_last", "jvp:dynamic_slice:drop_last", "jvp:take_along_axis:drop_last",
@@ -59,9 +59,10 @@ EQUIVALENT: dict[str, str] = {
         "conv_general_dilated", "triangular_solve", "linear_recurrence", "select_and_gather_add",
         "cumchooser_tangent", "cumchooser_cotangent")], ONE_LINEAR_OPERAND),
     **_each(["transpose:add:swap", "transpose:add_any:swap"], SAME_COTANGENTS),
-    **_each(_ops("jvp", "debug_callback", ("scale", "drop_first", "drop_last", "swap"))
-            + _ops("transpose", "debug_callback", ("scale", "drop_first", "swap"))
-            + _ops("batching", "debug_callback", ("move_batch_axis", "shift_batch")), NO_OUTPUTS),
+    **_each([op for p in ("debug_callback", "debug_print") for op in (
+        _ops("jvp", p, ("scale", "drop_first", "drop_last", "swap"))
+        + _ops("transpose", p, ("scale", "drop_first", "swap"))
+        + _ops("batching", p, ("move_batch_axis", "shift_batch")))], NO_OUTPUTS),
 }
 
 OPEN_GAPS: dict[str, str] = {
