@@ -84,7 +84,7 @@ _CONJ_DTYPES = (np.float32, np.complexfloating, np.float64)
 
 def _conj_aval(x):
     dt.check_unary("conj", _CONJ_DTYPES, x.dtype)
-    return x.update(dtype=complex_dtype_of(x.dtype))
+    return x.update(dtype=x.dtype if x.dtype.kind == "c" else complex_dtype_of(x.dtype))
 
 
 def _conj_transpose(ct, x):

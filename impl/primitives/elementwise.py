@@ -41,12 +41,21 @@ def _result_shape(name, avals):
 
 
 def _unop_aval(name, accepted, out_dtype=None):
+    """`out_dtype`: the result's dtype (strongly typed), or a function of the operand's;
+    None: the operand's."""
     def rule(x, **params):
         dt.check_unary(name, accepted, x.dtype)
+        if callable(out_dtype):
+            return ShapedArray(x.shape, out_dtype(x.dtype), x.weak_type)
         if out_dtype is not None:
             return ShapedArray(x.shape, out_dtype, False)
         return ShapedArray(x.shape, x.dtype, x.weak_type)
     return rule
+
+
+def _magnitude_dtype(dtype):
+    """abs's result: the real dtype of a complex operand's parts, else the operand's."""
+    return np.dtype(np.finfo(dtype).dtype) if dtype.kind == "c" else dtype
 
 
 def _contract_aval(name, contract, out_dtype=None):
@@ -110,7 +119,8 @@ def _unop(name, lax_fn, jvp, accepted=dt.INEXACT, transpose=None, out_dtype=None
     """An elementwise primitive of one operand, whose dtype is in the category
     `accepted` (as jax.lax declares it)."""
     return define(name, abstract_eval=_unop_aval(name, accepted, out_dtype),
-                  lowering=_lower_nary(lax_fn, _ONE_OPERAND, weak_ok=out_dtype is None),
+                  lowering=_lower_nary(lax_fn, _ONE_OPERAND,
+                                       weak_ok=out_dtype is None or callable(out_dtype)),
                   jvp=jvp, transpose=transpose, batching=batching.vectorized,
                   operands=1, sharding_rule=sharding_rules.same_as_operand)
 
@@ -162,7 +172,7 @@ erf_p = _unop("erf", lax.erf, by_parts(
 # t where x >= 0, else -t: the derivative at 0 is 1, as in JAX (sign(0) would give 0).
 abs_p = _unop("abs", lax.abs,
               by_parts(lambda t, x: select_n(ge_p.bind(x, zeros_like(x)), neg(t), t)),
-              dt.SIGNED)
+              dt.SIGNED, out_dtype=_magnitude_dtype)
 sign_p = _unop("sign", lax.sign, ad.zero_jvp, dt.NUMBER)
 floor_p = _unop("floor", lax.floor, ad.zero_jvp, dt.FLOATING)
 ceil_p = _unop("ceil", lax.ceil, ad.zero_jvp, dt.FLOATING)
