@@ -224,14 +224,15 @@ class _Pullback(_LinearMap):
 
 
 def _check_cotangent_type(ct, primal_aval):
-    """As JAX's vjp functions: a cotangent has its output's cotangent shape and dtype
-    (weak types aside), checked before any rule runs; for an output without a tangent
-    space (integers, bools) any cotangent goes."""
+    """As JAX's vjp functions: a cotangent has its output's cotangent shape, dtype
+    (weak types aside) and sharding (over Explicit mesh axes), checked before any rule
+    runs; for an output without a tangent space (integers, bools) any cotangent goes."""
     expected = ad.tangent_aval(primal_aval)
     if expected.dtype == float0:
         return
     got = get_aval(ct)
-    if got.shape != expected.shape or got.dtype != expected.dtype:
+    if (got.shape != expected.shape or got.dtype != expected.dtype
+            or not core.sharded_alike(got, expected)):
         raise ValueError(
             "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
             f"got {got.strip_weak_type()}, but expected {expected.strip_weak_type()} "
@@ -738,7 +739,8 @@ def _batch_size(name, flat_args, specs, axis_size):
 def _avals_of_jax_values(leaves):
     return [ShapedArray(x.shape, x.dtype, getattr(getattr(x, "aval", x), "weak_type",
                                                     getattr(x, "weak_type", False)),
-                        core.jax_explicit_sharding(x) if hasattr(x, "aval") else None)
+                        core.jax_explicit_sharding(x) if hasattr(x, "aval") else None,
+                        mesh=core.array_mesh(x) if hasattr(x, "aval") else None)
             for x in leaves]
 
 

@@ -50,17 +50,26 @@ class ShapedArray:
 
     `vma` (varying manual axes) names, in mesh order, the manual mesh axes over which
     the value may differ from device to device; empty everywhere but inside the body of
-    a shard_map with check_vma=True. JAX's aval spells it `mat.varying`."""
+    a shard_map with check_vma=True. JAX's aval spells it `mat.varying`.
 
-    __slots__ = ("shape", "dtype", "weak_type", "explicit_sharding", "vma")
+    `mesh` is the abstract mesh the type of a value no Explicit axis shards is on
+    (replicated over it), or None for JAX's empty mesh: NumPy arrays, Python scalars and
+    arrays made outside any mesh have no mesh, values made under one (and the results of
+    operations on them) have it. JAX tells the two apart (`typeof(x).sharding`, and a
+    select's predicate on a mesh must be sharded as its cases), so impl does; types
+    that differ only there are equal, as JAX's typematch has them."""
 
-    def __init__(self, shape, dtype, weak_type=False, explicit_sharding=None, vma=()):
+    __slots__ = ("shape", "dtype", "weak_type", "explicit_sharding", "vma", "mesh")
+
+    def __init__(self, shape, dtype, weak_type=False, explicit_sharding=None, vma=(),
+                 mesh=None):
         # Built for every staged value: the conversions run in C (map, np.dtype's type).
         self.shape = tuple(map(int, shape))
         self.dtype = dtype if type(dtype) in _NUMPY_DTYPE_TYPES else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.explicit_sharding = explicit_sharding
         self.vma = vma
+        self.mesh = mesh
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -68,10 +77,16 @@ class ShapedArray:
     @property
     def sharding(self):
         """JAX's view of the type's sharding: always a NamedSharding (replicated over
-        the mesh in context when no Explicit axis shards the value)."""
+        the type's mesh, maybe the empty one, when no Explicit axis shards the value)."""
         if self.explicit_sharding is not None:
             return self.explicit_sharding
-        return replicated_sharding(self.ndim)
+        return jax.sharding.NamedSharding(EMPTY_MESH if self.mesh is None else self.mesh,
+                                          jax.sharding.PartitionSpec(*[None] * self.ndim))
+
+    @property
+    def on_mesh(self):
+        """Whether the value's type is on a (non-empty) mesh, sharded or not."""
+        return self.explicit_sharding is not None or self.mesh is not None
 
     @property
     def mat(self):
@@ -92,13 +107,15 @@ class ShapedArray:
                      self.vma))
 
     def update(self, shape=None, dtype=None, weak_type=None, explicit_sharding=_KEEP,
-               vma=None):
+               vma=None, mesh=_KEEP):
         shape = self.shape if shape is None else shape
         if explicit_sharding is _KEEP:   # kept while it still fits the rank
             explicit_sharding = (self.explicit_sharding if len(shape) == self.ndim else None)
+        if mesh is _KEEP:
+            mesh = self.mesh if self.explicit_sharding is None else self.explicit_sharding.mesh
         return ShapedArray(shape, self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type,
-                           explicit_sharding, self.vma if vma is None else vma)
+                           explicit_sharding, self.vma if vma is None else vma, mesh)
 
     def strip_weak_type(self):
         return self.update(weak_type=False) if self.weak_type else self
@@ -152,9 +169,7 @@ def spec_dims_str(shape, spec):
     return ",".join(dims)
 
 
-def replicated_sharding(ndim):
-    return jax.sharding.NamedSharding(jax.sharding.get_abstract_mesh(),
-                                      jax.sharding.PartitionSpec(*[None] * ndim))
+EMPTY_MESH = jax.sharding.AbstractMesh((), ())   # JAX's: no mesh
 
 
 def explicit_sharding_of(sharding, ndim):
@@ -209,7 +224,8 @@ def get_aval(x) -> ShapedArray:
     if t in _PY_SCALAR_DTYPES:
         return ShapedArray((), canonical_dtype(_PY_SCALAR_DTYPES[t]), weak_type=t is not bool)
     if isinstance(x, jax.Array):
-        return ShapedArray(x.shape, x.dtype, x.weak_type, jax_explicit_sharding(x))
+        return ShapedArray(x.shape, x.dtype, x.weak_type, jax_explicit_sharding(x),
+                           mesh=array_mesh(x))
     if isinstance(x, (np.ndarray, np.generic)):
         dtype = x.dtype if x.dtype == float0 else canonical_dtype(x.dtype)
         return ShapedArray(x.shape, dtype)
@@ -223,6 +239,21 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray((), canonical_dtype(dtype), weak_type=base is not bool)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid impl type: "
                     "expected an array, a Python scalar or a tracer.")
+
+
+def array_mesh(x):
+    """The abstract mesh of a jax value's type: its aval's, or, when JAX's eager
+    operation left that empty for an array placed on a mesh, its sharding's; None
+    for arrays on no mesh (one device)."""
+    mesh = x.aval.sharding.mesh
+    if mesh.empty:
+        if isinstance(x, jax.core.Tracer):   # JAX's, while jax.jit traces
+            return None
+        sharding = x.sharding
+        if not isinstance(sharding, jax.sharding.NamedSharding) or sharding.mesh.empty:
+            return None
+        mesh = sharding.mesh.abstract_mesh
+    return mesh
 
 
 def jax_explicit_sharding(x):
@@ -619,7 +650,32 @@ def abstract_eval(prim, avals, params):
     for a in avals:
         if a.explicit_sharding is not None:
             return _with_explicit_shardings(prim, avals, params, out)
-    return out
+    return _on_operands_mesh(prim, avals, out)
+
+
+# Primitives of one operand whose results are on the mesh in context when the operand
+# has no mesh (broadcast_in_dim, as in JAX); the others keep it off any mesh.
+results_on_context_mesh: set[Primitive] = set()
+
+
+def _on_operands_mesh(prim, avals, out):
+    """Results no Explicit axis shards are on their operands' mesh. Operations on values
+    without one put their results on the mesh in context, as JAX's do, but for most of
+    one operand, which keep them off any mesh. (JAX's rule is each primitive's: its
+    dot_general of two values without a mesh keeps the result off it, impl's not.)"""
+    if sharding_rules.get(prim) is TYPED_BY_ABSTRACT_EVAL:   # its programs' types
+        return out
+    mesh = next((a.mesh for a in avals if a.mesh is not None), None)
+    if mesh is None:
+        if len(avals) == 1 and prim not in results_on_context_mesh:
+            return out
+        mesh = jax.sharding.get_abstract_mesh()
+        if mesh.empty:
+            return out
+
+    def placed(o):
+        return o if o.mesh is mesh or o.explicit_sharding is not None else o.update(mesh=mesh)
+    return [placed(o) for o in out] if prim.multiple_results else placed(out)
 
 
 def _with_vma(prim, avals, params, out):
@@ -653,9 +709,23 @@ def _with_explicit_shardings(prim, avals, params, out):
     specs = rule(*avals, **params)
     mesh = common_mesh(avals)
     if prim.multiple_results:
-        return [o.update(explicit_sharding=_typed_sharding(s, mesh, o, prim, avals))
+        return [_typed(o, _typed_sharding(s, mesh, o, prim, avals), mesh)
                 for o, s in zip(out, specs)]
-    return out.update(explicit_sharding=_typed_sharding(specs, mesh, out, prim, avals))
+    return _typed(out, _typed_sharding(specs, mesh, out, prim, avals), mesh)
+
+
+def _typed(aval, sharding, mesh):
+    return aval.update(explicit_sharding=sharding,
+                       mesh=None if mesh.empty else mesh)
+
+
+def sharded_alike(t1, t2):
+    """The sharding part of JAX's typematch: types on two meshes, one of them with
+    Explicit axes, must have the same sharding; a type off any mesh matches any."""
+    m1, m2 = t1.sharding.mesh, t2.sharding.mesh
+    if m1.empty or m2.empty or not (m1._any_axis_explicit or m2._any_axis_explicit):
+        return True
+    return t1.sharding == t2.sharding
 
 
 def common_mesh(avals):

@@ -147,8 +147,14 @@ def _shard_map_impl(*args, jaxpr, **params):
     key = ("shard_map",) + tuple(sorted(params.items()))
     fn = jaxpr._cache.get(key)
     if fn is None:
-        fn = jaxpr._cache[key] = jax.jit(functools.partial(_shard_map_lowering, jaxpr=jaxpr,
-                                                           **params))
+        mesh, out_specs = params["mesh"], params["out_specs"]
+        placed = {}
+        if set(params["axis_names"]) == set(mesh.axis_names):
+            # The results placed by their out_specs as written, as JAX's eager shard_map
+            # places them (P(None,) where a jitted program would say P())
+            placed["out_shardings"] = [NamedSharding(mesh, s) for s in out_specs]
+        fn = jaxpr._cache[key] = jax.jit(
+            functools.partial(_shard_map_lowering, jaxpr=jaxpr, **params), **placed)
     return fn(*args)
 
 

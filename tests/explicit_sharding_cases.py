@@ -164,6 +164,55 @@ def case_context_mesh_and_device_put():
     assert str(impl.typeof(y)) == str(jax.typeof(y)) == "float32[8@a,4]", impl.typeof(y)
 
 
+def case_values_off_the_mesh_and_replicated_on_it():
+    """A value made outside any mesh (NumPy, Python scalars, arrays on one device) has
+    JAX's empty mesh in its type, one made under a mesh (or placed on it) is replicated
+    on it: the types' shardings, outside and inside jit, are JAX's, and the rules that
+    compare their operands' shardings (select, concatenate) take part only the values on
+    the mesh, as JAX's do: JAX's errors at trace time, and no error where it has none."""
+    outside = jnp.ones((8, 4))
+    mask = np.arange(32).reshape(8, 4) % 3 == 0
+    with jax.set_mesh(MESH):
+        inside, on_mesh = jnp.ones((8, 4)), put(np.ones((8, 4)))
+    for x in (outside, inside, on_mesh):
+        assert impl.typeof(x).sharding == jax.typeof(x).sharding, (impl.typeof(x).sharding,
+                                                                   jax.typeof(x).sharding)
+        with jax.set_mesh(MESH):
+            assert impl.typeof(x).sharding == jax.typeof(x).sharding, x.sharding
+
+    def seen(lib, np_):
+        shardings = []
+
+        def f(a, n, r, w):
+            for v in (a, n, r, np_.sin(a), a + 1.0, a * r, a.sum(0), a.T,
+                      lib.lax.broadcast_in_dim(a[0], (3, 4), (1,)),
+                      lib.lax.broadcasted_iota(np.int32, (8,), 0), w + a):
+                shardings.append(str(lib.typeof(v).sharding))
+            return a
+        with jax.set_mesh(MESH):
+            lib.jit(f)(outside, np.ones((8, 4), np.float32), on_mesh, W)
+        return shardings
+    got, want = seen(impl, inp), seen(jax, jnp)
+    assert got == want, "\n".join(f"{i}: {g}\n  JAX: {w}"
+                                   for i, (g, w) in enumerate(zip(got, want)) if g != w)
+
+    def accepted(lib, np_):
+        with jax.set_mesh(MESH):
+            return (lib.jit(lambda w, o: lib.lax.select(w > 0, w, o))(W, outside),
+                    np_.where(mask, W, 0.0), lib.jit(lambda w: np_.where(mask, w, 0.0))(W),
+                    np_.tril(W), lib.jit(np_.triu)(W),
+                    lib.jit(lambda w, o: np_.concatenate([w, o]))(W, outside))
+    check_typed(*base.both(accepted))
+    same_errors([
+        ("a select's cases, one replicated on the mesh", lambda lib, np_: lib.make_jaxpr(
+            lambda w, r: lib.lax.select(w > 0, w, r))(W, on_mesh)),
+        ("a select's predicate replicated on the mesh", lambda lib, np_: lib.make_jaxpr(
+            lambda w, r: lib.lax.select(r > 0, w, w))(W, on_mesh)),
+        ("concatenating a sharded and a replicated operand", lambda lib, np_: lib.make_jaxpr(
+            lambda w, r: np_.concatenate([w, r]))(W, on_mesh)),
+    ])
+
+
 # ------------------------------------------------------------ rules x transformations
 
 def case_elementwise_and_broadcasting_rules():
@@ -487,10 +536,15 @@ def case_shard_map_on_explicit_meshes():
             scaled = lib.shard_map(lambda x, y: x * 2.0 + y.sum(), out_specs=P("X", "Y"))
             summed = lib.shard_map(lambda x: lib.lax.psum(x, "Y"), in_specs=P("X", "Y"),
                                    out_specs=P("X"))
+            replicated = lib.shard_map(lambda x: lib.lax.psum(x.sum(0), "X"), in_specs=P("X"),
+                                       out_specs=P())
             return (scaled(W, B), lib.jit(scaled)(W, A), lib.jit(summed)(W),
-                    lib.jit(lib.grad(lambda w: (summed(w) ** 2).sum()))(W))
+                    lib.jit(lib.grad(lambda w: (summed(w) ** 2).sum()))(W),
+                    lib.vmap(replicated)(_stacked(A)), lib.jit(lib.vmap(replicated))(_stacked(A)))
     got, want = base.both(make)
     check_typed(got, want)
+    # (the specs as JAX writes them: P(None,) from the eager vmap, P(None, None) jitted)
+    assert [g.sharding.spec for g in got] == [w.sharding.spec for w in want]
 
 
 def case_vmap_batch_axis_in_types():
@@ -785,6 +839,33 @@ def both_programs(program):
     return [program(lib) for lib, _ in BOTH]
 
 
+def case_cotangents_of_unused_inputs():
+    """The cotangent of an input the program does not use is a zero of the input's
+    type, placed as JAX places it: off any mesh, sharded over Explicit axes, on an Auto
+    mesh, through jit's shardings and shard_map; a cotangent given to a vjp function
+    must have the output's type, sharding included (JAX's ValueError)."""
+    x = base.rs(8, 4, seed=23)
+    auto = jax.make_mesh((4, 2), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    on_auto = jax.device_put(x, NamedSharding(auto, P("x", "y")))
+
+    def make(lib, np_):
+        grad = lib.grad(lambda a, b: (a ** 2).sum(), argnums=(0, 1))
+        outs = [grad(x, x), grad(on_auto, on_auto),
+                lib.jit(lib.grad(lib.jit(lambda a, b: (a ** 2).sum(),
+                                         in_shardings=(NamedSharding(auto, P("x")),
+                                                       NamedSharding(auto, P("y")))),
+                                 argnums=(0, 1)))(x, x)]
+        with jax.set_mesh(MESH):
+            mapped = lib.shard_map(lambda a, b: lib.lax.psum((a ** 2).sum(), ("X", "Y")),
+                                   in_specs=(P("X", "Y"), P("X")), out_specs=P())
+            outs += [lib.jit(grad)(W, x), lib.jit(lib.grad(mapped, argnums=(0, 1)))(W, A)]
+        return outs
+    check_typed(*base.both(make))
+    with jax.set_mesh(MESH):
+        base.same_error(lambda lib, np_: lib.vjp(lambda a, b: a * 2.0, W, A)[1](
+            np_.ones((8, 4))))
+
+
 # ------------------------------------------------------------------ errors
 
 def case_sharding_type_errors_as_jax():
@@ -918,6 +999,21 @@ def case_negative_a_decomposition_losing_its_batch_sharding_is_caught():
         with _patched(core, "sharding_rules", dict(core.sharding_rules)):
             core.sharding_rules[prim] = replicated
             base.raises(AssertionError, case_decomposition_and_fft_types)
+
+
+def case_negative_values_on_the_mesh_taken_for_values_off_it_are_caught():
+    """A select rule that, as impl's once did, leaves out the operands replicated on the
+    mesh accepts JAX's refusals; the comparison of errors sees it."""
+    core = importlib.import_module("impl.core")
+    select_n_p = importlib.import_module("impl.primitives.elementwise").select_n_p
+
+    def explicit_only(which, *cases):
+        sharded = [c for c in cases if c.explicit_sharding is not None]
+        return rules.spec(sharded[0] if sharded else cases[0])
+    rules = importlib.import_module("impl.primitives.sharding_rules")
+    with _patched(core, "sharding_rules", dict(core.sharding_rules)):
+        core.sharding_rules[select_n_p] = explicit_only
+        base.raises(AssertionError, case_values_off_the_mesh_and_replicated_on_it)
 
 
 def case_negative_a_missing_error_is_caught():

@@ -452,6 +452,25 @@ def case_shard_map_vmap():
     check(*both(make), rtol=1e-4)
 
 
+def case_shard_map_vmap_replicated_out_specs():
+    """vmap of shard_maps whose out_specs replicate: the batch axis enters the specs
+    unsharded, and the results are placed by them as written (P(None,) eagerly, as
+    JAX's eager shard_map places them; P() from a jitted program), as in JAX."""
+    xs = rs(3, 8, 4, seed=14)
+
+    def make(lib, np_):
+        summed = lib.shard_map(lambda a: lib.lax.psum(a.sum(0), "x"), mesh=MESH,
+                               in_specs=P("x"), out_specs=P())
+        doubled = lib.shard_map(lambda a: a * 2.0, mesh=MESH, in_specs=P(), out_specs=P())
+        return (lib.vmap(summed)(xs), lib.jit(lib.vmap(summed))(xs),
+                lib.vmap(summed, out_axes=1)(xs), lib.vmap(doubled)(xs),
+                lib.vmap(summed, spmd_axis_name="y")(rs(2, 8, 4, seed=15)))
+    got, want = both(make)
+    check(got, want)
+    assert [g.sharding.spec for g in got] == [w.sharding.spec for w in want], (
+        [g.sharding.spec for g in got], [w.sharding.spec for w in want])
+
+
 def case_shard_map_vmap_spmd_axis_name():
     xs = rs(4, 8, 4, seed=11)
 

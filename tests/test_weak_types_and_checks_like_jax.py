@@ -374,8 +374,8 @@ UNARY_DTYPES = [np.bool_, np.int32, np.uint32, np.float16, np.float32, np.comple
 
 @pytest.mark.parametrize("name", UNARY)
 def test_lax_unary_functions_accept_the_dtypes_jax_does(name):
-    """Each dtype either works in both (same result type) or raises JAX's TypeError in
-    JAX's words in both."""
+    """Each dtype either works in both (same result type, computed and staged) or raises
+    JAX's TypeError in JAX's words in both."""
     for dtype in UNARY_DTYPES:
         x = np.ones(3, dtype)
         want = _outcome(lambda: getattr(jlax, name)(x))
@@ -385,6 +385,9 @@ def test_lax_unary_functions_accept_the_dtypes_jax_does(name):
             assert (want[:2], got[:2]) == (("raises", OverflowError), ("raises", TypeError))
         else:
             assert got == want, np.dtype(dtype)
+        if want[0] == "returns":   # the staged type too (a computed one is JAX's own)
+            staged = _outcome(lambda: impl.make_jaxpr(getattr(ilax, name))(x).out_avals)
+            assert staged == want, (np.dtype(dtype), staged)
 
 
 def test_pow_with_an_integer_exponent_differentiates_as_jax():

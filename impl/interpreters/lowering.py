@@ -58,7 +58,9 @@ def eval_jaxpr_lowered(jaxpr, consts, args):
 
 def _other_mesh(eqn):
     """The mesh of an equation's explicitly typed results when it is not the mesh in
-    context (values inside explicit_axes), else None."""
+    context (values inside explicit_axes), the empty one for the results off any mesh
+    of a primitive that JAX would put on the mesh in context (zeros of a cotangent off
+    it), else None."""
     for v in eqn.outvars:
         sharding = v.aval.explicit_sharding
         if sharding is not None:
@@ -66,6 +68,10 @@ def _other_mesh(eqn):
             if not context.empty and sharding.mesh != context:
                 return sharding.mesh
             return None
+    if (eqn.outvars and eqn.primitive in core.results_on_context_mesh
+            and all(v.aval.mesh is None for v in eqn.outvars)
+            and not jax.sharding.get_abstract_mesh().empty):
+        return core.EMPTY_MESH
     return None
 
 

@@ -640,15 +640,23 @@ def _tri_mask(x, k, lower):
 
 def tril(m, k=0):
     """Lower triangle (a concrete mask: shapes are static, so no iota is needed)."""
-    x = _arr(m)
-    from impl.numpy._ufuncs import where
-    return where(_tri_mask(x, k, True), x, ew.zeros_like(x))
+    return _keep_triangle(m, k, True)
 
 
 def triu(m, k=0):
+    return _keep_triangle(m, k, False)
+
+
+def _keep_triangle(m, k, lower):
+    # the mask sharded as the matrices, as JAX's: a select's predicate must be
     x = _arr(m)
-    from impl.numpy._ufuncs import where
-    return where(_tri_mask(x, k, False), x, ew.zeros_like(x))
+    aval = get_aval(x)
+    mask = _tri_mask(x, k, lower)
+    if aval.explicit_sharding is not None:
+        mask = sh.broadcast_in_dim(mask[(0,) * (aval.ndim - 2)], aval.shape,
+                                   (aval.ndim - 2, aval.ndim - 1),
+                                   out_sharding=aval.explicit_sharding)
+    return ew.select_n(mask, ew.zeros_like(x), x)
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):

@@ -7,6 +7,8 @@ from impl import core
 from impl.core import get_aval
 from impl.interpreters.lowering import compiled_when_eager
 from impl.primitives import elementwise as ew
+from impl.primitives import sharding_rules
+from impl.primitives.sharding import reshard
 from impl.numpy._util import asarray, broadcast_arrays, broadcast_operands, promote  # noqa: F401
 
 
@@ -304,9 +306,19 @@ def where(condition, x, y):
     from impl.numpy._util import broadcast_shapes, broadcast_sharding, broadcast_to
     shape = broadcast_shapes(get_aval(cond).shape, get_aval(x).shape, get_aval(y).shape)
     sharding = broadcast_sharding((cond, x, y), shape)
+    # As JAX's where: operands whose shapes differ are all broadcast to the result's
+    # sharding, those of the result's shape too (a predicate without it would not meet
+    # the cases sharded alike).
+    retype = sharding is not None and len({get_aval(a).shape for a in (cond, x, y)}) > 1
     cond, x, y = (broadcast_to(a, shape, out_sharding=sharding) if get_aval(a).shape != shape
+                  else reshard(a, sharding) if retype and not _typed_as(a, sharding)
                   else a for a in (cond, x, y))
     return ew.select_n(cond, y, x)
+
+
+def _typed_as(x, sharding):
+    aval = get_aval(x)
+    return aval.on_mesh and tuple(sharding_rules.spec(aval)) == tuple(sharding.spec)
 
 
 @compiled_when_eager

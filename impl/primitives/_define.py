@@ -109,7 +109,8 @@ def _build(rule, prim):
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
            transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
            collective=False, effectful=False, operands=None,
-           sharding_rule=None, vma_rule=None, operand_dtypes=None) -> core.Primitive:
+           sharding_rule=None, vma_rule=None, operand_dtypes=None,
+           on_context_mesh=False) -> core.Primitive:
     """Create the primitive `name` and register every one of its rules.
 
     abstract_eval: `(*avals, **params) -> aval` (a list when multiple_results),
@@ -142,6 +143,9 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         evaluation already types the results; None: the primitive refuses operands
         sharded over Explicit axes. Rules shared by many primitives are in
         `impl.primitives.sharding_rules`.
+    on_context_mesh: the results of the (one-operand) primitive applied to a value
+        without a mesh are on the mesh in context (broadcast_in_dim, as in JAX), where
+        those of the others stay off any mesh.
     vma_rule: `(*avals, **params) -> axis names` (per result, a list, when
         multiple_results), the manual mesh axes the results vary over inside a shard_map
         body with check_vma=True (collectives, casts). None: the standard rule, under
@@ -168,6 +172,8 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         core.sharding_rules[prim] = sharding_rule
     if vma_rule is not None:
         core.vma_rules[prim] = vma_rule
+    if on_context_mesh:
+        core.results_on_context_mesh.add(prim)
     if impl is not None:
         core.impl_rules[prim] = impl
     elif lowering is not None:

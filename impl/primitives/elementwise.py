@@ -8,6 +8,7 @@ stricter contract each primitive declares (`operand_dtypes=`), as jax.lax does.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import jax
@@ -40,12 +41,21 @@ def _result_shape(name, avals):
 
 
 def _unop_aval(name, accepted, out_dtype=None):
+    """`out_dtype`: the result's dtype (strongly typed), or a function of the operand's;
+    None: the operand's."""
     def rule(x, **params):
         dt.check_unary(name, accepted, x.dtype)
+        if callable(out_dtype):
+            return ShapedArray(x.shape, out_dtype(x.dtype), x.weak_type)
         if out_dtype is not None:
             return ShapedArray(x.shape, out_dtype, False)
         return ShapedArray(x.shape, x.dtype, x.weak_type)
     return rule
+
+
+def _magnitude_dtype(dtype):
+    """abs's result: the real dtype of a complex operand's parts, else the operand's."""
+    return np.dtype(np.finfo(dtype).dtype) if dtype.kind == "c" else dtype
 
 
 def _contract_aval(name, contract, out_dtype=None):
@@ -109,7 +119,8 @@ def _unop(name, lax_fn, jvp, accepted=dt.INEXACT, transpose=None, out_dtype=None
     """An elementwise primitive of one operand, whose dtype is in the category
     `accepted` (as jax.lax declares it)."""
     return define(name, abstract_eval=_unop_aval(name, accepted, out_dtype),
-                  lowering=_lower_nary(lax_fn, _ONE_OPERAND, weak_ok=out_dtype is None),
+                  lowering=_lower_nary(lax_fn, _ONE_OPERAND,
+                                       weak_ok=out_dtype is None or callable(out_dtype)),
                   jvp=jvp, transpose=transpose, batching=batching.vectorized,
                   operands=1, sharding_rule=sharding_rules.same_as_operand)
 
@@ -161,7 +172,7 @@ erf_p = _unop("erf", lax.erf, by_parts(
 # t where x >= 0, else -t: the derivative at 0 is 1, as in JAX (sign(0) would give 0).
 abs_p = _unop("abs", lax.abs,
               by_parts(lambda t, x: select_n(ge_p.bind(x, zeros_like(x)), neg(t), t)),
-              dt.SIGNED)
+              dt.SIGNED, out_dtype=_magnitude_dtype)
 sign_p = _unop("sign", lax.sign, ad.zero_jvp, dt.NUMBER)
 floor_p = _unop("floor", lax.floor, ad.zero_jvp, dt.FLOATING)
 ceil_p = _unop("ceil", lax.ceil, ad.zero_jvp, dt.FLOATING)
@@ -361,7 +372,10 @@ def _select_n_aval(pred, *cases):
 def _select_n_lower(pred, *cases):
     (_, dtype, *_), weak = _SELECT_N_DTYPES.lenient([get_aval(v) for v in (pred, *cases)])
     shape = np.shape(pred) or _result_shape("select_n", [get_aval(c) for c in cases])
-    cases = [jax.numpy.broadcast_to(cast_to(c, dtype), shape) for c in cases]
+    # (a NumPy case of the full shape stays NumPy: made an array here, JAX would put it
+    # on the mesh in context, where its select requires the cases' shardings to agree)
+    cases = [c if np.shape(c) == shape else jax.numpy.broadcast_to(c, shape)
+             for c in (cast_to(c, dtype) for c in cases)]
     out = lax.select_n(pred, *cases)
     return _mark_weak(out) if weak else out   # as its abstract evaluation says
 
@@ -517,11 +531,15 @@ convert_element_type_p = define(
 
 def _zeros(aval):
     """Zeros of type `aval`, weakly typed when it is (a zero tangent or cotangent of a
-    value computed from Python scalars stays weak, as in JAX)."""
-    zeros = vary_as(broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, (),
-                                     out_sharding=aval.explicit_sharding), aval)
-    return convert_element_type(zeros, aval.dtype, weak_type=True) if aval.weak_type \
-        else zeros
+    value computed from Python scalars stays weak, as in JAX), off any mesh when it is
+    (the cotangent of an input from outside the mesh in context, as in JAX)."""
+    with contextlib.ExitStack() as scope:
+        if not aval.on_mesh:
+            scope.enter_context(jax.sharding.use_abstract_mesh(core.EMPTY_MESH))
+        zeros = vary_as(broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, (),
+                                         out_sharding=aval.explicit_sharding), aval)
+        return convert_element_type(zeros, aval.dtype, weak_type=True) if aval.weak_type \
+            else zeros
 
 
 core.ops.zeros = _zeros

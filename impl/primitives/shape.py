@@ -93,7 +93,8 @@ broadcast_in_dim_p = define(
     lowering=lambda x, *, shape, broadcast_dimensions, out_sharding=None:
         lax.broadcast_in_dim(x, shape, broadcast_dimensions, out_sharding=out_sharding),
     jvp=ad.linear_jvp, transpose=_broadcast_in_dim_transpose,
-    batching=_broadcast_in_dim_batch, sharding_rule=_broadcast_in_dim_sharding)
+    batching=_broadcast_in_dim_batch, sharding_rule=_broadcast_in_dim_sharding,
+    on_context_mesh=True)
 
 
 def _broadcast_in_dim_printed_params(eqn, namer):

@@ -7,8 +7,9 @@ into the result type (over the operands' mesh) and checks it divides the shape. 
 the operands' shardings do not fit the operation a rule raises ShardingTypeError, with
 JAX's message. Only primitives given a rule accept explicitly sharded operands.
 
-In a type, an operand without explicit sharding (None) is replicated; where JAX tells
-an empty mesh from a replicated value on the mesh in context, impl does not.
+In a type, an operand without explicit sharding (None) is replicated: over its mesh
+(`aval.mesh`), or, without one, a value from outside any mesh, which the rules that
+compare their operands' shardings leave out, as JAX's do.
 """
 from __future__ import annotations
 
@@ -86,16 +87,16 @@ def same_as_operand(aval, *rest, **params):
 
 
 def select_cases(which, *cases, **params):
-    """select_n: cases sharded alike; a non-scalar predicate sharded as they are."""
-    sharded = [spec(c) for c in cases if c.explicit_sharding is not None]
-    if not sharded:
-        out = spec(cases[0])
-    else:
-        out = sharded[0]
-        if any(s != out for s in sharded[1:]):
-            raise ShardingTypeError("select cases must have the same shardings, got "
-                                    f"[{_shardings_str(cases)}].")
-    if sharded and which.ndim and which.explicit_sharding is not None and spec(which) != out:
+    """select_n: the cases on a mesh sharded alike (replicated ones included); a
+    non-scalar predicate on a mesh sharded as they are."""
+    typed = [spec(c) for c in cases if c.on_mesh]
+    if not typed:
+        return spec(cases[0])
+    out = typed[0]
+    if any(s != out for s in typed[1:]):
+        raise ShardingTypeError("select cases must have the same shardings, got "
+                                f"[{_shardings_str(cases)}].")
+    if which.ndim and which.on_mesh and spec(which) != out:
         raise ShardingTypeError(
             "select `which` must be scalar or have the same sharding as cases, got `which` "
             f"sharding {which.sharding} but case sharding {cases[0].sharding}.")
@@ -150,11 +151,12 @@ def along_unsharded_axis(x, *rest, axis, **params):
 
 
 def concatenate(*operands, dimension):
-    sharded = [spec(o) for o in operands if o.explicit_sharding is not None]
-    if any(s != sharded[0] for s in sharded[1:]):
+    """The operands on a mesh (replicated ones included) sharded alike."""
+    typed = [spec(o) for o in operands if o.on_mesh]
+    if any(s != typed[0] for s in typed[1:]):
         raise ShardingTypeError("All operands should have the same sharding. Got shardings "
                                 f"{_shardings_str(operands)}")
-    return sharded[0]
+    return typed[0]
 
 
 def _reshape_error(x, new_sizes):
@@ -540,8 +542,8 @@ def scatter(operand, indices, updates, *, dimension_numbers, **params):
 
 
 def sort(*operands, **params):
-    """Every result sharded as the sharded operands, which must agree."""
-    specs = {spec(o) for o in operands if o.explicit_sharding is not None}
+    """Every result sharded as the operands on a mesh, which must agree."""
+    specs = {spec(o) for o in operands if o.on_mesh}
     if len(specs) > 1:
         raise ShardingTypeError("sort operands must have the same shardings, got "
                                 f"{_shardings_str(operands)}")
