@@ -38,15 +38,15 @@ def law_row(nodeid, record, outcome, message=""):
     """The report row of one law test.
 
     ``record`` is the LawRecord dict the test attached (None when the test
-    never got to run its law, e.g. an error in a fixture); ``outcome`` and
+    never got to run its law, e.g. an error in a fixture; only some fields when a
+    multi-device law was skipped or crashed in its process); ``outcome`` and
     ``message`` are pytest's.
     """
     name = nodeid.rsplit("::", 1)[-1].removeprefix("test_")
-    row = dict(record) if record else {
-        "law": name, "backend": "?", "nodeid": nodeid, "examples": 0, "filtered": 0,
-        "filtered_reasons": {}, "unsupported": 0, "unsupported_reasons": {}, "passed": 0,
-        "failed": 0, "reason": "", "counterexample": "", "seconds": 0.0, "cpu_seconds": 0.0,
-        "examples_per_cpu_second": 0.0}
+    row = {"law": name, "backend": "?", "nodeid": nodeid, "examples": 0, "filtered": 0,
+           "filtered_reasons": {}, "unsupported": 0, "unsupported_reasons": {}, "passed": 0,
+           "failed": 0, "reason": "", "counterexample": "", "seconds": 0.0, "cpu_seconds": 0.0,
+           "examples_per_cpu_second": 0.0, **(record or {})}
     row["nodeid"] = nodeid
     row["outcome"] = outcome
     if outcome != "passed" and message and not row.get("reason"):

@@ -109,6 +109,19 @@ def test_a_law_test_that_never_ran_is_still_a_row():
     assert row["reason"] == "fixture error"
 
 
+def test_a_skipped_multi_device_law_is_a_whole_row_of_the_report():
+    """The multi-device process records a skipped law with its name, backend and reason only
+    (properties.multidevice.run): the report still has every column for it."""
+    skipped = {"law": "shard_map_matches_reference", "backend": "jax", "outcome": "skipped",
+               "reason": "shard_map: the backend lacks jax.shard_map"}
+    row = law_row("s/test_sharding_laws.py::test_device_laws[shard_map_matches_reference]",
+                  skipped, "skipped")
+    assert row["law"] == "shard_map_matches_reference" and row["examples"] == 0
+    assert row["reason"] == skipped["reason"] and row["backend"] == "jax"
+    data = build([row], {}, backend="jax", profile="quick")
+    assert data["summary"]["skipped"] == 1 and "\n".join(terminal_table(data["laws"]))
+
+
 def test_law_tests_take_the_selected_profile():
     before = profiles.active_name()
     try:
