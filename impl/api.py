@@ -855,13 +855,27 @@ class StagedTrace:
     program that runs (without the equations nothing uses, taking the constants as
     leading arguments: what a jit call binds) and the structure of its output."""
 
-    __slots__ = ("closed", "program", "consts", "out_tree")
+    __slots__ = ("closed", "out_tree", "_runnable")
 
     def __init__(self, closed, out_tree):
         self.closed = closed
-        live = core.ClosedJaxpr(pe.drop_unused_eqns(closed.jaxpr), closed.consts)
-        self.program, self.consts = pe.convert_constvars_to_invars(live)
         self.out_tree = out_tree
+        self._runnable = None
+
+    def _runnable_program(self):
+        # Derived on the first call: make_jaxpr only shows the program as written.
+        if self._runnable is None:
+            live = core.ClosedJaxpr(pe.drop_unused_eqns(self.closed.jaxpr), self.closed.consts)
+            self._runnable = pe.convert_constvars_to_invars(live)
+        return self._runnable
+
+    @property
+    def program(self):
+        return self._runnable_program()[0]
+
+    @property
+    def consts(self):
+        return self._runnable_program()[1]
 
 
 class _Traces(dict):

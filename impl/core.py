@@ -663,15 +663,18 @@ def _on_operands_mesh(prim, avals, out):
     without one put their results on the mesh in context, as JAX's do, but for most of
     one operand, which keep them off any mesh. (JAX's rule is each primitive's: its
     dot_general of two values without a mesh keeps the result off it, impl's not.)"""
-    if sharding_rules.get(prim) is TYPED_BY_ABSTRACT_EVAL:   # its programs' types
-        return out
-    mesh = next((a.mesh for a in avals if a.mesh is not None), None)
-    if mesh is None:
+    for a in avals:
+        if a.mesh is not None:
+            mesh = a.mesh
+            break
+    else:
         if len(avals) == 1 and prim not in results_on_context_mesh:
             return out
         mesh = jax.sharding.get_abstract_mesh()
         if mesh.empty:
             return out
+    if sharding_rules.get(prim) is TYPED_BY_ABSTRACT_EVAL:   # its programs' types
+        return out
 
     def placed(o):
         return o if o.mesh is mesh or o.explicit_sharding is not None else o.update(mesh=mesh)

@@ -59,9 +59,18 @@ def result_dtype(*args):
     the Python type of its kind, exactly as JAX's type lattice treats it, so that the
     result and the configured promotion mode (`jax_numpy_dtype_promotion='strict'`) are
     JAX's, also for operands that are tracers."""
-    reps = [_lattice_rep(get_aval(a)) for a in args]
-    dtype, weak = jax.dtypes.result_type(*reps, return_weak_type_flag=True)
-    return core.canonical_dtype(dtype), bool(weak)
+    reps = tuple(_lattice_rep(get_aval(a)) for a in args)
+    key = (reps, jax.config.jax_numpy_dtype_promotion, jax.config.jax_enable_x64)
+    known = _promotions.get(key)
+    if known is None:   # (a promotion the mode forbids raises, and is asked again)
+        dtype, weak = jax.dtypes.result_type(*reps, return_weak_type_flag=True)
+        known = _promotions[key] = (core.canonical_dtype(dtype), bool(weak))
+    return known
+
+
+# result_dtype's answers by operand types and the two settings they depend on: every
+# jnp function asks, with the same few combinations, and JAX's lattice walk is slow
+_promotions: dict = {}
 
 
 _WEAK_REPS = {"u": int, "i": int, "f": float, "c": complex}

@@ -11,7 +11,7 @@ before binding, so they raise where and as jax.lax does, under any transformatio
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -43,14 +43,23 @@ def accepts(category, dtype) -> bool:
     return any(jax_dtypes.issubdtype(dtype, t) for t in category)
 
 
+# The (name, category, dtype) triples `check_unary` has accepted: tracing checks the
+# same few over and over, and each check asks NumPy's type hierarchy several times.
+_unary_accepted: set = set()
+
+
 def check_unary(name, category, dtype):
     """Raise TypeError, in JAX's words, unless the one operand's `dtype` is in
     `category`."""
+    key = (name, category, dtype)
+    if key in _unary_accepted:
+        return
     if dtype == float0:
         raise TypeError(f"Called {name} with a float0 array. {_FLOAT0_TEXT}")
     if not accepts(category, dtype):
         raise TypeError(f"{name} does not accept dtype {dtype}. Accepted dtypes are subtypes "
                         f"of {_names(category)}.")
+    _unary_accepted.add(key)
 
 
 def _names(category):
@@ -91,6 +100,11 @@ class OperandDtypes:
     jnp_name: str | None = None
     agree: Callable | None = None
     mismatch: Callable | None = None
+    # (name, dtypes) this contract accepted, and lenient's (and check_lenient's, keyed
+    # with the name) result per operand (dtype, weak type): a primitive is typed with
+    # the same few combinations over and over
+    _accepted: set = field(default_factory=set, init=False, repr=False, compare=False)
+    _lenient: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def _same(self):
@@ -119,14 +133,21 @@ class OperandDtypes:
 
     def check_lenient(self, name, avals):
         """`check` on the dtypes `lenient` gives, which it returns with their weakness."""
-        dtypes, all_weak = self.lenient(avals)
-        self.check(name, dtypes)
-        return dtypes, all_weak
+        key = (name, *[(a.dtype, a.weak_type) for a in avals])
+        known = self._lenient.get(key)
+        if known is None:
+            dtypes, all_weak = self.lenient(avals)
+            self.check(name, dtypes)
+            known = self._lenient[key] = (tuple(dtypes), all_weak)
+        return list(known[0]), known[1]
 
     def check(self, name, dtypes):
         """Raise TypeError, in JAX's words, unless `dtypes` (one per operand) keep the
         contract."""
         name = self.name or name
+        key = (name, tuple(dtypes))
+        if key in self._accepted:
+            return
         for i, dtype in enumerate(dtypes):
             category = self.category(i)
             if category is None or _is_extended(dtype):
@@ -145,6 +166,7 @@ class OperandDtypes:
         if not agreed:
             raise TypeError(self.mismatch(name, shared) if self.mismatch is not None
                             else same_dtypes_message(name, shared, self.jnp_name))
+        self._accepted.add(key)
 
 
 # What each primitive declares, by primitive name (filled by `define`).
