@@ -208,6 +208,19 @@ def dtype_short_name(dtype):
     return _SHORT_NAMES.get(dtype.name, dtype.name)
 
 
+def broadcast_sizes(shapes):
+    """The shape that shapes of one rank broadcast to: on each axis their common size,
+    sizes of 1 taking the others' (ValueError where two other sizes differ). Sizes are
+    compared with == only, so a ragged size broadcasts with itself."""
+    out = []
+    for sizes in zip(*shapes):
+        others = [n for n in sizes if not (isinstance(n, (int, np.integer)) and n == 1)]
+        if any(n != others[0] for n in others[1:]):
+            raise ValueError(f"incompatible sizes {sizes}")
+        out.append(others[0] if others else sizes[0])
+    return tuple(out)
+
+
 def canonical_dtype(dtype):
     """The dtype JAX would use (float64 becomes float32 unless x64 is enabled)."""
     return np.dtype(jax_dtypes.canonicalize_dtype(dtype))

@@ -239,3 +239,36 @@ def test_lax_fft_unknown_type_raises_as_jax():
         jlax.fft(x, "dct", (4,))
     with pytest.raises(ValueError, match="Unknown FFT type"):
         ilax.fft(x, "dct", (4,))
+
+
+# jax.lax's elementwise operations broadcast operands of one rank along axes of size 1.
+SIZE_ONE_BROADCASTS = [((3,), (1,)), ((2, 1), (1, 3)), ((1, 1), (2, 3))]
+
+
+@pytest.mark.parametrize("op", ["add", "max", pytest.param("div", marks=pytest.mark.slow),
+                                pytest.param("atan2", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("shapes", SIZE_ONE_BROADCASTS, ids=str)
+def test_axes_of_size_one_broadcast_as_in_jax(op, shapes):
+    args = tuple(_u(0.5, 2, *s, key=f"{op}{i}") for i, s in enumerate(shapes))
+    check_transforms(f"{op}{shapes}", getattr(ilax, op), getattr(jlax, op), args, eager=True)
+
+
+def _ones(*shape):
+    return np.ones(shape, F32)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lax: lax.add(_ones(3), _ones(2)),
+    lambda lax: lax.mul(_ones(3, 4), _ones(4)),
+    lambda lax: lax.select_n(True, _ones(3), _ones(1)),
+    lambda lax: lax.select_n(True, _ones(3), 1.0),
+    lambda lax: lax.select_n(np.array([True]), _ones(3), _ones(3)),
+    lambda lax: lax.select_n(True),
+], ids=["incompatible sizes", "ranks differ", "select cases", "select scalar case",
+        "select which", "select no case"])
+def test_shape_errors_as_jax(call):
+    with pytest.raises(Exception) as want:
+        call(jlax)
+    with pytest.raises(want.type) as got:
+        call(ilax)
+    assert str(got.value) == str(want.value)

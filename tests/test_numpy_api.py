@@ -3,6 +3,7 @@ jax.numpy / jax.nn / jax.scipy.special: values, dtypes, gradients and vmap."""
 from __future__ import annotations
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -285,3 +286,48 @@ def test_logaddexp_gradient_splits_ties_as_jax(x, y):
     """At x == y each argument gets 1/2 (softplus'(0) = 1/2), as JAX's rule gives."""
     close(impl.grad(inp.logaddexp, (0, 1))(x, y), jax.grad(jnp.logaddexp, (0, 1))(x, y))
     close(impl.grad(impl.nn.softplus)(x), jax.grad(jax.nn.softplus)(x))
+
+
+# ------------------------------------------------------- rounding and finiteness by dtype
+
+ROUNDING = {
+    "round int": lambda np_: np_.round(np_.array([15, 26])),
+    "round int negative decimals": lambda np_: np_.round(np_.array([15, 26]), -1),
+    "round bool": lambda np_: np_.round(np_.array([True])),
+    "round float decimals": lambda np_: np_.round(np_.array([1.25, 2.35]), 1),
+    "round complex": lambda np_: np_.round(np_.array([1.5 + 2.5j, -0.5 - 1.5j])),
+    "round complex decimals": lambda np_: np_.round(np_.array([1.25 + 2.35j]), 1),
+    "round weak scalar": lambda np_: np_.round(2.5),
+    "round weak scalar decimals": lambda np_: np_.round(2.56, 1),
+    "round float16 decimals": lambda np_: np_.round(np_.array([1.25, 2.35], np.float16), 1),
+    "floor int": lambda np_: np_.floor(np_.array([1, 2], np.int8)),
+    "ceil bool": lambda np_: np_.ceil(True),
+    "rint int": lambda np_: np_.rint(np_.array([1, 2])),
+    "rint bool": lambda np_: np_.rint(np_.array([True])),
+    "rint complex": lambda np_: np_.rint(np_.array([1.5 + 2.5j, 0.5 - 3.5j])),
+    "isfinite int": lambda np_: np_.isfinite(np_.array([1, 2])),
+    "isfinite complex": lambda np_: np_.isfinite(
+        np_.array([1 + np.inf * 1j, np.nan + 1j, 1 + 1j])),
+    "isfinite weak scalar": lambda np_: np_.isfinite(2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUNDING))
+def test_rounding_and_finiteness_of_every_dtype_as_jax(name):
+    """Values, dtypes and weak types as JAX's, or JAX's exception (integers keep their
+    dtype, complex numbers are rounded part by part)."""
+    try:
+        want = ROUNDING[name](jnp)
+    except Exception as e:   # noqa: BLE001  (the test is that impl raises alike)
+        with pytest.raises(type(e), match=re.escape(str(e))):
+            ROUNDING[name](inp)
+        return
+    got = ROUNDING[name](inp)
+    assert str(jax.typeof(got)) == str(jax.typeof(want))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_gradient_through_complex_rounding_as_jax():
+    def loss(np_):
+        return lambda x: np_.real(np_.round(x * (1 + 1j)) + x * x)
+    np.testing.assert_allclose(impl.grad(loss(inp))(1.3), jax.grad(loss(jnp))(1.3))

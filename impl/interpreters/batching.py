@@ -624,10 +624,12 @@ vectorized = core.RuleMaker(_make_vectorized)
 
 
 def frame_shape(vals, dims):
-    """The per-example shape of an elementwise op whose rank-0 operands broadcast."""
+    """The per-example shape of an elementwise op whose rank-0 operands, and axes of
+    size 1, broadcast."""
     shapes = [get_aval(x).shape[:d] + get_aval(x).shape[d + 1:] if d is not None
               else get_aval(x).shape for x, d in zip(vals, dims)]
-    return max(shapes, key=len)
+    rank = max(len(s) for s in shapes)
+    return core.broadcast_sizes([s for s in shapes if len(s) == rank])
 
 
 def to_batched_shape(x, d, size, frame, out_sharding=None):
@@ -638,7 +640,10 @@ def to_batched_shape(x, d, size, frame, out_sharding=None):
         x = moveaxis(x, d, 0)
         if get_aval(x).shape == target:
             return x
-        return core.ops.broadcast_in_dim(x, target, (0,), out_sharding=out_sharding)
+        example_ndim = get_aval(x).ndim - 1   # 0, or the frame's (axes of size 1)
+        return core.ops.broadcast_in_dim(
+            x, target, (0, *range(1 + len(frame) - example_ndim, 1 + len(frame))),
+            out_sharding=out_sharding)
     ndim = get_aval(x).ndim
     return core.ops.broadcast_in_dim(x, target, tuple(range(1 + len(frame) - ndim,
                                                             1 + len(frame))),

@@ -28,7 +28,14 @@ from impl.lax._checked import bind_checked as _lax_fn, checked as _checked  # no
 
 add, sub, mul, div = (_checked(f, p, "x", "y") for f, p in (
     (_ew.add, _ew.add_p), (_ew.sub, _ew.sub_p), (_ew.mul, _ew.mul_p), (_ew.div, _ew.div_p)))
-select_n = _checked(_ew.select_n, _ew.select_n_p, "which", "*cases")
+_select_n_of_one_dtype = _checked(_ew.select_n, _ew.select_n_p, "which", "*cases")
+
+
+def select_n(which, *cases):
+    _ew.check_select_cases(cases)
+    return _select_n_of_one_dtype(which, *cases)
+
+
 concatenate = _checked(_ix.concatenate, _ix.concatenate_p, "*operands")
 pad = _checked(_ix.pad, _ix.pad_p, "operand", "padding_value")
 dynamic_update_slice, dynamic_update_slice_in_dim = (

@@ -37,7 +37,7 @@ def checked(fn, prim, *operands):
         values = []
         for name in operands:
             if name.startswith("*"):   # read once: it may be an iterator
-                bound.arguments[name[1:]] = sequence = tuple(bound.arguments[name[1:]])
+                bound.arguments[name[1:]] = sequence = tuple(bound.arguments.get(name[1:], ()))
                 values.extend(sequence)
             else:
                 values.append(bound.arguments[name])

@@ -1,6 +1,9 @@
 """Elementwise functions of the array API (jax.numpy names) over impl's primitives."""
 from __future__ import annotations
 
+import functools
+import operator
+
 import numpy as np
 
 from impl import core
@@ -74,9 +77,23 @@ log = _unary(ew.log_p)
 log1p = _unary(ew.log1p_p)
 expm1 = _unary(ew.expm1_p)
 sqrt = _unary(ew.sqrt_p)
-floor = _unary(ew.floor_p)
-ceil = _unary(ew.ceil_p)
-isfinite = _unary(ew.is_finite_p)
+
+
+def _integral_unchanged(prim):
+    """floor and ceil: integers and booleans are already integral and keep their
+    dtype, as in JAX."""
+    floating = _unary(prim)
+
+    @compiled_when_eager
+    def fn(x):
+        x = asarray(x) if not isinstance(x, core.Tracer) else x
+        return x if get_aval(x).dtype.kind in "biu" else floating(x)
+    fn.__name__ = prim.name
+    return fn
+
+
+floor = _integral_unchanged(ew.floor_p)
+ceil = _integral_unchanged(ew.ceil_p)
 asin, acos, atan = arcsin, arccos, arctan
 
 
@@ -109,14 +126,49 @@ def sign(x):
     return ew.sign_p.bind(asarray(x))
 
 
+def _complex_by_parts(fn, x):
+    """`fn` of a complex `x` applied to its real and imaginary parts, as JAX's rounding
+    of complex numbers does."""
+    from impl.primitives import complex_parts as cp
+    return cp.complex(fn(cp.real(x)), fn(cp.imag(x)))
+
+
+def _round_half_even(x, decimals):
+    dtype = get_aval(x).dtype
+    if dtype.kind == "c":
+        return _complex_by_parts(lambda part: _round_half_even(part, decimals), x)
+    if not decimals:
+        return ew.round_p.bind(x, rounding_method=1)
+    if decimals > np.log10(np.finfo(dtype).max):   # beyond the dtype's precision
+        return x
+    if dtype == np.float16:   # scaled in float32, where the scaling is exact enough
+        x = ew.convert_element_type(x, np.dtype(np.float32))
+    factor = 10.0 ** decimals   # (a Python scalar: takes x's dtype and weak type)
+    out = ew.div(ew.round_p.bind(ew.mul(x, factor), rounding_method=1), factor)
+    return ew.convert_element_type(out, dtype) if dtype == np.float16 else out
+
+
 def round(a, decimals=0, out=None):
     from impl.numpy._util import check_no_out
     check_no_out("round", out)
-    x = _float_operand(a)
-    if decimals:
-        factor = 10.0 ** decimals
-        return ew.div(ew.round_p.bind(ew.mul(x, factor), rounding_method=1), factor)
-    return ew.round_p.bind(x, rounding_method=1)
+    x = asarray(a) if not isinstance(a, core.Tracer) else a
+    kind = get_aval(x).dtype.kind
+    if kind == "b":
+        raise ValueError(f"data type {np.bool_} not inexact")
+    if kind in "iu":   # integers are already round (JAX has no negative decimals for them)
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return x
+    return _rounding_to(operator.index(decimals))(x)
+
+
+@functools.lru_cache(maxsize=None)
+def _rounding_to(decimals):
+    """Rounding to `decimals` places as one program when eager, as JAX's jitted round
+    is (XLA then multiplies by the reciprocal of the scale instead of dividing)."""
+    def round(x):  # noqa: A001  (the name programs show)
+        return _round_half_even(x, decimals)
+    return compiled_when_eager(round)
 
 
 around = round
@@ -124,7 +176,23 @@ around = round
 
 @compiled_when_eager
 def rint(x):
-    return ew.round_p.bind(_float_operand(x), rounding_method=1)
+    x = asarray(x) if not isinstance(x, core.Tracer) else x
+    kind = get_aval(x).dtype.kind
+    if kind in "biu":   # already integral: the default float dtype, as JAX gives
+        return ew.convert_element_type(x, core.canonical_dtype(np.float64))
+    if kind == "c":
+        return _complex_by_parts(lambda part: ew.round_p.bind(part, rounding_method=1), x)
+    return ew.round_p.bind(x, rounding_method=1)
+
+
+@compiled_when_eager
+def isfinite(x):
+    x = asarray(x) if not isinstance(x, core.Tracer) else x
+    kind = get_aval(x).dtype.kind
+    if kind == "c":   # both parts finite
+        from impl.primitives import complex_parts as cp
+        return ew.and_p.bind(ew.is_finite_p.bind(cp.real(x)), ew.is_finite_p.bind(cp.imag(x)))
+    return ew.is_finite_p.bind(_float_operand(x))
 
 
 def _logical_on_bools(prim, bool_prim):

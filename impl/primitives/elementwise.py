@@ -2,7 +2,8 @@
 type conversion and stop_gradient, each with all of its rules.
 
 Operands have equal shapes, except that rank-0 operands broadcast (as in JAX's
-jaxprs, where `mul x 2.0` is allowed). Dtypes must agree, except that weakly typed
+jaxprs, where `mul x 2.0` is allowed) and so do axes of size 1 among operands of one
+rank, as in jax.lax. Dtypes must agree, except that weakly typed
 operands (Python scalars) take the dtype of the others; impl.lax's functions check the
 stricter contract each primitive declares (`operand_dtypes=`), as jax.lax does.
 """
@@ -30,14 +31,20 @@ from impl.primitives.shape import broadcast_in_dim, reduce_sum
 # ------------------------------------------------------------------ type rules
 
 def _result_shape(name, avals):
-    shape = ()
-    for a in avals:
-        if a.shape:
-            if shape and a.shape != shape:
-                raise TypeError(f"{name} got incompatible shapes for broadcasting: "
-                                f"{', '.join(str(b.shape) for b in avals)}")
-            shape = a.shape
-    return shape
+    """JAX's broadcasting of an elementwise operation's operands: rank-0 operands take
+    any shape, the others share their rank and each axis's size, except where it is 1."""
+    shapes = [a.shape for a in avals if a.shape]
+    if not shapes:
+        return ()
+    ranks = {len(s) for s in shapes}
+    if len(ranks) != 1:
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, "
+                        f"got {ranks}")
+    try:
+        return core.broadcast_sizes(shapes)
+    except ValueError:
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                        f"{', '.join(str(tuple(s)) for s in shapes)}.") from None
 
 
 def _unop_aval(name, accepted, out_dtype=None):
@@ -96,13 +103,19 @@ _float = core.is_float_dtype
 
 
 def unbroadcast(ct, aval):
-    """Sum a cotangent down to a rank-0 operand that was broadcast; a cotangent takes
-    its operand's dtype and (explicit) sharding."""
+    """Sum a cotangent down to an operand that was broadcast (a rank-0 one, or one with
+    axes of size 1); a cotangent takes its operand's dtype and (explicit) sharding."""
     if type(ct) is Zero:
         return ct
     ct_aval = get_aval(ct)
     if ct_aval.shape != aval.shape:
-        ct = reduce_sum(ct, tuple(range(ct_aval.ndim)))
+        if aval.ndim == 0:
+            ct = reduce_sum(ct, tuple(range(ct_aval.ndim)))
+        else:   # size-1 axes broadcast: summed, and kept
+            axes = tuple(i for i, (c, a) in enumerate(zip(ct_aval.shape, aval.shape))
+                         if c != a)
+            ct = broadcast_in_dim(reduce_sum(ct, axes), aval.shape,
+                                  tuple(i for i in range(aval.ndim) if i not in axes))
     if get_aval(ct).dtype != aval.dtype and aval.dtype != core.float0:
         ct = convert_element_type(ct, aval.dtype)
     ct_sharding = get_aval(ct).explicit_sharding
@@ -364,8 +377,8 @@ def _select_n_aval(pred, *cases):
     if pred.dtype not in (np.dtype(np.bool_), np.dtype(np.int32)):
         raise TypeError(f"select_n predicate must be bool or int32, got {pred.dtype}")
     if pred.shape and cases[0].shape != pred.shape:
-        raise TypeError(f"select_n predicate shape {pred.shape} must be scalar or equal "
-                        f"to the case shape {cases[0].shape}")
+        raise TypeError("select `which` must be scalar or have the same shape as cases, "
+                        f"got `which` shape {pred.shape} but case shape {cases[0].shape}.")
     return ShapedArray(_result_shape("select_n", cases), dtypes[0], weak)
 
 
@@ -382,6 +395,17 @@ def _select_n_lower(pred, *cases):
 
 def select_n(which, *cases):
     return select_n_p.bind(which, *cases)
+
+
+def check_select_cases(cases):
+    """jax.lax's select_n: impl's rules may select between an array and a scalar, but
+    jax.lax's cases all have one shape (checked before their dtypes, as JAX does)."""
+    if not cases:
+        raise ValueError("select_n() must have at least one case")
+    shapes = [c.aval.shape if isinstance(c, core.Tracer) else np.shape(c) for c in cases]
+    if any(s != shapes[0] for s in shapes[1:]):
+        raise TypeError(f"select cases must have the same shapes, got "
+                        f"[{', '.join(str(s) for s in shapes)}].")
 
 
 def _select_n_batch(axis_data, vals, dims):
