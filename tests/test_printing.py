@@ -61,6 +61,14 @@ PROGRAMS = {
         lambda J, N, L: lambda x: (2 * x, N.multiply(3, N.cos(x))), (1.0,)),
     "integer and boolean literals": (lambda J, N, L: lambda i: (i + np.int32(3), i > 2),
                                      (np.int32(1),)),
+    "slice strides as given (None from indexing, ones from slice_in_dim); rev after": (
+        lambda J, N, L: lambda x: (x[0:2], x[::2], x[::-2], x[3:0:-1], L.slice(x, (0,), (2,)),
+                                   L.slice(x, (0,), (2,), (1,)), L.slice_in_dim(x, 1, 3),
+                                   L.slice(x, (0,), (4,), (1,))),
+        (np.ones(4, np.float32),)),
+    "vmap of debug.print slices each element": (
+        lambda J, N, L: J.vmap(lambda x: J.debug.print("x={x}", x=x)),
+        (np.ones(2, np.float32),)),
 }
 
 

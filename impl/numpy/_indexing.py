@@ -410,7 +410,8 @@ def _expand_index(x_shape, idx):
 
 
 def _static_slices(x, entries):
-    """Apply every slice entry with `rev`/`slice`; returns the sliced array."""
+    """Apply every slice entry with `slice` (then `rev` for negative steps); returns the
+    sliced array."""
     shape = get_aval(x).shape
     revs, starts, limits, strides = [], [], [], []
     for k, (kind, v) in enumerate(entries):
@@ -424,18 +425,15 @@ def _static_slices(x, entries):
                 raise IndexError(f"slice bounds must be static integers (or None), got "
                                  f"{v!r}; use lax.dynamic_slice for traced starts")
         start, stop, step = v.indices(d)
-        n = len(range(start, stop, step))
         if step > 0:
-            starts.append(start), limits.append(start + max(n - 1, 0) * step + (n > 0))
-            strides.append(step)
-        else:
-            revs.append(k)
-            rs = d - 1 - start
-            starts.append(rs if n else 0), limits.append(rs + (n - 1) * (-step) + 1 if n else 0)
+            starts.append(start), limits.append(max(start, stop)), strides.append(step)
+        else:   # the elements taken, in increasing order, then reversed (as JAX does)
+            first = min(d, stop + 1 + abs(start - stop - 1) % -step)
+            starts.append(first), limits.append(max(first, start + 1))
             strides.append(-step)
-    if revs:
-        x = ix.rev(x, revs)
-    return ix.slice(x, starts, limits, strides)
+            revs.append(k)
+    x = ix.slice(x, starts, limits, None if all(s == 1 for s in strides) else strides)
+    return ix.rev(x, revs) if revs else x
 
 
 def getitem(x, idx, mode=None, fill_value=None, *, indices_are_sorted=False,

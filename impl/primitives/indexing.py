@@ -237,9 +237,7 @@ def _slice_aval(operand, *, start_indices, limit_indices, strides):
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001
     start_indices, limit_indices = _ints(start_indices), _ints(limit_indices)
-    strides = None if strides is None else _ints(strides)
-    if strides is not None and all(s == 1 for s in strides):
-        strides = None
+    strides = None if strides is None else _ints(strides)   # as given: JAX prints them
     shape = get_aval(operand).shape
     if strides is None and start_indices == (0,) * len(shape) and limit_indices == shape:
         return operand
