@@ -339,3 +339,38 @@ def test_recurrent_model_ir_keeps_the_loop_and_the_policy():
     assert sorted(d for _, d in per_step) == ["from a constant"] + ["output of scan"] * 4
     assert len(per_step) == len([s for s, _, _ in residuals(JAX, loss(JAX), params)
                                  if s == (STEPS, BATCH, HIDDEN)])
+
+
+def _debug_prints_under_remat(api, np_):
+    """Prints of checkpointed functions under grad: of an input, of an intermediate, by
+    a callback, under each policy (JAX shows them again when the backward pass
+    recomputes them, unless the policy saves what they print)."""
+    def of_input(x):
+        api.debug.print("input {x}", x=x)
+        return np_.sin(x)
+
+    def of_intermediate(x):
+        y = np_.sin(x)
+        api.debug.print("intermediate {y}", y=y)
+        return np_.cos(y)
+
+    def by_callback(x):
+        api.debug.callback(lambda v: print("callback", v), x)
+        return np_.sin(x) * x
+
+    policies = api.checkpoint_policies
+    for i, policy in enumerate((None, policies.everything_saveable, policies.dots_saveable)):
+        for fn in (of_input, of_intermediate, by_callback):
+            print("policy", i, fn.__name__)
+            api.grad(api.checkpoint(fn, policy=policy))(1.0)
+            api.grad(lambda x: api.checkpoint(fn, policy=policy)(x).sum())(
+                np_.arange(3.0, dtype=np.float32))
+    api.jit(api.grad(api.checkpoint(of_intermediate)))(1.0)
+
+
+def test_debug_prints_repeat_as_in_jax_when_the_backward_pass_recomputes(capsys):
+    _debug_prints_under_remat(jax, jax.numpy)
+    want = capsys.readouterr().out
+    _debug_prints_under_remat(impl, inp)
+    assert capsys.readouterr().out == want
+    assert want.count("intermediate") > want.count("policy")   # some are shown twice

@@ -25,6 +25,9 @@ partial_eval_rules: dict = {}
 dce_rules: dict = {}
 # Primitives with side effects (host callbacks): dead-code removal keeps them.
 effectful: set = set()
+# Effectful primitives a checkpoint's recomputation runs again unless its policy saves
+# them (debug prints): RecomputingTrace stages them into the recomputation as well.
+replayed_by_remat: set = set()
 
 
 class JaxprTracer(Tracer):
@@ -244,13 +247,14 @@ class RecomputingTrace(JaxprTrace):
     between keeping it (it becomes a residual) and computing it again inside the staged
     program from its own inputs: this is how checkpoint policies choose residuals."""
 
-    __slots__ = ("saveable", "recipes", "replayed")
+    __slots__ = ("saveable", "recipes", "replayed", "computed")
 
     def __init__(self, parent, saveable):
         super().__init__(parent, forward_known=True)
         self.saveable = saveable
         self.recipes = {}    # id(known value) -> (prim, args, params, outs, index)
         self.replayed = {}   # id(known value) -> Var of its recomputation
+        self.computed = {}   # id(known value) -> the value, for each computed here
 
     def forwards_to(self, args):
         return None   # known values are recorded here (recipes), not only passed on
@@ -258,11 +262,25 @@ class RecomputingTrace(JaxprTrace):
     def bind_known(self, prim, args, params):
         outs = super().bind_known(prim, args, params)
         flat = outs if prim.multiple_results else [outs]
+        if prim in replayed_by_remat and (
+                not self.saveable(prim, *[get_aval(a) for a in args], **params)
+                or all(self._available_to_staged(a) for a in args)):
+            # shown again by the recomputation too, as JAX's debug prints are: unless
+            # the policy saves it and it would need values the recomputation lacks
+            self.eqns.append(JaxprEqn(prim, [self.get_var(a) for a in args],
+                                      [Var(get_aval(o)) for o in flat], params))
         arg_ids = {id(a) for a in args}
         for i, o in enumerate(flat):
-            if id(o) not in arg_ids and not _is_literal_scalar(o):
-                self.recipes[id(o)] = (prim, args, params, flat, i)
+            if id(o) not in arg_ids:
+                self.computed[id(o)] = o
+                if not _is_literal_scalar(o):
+                    self.recipes[id(o)] = (prim, args, params, flat, i)
         return outs
+
+    def _available_to_staged(self, x):
+        """Whether staged work can read `x` without saving a residual computed here: an
+        input (or constant), or a value already recomputed."""
+        return self.is_own(x) or id(x) not in self.computed or id(x) in self.replayed
 
     def get_var(self, x):
         if self.is_own(x):

@@ -110,7 +110,7 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
            transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
            collective=False, effectful=False, operands=None,
            sharding_rule=None, vma_rule=None, operand_dtypes=None,
-           on_context_mesh=False) -> core.Primitive:
+           on_context_mesh=False, replayed_by_remat=False) -> core.Primitive:
     """Create the primitive `name` and register every one of its rules.
 
     abstract_eval: `(*avals, **params) -> aval` (a list when multiple_results),
@@ -133,6 +133,9 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         runs when no operand is batched, to find out whether its axis is the one mapped.
     effectful: the primitive has a side effect (a host callback), so dead-code removal
         keeps its equations even when nothing reads their outputs.
+    replayed_by_remat: an effectful primitive that a checkpoint's recomputation of the
+        forward pass runs again, unless the policy saves it (debug prints and callbacks,
+        which then show the recomputed values, as JAX's do).
     operands: how many array operands it takes, when the abstract evaluation's signature
         does not say (one shared by primitives of different arities takes ``*avals``);
         otherwise its positional parameters (None for ``*avals``: any number).
@@ -186,6 +189,8 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
             table[prim] = _build(rule, prim)
     if effectful:
         pe.effectful.add(prim)
+    if replayed_by_remat:
+        pe.replayed_by_remat.add(prim)
     if operand_dtypes is not None:
         _operand_dtypes.declared[name] = operand_dtypes
     defined_in[name] = sys._getframe(1).f_globals.get("__name__", "")

@@ -53,7 +53,8 @@ def _define_host_call(name, lowering):
         name, abstract_eval=lambda *avals, **params: [], lowering=lowering,
         jvp=RuleMaker(_host_call_jvp), batching=RuleMaker(_host_call_batch),
         transpose=lambda cts, *args, **params: [None] * len(args),
-        multiple_results=True, effectful=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
+        multiple_results=True, effectful=True, replayed_by_remat=True,
+        vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
         sharding_rule=lambda *avals, **params: [])   # no results: any operands
 
 
