@@ -400,18 +400,31 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
                                f"was a {type(out).__name__} with {len(leaves)} leaves."))
         aval = get_aval(out)
         _check_grad_outputs(out, "grad", holomorphic)
-        # The seed is an array, weakly typed for a weakly typed output (from Python
-        # scalars) so that the gradient keeps the weak type, as in JAX; custom_vjp bwd
-        # rules see it as their cotangent.
-        seed = jax.numpy.ones((), aval.dtype)
-        if aval.weak_type:   # a Python scalar of the output's kind is weakly typed
-            seed = jax.numpy.asarray(seed.item())
-        (g,) = [f_vjp(seed)]
+        (g,) = [f_vjp(_gradient_seed(aval.dtype, aval.weak_type))]
         g = g[0] if single else tuple(g)
         return ((out, aux), g) if has_aux else (out, g)
 
     value_and_grad_f.__name__ = name
     return value_and_grad_f
+
+
+def _gradient_seed(dtype, weak_type):
+    """The cotangent grad starts from: an array of one, weakly typed for a weakly typed
+    output (from Python scalars) so that the gradient keeps the weak type, as in JAX;
+    custom_vjp bwd rules see it as their cotangent. Made once per dtype, weak type,
+    default device and mesh in context (arrays are immutable)."""
+    key = (dtype, weak_type, jax.config.jax_default_device, jax.sharding.get_abstract_mesh())
+    seed = _seeds.get(key)
+    if seed is None:
+        seed = jax.numpy.ones((), dtype)
+        if weak_type:   # a Python scalar of the output's kind is weakly typed
+            seed = jax.numpy.asarray(seed.item())
+        _seeds[key] = seed
+    return seed
+
+
+_seeds: dict = {}
+core.register_cache(_seeds.clear)
 
 
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,

@@ -59,16 +59,22 @@ def add_tangents(a, b):
 # -------------------------------------------------------------------------- jvp
 
 class JVPTracer(Tracer):
-    __slots__ = ("primal", "tangent")
+    __slots__ = ("primal", "tangent", "_aval")
 
     def __init__(self, trace, primal, tangent):
         self._trace = trace
         self.primal = primal
         self.tangent = tangent
+        self._aval = None
 
     @property
     def aval(self):
-        return get_aval(self.primal)
+        # Asked for by every primitive applied to it: computed once (the primal never
+        # changes).
+        aval = self._aval
+        if aval is None:
+            aval = self._aval = get_aval(self.primal)
+        return aval
 
     def concrete_value(self):
         p = self.primal

@@ -337,7 +337,7 @@ class BatchTrace(core.Trace):
             raise TypeError(f"'{prim.name}' is not supported on ragged values (piles)")
         if ragged and not getattr(rule, "handles_ragged", False):
             rule = partial(per_element_rule, prim)
-        elif not ragged:
+        elif not ragged and not _typed_alike_by_rule(rule, vals, dims):
             # Type-check one example first: an error then names the shapes and axes the
             # user wrote, not the ones the rule shifted past the batch axis.
             core.abstract_eval(prim, [example_aval(x, d) for x, d in zip(vals, dims)], params)
@@ -612,11 +612,36 @@ def _ragged_aware(rule):
     return rule
 
 
+def _typed_alike_by_rule(rule, vals, dims):
+    """Whether `rule` binds its primitive to the operands as they are, with parameters
+    that name no axis, and the operands' examples all have one shape (or none): then
+    the primitive's own type check sees what an example's would (the same dtypes, no
+    shape to disagree on) and the example need not be checked first."""
+    if not getattr(rule, "elementwise", False):
+        return False
+    shape = None
+    for x, d in zip(vals, dims):
+        aval = get_aval(x)
+        if aval.explicit_sharding is not None:   # its messages show the batched spec
+            return False
+        if aval.ndim - (d is not None):
+            example = aval.shape if d is None else aval.shape[:d] + aval.shape[d + 1:]
+            if shape is not None and example != shape:
+                return False
+            shape = example
+    return True
+
+
+def _elementwise(rule):
+    rule.elementwise = True
+    return rule
+
+
 def _make_vectorized(prim):
     def rule(axis_data, vals, dims, **params):
         (x,), (d,) = vals, dims
         return prim.bind(x, **params), d
-    return _ragged_aware(rule)
+    return _elementwise(_ragged_aware(rule))
 
 
 # Elementwise unary (or shape-preserving) op: the batch axis stays where it is.
@@ -672,7 +697,7 @@ def _make_broadcasting(prim):
                    else to_batched_shape(x, d, axis_data.size, frame)
                    for x, d in zip(vals, dims)]
         return prim.bind(*aligned, **params), 0
-    return _ragged_aware(rule)
+    return _elementwise(_ragged_aware(rule))
 
 
 # Elementwise n-ary op (rank-0 operands broadcast): align the batch axes.

@@ -33,9 +33,15 @@ from impl.primitives.shape import broadcast_in_dim, reduce_sum
 def _result_shape(name, avals):
     """JAX's broadcasting of an elementwise operation's operands: rank-0 operands take
     any shape, the others share their rank and each axis's size, except where it is 1."""
+    shape = ()
+    for a in avals:   # the common case first: one shape
+        if a.shape:
+            if shape and a.shape != shape:
+                break
+            shape = a.shape
+    else:
+        return shape
     shapes = [a.shape for a in avals if a.shape]
-    if not shapes:
-        return ()
     ranks = {len(s) for s in shapes}
     if len(ranks) != 1:
         raise TypeError(f"{name}: arrays must have the same number of dimensions, "
