@@ -120,14 +120,29 @@ class ShapedArray:
     def strip_weak_type(self):
         return self.update(weak_type=False) if self.weak_type else self
 
+    @property
+    def unreduced(self):
+        """The Explicit mesh axes over which the value is a sum of the devices' parts
+        still to be added up (JAX's `sharding.spec.unreduced`)."""
+        s = self.explicit_sharding
+        return frozenset() if s is None else s.spec.unreduced
+
+    @property
+    def reduced(self):
+        """The Explicit mesh axes over which the value is replicated and whose
+        cotangent is unreduced (JAX's `sharding.spec.reduced`)."""
+        s = self.explicit_sharding
+        return frozenset() if s is None else s.spec.reduced
+
     def str_short(self):
         return (f"{dtype_short_name(self.dtype)}[{shape_str(self.shape, self.explicit_sharding)}]"
-                f"{vma_str(self.vma)}")
+                f"{axes_suffix(self)}")
 
     def str_long(self):
-        """The type as JAX's messages write it: float32[3,2], float32[8@X,4], float32[4]{V:i}."""
+        """The type as JAX's messages write it: float32[3,2], float32[8@X,4], float32[4]{V:i},
+        float32[8,6]{U:X}."""
         return (f"{self.dtype.name}[{shape_str(self.shape, self.explicit_sharding)}]"
-                f"{vma_str(self.vma)}")
+                f"{axes_suffix(self)}")
 
     def __str__(self):   # as JAX prints a type: ~float32[3] (~ for a weak type), 8@X
         return f"{'~' if self.weak_type else ''}{self.str_long()}"
@@ -141,12 +156,20 @@ class ShapedArray:
                                     sharding=self.explicit_sharding)
 
 
-def vma_str(vma):
-    """`{V:i}`, `{V:(i,j)}` for a value varying over manual mesh axes, as JAX prints
-    types; empty for the others."""
-    if not vma:
+def axes_suffix(aval):
+    """`{V:i}`, `{V:(i,j)}` for a value varying over manual mesh axes, `{U:X}` and
+    `{R:X}` for one unreduced or reduced over Explicit ones (`{V:i, U:j}` together), as
+    JAX prints types; empty for the others."""
+    vma, unreduced, reduced = aval.vma, aval.unreduced, aval.reduced
+    if not (vma or unreduced or reduced):
         return ""
-    return f"{{V:{vma[0] if len(vma) == 1 else '(' + ','.join(vma) + ')'}}}"
+    order = aval.explicit_sharding.mesh.axis_names if unreduced or reduced else ()
+    parts = [f"{tag}:{names[0] if len(names) == 1 else '(' + ','.join(names) + ')'}"
+             for tag, names in (("V", tuple(vma)),
+                                ("U", tuple(n for n in order if n in unreduced)),
+                                ("R", tuple(n for n in order if n in reduced)))
+             if names]
+    return "{" + ", ".join(parts) + "}"
 
 
 def shape_str(shape, sharding):
@@ -154,7 +177,7 @@ def shape_str(shape, sharding):
     JAX prints types."""
     if sharding is None:
         return ",".join(map(str, shape))
-    return spec_dims_str(shape, sharding.spec)
+    return spec_dims_str(shape, sharding.spec.partitions)
 
 
 def spec_dims_str(shape, spec):
@@ -172,6 +195,16 @@ def spec_dims_str(shape, spec):
 EMPTY_MESH = jax.sharding.AbstractMesh((), ())   # JAX's: no mesh
 
 
+def cotangent_sharding(aval):
+    """The explicit sharding of a cotangent of a value of type `aval`: the value's,
+    with its unreduced and reduced axes swapped (the cotangent of a value replicated
+    as `reduced` is a sum still to be added up, and the reverse), as in JAX."""
+    s = aval.explicit_sharding
+    if s is None or not (s.spec.unreduced or s.spec.reduced):
+        return s
+    return s.update(spec=s.spec.update(unreduced=s.spec.reduced, reduced=s.spec.unreduced))
+
+
 def explicit_sharding_of(sharding, ndim):
     """The part of a jax NamedSharding that is a type: the Explicit mesh axes of its spec
     (Auto and Manual axes are the partitioner's business), over the abstract mesh, one
@@ -183,16 +216,19 @@ def explicit_sharding_of(sharding, ndim):
         return None
     explicit = set(mesh.explicit_axes)
     entries, named = [], False
-    spec = tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
-    for entry in spec:
+    given = sharding.spec.partitions
+    for entry in tuple(given) + (None,) * (ndim - len(given)):
         names = tuple(n for n in (entry if isinstance(entry, tuple) else (entry,))
                       if n is not None and n is not jax.sharding.PartitionSpec.UNCONSTRAINED
                       and n in explicit)
         named = named or bool(names)
         entries.append(None if not names else names[0] if len(names) == 1 else names)
-    if not named:
+    unreduced = sharding.spec.unreduced & explicit
+    reduced = sharding.spec.reduced & explicit
+    if not (named or unreduced or reduced):
         return None
-    return jax.sharding.NamedSharding(mesh.abstract_mesh, jax.sharding.PartitionSpec(*entries))
+    return jax.sharding.NamedSharding(mesh.abstract_mesh, jax.sharding.PartitionSpec(
+        *entries, unreduced=unreduced, reduced=reduced))
 
 
 _SHORT_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
@@ -276,7 +312,9 @@ def jax_explicit_sharding(x):
     if aval is None:
         return None
     sharding = aval.sharding
-    if sharding.mesh.empty or all(e is None for e in sharding.spec):
+    spec = sharding.spec
+    if sharding.mesh.empty or (all(e is None for e in spec.partitions)
+                               and not spec.unreduced and not spec.reduced):
         return None
     return sharding
 
@@ -641,6 +679,13 @@ abstract_eval_rules: dict[Primitive, Callable] = {}
 sharding_rules: dict[Primitive, Callable] = {}
 TYPED_BY_ABSTRACT_EVAL = RuleMaker(None)
 
+# Which Explicit mesh axes each primitive's results are unreduced and reduced over:
+#   rule(*avals, **params) -> (unreduced, reduced), frozensets of axis names (lists of
+#   them, one per result, when multiple_results), as JAX's `ur_rule`s. Consulted only
+#   when an operand or the `out_sharding=` parameter is unreduced or reduced; a
+#   primitive without a rule refuses such operands, as JAX's do.
+unreduced_rules: dict[Primitive, Callable] = {}
+
 
 # Which manual mesh axes each primitive's results vary over inside a shard_map body
 # with check_vma=True: rule(*avals, **params) -> the axis names (a list of them when
@@ -725,14 +770,58 @@ def _with_explicit_shardings(prim, avals, params, out):
     specs = rule(*avals, **params)
     mesh = common_mesh(avals)
     if prim.multiple_results:
-        return [_typed(o, _typed_sharding(s, mesh, o, prim, avals), mesh)
-                for o, s in zip(out, specs)]
-    return _typed(out, _typed_sharding(specs, mesh, out, prim, avals), mesh)
+        shardings = [_typed_sharding(s, mesh, o, prim, avals) for o, s in zip(out, specs)]
+    else:
+        shardings = _typed_sharding(specs, mesh, out, prim, avals)
+    if _any_unreduced(avals, params.get("out_sharding")):
+        shardings = _with_unreduced(prim, avals, params, out, shardings, mesh)
+    if prim.multiple_results:
+        return [_typed(o, s, mesh) for o, s in zip(out, shardings)]
+    return _typed(out, shardings, mesh)
 
 
 def _typed(aval, sharding, mesh):
     return aval.update(explicit_sharding=sharding,
                        mesh=None if mesh.empty else mesh)
+
+
+def _any_unreduced(avals, out_sharding):
+    for a in avals:
+        s = a.explicit_sharding
+        if s is not None and (s.spec.unreduced or s.spec.reduced):
+            return True
+    spec = getattr(out_sharding, "spec", None)
+    return spec is not None and bool(spec.unreduced or spec.reduced)
+
+
+def _with_unreduced(prim, avals, params, out, shardings, mesh):
+    """The results' shardings with the unreduced and reduced axes the primitive's rule
+    gives them."""
+    rule = unreduced_rules.get(prim)
+    if rule is None:
+        raise NotImplementedError(
+            f"unreduced/reduced rule for {prim.name} is not implemented: it cannot take "
+            "operands (or give results) unreduced or reduced over mesh axes (got "
+            f"{', '.join(a.str_short() for a in avals)}). Reshard them first "
+            "(impl.reshard(x, P(...)) without `unreduced=`/`reduced=`).")
+    axes = rule(*avals, **params)
+    if not prim.multiple_results:
+        return _sharding_with_axes(shardings, mesh, out, *axes)
+    return [_sharding_with_axes(s, mesh, o, u, r)
+            for s, o, u, r in zip(shardings, out, *axes)]
+
+
+def _sharding_with_axes(sharding, mesh, aval, unreduced, reduced):
+    P = jax.sharding.PartitionSpec
+    if sharding is None:
+        if not (unreduced or reduced):
+            return None
+        return jax.sharding.NamedSharding(mesh, P(*[None] * aval.ndim, unreduced=unreduced,
+                                                  reduced=reduced))
+    spec = sharding.spec.update(unreduced=frozenset(unreduced), reduced=frozenset(reduced))
+    if not (spec.unreduced or spec.reduced) and all(e is None for e in spec.partitions):
+        return None
+    return sharding.update(spec=spec)
 
 
 def sharded_alike(t1, t2):
@@ -782,7 +871,7 @@ def _typed_sharding(spec, mesh, aval, prim, avals):
 
 def check_divisible(sharding, shape):
     mesh_shape = sharding.mesh.shape
-    for dim, (entry, size) in enumerate(zip(sharding.spec, shape)):
+    for dim, (entry, size) in enumerate(zip(sharding.spec.partitions, shape)):
         if entry is None:
             continue
         names = entry if isinstance(entry, tuple) else (entry,)

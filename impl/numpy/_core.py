@@ -246,15 +246,20 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
                            out_sharding=out_sharding)
 
 
+def _spec_of(out_sharding):
+    return out_sharding if isinstance(out_sharding, PartitionSpec) else out_sharding.spec
+
+
 def _spec_entries(out_sharding):
-    return tuple(out_sharding if isinstance(out_sharding, PartitionSpec)
-                 else out_sharding.spec)
+    return tuple(_spec_of(out_sharding).partitions)
 
 
 def _respec(out_sharding, entries):
+    """`out_sharding` with other partitions (its unreduced and reduced axes kept)."""
+    spec = _spec_of(out_sharding).update(partitions=tuple(entries))
     if isinstance(out_sharding, PartitionSpec):
-        return PartitionSpec(*entries)
-    return out_sharding.update(spec=PartitionSpec(*entries))
+        return spec
+    return out_sharding.update(spec=spec)
 
 
 def _bcast_pair(a, b):

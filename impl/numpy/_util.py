@@ -170,20 +170,20 @@ def broadcast_sharding(args, shape, op=None):
         if a.explicit_sharding is None:
             continue
         lead = len(shape) - a.ndim
-        for i, (e, d) in enumerate(zip(a.explicit_sharding.spec, a.shape)):
+        for i, (e, d) in enumerate(zip(a.explicit_sharding.spec.partitions, a.shape)):
             if e is None or d != shape[lead + i]:
                 continue
             if entries[lead + i] not in (None, e):
                 raise core.ShardingTypeError(
                     "broadcast_shardings got incompatible shardings for broadcasting: "
-                    + ", ".join(str(tuple(b.sharding.spec)) for b in avals) + ".")
+                    + ", ".join(str(tuple(b.sharding.spec.partitions)) for b in avals) + ".")
             entries[lead + i] = e
     names = [n for e in entries if e is not None for n in (e if isinstance(e, tuple) else (e,))]
     if len(set(names)) != len(names):   # one mesh axis would split two result axes
         ranked = ", ".join(
             f"{core.dtype_short_name(a.dtype)}[" + core.spec_dims_str(
                 (1,) * (len(shape) - a.ndim) + a.shape,
-                (None,) * (len(shape) - a.ndim) + tuple(a.sharding.spec)) + "]"
+                (None,) * (len(shape) - a.ndim) + tuple(a.sharding.spec.partitions)) + "]"
             for a in avals)
         raise core.ShardingTypeError(
             f"{op or 'broadcast'} operation with inputs: {ranked} produces an illegally "

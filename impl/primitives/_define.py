@@ -109,7 +109,7 @@ def _build(rule, prim):
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
            transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
            collective=False, effectful=False, operands=None,
-           sharding_rule=None, vma_rule=None, operand_dtypes=None,
+           sharding_rule=None, unreduced_rule=None, vma_rule=None, operand_dtypes=None,
            on_context_mesh=False, replayed_by_remat=False) -> core.Primitive:
     """Create the primitive `name` and register every one of its rules.
 
@@ -146,6 +146,10 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         evaluation already types the results; None: the primitive refuses operands
         sharded over Explicit axes. Rules shared by many primitives are in
         `impl.primitives.sharding_rules`.
+    unreduced_rule: `(*avals, **params) -> (unreduced, reduced)` (per result, lists
+        of them, when multiple_results), the Explicit mesh axes the results are
+        unreduced and reduced over (JAX's `ur_rule`), consulted when an operand or
+        `out_sharding=` is unreduced or reduced; None: the primitive refuses those.
     on_context_mesh: the results of the (one-operand) primitive applied to a value
         without a mesh are on the mesh in context (broadcast_in_dim, as in JAX), where
         those of the others stay off any mesh.
@@ -173,6 +177,8 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         _lowering.lowering_rules[prim] = lowering
     if sharding_rule is not None:
         core.sharding_rules[prim] = sharding_rule
+    if unreduced_rule is not None:
+        core.unreduced_rules[prim] = unreduced_rule
     if vma_rule is not None:
         core.vma_rules[prim] = vma_rule
     if on_context_mesh:

@@ -124,9 +124,9 @@ def unbroadcast(ct, aval):
                                   tuple(i for i in range(aval.ndim) if i not in axes))
     if get_aval(ct).dtype != aval.dtype and aval.dtype != core.float0:
         ct = convert_element_type(ct, aval.dtype)
-    ct_sharding = get_aval(ct).explicit_sharding
-    if ct_sharding != aval.explicit_sharding:
-        ct = reshard_p.bind(ct, out_sharding=aval.explicit_sharding or NamedSharding(
+    ct_sharding, want = get_aval(ct).explicit_sharding, core.cotangent_sharding(aval)
+    if ct_sharding != want:
+        ct = reshard_p.bind(ct, out_sharding=want or NamedSharding(
             ct_sharding.mesh, PartitionSpec(*[None] * aval.ndim)))
     return ct
 
@@ -141,19 +141,22 @@ def _unop(name, lax_fn, jvp, accepted=dt.INEXACT, transpose=None, out_dtype=None
                   lowering=_lower_nary(lax_fn, _ONE_OPERAND,
                                        weak_ok=out_dtype is None or callable(out_dtype)),
                   jvp=jvp, transpose=transpose, batching=batching.vectorized,
-                  operands=1, sharding_rule=sharding_rules.same_as_operand)
+                  operands=1, sharding_rule=sharding_rules.same_as_operand,
+                  unreduced_rule=sharding_rules.unary_unreduced(name))
 
 
 def _binop(name, lax_fn, jvp, accepted=dt.ANY, out_dtype=None, transpose=None,
-           jnp_name=None, operands=2, contract=None):
+           jnp_name=None, operands=2, contract=None, unreduced_rule=None):
     """An elementwise primitive of `operands` operands; `accepted`: the category of
     dtypes each accepts, all alike (or a whole `contract`), as jax.lax declares it;
-    `jnp_name`: the jax.numpy function JAX's mismatch message recommends."""
+    `jnp_name`: the jax.numpy function JAX's mismatch message recommends;
+    `unreduced_rule`: when it takes unreduced operands (add, mul)."""
     contract = contract or dt.OperandDtypes((accepted,), jnp_name=jnp_name)
     return define(name, abstract_eval=_contract_aval(name, contract, out_dtype),
                   lowering=_lower_nary(lax_fn, contract, weak_ok=out_dtype is None),
                   jvp=jvp, transpose=transpose, batching=batching.broadcasting,
                   operands=operands, sharding_rule=sharding_rules.elementwise(name),
+                  unreduced_rule=unreduced_rule or sharding_rules.nary_unreduced(name),
                   operand_dtypes=contract)
 
 
@@ -297,10 +300,11 @@ def _atan2_denominator(x, y):
 
 
 add_p = _binop("add", lax.add, ad.linear_jvp, dt.NUMBER, transpose=_add_transpose,
-               jnp_name="add")
+               jnp_name="add", unreduced_rule=sharding_rules.add_unreduced)
 sub_p = _binop("sub", lax.sub, ad.linear_jvp, dt.NUMBER, transpose=_sub_transpose,
                jnp_name="subtract")
 mul_p = _binop("mul", lax.mul, ad.bilinear_jvp, dt.NUMBER, jnp_name="multiply",
+               unreduced_rule=sharding_rules.mul_unreduced,
                transpose=ad.bilinear_transpose(
                    lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
                    lambda ct, x, y: unbroadcast(mul(x, ct), y.aval)))
@@ -328,7 +332,7 @@ gt_p = _binop("gt", lax.gt, ad.zero_jvp, dt.ORDERED, out_dtype=np.bool_)
 ge_p = _binop("ge", lax.ge, ad.zero_jvp, dt.ORDERED, out_dtype=np.bool_)
 # Sums tangents and cotangents (the interpreters reach it as core.ops.add_any).
 add_any_p = _binop("add_any", lax.add, ad.linear_jvp, transpose=_add_transpose,
-                   contract=dt.OperandDtypes())
+                   contract=dt.OperandDtypes(), unreduced_rule=sharding_rules.add_unreduced)
 
 
 def _int_as(n, other):
@@ -459,6 +463,7 @@ def _select_n_transpose(ct, pred, *cases):
 select_n_p = define("select_n", abstract_eval=_select_n_aval, lowering=_select_n_lower,
                     jvp=_select_n_jvp, transpose=_select_n_transpose,
                     batching=_select_n_batch, sharding_rule=sharding_rules.select_cases,
+                    unreduced_rule=sharding_rules.select_unreduced,
                     operand_dtypes=_SELECT_N_DTYPES)
 
 
@@ -556,7 +561,8 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
 convert_element_type_p = define(
     "convert_element_type", abstract_eval=_convert_aval, lowering=_convert_lower,
     jvp=_convert_jvp, transpose=_convert_transpose, batching=batching.vectorized,
-    sharding_rule=sharding_rules.same_as_operand)
+    sharding_rule=sharding_rules.same_as_operand,
+    unreduced_rule=sharding_rules.keeps_unreduced)
 
 
 def _zeros(aval):

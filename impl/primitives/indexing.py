@@ -133,7 +133,8 @@ def _concatenate_batch(axis_data, vals, dims, *, dimension):
 concatenate_p = define(
     "concatenate", abstract_eval=_concatenate_aval, lowering=_concatenate_lower,
     jvp=ad.linear_jvp, transpose=_concatenate_transpose, batching=_concatenate_batch,
-    sharding_rule=sharding_rules.concatenate, operand_dtypes=_CONCATENATE_DTYPES)
+    sharding_rule=sharding_rules.concatenate, operand_dtypes=_CONCATENATE_DTYPES,
+    unreduced_rule=sharding_rules.same_unreduced("operands"))
 
 
 # ------------------------------------------------------------------------ pad
@@ -209,7 +210,8 @@ def _pad_batch(axis_data, vals, dims, *, padding_config):
 
 pad_p = define("pad", abstract_eval=_pad_aval, lowering=_pad_lower, jvp=ad.linear_jvp,
                transpose=_pad_transpose, batching=_pad_batch,
-               sharding_rule=sharding_rules.pad_rule, operand_dtypes=_PAD_DTYPES)
+               sharding_rule=sharding_rules.pad_rule, operand_dtypes=_PAD_DTYPES,
+               unreduced_rule=sharding_rules.keeps_unreduced)
 
 
 # ---------------------------------------------------------------------- slice
@@ -274,7 +276,7 @@ slice_p = define(
     lowering=lambda x, *, start_indices, limit_indices, strides:
         lax.slice(x, start_indices, limit_indices, strides),
     jvp=ad.linear_jvp, transpose=_slice_transpose, batching=_slice_batch,
-    sharding_rule=sharding_rules.slice_rule)
+    sharding_rule=sharding_rules.slice_rule, unreduced_rule=sharding_rules.keeps_unreduced)
 
 
 # ------------------------------------------------------------------------ rev

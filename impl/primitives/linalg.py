@@ -125,4 +125,5 @@ def _dot_general_batch(axis_data, vals, dims, *, dimension_numbers, precision=No
 dot_general_p = define(
     "dot_general", abstract_eval=SHAPE_FROM_LOWERING, lowering=_lower_dot_general,
     jvp=ad.bilinear_jvp, transpose=ad.bilinear_transpose(_transpose_lhs, _transpose_rhs),
-    batching=_dot_general_batch, sharding_rule=sharding_rules.dot_general)
+    batching=_dot_general_batch, sharding_rule=sharding_rules.dot_general,
+    unreduced_rule=sharding_rules.dot_general_unreduced)

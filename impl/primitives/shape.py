@@ -62,7 +62,7 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions, out_shard
     stretched = tuple(d for i, d in enumerate(broadcast_dimensions)
                       if in_shape[i] == 1 and shape[d] != 1)
     summed = reduce_sum(ct, tuple(sorted(new_axes + stretched)))
-    return [reshape(summed, in_shape, out_sharding=x.aval.explicit_sharding)]
+    return [reshape(summed, in_shape, out_sharding=core.cotangent_sharding(x.aval))]
 
 
 def _broadcast_in_dim_batch(axis_data, vals, dims, *, shape, broadcast_dimensions,
@@ -83,7 +83,7 @@ def batch_explicit_sharding(sharding, axis_data, batched, batch_dim, dim=0):
     if sharding is None:
         return None
     entry = sharding_rules.spec(get_aval(batched))[batch_dim]
-    entries = list(sharding.spec)
+    entries = list(sharding.spec.partitions)
     entries.insert(dim, entry)
     return sharding.update(spec=sharding.spec.update(partitions=entries))
 
@@ -94,7 +94,7 @@ broadcast_in_dim_p = define(
         lax.broadcast_in_dim(x, shape, broadcast_dimensions, out_sharding=out_sharding),
     jvp=ad.linear_jvp, transpose=_broadcast_in_dim_transpose,
     batching=_broadcast_in_dim_batch, sharding_rule=_broadcast_in_dim_sharding,
-    on_context_mesh=True)
+    unreduced_rule=sharding_rules.given_or_kept, on_context_mesh=True)
 
 
 def _broadcast_in_dim_printed_params(eqn, namer):
@@ -147,7 +147,7 @@ def _reshape_sharding(x, *, new_sizes, out_sharding=None):
 
 def _operand_layout(ct, x, **params):
     """Transpose of a layout change: the cotangent takes the operand's shape and type."""
-    return [reshape(ct, x.aval.shape, out_sharding=x.aval.explicit_sharding)]
+    return [reshape(ct, x.aval.shape, out_sharding=core.cotangent_sharding(x.aval))]
 
 
 def _reshape_lower(x, *, new_sizes, out_sharding=None):
@@ -156,7 +156,8 @@ def _reshape_lower(x, *, new_sizes, out_sharding=None):
         # impl's rule follows more reshapes than JAX's (several axes split or merged at
         # once): tell JAX the result's sharding rather than let it refuse.
         out_sharding = NamedSharding(aval.explicit_sharding.mesh, PartitionSpec(
-            *sharding_rules.reshape(aval, new_sizes=new_sizes)))
+            *sharding_rules.reshape(aval, new_sizes=new_sizes), unreduced=aval.unreduced,
+            reduced=aval.reduced))
     return lax.reshape(x, new_sizes, out_sharding=out_sharding)
 
 
@@ -164,7 +165,7 @@ reshape_p = define(
     "reshape", abstract_eval=_reshape_aval,
     lowering=_reshape_lower,
     jvp=ad.linear_jvp, transpose=_operand_layout, batching=_reshape_batch,
-    sharding_rule=_reshape_sharding)
+    sharding_rule=_reshape_sharding, unreduced_rule=sharding_rules.reshape_unreduced)
 
 
 # ------------------------------------------------------------------ transpose
@@ -194,7 +195,8 @@ transpose_p = define(
     lowering=lambda x, *, permutation: lax.transpose(x, permutation),
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, permutation: [transpose(ct, tuple(np.argsort(permutation)))],
-    batching=_transpose_batch, sharding_rule=sharding_rules.transpose)
+    batching=_transpose_batch, sharding_rule=sharding_rules.transpose,
+    unreduced_rule=sharding_rules.keeps_unreduced)
 
 
 # ------------------------------------------------------ squeeze / expand_dims
@@ -232,7 +234,7 @@ squeeze_p = define(
     "squeeze", abstract_eval=_squeeze_aval,
     lowering=lambda x, *, dimensions: lax.squeeze(x, dimensions),
     jvp=ad.linear_jvp, transpose=_operand_layout, batching=_dimensions_batch,
-    sharding_rule=sharding_rules.squeeze)
+    sharding_rule=sharding_rules.squeeze, unreduced_rule=sharding_rules.keeps_unreduced)
 
 
 def _expand_dims_aval(x, *, dimensions):
@@ -254,7 +256,7 @@ expand_dims_p = define(
     "expand_dims", abstract_eval=_expand_dims_aval,
     lowering=lambda x, *, dimensions: lax.expand_dims(x, dimensions),
     jvp=ad.linear_jvp, transpose=_operand_layout, batching=_dimensions_batch,
-    sharding_rule=sharding_rules.expand_dims)
+    sharding_rule=sharding_rules.expand_dims, unreduced_rule=sharding_rules.keeps_unreduced)
 
 
 # ------------------------------------------------------------------ reduce_sum
@@ -279,14 +281,14 @@ def _reduce_sum_transpose(ct, x, *, axes):
         return [None]
     shape = x.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [broadcast_in_dim(ct, shape, kept, out_sharding=x.aval.explicit_sharding)]
+    return [broadcast_in_dim(ct, shape, kept, out_sharding=core.cotangent_sharding(x.aval))]
 
 
 reduce_sum_p = define(
     "reduce_sum", abstract_eval=_reduce_aval,
     lowering=lambda x, *, axes: lax.reduce_sum(x, axes),
     jvp=ad.linear_jvp, transpose=_reduce_sum_transpose, batching=batching.reducer,
-    sharding_rule=sharding_rules.drop_axes("axes"))
+    sharding_rule=sharding_rules.drop_axes("axes"), unreduced_rule=sharding_rules.keeps_unreduced)
 
 
 # --------------------------------------------------- ops for the interpreters

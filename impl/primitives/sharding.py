@@ -14,6 +14,7 @@ import functools
 import jax
 from jax.sharding import NamedSharding, PartitionSpec, Sharding
 
+from impl import core
 from impl.core import get_aval
 from impl.interpreters import ad
 from impl.interpreters.ad import Zero
@@ -165,7 +166,7 @@ def _reshard_transpose(ct, x, *, out_sharding):
     """The cotangent goes back to the operand's sharding."""
     if type(ct) is Zero:
         return [None]
-    back = x.aval.explicit_sharding
+    back = core.cotangent_sharding(x.aval)
     if back is None:
         back = NamedSharding(out_sharding.mesh, P(*[None] * x.aval.ndim))
     return [reshard_p.bind(ct, out_sharding=back)]
@@ -173,10 +174,11 @@ def _reshard_transpose(ct, x, *, out_sharding):
 
 def _reshard_batch(axis_data, vals, dims, *, out_sharding):
     (x,), (d,) = vals, dims
-    entries = list(out_sharding.spec)
+    entries = list(out_sharding.spec.partitions)
     # the batch axis keeps the mapped inputs' Explicit axes (not spmd_axis_name), as in JAX
     entries.insert(d, sharding_rules.spec(get_aval(x))[d])
-    return reshard_p.bind(x, out_sharding=out_sharding.update(spec=P(*entries))), d
+    return reshard_p.bind(x, out_sharding=out_sharding.update(
+        spec=out_sharding.spec.update(partitions=entries))), d
 
 
 def _reshard_lower(x, *, out_sharding):
@@ -186,7 +188,8 @@ def _reshard_lower(x, *, out_sharding):
 reshard_p = define(
     "reshard", abstract_eval=lambda x, *, out_sharding: x.update(),
     lowering=_reshard_lower, jvp=ad.linear_jvp, transpose=_reshard_transpose,
-    batching=_reshard_batch, sharding_rule=_reshard_rule)
+    batching=_reshard_batch, sharding_rule=_reshard_rule,
+    unreduced_rule=sharding_rules.resharded)
 
 
 def reshard(xs, out_shardings):

@@ -22,7 +22,7 @@ from impl.core import (ShardingTypeError, common_mesh, explicit_sharding_of, get
 def spec(aval):
     """The spec of an aval, one entry per axis (all None when not explicitly sharded)."""
     s = aval.explicit_sharding
-    return (None,) * aval.ndim if s is None else tuple(s.spec)
+    return (None,) * aval.ndim if s is None else tuple(s.spec.partitions)
 
 
 def mesh_axis_sizes(avals):
@@ -267,7 +267,10 @@ def cotangent_sharding(x_aval, layout, *others):
         return None
     mesh = common_mesh([x_aval] + [get_aval(o) for o in others])
     x_spec = spec(x_aval)
-    return NamedSharding(mesh, PartitionSpec(*[x_spec[i] for i in layout]))
+    # a reduced primal's cotangent is unreduced, and the reverse
+    return NamedSharding(mesh, PartitionSpec(*[x_spec[i] for i in layout],
+                                             unreduced=x_aval.reduced,
+                                             reduced=x_aval.unreduced))
 
 
 def _check_match(a, b, msg):
@@ -346,16 +349,18 @@ def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
     if not isinstance(out_sharding, NamedSharding):
         raise TypeError(f"{what} must be a NamedSharding, a PartitionSpec or None, got "
                         f"{out_sharding!r}")
-    if len(out_sharding.spec) > ndim:
-        raise ValueError(f"{what} {out_sharding.spec} has more entries than the result has "
+    given = out_sharding.spec
+    if len(given.partitions) > ndim:
+        raise ValueError(f"{what} {given} has more entries than the result has "
                          f"axes ({ndim})")
     mesh = out_sharding.mesh
     explicit = set(mesh.explicit_axes) if not mesh.empty else set()
-    others = {n for e in out_sharding.spec for n in entry_names(e)
-              if n is not PartitionSpec.UNCONSTRAINED} - explicit
+    others = ({n for e in given.partitions for n in entry_names(e)
+               if n is not PartitionSpec.UNCONSTRAINED} | given.unreduced
+              | given.reduced) - explicit
     if others:
         raise NotImplementedError(
-            f"{what}={out_sharding.spec} names mesh axes {sorted(others)} that are not "
+            f"{what}={given} names mesh axes {sorted(others)} that are not "
             "Explicit: impl takes out_sharding over Explicit axes only (place the result "
             "with jax.device_put or lax.with_sharding_constraint)")
     typed = explicit_sharding_of(out_sharding, ndim)
@@ -555,3 +560,192 @@ def top_k(x, *, k, axis, **params):
     out = list(spec(x))
     out[axis % x.ndim] = None
     return [tuple(out)] * 2
+
+
+# ------------------------------------------------------------ unreduced / reduced
+# A value unreduced over mesh axes is, on each device, a part of a sum over those axes
+# still to be added up (what a contraction over an axis sharded on them leaves when its
+# `out_sharding` says `unreduced=`); one reduced over them is replicated there, and its
+# cotangent is unreduced. The rules (`define(..., unreduced_rule=...)`) return the
+# results' (unreduced, reduced) axes, or refuse where JAX's do, with JAX's words.
+
+NONE = frozenset()
+
+
+def keeps_unreduced(x, *rest, **params):
+    """Layout changes (transpose, squeeze, slice, pad), casts and sums: the operand's."""
+    return x.unreduced, x.reduced
+
+
+def unary_unreduced(name):
+    """Elementwise operations of one operand keep its reduced axes; an unreduced
+    operand is refused (f(a + b) is not f(a) + f(b))."""
+    def rule(x, **params):
+        if x.unreduced:
+            raise NotImplementedError(f"unreduced rule for {name} is not implemented. The "
+                                      f"operand {x.str_short()} must be reduced first "
+                                      "(reshard it).")
+        return NONE, x.reduced
+    return rule
+
+
+def _replicated_axes(aval, mesh):
+    return frozenset(mesh.axis_names) - (
+        frozenset(n for e in spec(aval) for n in entry_names(e))
+        | aval.unreduced | aval.reduced | frozenset(aval.vma))
+
+
+def common_reduced(*avals):
+    """The axes the operands of an elementwise operation are reduced over, which must
+    be the same for all of them: the others may be neither replicated nor sharded
+    there (a scalar replicated there takes part as reduced)."""
+    reduced = {a.reduced for a in avals if a.reduced}
+    if len(reduced) > 1:
+        raise ShardingTypeError("All inputs should be reduced across the same mesh axes. Got "
+                                f"specs: {reduced}")
+    out = reduced.pop() if reduced else NONE
+    if not out:
+        return out
+    mesh = common_mesh(avals)
+    for a in avals:
+        if a.reduced == out:
+            continue
+        if a.ndim == 0 and not a.unreduced and _replicated_axes(a, mesh) >= out:
+            continue
+        if _replicated_axes(a, mesh) & out:
+            raise ShardingTypeError(
+                "Inputs cannot be replicated on the same axes that another input is reduced "
+                f"on. Got input type: {a} and reduced spec: {out}")
+        if (frozenset(n for e in spec(a) for n in entry_names(e)) | frozenset(a.vma)) & out:
+            raise ShardingTypeError(
+                "Inputs cannot be sharded/varying on the same axes that another input is "
+                "reduced on. Reshard the input which is reduced to be sharded on the mesh "
+                "axes it is reduced on via `jax.sharding.reshard(inp, jax.P(...))`. Got input "
+                f"type: {a} and reduced spec: {out}")
+    return out
+
+
+def nary_unreduced(name):
+    """Elementwise operations of several operands: reduced alike; unreduced operands
+    refused (but by `add` and `mul`, which have their own rules)."""
+    def rule(*avals, **params):
+        reduced = common_reduced(*avals)
+        if any(a.unreduced for a in avals):
+            raise NotImplementedError(
+                f"unreduced rule for {name} is not implemented. Got "
+                f"{', '.join(a.str_short() for a in avals)}: reduce the unreduced operands "
+                "first (reshard them).")
+        return NONE, reduced
+    return rule
+
+
+def add_unreduced(x, y, **params):
+    """A sum of two values unreduced over the same axes is unreduced there; one
+    unreduced operand alone would need communication."""
+    reduced = common_reduced(x, y)
+    if x.unreduced and y.unreduced:
+        if x.unreduced != y.unreduced:
+            raise ShardingTypeError("lhs and rhs to `add` must be unreduced along the same "
+                                    f"mesh axes. Got lhs={set(x.unreduced)}, "
+                                    f"rhs={set(y.unreduced)}")
+        return x.unreduced, reduced
+    if x.unreduced or y.unreduced:
+        one, other = ("lhs", "rhs") if x.unreduced else ("rhs", "lhs")
+        raise ShardingTypeError(
+            f"{one} is unreduced while {other} is not. `add` operation does not allow this "
+            "because there will be implicit communication. Please reduce "
+            f"{one} via `reshard` before calling `add`.")
+    return NONE, reduced
+
+
+def mul_unreduced(x, y, **params):
+    """mul is bilinear: an unreduced operand times one reduced over the same axes is
+    unreduced there; two unreduced operands are refused."""
+    reduced = common_reduced(x, y)
+    if x.unreduced and y.unreduced:
+        raise ShardingTypeError("lhs and rhs to `mul` cannot be unreduced since mul is "
+                                f"bilinear. Got lhs={set(x.unreduced)}, "
+                                f"rhs={set(y.unreduced)}")
+    if x.unreduced and x.unreduced != y.reduced:
+        raise ShardingTypeError("RHS should be reduced along the same axes LHS is unreduced "
+                                f"on. Got lhs={x} and rhs={y}")
+    if y.unreduced and y.unreduced != x.reduced:
+        raise ShardingTypeError("LHS should be reduced along the same axes RHS is unreduced "
+                                f"on. Got lhs={x} and rhs={y}")
+    unreduced = x.unreduced | y.unreduced
+    return unreduced, NONE if unreduced else reduced
+
+
+def same_unreduced(what):
+    """Operations combining several operands as they are (concatenate, select's cases):
+    unreduced alike and reduced alike."""
+    def rule(*avals, **params):
+        out = []
+        for kind in ("unreduced", "reduced"):
+            found = {getattr(a, kind) for a in avals if a.on_mesh and getattr(a, kind)}
+            if len(found) > 1:
+                raise ShardingTypeError(f"All {what} should be {kind} along the same mesh "
+                                        f"axes. Got {kind} specs: {found}")
+            out.append(found.pop() if found else NONE)
+        return tuple(out)
+    return rule
+
+
+def select_unreduced(which, *cases, **params):
+    """select_n: its cases' unreduced and reduced axes (alike)."""
+    return same_unreduced("cases")(*cases)
+
+
+def dot_general_unreduced(lhs, rhs, *, dimension_numbers, out_sharding=None, **params):
+    """A contraction's operands may not be unreduced; its result is unreduced over
+    exactly the mesh axes its contracted axes are sharded on when `out_sharding` says
+    `unreduced=` (the partial sums stay on their devices: no all-reduce)."""
+    if lhs.unreduced or rhs.unreduced:
+        raise ShardingTypeError("lhs or rhs passed to dot_general cannot be unreduced. Got "
+                                f"lhs={lhs!r} and rhs={rhs!r}")
+    wanted = NONE if out_sharding is None else out_sharding.spec.unreduced
+    if not wanted:
+        return NONE, NONE
+    (lc, rc), _ = dimension_numbers
+    lcs, rcs = tuple(spec(lhs)[i] for i in lc), tuple(spec(rhs)[i] for i in rc)
+    if lcs != rcs:
+        raise ShardingTypeError(
+            "lhs and rhs contracting dims should be sharded identically when out_sharding "
+            "provided to dot_general mentions unreduced_axes. Got "
+            f"lhs_contracting_spec={lcs}, rhs_contracting_spec={rcs}")
+    contracted = frozenset(n for e in lcs for n in entry_names(e))
+    if wanted != contracted:
+        raise ShardingTypeError("out_sharding's unreduced axes should be equal to the "
+                                f"contracting specs. Got unreduced axes={wanted} and "
+                                f"contracting spec={lcs}")
+    return wanted, NONE
+
+
+def given_or_kept(x, *rest, out_sharding=None, **params):
+    """Operations whose `out_sharding` may name the result's unreduced or reduced axes
+    (convert_element_type, broadcast_in_dim): those, else the operand's."""
+    given = None if out_sharding is None else out_sharding.spec
+    return ((given.unreduced if given is not None and given.unreduced else x.unreduced),
+            (given.reduced if given is not None and given.reduced else x.reduced))
+
+
+def reshape_unreduced(x, *, out_sharding=None, **params):
+    """A reshape keeps its operand's unreduced and reduced axes; an `out_sharding`
+    must say the same ones."""
+    given = None if out_sharding is None else out_sharding.spec
+    for kind in ("unreduced", "reduced"):
+        have = getattr(x, kind)
+        asked = NONE if given is None else getattr(given, kind)
+        if have and given is not None and asked != have:
+            raise ShardingTypeError(f"out_sharding passed to reshape must be {kind} over the "
+                                    f"same mesh axes as the input. Got input={x.str_short()} "
+                                    f"and out_sharding={out_sharding}")
+        if asked and not have:
+            raise ValueError(f"out_sharding passed to reshape cannot introduce {kind} axes. "
+                             f"Got {out_sharding}")
+    return x.unreduced, x.reduced
+
+
+def resharded(x, *, out_sharding, **params):
+    """reshard: what its `out_sharding` says (reducing unreduced axes it leaves out)."""
+    return out_sharding.spec.unreduced, out_sharding.spec.reduced
