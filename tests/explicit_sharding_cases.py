@@ -941,6 +941,194 @@ def np_dot_error():
     return inp.dot(W, Z)
 
 
+# ---------------------------------------------------- unreduced and reduced axes
+
+UNREDUCED = P(None, None, unreduced={"X"})
+REDUCED = P(None, None, reduced={"X"})
+LHS = put(base.rs(8, 4, seed=20), None, "X")      # f32[8,4@X]: contracted axis on X
+RHS_X = put(base.rs(4, 6, seed=21), "X", None)    # f32[4@X,6]
+ROWS = put(base.rs(8, 4, seed=22), "X", None)     # f32[8@X,4]: a batch sharded over X
+WEIGHTS = put(base.rs(4, 6, seed=23))             # f32[4,6], replicated
+
+
+def _partial_sums(lib, np_, a, b):
+    return np_.dot(a, b, out_sharding=UNREDUCED)
+
+
+def _unreduced_programs():
+    """(name, make(lib, numpy) -> fn, args): programs whose results have unreduced or
+    reduced axes in their types (compared as types, and as values once resharded to
+    replicated: an unreduced array cannot be read)."""
+    def on_sums(op):
+        return lambda lib, np_: lambda a, b: op(lib, np_, _partial_sums(lib, np_, a, b))
+    lax_dot = lambda lib, np_: lambda a, b: lib.lax.dot_general(
+        a, b, (((1,), (0,)), ((), ())), out_sharding=UNREDUCED)
+    return [
+        ("dot", lambda lib, np_: functools.partial(_partial_sums, lib, np_), (LHS, RHS_X)),
+        ("einsum", lambda lib, np_: lambda a, b: np_.einsum("ij,jk->ik", a, b,
+                                                             out_sharding=UNREDUCED),
+         (LHS, RHS_X)),
+        ("lax.dot_general", lax_dot, (LHS, RHS_X)),
+        ("the same with a sharded free axis", lambda lib, np_: lambda a, b: np_.dot(
+            a, b, out_sharding=P("Y", None, unreduced={"X"})), (LHS, RHS_X)),
+        ("sum of two", on_sums(lambda lib, np_, u: np_.add(u, u)),
+         (LHS, RHS_X)),
+        ("transposed, summed, cast", on_sums(lambda lib, np_, u: lib.lax.convert_element_type(
+            np_.sum(u.T, 1), np.float16)), (LHS, RHS_X)),
+        ("broadcast, concatenated", on_sums(lambda lib, np_, u: np_.concatenate(
+            [np_.broadcast_to(u, (2, 8, 6)), np_.expand_dims(u, 0)])),
+         (LHS, RHS_X)),
+        ("times a reduced value", on_sums(lambda lib, np_, u: np_.multiply(
+            u, lib.sharding.reshard(np_.ones((8, 6)) * 3.0, REDUCED))), (LHS, RHS_X)),
+        ("reduced", lambda lib, np_: lambda a, b: lib.sharding.reshard(
+            _partial_sums(lib, np_, a, b), P(None, None, reduced={"X"})), (LHS, RHS_X)),
+        ("reduced, by elementwise operations", lambda lib, np_: lambda w: np_.add(
+            np_.sin(w) * w, 1.0).T.sum(0), (lib_reduced(WEIGHTS),)),
+    ]
+
+
+def lib_reduced(x):
+    return jax.device_put(x, NamedSharding(MESH, REDUCED))
+
+
+def _readable(x):
+    return jax.sharding.reshard(x, P()) if jax.typeof(x).sharding.spec.unreduced else x
+
+
+def case_unreduced_and_reduced_axes_in_types():
+    """`P(..., unreduced=)` in out_sharding: a contraction over an axis sharded on X
+    leaves its partial sums on their devices, typed {U:X}; add, mul by a reduced value,
+    layout changes, sums and casts keep it; reshard reduces. Types (printed) and values
+    against JAX's, eager and jitted."""
+    failures = []
+    with jax.set_mesh(MESH):
+        for name, make, args in _unreduced_programs():
+            for kind in ("value", "jit"):
+                want = (jax.jit(make(jax, jnp)) if kind == "jit" else make(jax, jnp))(*args)
+                try:
+                    got = (impl.jit(make(impl, inp)) if kind == "jit"
+                           else make(impl, inp))(*args)
+                except Exception as e:  # noqa: BLE001 - reported below
+                    failures.append(f"{name} [{kind}]: impl raised {e!r}")
+                    continue
+                if str(impl.typeof(got)) != str(jax.typeof(want)):
+                    failures.append(f"{name} [{kind}]: {impl.typeof(got)} but JAX's is "
+                                    f"{jax.typeof(want)}")
+                    continue
+                try:
+                    with jax.set_mesh(MESH):
+                        base.check(_readable(got), _readable(want), rtol=1e-4, atol=1e-4)
+                except AssertionError as e:
+                    failures.append(f"{name} [{kind}]: {e}")
+        # printed programs, and the reduction reshard performs in the compiled program
+        text = str(impl.make_jaxpr(lambda a, b: impl.sharding.reshard(
+            _partial_sums(impl, inp, a, b), P()))(LHS, RHS_X))
+        assert "c:f32[8,6]{U:X} = dot_general[" in text and "d:f32[8,6] = reshard" in text, text
+        hlo = impl.jit(lambda a, b: _partial_sums(impl, inp, a, b)).lower(
+            LHS, RHS_X).compile().as_text()
+        assert "all-reduce" not in hlo, hlo[-2000:]
+        hlo = impl.jit(lambda a, b: impl.sharding.reshard(
+            _partial_sums(impl, inp, a, b), P())).lower(LHS, RHS_X).compile().as_text()
+        assert "all-reduce" in hlo, hlo[-2000:]
+        # device_put and jit's shardings take them
+        for lib, np_ in BOTH:
+            assert str(lib.typeof(lib.device_put(np.asarray(WEIGHTS), REDUCED))) == \
+                "float32[4,6]{R:X}"
+        got, want = (lib.jit(lambda w: w * 2.0, out_shardings=NamedSharding(MESH, REDUCED))(
+            np.asarray(WEIGHTS)) for lib, _ in BOTH)
+        assert str(impl.typeof(got)) == str(jax.typeof(want)) == "float32[4,6]{R:X}"
+        base.check(got, want)
+    assert not failures, "\n".join(failures)
+
+
+def case_unreduced_and_reduced_axes_under_differentiation():
+    """Cotangents swap the two: that of a `reduced` input is unreduced (its sum over
+    the devices is still to be taken), that of an unreduced result reduced; tangents
+    keep their primal's. Types and (resharded) values against JAX's."""
+    def sums_then_loss(lib, np_):
+        return lambda a, b: (lib.sharding.reshard(_partial_sums(lib, np_, a, b), P()) ** 2).sum()
+
+    def data_parallel_loss(lib, np_):
+        return lambda w, x: (np_.tanh(np_.dot(x, np_.sin(w))) ** 2).sum()
+    failures = []
+    with jax.set_mesh(MESH):
+        programs = [
+            ("grad through partial sums", lambda lib, np_: lib.grad(
+                sums_then_loss(lib, np_), argnums=(0, 1)), (LHS, RHS_X)),
+            ("grad of reduced weights", lambda lib, np_: lib.grad(
+                data_parallel_loss(lib, np_)), (lib_reduced(WEIGHTS), ROWS)),
+            ("tangents of partial sums", lambda lib, np_: lambda a, b: lib.jvp(
+                functools.partial(_partial_sums, lib, np_), (a, b), (a, b)), (LHS, RHS_X)),
+        ]
+        for name, make, args in programs:
+            for kind in ("value", "jit"):
+                got, want = ((lib.jit(make(lib, np_)) if kind == "jit" else make(lib, np_))(*args)
+                             for lib, np_ in BOTH)
+                g_types = [str(impl.typeof(g)) for g in jax.tree_util.tree_leaves(got)]
+                w_types = [str(jax.typeof(w)) for w in jax.tree_util.tree_leaves(want)]
+                if g_types != w_types:
+                    failures.append(f"{name} [{kind}]: {g_types} but JAX's are {w_types}")
+                    continue
+                try:
+                    base.check(jax.tree_util.tree_map(_readable, got),
+                               jax.tree_util.tree_map(_readable, want), rtol=1e-4, atol=1e-4)
+                except AssertionError as e:
+                    failures.append(f"{name} [{kind}]: {e}")
+    assert "{U:X}" in "".join(str(jax.typeof(w)) for w in jax.tree_util.tree_leaves(want))
+    assert not failures, "\n".join(failures)
+
+
+def case_unreduced_and_reduced_refusals_as_jax():
+    """Where JAX refuses unreduced or reduced operands, impl raises the same type."""
+    sums = lambda lib, np_: _partial_sums(lib, np_, LHS, RHS_X)
+    same_errors([
+        ("unreduced plus replicated, traced", lambda lib, np_: lib.make_jaxpr(
+            lambda a, b: np_.add(_partial_sums(lib, np_, a, b), np_.ones((8, 6))))(LHS, RHS_X)),
+        ("sin of an unreduced value", lambda lib, np_: lib.jit(
+            lambda a, b: np_.sin(_partial_sums(lib, np_, a, b)))(LHS, RHS_X)),
+        ("subtraction of unreduced values", lambda lib, np_: lib.jit(
+            lambda a, b: np_.subtract(*[_partial_sums(lib, np_, a, b)] * 2))(LHS, RHS_X)),
+        ("product of two unreduced values", lambda lib, np_: lib.jit(
+            lambda a, b: np_.multiply(*[_partial_sums(lib, np_, a, b)] * 2))(LHS, RHS_X)),
+        ("unreduced times a replicated scalar", lambda lib, np_: lib.jit(
+            lambda a, b: np_.multiply(_partial_sums(lib, np_, a, b), 2.0))(LHS, RHS_X)),
+        ("contracting an unreduced value", lambda lib, np_: np_.dot(
+            sums(lib, np_), np.ones((6, 2), np.float32))),
+        ("unreduced over axes not contracted", lambda lib, np_: np_.dot(
+            LHS, RHS_X, out_sharding=P(None, None, unreduced={"Y"}))),
+        ("unreduced without a sharded contraction", lambda lib, np_: np_.dot(
+            np.asarray(LHS), np.asarray(RHS_X), out_sharding=UNREDUCED)),
+        ("reduced plus replicated", lambda lib, np_: lib.jit(
+            lambda w: np_.add(w, np_.ones((4, 6))))(lib_reduced(WEIGHTS))),
+        ("reduced plus sharded over the same axis", lambda lib, np_: lib.jit(
+            lambda w: np_.add(w, lib.sharding.reshard(w, P("X", None))))(
+                lib_reduced(WEIGHTS))),
+        ("integer power of a reduced value", lambda lib, np_: lib.jit(
+            lambda w: w ** 2)(lib_reduced(WEIGHTS))),
+        ("an unreduced array read", lambda lib, np_: np.asarray(sums(lib, np_))),
+    ])
+
+
+def case_negative_an_add_taking_one_unreduced_operand_is_caught():
+    """An add rule that lets one unreduced operand through (the sum would silently be
+    wrong) accepts what JAX refuses; the comparison of errors sees it."""
+    core = importlib.import_module("impl.core")
+    add_p = importlib.import_module("impl.primitives.elementwise").add_p
+    with _patched(core, "unreduced_rules", dict(core.unreduced_rules)):
+        core.unreduced_rules[add_p] = lambda x, y: (x.unreduced | y.unreduced, frozenset())
+        base.raises(AssertionError, case_unreduced_and_reduced_refusals_as_jax)
+
+
+def case_negative_unreduced_axes_dropped_are_caught():
+    """A dot_general that forgets its out_sharding's unreduced axes (XLA would then
+    all-reduce) types its result replicated; the comparison with JAX sees it."""
+    core = importlib.import_module("impl.core")
+    dot_general_p = importlib.import_module("impl.primitives.linalg").dot_general_p
+    with _patched(core, "unreduced_rules", dict(core.unreduced_rules)):
+        core.unreduced_rules[dot_general_p] = lambda *a, **k: (frozenset(), frozenset())
+        base.raises(AssertionError, case_unreduced_and_reduced_axes_in_types)
+
+
 # ------------------------------------------------------------------ lowering
 
 def case_compiled_program_is_partitioned():

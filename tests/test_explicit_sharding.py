@@ -15,7 +15,8 @@ CASES_FILE = pathlib.Path(__file__).with_name("explicit_sharding_cases.py")
 
 # Nightly: the rule groups checked under every transformation (each 20-60 programs compiled
 # by impl and by JAX), the random draws, the MLP, auto/explicit_axes, jit's shardings and
-# the negative tests that rerun rule groups. CI keeps printing, context, creation,
+# the negative tests that rerun rule groups, the derivatives of unreduced and reduced
+# values. CI keeps printing, context, creation, unreduced and reduced types,
 # refusals, the partitioned HLO, the data-parallel program, shard_map, vmap's batch axis
 # and the drawing of shardings.
 NIGHTLY_CASES = {
@@ -26,7 +27,9 @@ NIGHTLY_CASES = {
     "case_jit_shardings_agree_with_types",
     "case_random_draws_with_out_sharding", "case_data_parallel_mlp_training_steps",
     "case_linear_algebra_rules", "case_fft_rules", "case_decompositions_jax_fails_on",
-    "case_negative_a_wrong_rule_is_caught"}
+    "case_negative_a_wrong_rule_is_caught",
+    "case_unreduced_and_reduced_axes_under_differentiation",
+    "case_negative_unreduced_axes_dropped_are_caught"}
 
 
 case_results, test_on_8_devices = selected_case_tests(CASES_FILE, __file__, NIGHTLY_CASES)
