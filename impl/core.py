@@ -195,6 +195,15 @@ def spec_dims_str(shape, spec):
 EMPTY_MESH = jax.sharding.AbstractMesh((), ())   # JAX's: no mesh
 
 
+def sharding_with_partitions(sharding, entries):
+    """`sharding` (a type's) with other spec entries, its unreduced and reduced axes
+    kept; None when it then shards nothing."""
+    spec = sharding.spec
+    if all(e is None for e in entries) and not (spec.unreduced or spec.reduced):
+        return None
+    return sharding.update(spec=spec.update(partitions=tuple(entries)))
+
+
 def cotangent_sharding(aval):
     """The explicit sharding of a cotangent of a value of type `aval`: the value's,
     with its unreduced and reduced axes swapped (the cotangent of a value replicated
@@ -818,10 +827,8 @@ def _sharding_with_axes(sharding, mesh, aval, unreduced, reduced):
             return None
         return jax.sharding.NamedSharding(mesh, P(*[None] * aval.ndim, unreduced=unreduced,
                                                   reduced=reduced))
-    spec = sharding.spec.update(unreduced=frozenset(unreduced), reduced=frozenset(reduced))
-    if not (spec.unreduced or spec.reduced) and all(e is None for e in spec.partitions):
-        return None
-    return sharding.update(spec=spec)
+    return sharding_with_partitions(sharding.update(spec=sharding.spec.update(
+        unreduced=frozenset(unreduced), reduced=frozenset(reduced))), sharding.spec.partitions)
 
 
 def sharded_alike(t1, t2):

@@ -980,6 +980,8 @@ def _unreduced_programs():
          (LHS, RHS_X)),
         ("times a reduced value", on_sums(lambda lib, np_, u: np_.multiply(
             u, lib.sharding.reshard(np_.ones((8, 6)) * 3.0, REDUCED))), (LHS, RHS_X)),
+        ("vmapped", lambda lib, np_: lib.vmap(lambda a: _partial_sums(lib, np_, a, RHS_X)),
+         (put(base.rs(2, 8, 4, seed=24), None, None, "X"),)),
         ("reduced", lambda lib, np_: lambda a, b: lib.sharding.reshard(
             _partial_sums(lib, np_, a, b), P(None, None, reduced={"X"})), (LHS, RHS_X)),
         ("reduced, by elementwise operations", lambda lib, np_: lambda w: np_.add(

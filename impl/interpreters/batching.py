@@ -260,10 +260,9 @@ def example_aval(x, batch_dim):
     shape = aval.shape[:batch_dim] + aval.shape[batch_dim + 1:]
     sharding = aval.explicit_sharding
     if sharding is not None:   # an example's type: the batch axis's entry leaves the spec
-        entries = tuple(sharding.spec)
-        entries = entries[:batch_dim] + entries[batch_dim + 1:]
-        sharding = (None if all(e is None for e in entries)
-                    else sharding.update(spec=sharding.spec.update(partitions=entries)))
+        entries = tuple(sharding.spec.partitions)
+        sharding = core.sharding_with_partitions(
+            sharding, entries[:batch_dim] + entries[batch_dim + 1:])
     return aval.update(shape=shape, explicit_sharding=sharding)
 
 

@@ -119,7 +119,7 @@ def _batched_aval(aval, size):
     sharding = aval.explicit_sharding
     if sharding is not None:
         sharding = sharding.update(spec=sharding.spec.update(
-            partitions=(None,) + tuple(sharding.spec)))
+            partitions=(None,) + tuple(sharding.spec.partitions)))
     return aval.update(shape=(size,) + aval.shape, explicit_sharding=sharding)
 
 
@@ -128,9 +128,8 @@ def example_aval(aval):
     which must not be sharded, removed)."""
     sharding = aval.explicit_sharding
     if sharding is not None:
-        entries = tuple(sharding.spec)[1:]
-        sharding = (None if all(e is None for e in entries)
-                    else sharding.update(spec=sharding.spec.update(partitions=entries)))
+        sharding = core.sharding_with_partitions(sharding,
+                                                 tuple(sharding.spec.partitions)[1:])
     return aval.update(shape=aval.shape[1:], explicit_sharding=sharding)
 
 
