@@ -17,6 +17,7 @@ from jax.sharding import NamedSharding, PartitionSpec, Sharding, get_abstract_me
 
 from impl.core import (ShardingTypeError, common_mesh, explicit_sharding_of, get_aval,
                        shape_str)
+from impl.core import cotangent_sharding as core_cotangent_sharding
 
 
 def spec(aval):
@@ -267,10 +268,10 @@ def cotangent_sharding(x_aval, layout, *others):
         return None
     mesh = common_mesh([x_aval] + [get_aval(o) for o in others])
     x_spec = spec(x_aval)
-    # a reduced primal's cotangent is unreduced, and the reverse
-    return NamedSharding(mesh, PartitionSpec(*[x_spec[i] for i in layout],
-                                             unreduced=x_aval.reduced,
-                                             reduced=x_aval.unreduced))
+    entries = tuple(x_spec[i] for i in layout)
+    swapped = core_cotangent_sharding(x_aval)   # unreduced and reduced axes swapped
+    return NamedSharding(mesh, PartitionSpec(*entries) if swapped is None
+                         else swapped.spec.update(partitions=entries))
 
 
 def _check_match(a, b, msg):
