@@ -177,3 +177,23 @@ def test_a_stacks_reference_is_staged_and_eager_decides_where_staging_raises():
     assert staged == [stageable, reads_values]
     with pytest.raises(CaseFiltered, match="jax raises TypeError"):
         _reference_results(lambda: raises, Case, "jax", jit=jit)
+
+
+def test_trimming_the_cache_deletes_the_least_recently_used_programs_first(tmp_path):
+    from properties import compilation_cache
+    sizes = {"old": 300, "middle": 300, "new": 300}
+    for age, (name, size) in enumerate(sizes.items()):
+        entry = tmp_path / f"{name}-cache"
+        entry.write_bytes(b"x" * size)
+        (tmp_path / f"{name}-atime").write_bytes(b"t")
+        when = 1_000_000 + 1000 * age
+        os.utime(entry, (when, when))
+    (tmp_path / "unrelated.txt").write_bytes(b"y" * 5000)  # not JAX's: never counted or deleted
+    assert compilation_cache.trim(str(tmp_path), max_bytes=900) == 0
+    assert compilation_cache.trim(str(tmp_path), max_bytes=650) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "middle-atime", "middle-cache", "new-atime", "new-cache", "unrelated.txt"]
+    os.utime(tmp_path / "middle-cache", (2_000_000, 1_001_000))  # read since: used recently
+    assert compilation_cache.trim(str(tmp_path), max_bytes=300) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "middle-atime", "middle-cache", "unrelated.txt"]
