@@ -3,6 +3,7 @@
     python -m properties [--backend B] [--reference R] [--profile P] [-k EXPR] [-n WORKERS]
                          [--report-dir DIR] [--database DIR|redis://HOST:PORT]
                          [--time-limit MINUTES] [--jax-cache DIR | --no-jax-cache]
+                         [--no-fast-compile]
                          [-- extra pytest args]
     python -m properties --hunt MINUTES [same options]
     python -m properties --list [--markdown]
@@ -20,7 +21,8 @@ module, or a module with breaks of ``properties/broken.py`` (``jax+vmap_slice0``
 each failing case is replayed on ``--reference`` (JAX by default) and a failure it
 shares is reported as inherited from it.  JAX's persistent compilation cache is ``--jax-cache``
 (default ``jax-cache`` in the cache folder; ``--no-jax-cache``: none), so a repeated
-run reads its compiled programs from disk.
+run reads its compiled programs from disk, and XLA compiles without optimising
+(``--no-fast-compile``: with XLA's defaults; properties/xla_options.py).
 It runs the law suites (``suites/test_*_laws.py``); ``--self-check`` adds the
 harness' own tests (the negative tests that break each law on purpose, the
 checkers' and the harness' tests), which do not depend on the backend.
@@ -86,6 +88,9 @@ def parse(argv):
                         "(default: %(default)s)")
     p.add_argument("--no-jax-cache", dest="jax_cache", action="store_const", const=None,
                    help="compile everything again, without the persistent cache")
+    p.add_argument("--no-fast-compile", dest="fast_compile", action="store_false",
+                   help="compile with XLA's default optimisations (slower to compile; the "
+                        "default compiles without optimising, see properties/xla_options.py)")
     p.add_argument("--self-check", action="store_true",
                    help="also run the harness' own tests: negative tests, checkers, harness")
     p.add_argument("--list", action="store_true", help="list the declared laws and exit")
@@ -128,6 +133,8 @@ def command(args):
            "--properties-report", os.path.abspath(args.report_dir)]
     if args.jax_cache:
         cmd += ["--jax-cache", os.path.abspath(args.jax_cache)]
+    if args.fast_compile:
+        cmd += ["--fast-compile"]
     if args.keyword:
         cmd += ["-k", args.keyword]
     if args.workers not in (None, "0", "1"):

@@ -21,8 +21,9 @@ breaks of ``properties/broken.py``: ``jax+vmap_slice0``), ``--reference``
 (the backend a failing case is replayed on, JAX by default: a failure it shares
 is reported as inherited from it), ``--profile`` (quick | default | thorough), ``--properties-db`` (example
 database directory), ``--properties-report DIR`` (write the reports there)
-``--properties-progress`` (one line per law as it finishes) and ``--jax-cache DIR``
-(JAX's persistent compilation cache, see properties/compilation_cache.py).
+``--properties-progress`` (one line per law as it finishes), ``--jax-cache DIR``
+(JAX's persistent compilation cache, see properties/compilation_cache.py) and
+``--fast-compile`` (XLA compiles without optimising, see properties/xla_options.py).
 """
 from __future__ import annotations
 
@@ -91,10 +92,18 @@ def pytest_addoption(parser):
                     metavar="DIR",
                     help="JAX's persistent compilation cache folder (default "
                          "$PROPERTIES_JAX_CACHE; unset: no persistent cache)")
+    group.addoption("--fast-compile", action="store_true",
+                    default=os.environ.get("PROPERTIES_FAST_COMPILE") == "1",
+                    help="XLA compiles without optimising: about half the CPU time of a "
+                         "law run without the persistent cache (default $PROPERTIES_FAST_COMPILE"
+                         "=1; see properties/xla_options.py)")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "law(name): the pytest test of a law")
+    if config.getoption("--fast-compile"):
+        from . import xla_options
+        xla_options.fast_compile()
     _use_compilation_cache(config)
     db = config.getoption("--properties-db")
     seeded = config.getoption("--hypothesis-seed", None) is not None

@@ -1,10 +1,12 @@
 """How the laws evaluate: float64 references staged out by jax.jit, and JAX's persistent
 compilation cache that the CLI and the plugin turn on (properties/compilation_cache.py)."""
 import importlib
+import json
 import os
 import subprocess
 import sys
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -94,3 +96,104 @@ def test_a_reference_of_a_callable_without_weak_references():
 
     x = np.linspace(-1.0, 1.0, 3)
     np.testing.assert_allclose(evaluate_reference(Scaled(2.0), x), 2.0 * np.cos(x), rtol=1e-12)
+
+
+def test_fast_compiling_adds_its_flags_and_keeps_the_users():
+    from properties import xla_options
+    env = {}
+    assert xla_options.fast_compile(env) == list(xla_options.FLAGS)
+    assert env["XLA_FLAGS"].split() == list(xla_options.FLAGS)
+    assert xla_options.fast_compile(env) == []  # already there: nothing added twice
+    assert env["XLA_FLAGS"].split() == list(xla_options.FLAGS)
+    mine = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8 "
+                         "--xla_backend_optimization_level=2"}
+    assert xla_options.fast_compile(mine) == ["--xla_cpu_use_fusion_emitters=false"]
+    assert mine["XLA_FLAGS"].split() == ["--xla_force_host_platform_device_count=8",
+                                         "--xla_backend_optimization_level=2",
+                                         "--xla_cpu_use_fusion_emitters=false"]
+
+
+def test_the_cli_compiles_fast_unless_told_not_to():
+    cli = importlib.import_module("properties.__main__")
+    assert "--fast-compile" in cli.command(cli.parse([]))
+    assert "--fast-compile" not in cli.command(cli.parse(["--no-fast-compile"]))
+
+
+_FAST_AND_DEFAULT = """
+import json, sys
+from properties import xla_options
+if sys.argv[1] == "fast":
+    xla_options.fast_compile()
+import jax, jax.numpy as jnp, numpy as np
+jax.config.update("jax_enable_x64", True)
+x = np.linspace(-3.0, 3.0, 101)
+f = lambda a: jnp.tanh(a) * a + jnp.exp(-a * a) * 1.5
+print(json.dumps([np.asarray(jax.jit(f)(x)).tolist(), np.asarray(f(x)).tolist()]))
+"""
+
+
+@pytest.mark.slow  # two JAX processes of their own: seconds
+def test_fast_compiling_computes_the_same_values_up_to_rounding():
+    """XLA accepts the flags (an unknown one aborts the process) and the values agree with
+    XLA's optimised build far inside the float64 'agree' tolerance."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env.pop("XLA_FLAGS", None)
+    values = {}
+    for mode in ("fast", "default"):
+        out = subprocess.run([sys.executable, "-c", _FAST_AND_DEFAULT, mode], capture_output=True,
+                             text=True, env=env, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        values[mode] = np.array(json.loads(out.stdout.splitlines()[-1]))
+    for got, want in zip(values["fast"], values["default"]):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+def test_a_stacks_reference_is_staged_and_eager_decides_where_staging_raises():
+    from properties.laws import CaseFiltered
+    from properties.laws.reach import _reference_results
+
+    class Case:
+        args = (np.linspace(-1.0, 1.0, 4),)
+    staged = []
+
+    def jit(f):
+        staged.append(f)
+        return jax.jit(f)
+
+    def stageable(a):
+        return jnp.sin(a) * 2.0
+
+    def reads_values(a):  # jax.jit cannot stage it; eager evaluation can
+        return jnp.asarray(np.sin(np.asarray(a)) * 2.0)
+
+    def raises(a):
+        raise TypeError("the reference cannot run it")
+
+    for f in (stageable, reads_values):
+        got = _reference_results(lambda f=f: f, Case, "jax", jit=jit)
+        np.testing.assert_allclose(got, 2.0 * np.sin(Case.args[0]), rtol=1e-12)
+    assert staged == [stageable, reads_values]
+    with pytest.raises(CaseFiltered, match="jax raises TypeError"):
+        _reference_results(lambda: raises, Case, "jax", jit=jit)
+
+
+def test_trimming_the_cache_deletes_the_least_recently_used_programs_first(tmp_path):
+    from properties import compilation_cache
+    sizes = {"old": 300, "middle": 300, "new": 300}
+    for age, (name, size) in enumerate(sizes.items()):
+        entry = tmp_path / f"{name}-cache"
+        entry.write_bytes(b"x" * size)
+        (tmp_path / f"{name}-atime").write_bytes(b"t")
+        when = 1_000_000 + 1000 * age
+        os.utime(entry, (when, when))
+    (tmp_path / "unrelated.txt").write_bytes(b"y" * 5000)  # not JAX's: never counted or deleted
+    assert compilation_cache.trim(str(tmp_path), max_bytes=900) == 0
+    assert compilation_cache.trim(str(tmp_path), max_bytes=650) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "middle-atime", "middle-cache", "new-atime", "new-cache", "unrelated.txt"]
+    os.utime(tmp_path / "middle-cache", (2_000_000, 1_001_000))  # read since: used recently
+    assert compilation_cache.trim(str(tmp_path), max_bytes=300) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "middle-atime", "middle-cache", "unrelated.txt"]
