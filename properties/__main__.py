@@ -3,7 +3,7 @@
     python -m properties [--backend B] [--reference R] [--profile P] [-k EXPR] [-n WORKERS]
                          [--report-dir DIR] [--database DIR|redis://HOST:PORT]
                          [--time-limit MINUTES] [--jax-cache DIR | --no-jax-cache]
-                         [--no-fast-compile]
+                         [--fast-compile | --no-fast-compile]
                          [-- extra pytest args]
     python -m properties --hunt MINUTES [same options]
     python -m properties --list [--markdown]
@@ -22,7 +22,8 @@ each failing case is replayed on ``--reference`` (JAX by default) and a failure 
 shares is reported as inherited from it.  JAX's persistent compilation cache is ``--jax-cache``
 (default ``jax-cache`` in the cache folder; ``--no-jax-cache``: none), so a repeated
 run reads its compiled programs from disk, and XLA compiles without optimising
-(``--no-fast-compile``: with XLA's defaults; properties/xla_options.py).
+(``--no-fast-compile``: with XLA's defaults, which a hunt uses unless ``--fast-compile``;
+properties/xla_options.py).
 It runs the law suites (``suites/test_*_laws.py``); ``--self-check`` adds the
 harness' own tests (the negative tests that break each law on purpose, the
 checkers' and the harness' tests), which do not depend on the backend.
@@ -88,9 +89,14 @@ def parse(argv):
                         "(default: %(default)s)")
     p.add_argument("--no-jax-cache", dest="jax_cache", action="store_const", const=None,
                    help="compile everything again, without the persistent cache")
-    p.add_argument("--no-fast-compile", dest="fast_compile", action="store_false",
-                   help="compile with XLA's default optimisations (slower to compile; the "
-                        "default compiles without optimising, see properties/xla_options.py)")
+    compiling = p.add_mutually_exclusive_group()
+    compiling.add_argument("--fast-compile", dest="fast_compile", action="store_true",
+                           default=None, help="compile without XLA's optimisations (the "
+                           "default, except for --hunt; see properties/xla_options.py)")
+    compiling.add_argument("--no-fast-compile", dest="fast_compile", action="store_false",
+                           help="compile with XLA's default optimisations (the default of "
+                                "--hunt: bugs of the optimised programs users run are found "
+                                "too)")
     p.add_argument("--self-check", action="store_true",
                    help="also run the harness' own tests: negative tests, checkers, harness")
     p.add_argument("--list", action="store_true", help="list the declared laws and exit")
@@ -100,6 +106,8 @@ def parse(argv):
     args = p.parse_args(argv)
     if args.profile is None:
         args.profile = "thorough" if args.hunt is not None else "default"
+    if args.fast_compile is None:
+        args.fast_compile = args.hunt is None
     if args.hunt is not None and args.hunt <= 0:
         p.error("--hunt takes a positive number of minutes")
     if args.hunt is not None and args.time_limit is not None:

@@ -205,6 +205,14 @@ def test_cli_runs_the_laws_and_self_checks_only_on_request():
     assert cli.SUITES in everything and not any(a.endswith("_laws.py") for a in everything)
 
 
+@pytest.mark.parametrize("argv, fast", [([], True), (["--no-fast-compile"], False),
+                                         (["--hunt", "5"], False),
+                                         (["--hunt", "5", "--fast-compile"], True)])
+def test_cli_compiles_fast_except_when_hunting(argv, fast):
+    cli = importlib.import_module("properties.__main__")
+    assert ("--fast-compile" in cli.command(cli.parse(argv))) is fast
+
+
 def test_cli_from_another_folder_reports_a_law_nothing_supports_as_skipped(elsewhere):
     out = _run(["-m", "properties", "--backend", "nonumpy", "--profile", "quick",
                 "-k", "jit_matches_eager and not negative"], elsewhere)
