@@ -413,3 +413,28 @@ def test_impl_internals_still_mix_weak_scalars():
             ilax.add(F16, 2.0)
         with pytest.raises(TypeError, match="pad operand and padding_value must be same"):
             ilax.pad(F32, 0.0, PAD)
+
+
+@pytest.mark.parametrize("op", ["set", "add", "min", "max"])
+@pytest.mark.parametrize("weak", [(True, True), (True, False), (False, True)],
+                         ids=["both weak", "operand weak", "updates weak"])
+def test_derivatives_of_indexed_updates_keep_jax_weak_types(op, weak):
+    """jvp tangents and grad cotangents of `.at[].set/add/min/max` have JAX's weak types
+    (their rules' constants and zeros must not make a weak result strong)."""
+    idx = np.array([0, 1, 1])
+
+    def run(side):
+        api, np_ = SIDES[side]
+
+        def f(x, u):
+            x, u = (np_.broadcast_to(np_.asarray(v) if w else np_.asarray(v, np.float64), (3,))
+                    for v, w in zip((x, u), weak))
+            return getattr(x.at[idx], op)(u)
+        primal, tangent = api.jvp(f, (1.0, 2.0), (1.0, 1.0))
+        grads = api.grad(lambda x, u: np_.sum(f(x, u)), argnums=(0, 1))(1.0, 2.0)
+        return [primal, tangent, *grads]
+
+    want, got = run("jax"), run("impl")
+    assert [_type(g) for g in got] == [_type(w) for w in want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w))

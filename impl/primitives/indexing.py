@@ -867,7 +867,7 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted,
     t_out = Zero(ad.tangent_aval(get_aval(out)))
     if type(tu) is not Zero:
         landed = ew.select_n(winners, _zeros_like_val(tu), tu)
-        zeros = core.ops.zeros(get_aval(tu).update(shape=x_shape, weak_type=False))
+        zeros = core.ops.zeros(ad.tangent_aval(get_aval(out)))   # (weak as the result)
         t_out = scatter_add_p.bind(zeros, idx, landed, **params)
     if type(tx) is not Zero:
         kept = ew.select_n(overwritten, tx, _zeros_like_val(tx))
@@ -945,27 +945,35 @@ scatter_mul_p = define(
 def _make_scatter_extremum_jvp(prim):
     # The result at each element is the extremum of the operand and the updates landing
     # there; its tangent is the mean of the tangents of every contender that equals it
-    # (ties share, as for reduce_max), as in JAX.
+    # (ties share, as for reduce_max). Written as JAX's rule is, over the windows the
+    # updates land in, so that tangents and cotangents get JAX's types too.
     def rule(primals, tangents, **params):
         (x, idx, upd), (tx, _, tu) = primals, tangents
         out = prim.bind(x, idx, upd, **params)
         if type(tx) is Zero and type(tu) is Zero:
             return out, Zero(ad.tangent_aval(get_aval(out)))
-        dtype = get_aval(out).dtype
+        tx, tu = ad.instantiate_zeros(tx), ad.instantiate_zeros(tu)
         u_aval = get_aval(upd)
-        kept = ew.convert_element_type(ew.eq(x, out), dtype)
-        won = ew.convert_element_type(ew.eq(upd, _read_back(out, idx, u_aval, **params)),
-                                      dtype)
-        zeros = core.ops.zeros(ShapedArray(get_aval(x).shape, dtype))
-        count = ew.add(kept, scatter_add_p.bind(zeros, idx, won, **params))
-        share = ew.div(np.ones((), dtype), count)
-        t_out = Zero(ad.tangent_aval(get_aval(out)))
-        if type(tx) is not Zero:
-            t_out = ew.mul(tx, ew.mul(kept, share))
-        if type(tu) is not Zero:
-            t_out = ad.add_tangents(t_out, ew.mul(share, scatter_add_p.bind(
-                zeros, idx, ew.mul(tu, won), **params)))
-        return out, t_out
+
+        def landing(v):   # v's values in the windows the updates land in
+            return _read_back(v, idx, u_aval, **params)
+
+        def landed_sum(v):   # per window, the sum of v over the updates landing there
+            return landing(scatter_add_p.bind(ew.zeros_like(x), idx, v, **params))
+
+        target = landing(out)
+        won = ew.eq(upd, target)
+        kept = ew.eq(landing(x), target)
+        zeros_u, ones_u = ew.zeros_like(upd), ew.full_like(upd, 1)
+        winners = landed_sum(ew.select_n(won, zeros_u, ones_u))
+        references = landed_sum(ones_u)
+        shared = ew.div(1.0, ew.add(winners, 1.0))
+        updates_coef = ew.select_n(won, zeros_u,
+                                   ew.select_n(kept, ew.div(1.0, winners), shared))
+        operand_coef = ew.div(ew.add(-1.0, ew.select_n(kept, ew.zeros_like(winners), shared)),
+                              references)
+        t_updates = ew.add(ew.mul(landing(tx), operand_coef), ew.mul(tu, updates_coef))
+        return out, scatter_add_p.bind(tx, idx, t_updates, **params)
     return rule
 
 
