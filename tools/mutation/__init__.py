@@ -1,6 +1,6 @@
 """Mutation testing of impl's rule tables: do the laws alone catch wrong rules?
 
-``python -m tools.mutation [--profile quick] [-n WORKERS] [--sample N]``
+``python -m tools.mutation [--profile quick] [-n WORKERS] [--sample N] [--jax-cache DIR | --no-jax-cache]``
 generates mutants of impl's jvp, transpose and batching rules -- one wrong
 rule each: outputs scaled by 1.5, a tangent or cotangent term dropped,
 operands swapped, batch axes moved or batch elements shifted by one, an axis
@@ -778,7 +778,7 @@ def _earlier_results(path, profile, names):
 
 
 def main(argv=None):
-    from properties.__main__ import cache_dir
+    from properties.__main__ import cache_dir, jax_cache_dir
     parser = argparse.ArgumentParser(prog="python -m tools.mutation", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="quick", choices=("quick", "default", "thorough"))
     parser.add_argument("-n", "--workers", type=int, default=2, help="mutants run at once")
@@ -794,8 +794,7 @@ def main(argv=None):
                         or os.path.join(cache_dir(), "reports"),
                         help="where mutation.{json,md} go (default: %(default)s); the committed reference "
                         "report is written with --report-dir reports")
-    parser.add_argument("--jax-cache", default=os.environ.get("PROPERTIES_JAX_CACHE")
-                        or os.path.join(cache_dir(), "jax-cache"),
+    parser.add_argument("--jax-cache", default=jax_cache_dir(),
                         help="JAX's persistent compilation cache, shared by the workers and with "
                         "python -m properties (default: %(default)s)")
     parser.add_argument("--no-jax-cache", dest="jax_cache", action="store_const", const=None,
