@@ -115,6 +115,18 @@ def test_a_wrapper_primitive_is_focused_on_its_wrapping_law(cov):
     assert {op for c in drawn for op in c.program.ops} <= {"sin"}
 
 
+def test_a_primitive_bound_only_in_derivatives_gets_the_differentiating_laws_first(cov):
+    """add_any is bound only in derivative programs: the laws that vmap without
+    differentiating cannot bind it, so its batching mutants try those that differentiate
+    first (the same laws run, in another order)."""
+    assert mutation.derivative_only("add_any", cov) and not mutation.derivative_only("sin", cov)
+    plain = [law.name for law in mutation.laws_for("batching")]
+    first = [law.name for law in mutation.laws_for("batching", derivative_only=True)]
+    assert sorted(plain) == sorted(first)
+    assert plain.index("vmap_matches_loop") < plain.index("vmap_grad_matches_loop")
+    assert first.index("vmap_grad_matches_loop") < first.index("vmap_matches_loop")
+
+
 def test_report_lists_survivors_with_reasons(tmp_path):
     results = [
         {"mutant": "jvp:sin:scale", "table": "jvp", "primitive": "sin", "operator": "scale",

@@ -302,12 +302,18 @@ def forget_derived_programs():
 # ------------------------------------------------------------------ focus
 
 
+#: coverage's entry of the primitives some source binds as it is or under vmap, without a
+#: derivative (the others appear only in derivatives: in jvp, vjp, transpose rules' programs)
+PRIMAL = ("primal", None)
+
+
 def coverage(per_source=3, seed=0):
     """{source: primitives}: what each strategy source binds in impl.
 
     Sources: ("op", name) for each vocabulary op, ("named", op) for each
-    named-axis op, ("control", kind), and whole families ("custom", "remat",
-    "prng", "piles")."""
+    named-axis op, ("control", kind), whole families ("custom", "remat",
+    "prng", "piles", "sharding") and wrappers ("chunked", "reduce_axes"); and
+    ``PRIMAL``: what they bind without differentiating."""
     import impl
     import strategies as S
     from properties.backends import load_backend
@@ -317,11 +323,14 @@ def coverage(per_source=3, seed=0):
 
     rnd = random.Random(seed)
     out = {}
+    primal = set()
 
     def draws(strategy, n):
         return draw_examples(strategy, n, rnd)
 
     def trace(names, f, args):
+        with recording_binds(impl, primal), contextlib.suppress(Exception):
+            primal.update(primitives_of_jaxpr(impl.make_jaxpr(f)(*args)))
         with recording_binds(impl, names):
             for fn in (f, lambda *xs: impl.vjp(f, *xs)[1](f(*xs)),
                        lambda *xs: impl.jvp(f, xs, xs)):
@@ -336,6 +345,10 @@ def coverage(per_source=3, seed=0):
         for p, args in [(p, a) for p, a in drawn if op in p.ops + p.custom_ops][:per_source]:
             with recording_binds(impl, names):
                 names |= primitives_of_program(impl, p, args)
+            f = p.build(impl)
+            for fn, xs in ((f, args), (impl.vmap(f), [impl.numpy.stack([x, x]) for x in args])):
+                with recording_binds(impl, primal), contextlib.suppress(Exception):
+                    primal.update(primitives_of_jaxpr(impl.make_jaxpr(fn)(*xs)))
         out[("op", op)] = names
     for op in S.COLLECTIVES + S.named.ELEMENTWISE:
         names = set()
@@ -389,6 +402,7 @@ def coverage(per_source=3, seed=0):
     # strategies.sharding's cases need 8 devices to trace, which this process may not have;
     # they bind these two (with_sharding_constraint, shard_map), which nothing else draws
     out[("sharding",)] = {"sharding_constraint", "shard_map"} & _all_names()
+    out[PRIMAL] = primal | out[("sharding",)]
     return out
 
 
@@ -417,19 +431,29 @@ def _is_independent(law, table):
     return table in law.references
 
 
-def laws_for(table):
+def laws_for(table, derivative_only=False):
     """The laws alone (no differential law), most relevant first: those that reach ``table``
-    (``Law.reaches``), among them the independent ones, then declaration order. Every law
-    runs: the order changes how soon a kill is found, never whether. The 8-device laws run in
-    the workers, which have 8 host devices (elsewhere they skip themselves)."""
+    (``Law.reaches``), among them the independent ones, then declaration order; for a
+    primitive bound only in derivatives (``derivative_only``: add_any, the tangent maps of
+    pooling, ...), the laws that also reach the jvp or transpose tables (that differentiate)
+    before the others. Every law runs: the order changes how soon a kill is found, never
+    whether. The 8-device laws run in the workers, which have 8 host devices (elsewhere they
+    skip themselves)."""
     from properties.laws import LAWS
     laws = [law for law in LAWS if not law.differential]
     return sorted(laws, key=lambda law: (table not in law.reaches,
+                                         derivative_only and not {"jvp", "transpose"} & set(law.reaches),
                                          not _is_independent(law, table), LAWS.index(law)))
 
 
-def run_one(mutant, focus, profile="quick", seed=0):
-    """Run the laws against impl with ``mutant`` applied; a result dict."""
+def derivative_only(primitive, cov):
+    """Whether the strategies bind ``primitive`` only in derivatives (``PRIMAL``)."""
+    return primitive not in cov[PRIMAL]
+
+
+def run_one(mutant, focus, profile="quick", seed=0, derivative_only=False):
+    """Run the laws against impl with ``mutant`` applied (``derivative_only``: its primitive is
+    bound only in derivatives, which orders the laws); a result dict."""
     from hypothesis import HealthCheck, Phase, find, settings
     from hypothesis.errors import NoSuchExample
 
@@ -464,7 +488,7 @@ def run_one(mutant, focus, profile="quick", seed=0):
         return {"mutant": mutant.name, **asdict(mutant), **fields, "laws_run": ran, "law_seconds": law_seconds,
                 "seconds": round(time.perf_counter() - start, 1)}
 
-    for law in laws_for(mutant.table):
+    for law in laws_for(mutant.table, derivative_only):
         try:
             with cases.focus(**focus):
                 strategy = law.cases()
@@ -575,13 +599,13 @@ def _start_worker(jax_cache=None):
     signal.signal(signal.SIGALRM, _alarm)
 
 
-def _run_in_worker(mutant, focus, profile, timeout):
+def _run_in_worker(mutant, focus, profile, timeout, derivative_only=False):
     """One mutant in a worker process: its result, then impl's caches cleared."""
     m = Mutant(**mutant)
     start = time.perf_counter()
     signal.alarm(int(timeout))
     try:
-        return run_one(m, focus, profile)
+        return run_one(m, focus, profile, derivative_only=derivative_only)
     except _OutOfTime:
         return _unfinished(m, time.perf_counter() - start, f"the mutant's run did not finish in {timeout:.0f} s")
     finally:
@@ -642,7 +666,8 @@ def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=No
             while True:
                 while len(running) < workers and (job := next_job()) is not None:
                     m, focus = job
-                    running[pool.submit(_run_in_worker, asdict(m), focus, profile, timeout)] = (
+                    running[pool.submit(_run_in_worker, asdict(m), focus, profile, timeout,
+                                        derivative_only(m.primitive, cov))] = (
                         m, time.perf_counter())
                 if not running:
                     break
