@@ -54,6 +54,12 @@ def cache_dir():
     return os.path.join(base, "impl-properties")
 
 
+def jax_cache_dir():
+    """JAX's persistent compilation cache: ``$PROPERTIES_JAX_CACHE``, else ``jax-cache`` in
+    :func:`cache_dir` (never in the checkout)."""
+    return os.environ.get("PROPERTIES_JAX_CACHE") or os.path.join(cache_dir(), "jax-cache")
+
+
 def parse(argv):
     p = argparse.ArgumentParser(prog="python -m properties", description=__doc__.splitlines()[0])
     p.add_argument("--backend", default=os.environ.get("PROPERTIES_BACKEND", "impl"),
@@ -82,8 +88,7 @@ def parse(argv):
                         "write a script per group of failures under REPORT_DIR/repro")
     p.add_argument("--hunt-seed", type=int, default=None,
                    help="with --hunt: seed of the order in which the laws are run")
-    p.add_argument("--jax-cache", default=os.environ.get("PROPERTIES_JAX_CACHE")
-                   or os.path.join(cache_dir(), "jax-cache"),
+    p.add_argument("--jax-cache", default=jax_cache_dir(),
                    help="JAX's persistent compilation cache: a second run of the derandomized "
                         "quick profile reads its compiled programs from here "
                         "(default: %(default)s)")

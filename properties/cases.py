@@ -116,7 +116,9 @@ def focus(*, ops=None, named=None, control=None, families=()):
     one primitive (``tools.mutation``). ``ops``: the vocabulary ops of
     program-based strategies (None: those strategies are out of focus);
     ``named``: named-axis ops; ``control``: control-flow kinds; ``families``:
-    other strategy families kept whole ("custom", "remat", "prng", "piles").
+    other strategy families kept whole ("custom", "remat", "prng", "piles", "sharding"),
+    and the wrappers of programs of any ops ("chunked": vmap's chunk_size, "reduce_axes":
+    grad's reduce_axes), which bind primitives of their own.
     A strategy with nothing left in focus raises :class:`Irrelevant`."""
     token = _focus.set(Focus(None if ops is None else tuple(ops), None if named is None else tuple(named),
                              None if control is None else tuple(control), tuple(families)))
@@ -152,6 +154,16 @@ def _program_options(smooth=False, linear=False, **options):
 
 def _program_cases(**options):
     return _real.program_cases(**_program_options(**options))
+
+
+def _wrapped_program_cases(wrapper, **options):
+    """The program cases of a law that wraps each program in something binding primitives
+    of its own (``wrapper``, a focus family): with the wrapper in focus, programs of every
+    op, since it is the wrapper that reaches the primitive; otherwise as focused."""
+    f = _focus.get()
+    if f is not None and wrapper in f.families:
+        return _real.program_cases(**options)
+    return _program_cases(**options)
 
 
 def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False, ops=None):
@@ -232,7 +244,7 @@ def _chunked_cases(draw, program_cases):
 
 def chunked_vmaps(*, smooth=True, dtype=None, max_ops=5):
     """vmap cases (batch sizes 1 to 5) with a chunk size from 1 to one past the batch size."""
-    return _chunked_cases(_program_cases(smooth=smooth, dtype=dtype, max_ops=max_ops))
+    return _chunked_cases(_wrapped_program_cases("chunked", smooth=smooth, dtype=dtype, max_ops=max_ops))
 
 
 @st.composite
@@ -245,8 +257,8 @@ def _reduce_axes_cases(draw, program_cases):
 
 def reduce_axes_cases(*, dtype=None, max_ops=5):
     """Smooth programs of 2 or 3 inputs: the first shared (in_axes None), the others batched."""
-    return _reduce_axes_cases(st.integers(2, 3).flatmap(lambda n: _program_cases(
-        smooth=True, dtype=dtype, max_ops=max_ops, num_inputs=n)))
+    return _reduce_axes_cases(st.integers(2, 3).flatmap(lambda n: _wrapped_program_cases(
+        "reduce_axes", smooth=True, dtype=dtype, max_ops=max_ops, num_inputs=n)))
 
 
 def vmaps(*, smooth=False, dtype=None, max_ops=6):

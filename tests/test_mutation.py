@@ -3,6 +3,7 @@ impl's results, are undone afterwards, are killed by the laws, and are reported.
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 import impl
 from properties.primitives import impl_primitives
+from strategies.coverage import draw_examples
 from tools import mutation
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -92,6 +94,37 @@ def test_focus_reaches_the_primitive(cov):
     assert "sin" in focus["ops"]
     focus = mutation.focus_for("psum", cov)
     assert focus["named"] and "psum" in focus["named"]
+
+
+def test_a_wrapper_primitive_is_focused_on_its_wrapping_law(cov):
+    """chunk_map and psum_unmapped are bound by what a law wraps around programs of any op
+    (vmap's chunk_size, grad's reduce_axes): their focus is that wrapper alone, so the laws
+    whose programs never bind them do not run; programs of any op are drawn for it."""
+    from properties import cases
+    assert mutation.focus_for("chunk_map", cov) == {"ops": None, "named": None, "control": None,
+                                                    "families": ["chunked"]}
+    assert mutation.focus_for("psum_unmapped", cov)["families"] == ["reduce_axes"]
+    assert "chunked" not in mutation.focus_for("sin", cov)["families"]
+    with cases.focus(**mutation.focus_for("chunk_map", cov)):
+        with pytest.raises(cases.Irrelevant):
+            cases.vmaps()
+        drawn = draw_examples(cases.chunked_vmaps(), 6, random.Random(0))
+    assert len({op for c in drawn for op in c.program.ops}) > 1   # not one op's programs
+    with cases.focus(ops=("sin",)):
+        drawn = draw_examples(cases.chunked_vmaps(), 4, random.Random(0))
+    assert {op for c in drawn for op in c.program.ops} <= {"sin"}
+
+
+def test_a_primitive_bound_only_in_derivatives_gets_the_differentiating_laws_first(cov):
+    """add_any is bound only in derivative programs: the laws that vmap without
+    differentiating cannot bind it, so its batching mutants try those that differentiate
+    first (the same laws run, in another order)."""
+    assert mutation.derivative_only("add_any", cov) and not mutation.derivative_only("sin", cov)
+    plain = [law.name for law in mutation.laws_for("batching")]
+    first = [law.name for law in mutation.laws_for("batching", derivative_only=True)]
+    assert sorted(plain) == sorted(first)
+    assert plain.index("vmap_matches_loop") < plain.index("vmap_grad_matches_loop")
+    assert first.index("vmap_grad_matches_loop") < first.index("vmap_matches_loop")
 
 
 def test_report_lists_survivors_with_reasons(tmp_path):
@@ -200,10 +233,17 @@ def test_ci_mutants_are_killed_by_the_laws_alone(tmp_path):
     """CI's mutation run: impl's own rules made wrong, each in a worker subprocess; the
     laws (never the differential comparison with JAX) must kill every one (the whole
     run's target, 90%, is checked by the slow test)."""
-    data = _run_cli(tmp_path, *[a for m in CI_MUTANTS for a in ("--mutant", m)], "-n", "2", "--profile", "quick")
+    cache = tmp_path / "jax-cache"
+    data = _run_cli(tmp_path, *[a for m in CI_MUTANTS for a in ("--mutant", m)], "-n", "2", "--profile", "quick",
+                    "--jax-cache", str(cache))
     assert data["mutants"] == len(CI_MUTANTS) and len(data["results"]) == len(CI_MUTANTS)
     assert all(not r["by"] or not r["by"].startswith("differential") for r in data["results"])
     assert data["killed"] == len(CI_MUTANTS), f"mutants no law kills any more: {data['survivors']}"
+    for r in data["results"]:   # the failure of the killing case, and each law's time
+        assert (r["message"].startswith(f"AssertionError: law {r['by']} failed") if r["kind"] == "law"
+                else r["message"])
+        assert len(r["law_seconds"]) == len(r["laws_run"])
+    assert any(cache.iterdir())   # the workers wrote their compiled programs there
     assert f"{data['killed']} of {len(CI_MUTANTS)} mutants killed" in (tmp_path / "mutation.md").read_text()
 
 

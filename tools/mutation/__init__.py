@@ -1,6 +1,6 @@
 """Mutation testing of impl's rule tables: do the laws alone catch wrong rules?
 
-``python -m tools.mutation [--profile quick] [-n WORKERS] [--sample N]``
+``python -m tools.mutation [--profile quick] [-n WORKERS] [--sample N] [--jax-cache DIR | --no-jax-cache]``
 generates mutants of impl's jvp, transpose and batching rules -- one wrong
 rule each: outputs scaled by 1.5, a tangent or cotangent term dropped,
 operands swapped, batch axes moved or batch elements shifted by one, an axis
@@ -302,12 +302,18 @@ def forget_derived_programs():
 # ------------------------------------------------------------------ focus
 
 
+#: coverage's entry of the primitives some source binds as it is or under vmap, without a
+#: derivative (the others appear only in derivatives: in jvp, vjp, transpose rules' programs)
+PRIMAL = ("primal", None)
+
+
 def coverage(per_source=3, seed=0):
     """{source: primitives}: what each strategy source binds in impl.
 
     Sources: ("op", name) for each vocabulary op, ("named", op) for each
-    named-axis op, ("control", kind), and whole families ("custom", "remat",
-    "prng", "piles")."""
+    named-axis op, ("control", kind), whole families ("custom", "remat",
+    "prng", "piles", "sharding") and wrappers ("chunked", "reduce_axes"); and
+    ``PRIMAL``: what they bind without differentiating."""
     import impl
     import strategies as S
     from properties.backends import load_backend
@@ -317,11 +323,14 @@ def coverage(per_source=3, seed=0):
 
     rnd = random.Random(seed)
     out = {}
+    primal = set()
 
     def draws(strategy, n):
         return draw_examples(strategy, n, rnd)
 
     def trace(names, f, args):
+        with recording_binds(impl, primal), contextlib.suppress(Exception):
+            primal.update(primitives_of_jaxpr(impl.make_jaxpr(f)(*args)))
         with recording_binds(impl, names):
             for fn in (f, lambda *xs: impl.vjp(f, *xs)[1](f(*xs)),
                        lambda *xs: impl.jvp(f, xs, xs)):
@@ -336,6 +345,10 @@ def coverage(per_source=3, seed=0):
         for p, args in [(p, a) for p, a in drawn if op in p.ops + p.custom_ops][:per_source]:
             with recording_binds(impl, names):
                 names |= primitives_of_program(impl, p, args)
+            f = p.build(impl)
+            for fn, xs in ((f, args), (impl.vmap(f), [impl.numpy.stack([x, x]) for x in args])):
+                with recording_binds(impl, primal), contextlib.suppress(Exception):
+                    primal.update(primitives_of_jaxpr(impl.make_jaxpr(fn)(*xs)))
         out[("op", op)] = names
     for op in S.COLLECTIVES + S.named.ELEMENTWISE:
         names = set()
@@ -349,17 +362,24 @@ def coverage(per_source=3, seed=0):
             with contextlib.suppress(Exception):
                 trace(names, c.build(impl), c.args)
         out[("control", kind)] = names
-    # chunk_map and psum_unmapped are bound by what two laws wrap around a program of any
-    # ops (vmap(f, chunk_size=k); vmap(grad(g, reduce_axes=...))): counted for `sin`'s programs
+    # two laws wrap programs of any ops in something that binds primitives of its own
+    # (vmap(f, chunk_size=k): chunk_map; vmap(grad(g, reduce_axes=...)): psum_unmapped): what
+    # the wrapper binds around `sin`'s programs beyond what the ops do is the wrapper's, a
+    # focus family of its own, so that only the wrapping law runs for those primitives
+    # (psum_unmapped only where the program's output depends on the shared input: more draws)
+    wrapped = {"chunked": set(), "reduce_axes": set()}
     for p, (x, y) in draws(S.program_cases(ops=("sin",), min_ops=1, max_ops=2, num_inputs=2, smooth=True),
-                           per_source):
+                           4 * per_source):
         f = p.build(impl)
         xs, ys = (impl.numpy.stack([v, v]) for v in (x, y))
         g = impl.grad(lambda a, b: impl.numpy.sum(f(a, b)), reduce_axes=("batch",))
-        for fn, args in ((impl.vmap(f, chunk_size=1), (xs, ys)),
-                         (impl.vmap(g, in_axes=(None, 0), axis_name="batch"), (x, ys))):
+        for wrapper, fn, args in (("chunked", impl.vmap(f, chunk_size=1), (xs, ys)),
+                                  ("reduce_axes", impl.vmap(g, in_axes=(None, 0), axis_name="batch"), (x, ys))):
             with contextlib.suppress(Exception):
-                trace(out[("op", "sin")], fn, args)
+                trace(wrapped[wrapper], fn, args)
+    by_ops = set().union(*(names for source, names in out.items() if source[0] == "op"))
+    for wrapper, names in wrapped.items():
+        out[(wrapper,)] = names - by_ops
     from properties.laws.batching import _pile_run
 
     def prng_map(c):   # what prng_vmap_matches_loop runs: vmap over the split keys
@@ -382,6 +402,7 @@ def coverage(per_source=3, seed=0):
     # strategies.sharding's cases need 8 devices to trace, which this process may not have;
     # they bind these two (with_sharding_constraint, shard_map), which nothing else draws
     out[("sharding",)] = {"sharding_constraint", "shard_map"} & _all_names()
+    out[PRIMAL] = primal | out[("sharding",)]
     return out
 
 
@@ -410,19 +431,29 @@ def _is_independent(law, table):
     return table in law.references
 
 
-def laws_for(table):
+def laws_for(table, derivative_only=False):
     """The laws alone (no differential law), most relevant first: those that reach ``table``
-    (``Law.reaches``), among them the independent ones, then declaration order. Every law
-    runs: the order changes how soon a kill is found, never whether. The 8-device laws run in
-    the workers, which have 8 host devices (elsewhere they skip themselves)."""
+    (``Law.reaches``), among them the independent ones, then declaration order; for a
+    primitive bound only in derivatives (``derivative_only``: add_any, the tangent maps of
+    pooling, ...), the laws that also reach the jvp or transpose tables (that differentiate)
+    before the others. Every law runs: the order changes how soon a kill is found, never
+    whether. The 8-device laws run in the workers, which have 8 host devices (elsewhere they
+    skip themselves)."""
     from properties.laws import LAWS
     laws = [law for law in LAWS if not law.differential]
     return sorted(laws, key=lambda law: (table not in law.reaches,
+                                         derivative_only and not {"jvp", "transpose"} & set(law.reaches),
                                          not _is_independent(law, table), LAWS.index(law)))
 
 
-def run_one(mutant, focus, profile="quick", seed=0):
-    """Run the laws against impl with ``mutant`` applied; a result dict."""
+def derivative_only(primitive, cov):
+    """Whether the strategies bind ``primitive`` only in derivatives (``PRIMAL``)."""
+    return primitive not in cov[PRIMAL]
+
+
+def run_one(mutant, focus, profile="quick", seed=0, derivative_only=False):
+    """Run the laws against impl with ``mutant`` applied (``derivative_only``: its primitive is
+    bound only in derivatives, which orders the laws); a result dict."""
     from hypothesis import HealthCheck, Phase, find, settings
     from hypothesis.errors import NoSuchExample
 
@@ -438,40 +469,46 @@ def run_one(mutant, focus, profile="quick", seed=0):
     # the laws with an independent reference are cheap and kill most: they get more cases
     independent = settings(config, max_examples=INDEPENDENT_FACTOR * examples)
     start = time.perf_counter()
-    ran = []
+    ran, law_seconds = [], []
 
     def outcome(law, case):
-        """'pass', 'law' (AssertionError) or 'error' (another exception)."""
+        """('pass', None), ('law', message) (AssertionError) or ('error', message) (another
+        exception)."""
         try:
             law(backend, case)
         except (CaseFiltered, LawSkipped, MissingName, NotImplementedError):
-            return "pass"
-        except AssertionError:
-            return "law"
-        except Exception:  # noqa: BLE001 - a crash caused by the wrong rule also kills it
-            return "error"
-        return "pass"
+            return "pass", None
+        except AssertionError as exc:
+            return "law", _message(exc)
+        except Exception as exc:  # noqa: BLE001 - a crash caused by the wrong rule also kills it
+            return "error", _message(exc)
+        return "pass", None
 
-    for law in laws_for(mutant.table):
+    def result(**fields):
+        return {"mutant": mutant.name, **asdict(mutant), **fields, "laws_run": ran, "law_seconds": law_seconds,
+                "seconds": round(time.perf_counter() - start, 1)}
+
+    for law in laws_for(mutant.table, derivative_only):
         try:
             with cases.focus(**focus):
                 strategy = law.cases()
         except cases.Irrelevant:
             continue
         ran.append(law.name)
+        law_start = time.perf_counter()
         caught = {}
 
         def killed(case):
             with applied(mutant):
-                kind = outcome(law, case)
+                kind, message = outcome(law, case)
             if kind == "pass":
                 return False
             forget_derived_programs()
-            true_kind = outcome(law, case)
+            true_kind, _ = outcome(law, case)
             forget_derived_programs()
             if true_kind != "pass":  # fails with the true rule too: not the mutant's doing
                 return False
-            caught.update(kind=kind, case=case)
+            caught.update(kind=kind, message=message)
             return True
         try:
             with cases.focus(**focus):
@@ -481,16 +518,14 @@ def run_one(mutant, focus, profile="quick", seed=0):
         except Exception as exc:  # noqa: BLE001 - a strategy that cannot draw under this focus
             ran[-1] += f" (could not draw: {type(exc).__name__})"
             continue
-        message = ""
-        with applied(mutant):
-            try:
-                law(backend, caught["case"])
-            except BaseException as exc:  # noqa: BLE001
-                message = f"{type(exc).__name__}: {exc}"[:1500]
-        return {"mutant": mutant.name, **asdict(mutant), "killed": True, "by": law.name, "kind": caught["kind"],
-                "message": message, "laws_run": ran, "seconds": round(time.perf_counter() - start, 1)}
-    return {"mutant": mutant.name, **asdict(mutant), "killed": False, "by": None, "kind": None,
-            "message": "", "laws_run": ran, "seconds": round(time.perf_counter() - start, 1)}
+        finally:
+            law_seconds.append(round(time.perf_counter() - law_start, 1))
+        return result(killed=True, by=law.name, kind=caught["kind"], message=caught["message"])
+    return result(killed=False, by=None, kind=None, message="")
+
+
+def _message(exc):
+    return f"{type(exc).__name__}: {exc}"[:1500]
 
 
 # ------------------------------------------------------------------ the whole run
@@ -545,23 +580,32 @@ def _alarm(signum, frame):
     raise _OutOfTime()
 
 
-def _start_worker():
+def _start_worker(jax_cache=None):
     """In each worker, before JAX starts a backend: 8 host devices for the 8-device laws,
-    float64 on as in every law run, and SIGALRM to stop a mutant out of time."""
+    float64 on as in every law run, SIGALRM to stop a mutant out of time, and JAX's
+    persistent compilation cache in the folder ``jax_cache`` (None: none). The cache is
+    sound across mutants: a mutant changes impl's rules, so the programs they derive, and
+    JAX keys an entry on the lowered program itself; most programs of a mutant's cases
+    (the true rules' runs, the reference evaluations, the mutants of the same primitive,
+    which draw the same focused cases) are read instead of compiled, in this run and the
+    next."""
     flags = os.environ.get("XLA_FLAGS", "")
     if multidevice.FLAG not in flags:
         os.environ["XLA_FLAGS"] = (flags + " " + multidevice.FLAG).strip()
     import properties  # noqa: F401
+    if jax_cache:
+        from properties import compilation_cache
+        compilation_cache.enable(jax_cache)
     signal.signal(signal.SIGALRM, _alarm)
 
 
-def _run_in_worker(mutant, focus, profile, timeout):
+def _run_in_worker(mutant, focus, profile, timeout, derivative_only=False):
     """One mutant in a worker process: its result, then impl's caches cleared."""
     m = Mutant(**mutant)
     start = time.perf_counter()
     signal.alarm(int(timeout))
     try:
-        return run_one(m, focus, profile)
+        return run_one(m, focus, profile, derivative_only=derivative_only)
     except _OutOfTime:
         return _unfinished(m, time.perf_counter() - start, f"the mutant's run did not finish in {timeout:.0f} s")
     finally:
@@ -569,19 +613,21 @@ def _run_in_worker(mutant, focus, profile, timeout):
         forget_derived_programs()
 
 
-def _pool(workers):
+def _pool(workers, jax_cache=None):
     return concurrent.futures.ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=_start_worker, max_tasks_per_child=RECYCLE)
+        initializer=_start_worker, initargs=(jax_cache,), max_tasks_per_child=RECYCLE)
 
 
 def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=None, done=None, minutes=None,
-        cov=None):
+        cov=None, jax_cache=None):
     """Run ``mutants`` in that order on a pool of ``workers`` processes; results in order of
     completion. Each result is appended to ``progress`` (a JSON-lines file) as it
     arrives; ``done`` holds results of an earlier run to keep. With ``minutes``, no
     mutant is started after that many minutes (the run is then a prefix of ``mutants``).
-    A worker that dies breaks the pool: the mutants it held run again once in a new one."""
+    A worker that dies breaks the pool: the mutants it held run again once in a new one.
+    ``jax_cache``: the folder of JAX's persistent compilation cache the workers share
+    (None: every program is compiled)."""
     cov = cov or coverage()
     done = dict(done or {})
     pending = collections.deque(m for m in mutants if m.name not in done)
@@ -615,12 +661,13 @@ def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=No
         return None
 
     while pending and not out_of_time():
-        with _pool(workers) as pool:
+        with _pool(workers, jax_cache) as pool:
             running = {}
             while True:
                 while len(running) < workers and (job := next_job()) is not None:
                     m, focus = job
-                    running[pool.submit(_run_in_worker, asdict(m), focus, profile, timeout)] = (
+                    running[pool.submit(_run_in_worker, asdict(m), focus, profile, timeout,
+                                        derivative_only(m.primitive, cov))] = (
                         m, time.perf_counter())
                 if not running:
                     break
@@ -756,12 +803,12 @@ def _earlier_results(path, profile, names):
 
 
 def main(argv=None):
-    from properties.__main__ import cache_dir
+    from properties.__main__ import cache_dir, jax_cache_dir
     parser = argparse.ArgumentParser(prog="python -m tools.mutation", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="quick", choices=("quick", "default", "thorough"))
     parser.add_argument("-n", "--workers", type=int, default=2, help="mutants run at once")
     parser.add_argument("--sample", type=int, default=None, help="run N mutants spread over families")
-    parser.add_argument("--seed", type=int, default=0, help="which sample, and the order of a full run")
+    parser.add_argument("--seed", type=int, default=0, help="which sample (--sample, --minutes)")
     parser.add_argument("--mutant", action="append", default=[], help="run these mutants (table:primitive:op)")
     parser.add_argument("--minutes", type=float, default=None,
                         help="start no mutant after this many minutes: the report is then of a random sample")
@@ -772,6 +819,11 @@ def main(argv=None):
                         or os.path.join(cache_dir(), "reports"),
                         help="where mutation.{json,md} go (default: %(default)s); the committed reference "
                         "report is written with --report-dir reports")
+    parser.add_argument("--jax-cache", default=jax_cache_dir(),
+                        help="JAX's persistent compilation cache, shared by the workers and with "
+                        "python -m properties (default: %(default)s)")
+    parser.add_argument("--no-jax-cache", dest="jax_cache", action="store_const", const=None,
+                        help="compile every program, without the persistent cache")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("-n must be at least 1")
@@ -794,16 +846,20 @@ def main(argv=None):
         chosen = [by_name[n] for n in args.mutant]
     elif args.sample:
         chosen = _sample(mutants, args.sample, args.seed, cov)
-    else:  # shuffled, so that a run cut short by --minutes is a uniform random sample
+    elif args.minutes is not None:  # shuffled, so that the run cut short is a uniform random sample
         chosen = list(mutants)
         random.Random(args.seed).shuffle(chosen)
+    else:  # a primitive's mutants one after the other: they draw the same focused cases, whose
+        # programs (eager ops of those shapes, the true rules' derivatives) are then compiled already
+        chosen = sorted(mutants, key=lambda m: (m.primitive, m.name))
     os.makedirs(args.report_dir, exist_ok=True)
     progress = os.path.join(args.report_dir, PROGRESS)
     done = _earlier_results(progress, args.profile, {m.name for m in chosen}) if args.resume else {}
     if not args.resume and os.path.exists(progress):
         os.remove(progress)
     start = time.perf_counter()
-    results = run(chosen, args.profile, args.workers, progress=progress, done=done, minutes=args.minutes, cov=cov)
+    results = run(chosen, args.profile, args.workers, progress=progress, done=done, minutes=args.minutes, cov=cov,
+                  jax_cache=args.jax_cache and os.path.abspath(os.path.expanduser(args.jax_cache)))
     paths = report(results, args.report_dir, args.profile, time.perf_counter() - start, len(mutants), args.workers,
                    len(chosen))
     killed = sum(r["killed"] for r in results)
