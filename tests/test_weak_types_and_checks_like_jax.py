@@ -438,3 +438,28 @@ def test_derivatives_of_indexed_updates_keep_jax_weak_types(op, weak):
     assert [_type(g) for g in got] == [_type(w) for w in want]
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w))
+
+
+WEAK_DERIVATIVE_FUNCTIONS = ["tan", "sqrt", "arcsin", "arccos", "arctan", "cbrt", "exp2",
+                             "reciprocal", "log2", "log10", "deg2rad", "rad2deg", "arcsinh",
+                             "arccosh", "square", "tanh", "sin"]
+
+
+@pytest.mark.parametrize("name", WEAK_DERIVATIVE_FUNCTIONS)
+def test_gradients_through_rule_constants_are_typed_as_jax(name):
+    """A derivative rule's constant is weak beside a weakly typed scalar and strong beside
+    a weakly typed array (JAX's `_const`), so grad of a Python float is weak through a
+    scalar program and strong through one broadcasting it."""
+    def run(side):
+        api, np_ = SIDES[side]
+        fn = getattr(np_, name)
+        shift = 2.0 if name == "arccosh" else 0.0
+        scalar = api.grad(lambda x: fn(0.5 * x + shift))(0.3)
+        array = api.grad(lambda x: np_.sum(fn(0.5 * np_.broadcast_to(np_.asarray(x), (3,))
+                                              + shift)))(0.3)
+        return scalar, array
+
+    want, got = run("jax"), run("impl")
+    assert [_type(g) for g in got] == [_type(w) for w in want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)

@@ -15,6 +15,7 @@ from impl.numpy import _ufuncs as uf
 from impl.numpy._indexing import concatenate, stack, take
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
                               promote)
+from impl.primitives import elementwise as ew
 from impl.primitives import indexing as ix
 
 __all__ = ["roll", "diff", "searchsorted", "isclose", "allclose", "cross", "kron",
@@ -343,12 +344,14 @@ def trunc(x):
 
 def degrees(x, /):
     """Radians to degrees."""
-    return uf.multiply(uf._float_operand(x), 180.0 / np.pi)
+    x = uf._float_operand(x)
+    return ew.mul(x, ew.constant_like(x, 180 / np.pi))
 
 
 def radians(x, /):
     """Degrees to radians."""
-    return uf.multiply(uf._float_operand(x), np.pi / 180.0)
+    x = uf._float_operand(x)
+    return ew.mul(x, ew.constant_like(x, np.pi / 180))
 
 
 rad2deg = degrees

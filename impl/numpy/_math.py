@@ -12,6 +12,7 @@ from impl.numpy import _ufuncs as uf
 from impl.numpy._util import asarray, broadcast_operands, check_no_out
 from impl.primitives import complex_parts as cp
 from impl.primitives import elementwise as ew
+from impl.primitives import special as sp
 
 __all__ = ["arcsinh", "arccosh", "arctanh", "asinh", "acosh", "atanh", "cbrt", "copysign",
            "fabs", "float_power", "ldexp", "logaddexp2", "modf", "divmod", "sinc", "nextafter",
@@ -31,28 +32,20 @@ def _real_float(name, x):
     return x
 
 
-# ---------------------------------------------------------- inverse hyperbolic
-# Written with log1p, so they keep full precision near zero (asinh, atanh) and one
-# (acosh), where log(1 + small) would round the small part away.
+# ------------------------------------------- inverse hyperbolic functions, cube root
+# impl's primitives, as jax.numpy binds jax.lax's (their derivative rules and weak types
+# are then JAX's too).
 
 def arcsinh(x, /):
-    x = _real_float("arcsinh", x)
-    a = uf.absolute(x)
-    a2 = uf.multiply(a, a)
-    small = uf.true_divide(a2, uf.add(1.0, uf.sqrt(uf.add(a2, 1.0))))
-    return uf.multiply(uf.sign(x), uf.log1p(uf.add(a, small)))
+    return sp.asinh_p.bind(uf._float_operand(x))
 
 
 def arccosh(x, /):
-    x = _real_float("arccosh", x)
-    y = uf.subtract(x, 1.0)
-    return uf.log1p(uf.add(y, uf.sqrt(uf.multiply(y, uf.add(y, 2.0)))))
+    return sp.acosh_p.bind(uf._float_operand(x))
 
 
 def arctanh(x, /):
-    x = _real_float("arctanh", x)
-    return uf.multiply(0.5, uf.log1p(uf.true_divide(uf.multiply(2.0, x),
-                                                    uf.subtract(1.0, x))))
+    return sp.atanh_p.bind(uf._float_operand(x))
 
 
 asinh, acosh, atanh = arcsinh, arccosh, arctanh
@@ -60,8 +53,7 @@ asinh, acosh, atanh = arcsinh, arccosh, arctanh
 
 def cbrt(x, /):
     """The real cube root (negative for negative x)."""
-    x = _real_float("cbrt", x)
-    return uf.multiply(uf.sign(x), uf.power(uf.absolute(x), ew.full_like(x, 1 / 3)))
+    return sp.cbrt_p.bind(_real_float("cbrt", x))
 
 
 def copysign(x1, x2, /):

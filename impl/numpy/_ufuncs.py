@@ -283,7 +283,7 @@ def square(x):
 
 @compiled_when_eager
 def reciprocal(x):
-    return true_divide(1, x)
+    return ew.integer_pow_p.bind(_float_operand(x), y=-1)   # as JAX: its derivative too
 
 
 @compiled_when_eager
@@ -324,17 +324,25 @@ def logical_xor(x, y):
 
 @compiled_when_eager
 def exp2(x):
-    return exp(multiply(_float_operand(x), float(np.log(2))))
+    from impl.primitives.special import exp2_p
+    return exp2_p.bind(_float_operand(x))
+
+
+def _log_base(x, base):
+    """log(x) / log(base), the divisor a strongly typed constant's logarithm, as JAX
+    computes it (so a weakly typed x gives a strongly typed result)."""
+    x = _float_operand(x)
+    return ew.div(log(x), log(np.array(base, get_aval(x).dtype)))
 
 
 @compiled_when_eager
 def log2(x):
-    return true_divide(log(x), float(np.log(2)))
+    return _log_base(x, 2)
 
 
 @compiled_when_eager
 def log10(x):
-    return true_divide(log(x), float(np.log(10)))
+    return _log_base(x, 10)
 
 
 def _float_pair(x, y, op):
@@ -407,16 +415,6 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     x = where(isnan(x), nan, x)
     x = where(ew.eq_p.bind(x, float("inf")), info.max if posinf is None else posinf, x)
     return where(ew.eq_p.bind(x, float("-inf")), info.min if neginf is None else neginf, x)
-
-
-@compiled_when_eager
-def deg2rad(x):
-    return multiply(_float_operand(x), float(np.pi / 180))
-
-
-@compiled_when_eager
-def rad2deg(x):
-    return multiply(_float_operand(x), float(180 / np.pi))
 
 
 @compiled_when_eager

@@ -169,11 +169,14 @@ neg_p = _unop("neg", lax.neg, ad.linear_jvp, dt.NUMBER, transpose=lambda ct, x: 
 sin_p = _unop("sin", lax.sin, by_parts(lambda t, x: mul(t, cos(x))))
 cos_p = _unop("cos", lax.cos, by_parts(lambda t, x: neg(mul(t, sin(x)))))
 tan_p = _unop("tan", lax.tan,
-              by_parts(lambda t, ans, x: mul(t, add(1, mul(ans, ans))), use_output=True))
-asin_p = _unop("asin", lax.asin, by_parts(lambda t, x: mul(t, rsqrt(sub(1, mul(x, x))))))
+              by_parts(lambda t, ans, x: mul(t, add(constant_like(x, 1), mul(ans, ans))),
+                       use_output=True))
+asin_p = _unop("asin", lax.asin, by_parts(
+    lambda t, x: mul(t, rsqrt(sub(constant_like(x, 1), mul(x, x))))))
 acos_p = _unop("acos", lax.acos,
-               by_parts(lambda t, x: neg(mul(t, rsqrt(sub(1, mul(x, x)))))))
-atan_p = _unop("atan", lax.atan, by_parts(lambda t, x: div(t, add(1, mul(x, x)))))
+               by_parts(lambda t, x: neg(mul(t, rsqrt(sub(constant_like(x, 1), mul(x, x)))))))
+atan_p = _unop("atan", lax.atan, by_parts(
+    lambda t, x: div(t, add(constant_like(x, 1), mul(x, x)))))
 sinh_p = _unop("sinh", lax.sinh, by_parts(lambda t, x: mul(t, cosh(x))))
 cosh_p = _unop("cosh", lax.cosh, by_parts(lambda t, x: mul(t, sinh(x))))
 tanh_p = _unop("tanh", lax.tanh,
@@ -184,13 +187,16 @@ log1p_p = _unop("log1p", lax.log1p, by_parts(lambda t, x: div(t, add(1, x))))
 expm1_p = _unop("expm1", lax.expm1,
                 by_parts(lambda t, ans, x: mul(t, add(ans, 1)), use_output=True))
 sqrt_p = _unop("sqrt", lax.sqrt,
-               by_parts(lambda t, ans, x: div(t, mul(2, ans)), use_output=True))
+               by_parts(lambda t, ans, x: mul(t, div(constant_like(x, 0.5), ans)),
+                        use_output=True))
 rsqrt_p = _unop("rsqrt", lax.rsqrt,
-                by_parts(lambda t, ans, x: mul(t, mul(-0.5, div(ans, x))), use_output=True))
+                by_parts(lambda t, ans, x: mul(t, mul(constant_like(x, -0.5), div(ans, x))),
+                         use_output=True))
 logistic_p = _unop("logistic", lax.logistic,
                    by_parts(lambda t, ans, x: mul(t, mul(ans, sub(1, ans))), use_output=True))
 erf_p = _unop("erf", lax.erf, by_parts(
-    lambda t, x: mul(t, mul(2 / math.sqrt(math.pi), exp(neg(mul(x, x)))))), dt.FLOATING)
+    lambda t, x: mul(t, mul(constant_like(x, 2 / math.sqrt(math.pi)), exp(neg(mul(x, x)))))),
+    dt.FLOATING)
 # t where x >= 0, else -t: the derivative at 0 is 1, as in JAX (sign(0) would give 0).
 abs_p = _unop("abs", lax.abs,
               by_parts(lambda t, x: select_n(ge_p.bind(x, zeros_like(x)), neg(t), t)),
@@ -366,8 +372,10 @@ core.ops.add_any = add_any_p.bind
 def _integer_pow_jvp(t, x, *, y):
     if y == 0:
         return zeros_like(t)
+    if y == 1:
+        return t
     base = x if y == 2 else integer_pow_p.bind(x, y=y - 1)
-    return mul(t, mul(y, base))
+    return mul(t, mul(constant_like(x, y), base))
 
 
 integer_pow_p = define(
@@ -602,6 +610,17 @@ def zeros_like(x):
     return full_like(x, 0)
 
 
+def constant_like(x, value):
+    """A constant of a derivative rule about `x`, typed as JAX's rules type theirs: a
+    Python scalar (weak, taking x's dtype) beside a weakly typed scalar, else a strongly
+    typed one of x's dtype, so that the tangent of a weakly typed array through tan or
+    sqrt is strong, as JAX's is."""
+    aval = get_aval(x)
+    if aval.weak_type and aval.ndim == 0:   # a Python scalar of x's kind
+        return {"c": complex, "f": float}.get(aval.dtype.kind, int)(value)
+    return np.array(value, aval.dtype)
+
+
 def full_like(x, value):
     """An array of ``value`` with ``x``'s shape, dtype, weak type and sharding (a rule's
     constant must not make a weakly typed result strong: grad of ``maximum(x, 0.)`` at a
@@ -628,7 +647,7 @@ clz_p = _unop("clz", lax.clz, ad.zero_jvp, dt.INTEGER)
 # JAX defines no derivative for nextafter (callers stop gradients before it).
 nextafter_p = _binop("nextafter", lax.nextafter, None, dt.FLOATING, jnp_name="nextafter")
 erf_inv_p = _unop("erf_inv", lax.erf_inv, by_parts(
-    lambda t, ans, x: mul(t, mul(math.sqrt(math.pi) / 2, exp(mul(ans, ans)))),
+    lambda t, ans, x: mul(t, mul(constant_like(x, math.sqrt(math.pi) / 2), exp(mul(ans, ans)))),
     use_output=True), dt.FLOATING)
 
 

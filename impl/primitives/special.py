@@ -12,7 +12,7 @@ from impl.interpreters import ad
 from impl.primitives import _operand_dtypes as dt
 from impl.primitives.elementwise import (  # the shared rules of elementwise primitives
     _binop, _unop, abs_p, add, div, exp, log, mul, neg, rsqrt, select_n, sign, sub,
-    full_like)
+    full_like, constant_like)
 from impl.primitives.elementwise import gt, integer_pow_p
 
 by_parts = ad.jvp_by_parts
@@ -31,12 +31,12 @@ acosh_p = _unop("acosh", lax.acosh, by_parts(
 asinh_p = _unop("asinh", lax.asinh, by_parts(lambda t, x: mul(t, rsqrt(add(_square(x), 1)))))
 atanh_p = _unop("atanh", lax.atanh, by_parts(lambda t, x: div(t, sub(1, _square(x)))))
 cbrt_p = _unop("cbrt", lax.cbrt, by_parts(
-    lambda t, ans, x: mul(t, mul(_scalar_like(x, 1 / 3), integer_pow_p.bind(ans, y=-2))),
+    lambda t, ans, x: mul(t, mul(constant_like(x, 1 / 3), integer_pow_p.bind(ans, y=-2))),
     use_output=True), dt.FLOATING)
 exp2_p = _unop("exp2", lax.exp2, by_parts(
-    lambda t, ans, x: mul(t, mul(ans, _scalar_like(x, np.log(2)))), use_output=True))
+    lambda t, ans, x: mul(t, mul(ans, constant_like(x, np.log(2)))), use_output=True))
 erfc_p = _unop("erfc", lax.erfc, by_parts(
-    lambda t, x: mul(t, mul(_scalar_like(x, -2 / np.sqrt(np.pi)), exp(neg(_square(x)))))),
+    lambda t, x: mul(t, mul(constant_like(x, -2 / np.sqrt(np.pi)), exp(neg(_square(x)))))),
     dt.FLOATING)
 
 def _polygamma_not_in_m(t, m, x):
@@ -47,7 +47,7 @@ def _polygamma_not_in_m(t, m, x):
 polygamma_p = _binop("polygamma", lax.polygamma, by_parts(
     _polygamma_not_in_m, lambda t, m, x: mul(t, polygamma(add(m, 1), x))), accepted=dt.FLOATING)
 digamma_p = _unop("digamma", lax.digamma, by_parts(
-    lambda t, x: mul(t, polygamma(_scalar_like(x, 1), x))), dt.FLOATING)
+    lambda t, x: mul(t, polygamma(constant_like(x, 1), x))), dt.FLOATING)
 lgamma_p = _unop("lgamma", lax.lgamma, by_parts(lambda t, x: mul(t, digamma(x))),
                  dt.FLOATING)
 
