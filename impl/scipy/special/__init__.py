@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from impl import core, lax
+from impl.custom_derivatives import custom_jvp
 from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.numpy import _core as c
@@ -65,9 +66,18 @@ def expit(x):
     return ew.logistic_p.bind(_float(x))
 
 
+@custom_jvp
 def logit(x):
     x = _float(x)
-    return uf.log(uf.true_divide(x, uf.subtract(1, x)))
+    return ew.log(ew.div(x, ew.sub(ew.constant_like(x, 1), x)))
+
+
+def _logit_jvp(g, ans, x):
+    x = _float(x)   # JAX's rule, and its constants' types: 1 / (x (1 - x))
+    return ew.div(g, ew.mul(x, ew.sub(ew.constant_like(x, 1), x)))
+
+
+logit.defjvps(_logit_jvp)
 
 
 def erf(x):
