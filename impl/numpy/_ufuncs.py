@@ -9,7 +9,9 @@ import numpy as np
 from impl import core
 from impl.core import get_aval
 from impl.interpreters.lowering import compiled_when_eager
+from impl.primitives import complex_parts as cp
 from impl.primitives import elementwise as ew
+from impl.primitives.special import exp2_p
 from impl.primitives import sharding_rules
 from impl.primitives.sharding import reshard
 from impl.numpy._util import asarray, broadcast_arrays, broadcast_operands, promote  # noqa: F401
@@ -129,7 +131,6 @@ def sign(x):
 def _complex_by_parts(fn, x):
     """`fn` of a complex `x` applied to its real and imaginary parts, as JAX's rounding
     of complex numbers does."""
-    from impl.primitives import complex_parts as cp
     return cp.complex(fn(cp.real(x)), fn(cp.imag(x)))
 
 
@@ -190,7 +191,6 @@ def isfinite(x):
     x = asarray(x) if not isinstance(x, core.Tracer) else x
     kind = get_aval(x).dtype.kind
     if kind == "c":   # both parts finite
-        from impl.primitives import complex_parts as cp
         return ew.and_p.bind(ew.is_finite_p.bind(cp.real(x)), ew.is_finite_p.bind(cp.imag(x)))
     return ew.is_finite_p.bind(_float_operand(x))
 
@@ -324,7 +324,6 @@ def logical_xor(x, y):
 
 @compiled_when_eager
 def exp2(x):
-    from impl.primitives.special import exp2_p
     return exp2_p.bind(_float_operand(x))
 
 
