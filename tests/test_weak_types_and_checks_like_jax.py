@@ -465,3 +465,17 @@ def test_gradients_through_rule_constants_are_typed_as_jax(name):
     assert [_type(g) for g in got] == [_type(w) for w in want]
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)
+
+
+def test_polygamma_gradient_at_a_python_float_is_typed_as_jax():
+    def run(side):
+        api, np_ = SIDES[side]
+        lax = LAX[api]
+        return [api.grad(lambda x: np_.sum(lax.polygamma(np_.full(shape, 1.0, np.float64),
+                                                         2.5 + 0.5 * np_.broadcast_to(x, shape))))(0.3)
+                for shape in [(), (3,)]]
+
+    want, got = run("jax"), run("impl")
+    assert [_type(g) for g in got] == [_type(w) for w in want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)

@@ -8,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 from jax import lax
 
+from impl.core import get_aval
 from impl.interpreters import ad
 from impl.primitives import _operand_dtypes as dt
 from impl.primitives.elementwise import (  # the shared rules of elementwise primitives
     _binop, _unop, abs_p, add, div, exp, log, mul, neg, rsqrt, select_n, sign, sub,
-    full_like, constant_like)
+    full_like, constant_like, convert_element_type)
 from impl.primitives.elementwise import gt, integer_pow_p
 
 by_parts = ad.jvp_by_parts
@@ -43,9 +44,18 @@ def _polygamma_not_in_m(t, m, x):
     raise ValueError("polygamma gradient with respect to m is not supported")
 
 
+def _polygamma_in_x(t, m, x):
+    coef = polygamma(add(m, constant_like(m, 1)), x)
+    if get_aval(t).weak_type and not get_aval(coef).weak_type:
+        # JAX's rule multiplies with jnp's `*`, which makes a weakly typed tangent strong
+        # by a conversion (whose transpose gives the cotangent its weak type back)
+        t = convert_element_type(t, get_aval(t).dtype, weak_type=False)
+    return mul(t, coef)
+
+
 # polygamma(m, x): derivative in x only (m is an order), as in JAX.
-polygamma_p = _binop("polygamma", lax.polygamma, by_parts(
-    _polygamma_not_in_m, lambda t, m, x: mul(t, polygamma(add(m, 1), x))), accepted=dt.FLOATING)
+polygamma_p = _binop("polygamma", lax.polygamma, by_parts(_polygamma_not_in_m, _polygamma_in_x),
+                     accepted=dt.FLOATING)
 digamma_p = _unop("digamma", lax.digamma, by_parts(
     lambda t, x: mul(t, polygamma(constant_like(x, 1), x))), dt.FLOATING)
 lgamma_p = _unop("lgamma", lax.lgamma, by_parts(lambda t, x: mul(t, digamma(x))),
