@@ -467,12 +467,20 @@ def test_gradients_through_rule_constants_are_typed_as_jax(name):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)
 
 
-def test_polygamma_gradient_at_a_python_float_is_typed_as_jax():
+@pytest.mark.parametrize("name", ["polygamma", "igamma", "igammac", "betainc_x",
+                                  "bessel_i0e", "bessel_i1e"])
+def test_special_function_gradients_at_a_python_float_are_typed_as_jax(name):
+    """JAX writes these rules with jnp's `*`, which converts a weak tangent meeting a
+    strong coefficient; the cotangent of a Python float then stays weak."""
     def run(side):
         api, np_ = SIDES[side]
         lax = LAX[api]
-        return [api.grad(lambda x: np_.sum(lax.polygamma(np_.full(shape, 1.0, np.float64),
-                                                         2.5 + 0.5 * np_.broadcast_to(x, shape))))(0.3)
+        fn = {"betainc_x": lambda a, x: lax.betainc(a, a, 0.3 * x),
+              "bessel_i0e": lambda a, x: a * lax.bessel_i0e(x),
+              "bessel_i1e": lambda a, x: a * lax.bessel_i1e(x)}.get(
+                  name, lambda a, x: getattr(lax, name)(a, x))
+        return [api.grad(lambda x: np_.sum(fn(np_.full(shape, 1.0, np.float64),
+                                              2.5 + 0.5 * np_.broadcast_to(x, shape))))(0.3)
                 for shape in [(), (3,)]]
 
     want, got = run("jax"), run("impl")

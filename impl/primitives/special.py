@@ -44,13 +44,17 @@ def _polygamma_not_in_m(t, m, x):
     raise ValueError("polygamma gradient with respect to m is not supported")
 
 
-def _polygamma_in_x(t, m, x):
-    coef = polygamma(add(m, constant_like(m, 1)), x)
+def _times_as_jnp(t, coef):
+    """t * coef as JAX's rules written with jnp's `*` compute it: a weakly typed tangent
+    meeting a strongly typed coefficient is made strong by a conversion first (whose
+    transpose gives the cotangent its weak type back)."""
     if get_aval(t).weak_type and not get_aval(coef).weak_type:
-        # JAX's rule multiplies with jnp's `*`, which makes a weakly typed tangent strong
-        # by a conversion (whose transpose gives the cotangent its weak type back)
         t = convert_element_type(t, get_aval(t).dtype, weak_type=False)
     return mul(t, coef)
+
+
+def _polygamma_in_x(t, m, x):
+    return _times_as_jnp(t, polygamma(add(m, constant_like(m, 1)), x))
 
 
 # polygamma(m, x): derivative in x only (m is an order), as in JAX.
@@ -81,14 +85,14 @@ igamma_grad_a_p = _binop("igamma_grad_a", lax.igamma_grad_a, None,
 
 
 def _igamma_dx(t, a, x):
-    return mul(t, exp(sub(sub(mul(sub(a, 1), log(x)), x), lgamma(a))))
+    return _times_as_jnp(t, exp(sub(sub(mul(sub(a, 1), log(x)), x), lgamma(a))))
 
 
 igamma_p = _binop("igamma", lax.igamma, by_parts(
-    lambda t, a, x: mul(t, igamma_grad_a_p.bind(a, x)), _igamma_dx),
+    lambda t, a, x: _times_as_jnp(t, igamma_grad_a_p.bind(a, x)), _igamma_dx),
     accepted=dt.FLOATING)
 igammac_p = _binop("igammac", lax.igammac, by_parts(
-    lambda t, a, x: neg(mul(t, igamma_grad_a_p.bind(a, x))),
+    lambda t, a, x: neg(_times_as_jnp(t, igamma_grad_a_p.bind(a, x))),
     lambda t, a, x: neg(_igamma_dx(t, a, x))), accepted=dt.FLOATING)
 
 # d x / d a of a Gamma(a) sample x at fixed CDF value (the implicit reparameterization
@@ -108,8 +112,8 @@ zeta_p = _binop("zeta", lax.zeta, None, accepted=dt.FLOATING)
 def _betainc_dx(t, a, b, x):
     # x^(a-1) (1-x)^(b-1) / B(a, b), in logs for range.
     log_beta = sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b)))
-    return mul(t, exp(sub(add(mul(sub(a, 1), log(x)), mul(sub(b, 1), log(sub(1, x)))),
-                          log_beta)))
+    return _times_as_jnp(t, exp(sub(add(mul(sub(a, 1), log(x)),
+                                        mul(sub(b, 1), log(sub(1, x)))), log_beta)))
 
 
 def _betainc_not_in_ab(t, a, b, x):
@@ -122,7 +126,8 @@ regularized_incomplete_beta_p = _binop(
     accepted=dt.FLOATING, operands=3)
 
 bessel_i0e_p = _unop("bessel_i0e", lax.bessel_i0e, by_parts(
-    lambda t, ans, x: mul(t, sub(bessel_i1e_p.bind(x), mul(sign(x), ans))), use_output=True),
+    lambda t, ans, x: _times_as_jnp(t, sub(bessel_i1e_p.bind(x), mul(sign(x), ans))),
+    use_output=True),
     dt.FLOATING)
 
 
@@ -131,7 +136,7 @@ def _bessel_i1e_jvp(t, ans, x):
     tiny = gt(abs_p.bind(x), _scalar_like(x, np.finfo(np.float32).tiny))
     safe = select_n(tiny, _scalar_like(x, 1.0), x)
     slope = sub(bessel_i0e_p.bind(safe), mul(ans, add(sign(safe), div(1, safe))))
-    return mul(t, select_n(tiny, _scalar_like(x, 0.5), slope))
+    return _times_as_jnp(t, select_n(tiny, _scalar_like(x, 0.5), slope))
 
 
 bessel_i1e_p = _unop("bessel_i1e", lax.bessel_i1e, by_parts(_bessel_i1e_jvp, use_output=True),
