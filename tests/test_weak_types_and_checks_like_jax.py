@@ -487,3 +487,21 @@ def test_special_function_gradients_at_a_python_float_are_typed_as_jax(name):
     assert [_type(g) for g in got] == [_type(w) for w in want]
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["matmul", "dot", "dot with a scalar"])
+def test_products_of_a_weak_and_a_strong_operand_differentiate_as_jax(name):
+    """jnp's products leave an operand that is only weakly typed as it is (no conversion
+    whose transpose would make its cotangent weak): grad at a Python float is strong."""
+    def run(side):
+        api, np_ = SIDES[side]
+        m = np_.asarray([[0.25, 0.5]], np.float64)
+        f = {"matmul": lambda x: np_.matmul(np_.broadcast_to(x, (1,)), m),
+             "dot": lambda x: np_.dot(np_.broadcast_to(x, (1,)), m),
+             "dot with a scalar": lambda x: np_.dot(x, m)}[name]
+        return [f(0.3), api.grad(lambda x: np_.sum(f(x)))(0.3)]
+
+    want, got = run("jax"), run("impl")
+    assert [_type(g) for g in got] == [_type(w) for w in want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)

@@ -229,15 +229,19 @@ def atleast_2d(a):
 # -------------------------------------------------------------- linear algebra
 
 def _dot_dtype(a, b):
-    a, b = promote(a, b)
-    return a, b
+    """jnp's promotion for products: an operand of another dtype is converted to the
+    result's, but one that differs only in being weakly typed is left as it is (JAX's
+    dot_general takes it so, and its cotangent is then strongly typed, as JAX's is)."""
+    dtype, weak = result_dtype(a, b)
+    return [x if get_aval(x).dtype == dtype else ew.convert_element_type(x, dtype, weak_type=weak)
+            for x in (a, b)]
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     a, b = _dot_dtype(_arr(a), _arr(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
-    if na == 0 or nb == 0:
-        out = ew.mul(*_bcast_pair(a, b))
+    if na == 0 or nb == 0:   # (the primitive broadcasts a rank-0 operand, as lax.mul)
+        out = ew.mul(a, b)
         out = out if preferred_element_type is None else astype(out, preferred_element_type)
         return out if out_sharding is None else reshard(out, out_sharding)
     contract_b = 0 if nb == 1 else nb - 2
