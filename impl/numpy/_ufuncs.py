@@ -27,7 +27,7 @@ def inexact_dtype(dtype):
 
 
 def _float_operand(x):
-    x = asarray(x) if not isinstance(x, core.Tracer) else x
+    x = asarray(x)
     aval = get_aval(x)
     if not core.is_float_dtype(aval.dtype):
         x = ew.convert_element_type(x, inexact_dtype(aval.dtype), weak_type=aval.weak_type)
@@ -88,7 +88,7 @@ def _integral_unchanged(prim):
 
     @compiled_when_eager
     def fn(x):
-        x = asarray(x) if not isinstance(x, core.Tracer) else x
+        x = asarray(x)
         return x if get_aval(x).dtype.kind in "biu" else floating(x)
     fn.__name__ = prim.name
     return fn
@@ -152,7 +152,7 @@ def _round_half_even(x, decimals):
 def round(a, decimals=0, out=None):
     from impl.numpy._util import check_no_out
     check_no_out("round", out)
-    x = asarray(a) if not isinstance(a, core.Tracer) else a
+    x = asarray(a)
     kind = get_aval(x).dtype.kind
     if kind == "b":
         raise ValueError(f"data type {np.bool_} not inexact")
@@ -177,18 +177,16 @@ around = round
 
 @compiled_when_eager
 def rint(x):
-    x = asarray(x) if not isinstance(x, core.Tracer) else x
+    x = asarray(x)
     kind = get_aval(x).dtype.kind
     if kind in "biu":   # already integral: the default float dtype, as JAX gives
         return ew.convert_element_type(x, core.canonical_dtype(np.float64))
-    if kind == "c":
-        return _complex_by_parts(lambda part: ew.round_p.bind(part, rounding_method=1), x)
-    return ew.round_p.bind(x, rounding_method=1)
+    return _round_half_even(x, 0)
 
 
 @compiled_when_eager
 def isfinite(x):
-    x = asarray(x) if not isinstance(x, core.Tracer) else x
+    x = asarray(x)
     kind = get_aval(x).dtype.kind
     if kind == "c":   # both parts finite
         return ew.and_p.bind(ew.is_finite_p.bind(cp.real(x)), ew.is_finite_p.bind(cp.imag(x)))
@@ -270,7 +268,7 @@ def fmod(x, y):
 @compiled_when_eager
 def power(x, y):
     if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
-        x = asarray(x) if not isinstance(x, core.Tracer) else x
+        x = asarray(x)
         return ew.integer_pow_p.bind(x, y=int(y))
     x, y = broadcast_operands("pow", _scalar(x), _scalar(y))
     return ew.pow_p.bind(x, y)
@@ -303,7 +301,7 @@ bitwise_not = invert
 
 
 def _as_bool(x):
-    x = asarray(x) if not isinstance(x, core.Tracer) else x
+    x = asarray(x)
     return x if get_aval(x).dtype == np.bool_ else ew.ne_p.bind(x, 0)
 
 
@@ -432,7 +430,7 @@ def heaviside(x1, x2):
 
 @compiled_when_eager
 def signbit(x):
-    x = asarray(x) if not isinstance(x, core.Tracer) else x
+    x = asarray(x)
     if get_aval(x).dtype.kind == "f":
         # -0.0 has its sign bit set: 1 / -0.0 is -inf
         return logical_or(less(x, 0), logical_and(equal(x, 0), less(true_divide(1, x), 0)))

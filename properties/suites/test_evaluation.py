@@ -113,12 +113,6 @@ def test_fast_compiling_adds_its_flags_and_keeps_the_users():
                                          "--xla_cpu_use_fusion_emitters=false"]
 
 
-def test_the_cli_compiles_fast_unless_told_not_to():
-    cli = importlib.import_module("properties.__main__")
-    assert "--fast-compile" in cli.command(cli.parse([]))
-    assert "--fast-compile" not in cli.command(cli.parse(["--no-fast-compile"]))
-
-
 _FAST_AND_DEFAULT = """
 import json, sys
 from properties import xla_options
