@@ -200,46 +200,67 @@ def _shift_axis_params(params, args):
     return params, False
 
 
-def mutate(rule, table, operator):
-    """A wrong version of ``rule`` (a rule of ``table``) per ``operator``."""
+def mutate(rule, table, operator, took_effect=None):
+    """A wrong version of ``rule`` (a rule of ``table``) per ``operator``. ``took_effect``
+    (no arguments) is called whenever the wrong rule's change applies to a call: a term
+    dropped that was not already a symbolic zero, two different terms swapped, an axis moved,
+    a result scaled, moved or shifted; a call where it is not called returns what the true
+    rule returns."""
     from impl.interpreters import ad
     from impl.interpreters import batching as bt
+    took_effect = took_effect or (lambda: None)
+
+    def effect_if(changed):
+        if changed:
+            took_effect()
 
     if table == "jvp":
         def mutant(primals, tangents, **params):
             tangents = list(tangents)
             if operator == "drop_first":
+                effect_if(not _is_zero(tangents[0]))
                 tangents[0] = ad.Zero(ad.tangent_aval(_aval(primals[0])))
             elif operator == "drop_last":
+                effect_if(not _is_zero(tangents[-1]))
                 tangents[-1] = ad.Zero(ad.tangent_aval(_aval(primals[-1])))
             elif operator == "swap" and _same_type(primals[0], primals[1]):
+                effect_if(tangents[0] is not tangents[1] and not (_is_zero(tangents[0]) and _is_zero(tangents[1])))
                 tangents[0], tangents[1] = tangents[1], tangents[0]
             if operator == "axis_off_by_one":
-                params, _ = _shift_axis_params(params, primals)
+                params, moved = _shift_axis_params(params, primals)
+                effect_if(moved)
             out, t = rule(primals, tangents, **params)
             if operator == "scale":
-                t = _map_arrays(_scale(SCALE), t)
+                scaled = _map_arrays(_scale(SCALE), t)
+                effect_if(_replaced(t, scaled))
+                t = scaled
             return out, t
         return mutant
     if table == "transpose":
         def mutant(cts, *args, **params):
             if operator == "axis_off_by_one":
-                params, _ = _shift_axis_params(params, args)
+                params, moved = _shift_axis_params(params, args)
+                effect_if(moved)
             out = list(rule(cts, *args, **params))
             if operator == "scale":
-                out = _map_arrays(_scale(SCALE), out)
+                scaled = _map_arrays(_scale(SCALE), out)
+                effect_if(_replaced(out, scaled))
+                out = scaled
             elif operator == "drop_first":
                 i = next((k for k, c in enumerate(out) if not _is_zero(c)), None)
                 if i is not None:
                     out[i] = None
+                    took_effect()
             elif operator == "swap" and len(out) >= 2 and _same_type(out[0], out[1]):
+                effect_if(out[0] is not out[1])
                 out[0], out[1] = out[1], out[0]
             return out
         return mutant
 
     def mutant(axis_data, vals, dims, **params):
         if operator == "axis_off_by_one":
-            params, _ = _shift_axis_params(params, vals)
+            params, moved = _shift_axis_params(params, vals)
+            effect_if(moved)
         out, out_dims = rule(axis_data, vals, dims, **params)
         if operator == "axis_off_by_one":
             return out, out_dims
@@ -249,8 +270,16 @@ def mutate(rule, table, operator):
             if d is None or _is_zero(o):
                 continue
             outs[i] = _batch_mutation(operator, o, d, axis_data.size, bt)
+            effect_if(outs[i] is not o)
         return (type(out)(outs) if many else outs[0]), out_dims
     return mutant
+
+
+def _replaced(old, new):
+    """Whether ``_map_arrays`` replaced some array of ``old`` in ``new``."""
+    if isinstance(old, (list, tuple)):
+        return any(_replaced(a, b) for a, b in zip(old, new))
+    return old is not new
 
 
 def _batch_mutation(operator, x, d, size, bt):
@@ -282,12 +311,12 @@ def _primitive_of(table, name):
 
 
 @contextlib.contextmanager
-def applied(mutant):
-    """impl with ``mutant``'s rule in place of the true one."""
+def applied(mutant, took_effect=None):
+    """impl with ``mutant``'s rule in place of the true one (``took_effect``: see ``mutate``)."""
     table = _tables()[mutant.table]
     prim = _primitive_of(table, mutant.primitive)
     original = table[prim]
-    table[prim] = mutate(original, mutant.table, mutant.operator)
+    table[prim] = mutate(original, mutant.table, mutant.operator, took_effect)
     try:
         yield
     finally:
@@ -490,21 +519,37 @@ class Siblings:
     the next ones.
 
     ``uncalled``: {(law, examples): tables}, from a run of the law on that many examples
-    that never called the mutated rule, hence computed what the true rules compute: the
-    tables whose rule of the primitive that run never called either. A law draws the same
+    in which the mutated rule never changed a result (never called, or called where its
+    change does not apply), hence computed what the true rules compute: the tables whose
+    rule of the primitive that run never called. A law draws the same
     cases for every mutant of the primitive (derandomized, the same focus, from emptied
     caches), so a mutant of one of those tables would repeat that run exactly, its rule
     never called: it cannot fail there, and the law is skipped for it.
     ``killers``: {table: the laws that killed a mutant of the primitive's rule in that
-    table, in the order of the kills}: the next mutants of that table try them first."""
+    table, in the order of the kills}: the next mutants of that table try them first.
+    ``elsewhere``: how often each law killed the mutants of other primitives so far in the
+    run (bound only in derivatives or not, as this one), {(table, operator, law): kills} and
+    {(table, law): kills}: after the siblings' killers, the laws that killed most such
+    mutants of the same table (and operator) go first."""
     uncalled: dict = field(default_factory=dict)
     killers: dict = field(default_factory=dict)
+    elsewhere: dict = field(default_factory=dict)
+
+    def order(self, laws, mutant):
+        """``laws`` in the order to try them on ``mutant``: a sibling's killers, then the
+        run's, most kills first, then as given (the order changes how soon a kill is found,
+        never whether)."""
+        first = self.killers.get(mutant.table, [])
+        counts = self.elsewhere
+        return sorted(laws, key=lambda law: (first.index(law.name) if law.name in first else len(first),
+                                             -counts.get((mutant.table, mutant.operator, law.name), 0),
+                                             -counts.get((mutant.table, law.name), 0)))
 
 
-def _ordered(laws, first):
-    """``laws`` with those named in ``first`` first, in that order; the rest as they were."""
-    first = list(first)
-    return sorted(laws, key=lambda law: first.index(law.name) if law.name in first else len(first))
+def _count_kill(counts, result):
+    """Add a killed mutant's law to the run's ``counts`` (``Siblings.elsewhere``)."""
+    for key in ((result["table"], result["operator"], result["by"]), (result["table"], result["by"])):
+        counts[key] = counts.get(key, 0) + 1
 
 
 def run_one(mutant, focus, profile="quick", derivative_only=False, siblings=None):
@@ -527,7 +572,7 @@ def run_one(mutant, focus, profile="quick", derivative_only=False, siblings=None
     # the laws with an independent reference are cheap and kill most: they get more cases
     independent = settings(config, max_examples=INDEPENDENT_FACTOR * examples)
     start = time.perf_counter()
-    ran, law_seconds, calling, skipped = [], [], [], []
+    ran, law_seconds, calling, applying, skipped = [], [], [], [], []
 
     def outcome(law, case):
         """('pass', None), ('law', message) (AssertionError) or ('error', message) (another
@@ -544,15 +589,17 @@ def run_one(mutant, focus, profile="quick", derivative_only=False, siblings=None
 
     def result(**fields):
         return {"mutant": mutant.name, **asdict(mutant), **fields, "laws_run": ran, "law_seconds": law_seconds,
-                "laws_calling_rule": calling, "laws_skipped": skipped,
+                "laws_calling_rule": calling, "laws_mutation_applied": applying, "laws_skipped": skipped,
                 "seconds": round(time.perf_counter() - start, 1)}
 
-    def law_ended(law, called, law_start):
+    def law_ended(law, called, changes, law_start):
         law_seconds.append(round(time.perf_counter() - law_start, 1))
         if mutant.table in called:
             calling.append(law.name)
+        if changes[0]:
+            applying.append(law.name)
 
-    for law in _ordered(laws_for(mutant.table, derivative_only), siblings.killers.get(mutant.table, ())):
+    for law in siblings.order(laws_for(mutant.table, derivative_only), mutant):
         try:
             with cases.focus(**focus):
                 strategy = law.cases()
@@ -567,16 +614,20 @@ def run_one(mutant, focus, profile="quick", derivative_only=False, siblings=None
         law_start = time.perf_counter()
         caught = {}
         called = set()   # the tables whose rule of the primitive the mutant's runs called
+        changes = [0]    # the calls of the mutated rule where its change applied
+
+        def took_effect():
+            changes[0] += 1
         # from emptied caches, so that what this law's cases use is derived in this law's run:
         # a rule not called in it has not made anything they use
         forget_derived_programs()
 
         def killed(case):
-            with applied(mutant), recording_calls(mutant.primitive, called):
+            with applied(mutant, took_effect), recording_calls(mutant.primitive, called):
                 kind, message = outcome(law, case)
             if kind == "pass":
                 return False
-            if mutant.table not in called:   # the wrong rule has not run: not the mutant's doing
+            if not changes[0]:   # the wrong rule has changed nothing yet: not the mutant's doing
                 return False
             forget_derived_programs()
             true_kind, _ = outcome(law, case)
@@ -592,15 +643,15 @@ def run_one(mutant, focus, profile="quick", derivative_only=False, siblings=None
             ran.pop()
             continue
         except NoSuchExample:   # every case drawn, none kills
-            law_ended(law, called, law_start)
-            if mutant.table not in called:
+            law_ended(law, called, changes, law_start)
+            if not changes[0]:   # the run computed what the true rules' run does
                 siblings.uncalled[key] = set(TABLES) - called
             continue
         except Exception as exc:  # noqa: BLE001 - a strategy that cannot draw under this focus
             ran[-1] += f" (could not draw: {type(exc).__name__})"
-            law_ended(law, called, law_start)
+            law_ended(law, called, changes, law_start)
             continue
-        law_ended(law, called, law_start)
+        law_ended(law, called, changes, law_start)
         kills = siblings.killers.setdefault(mutant.table, [])
         if law.name not in kills:
             kills.append(law.name)
@@ -702,12 +753,12 @@ def _run_in_worker(mutant, focus, profile, timeout, derivative_only=False, sibli
         forget_derived_programs()
 
 
-def _run_group_in_worker(mutants, focus, profile, timeout, derivative_only=False):
+def _run_group_in_worker(mutants, focus, profile, timeout, derivative_only=False, elsewhere=None):
     """One primitive's mutants in one worker process, one after the other: the programs
     their cases share (the focused cases are the same for all) are compiled in the
-    worker's memory already, and each run learns from the earlier ones (``Siblings``).
-    Their results, in order."""
-    siblings = Siblings()
+    worker's memory already, and each run learns from the earlier ones (``Siblings``;
+    ``elsewhere``: the run's kills so far). Their results, in order."""
+    siblings = Siblings(elsewhere=dict(elsewhere or {}))
     return [_run_in_worker(m, focus, profile, timeout, derivative_only, siblings) for m in mutants]
 
 
@@ -735,9 +786,15 @@ def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=No
     results = [done[m.name] for m in mutants if m.name in done]
     start = time.perf_counter()
     retried = set()
+    kills = {False: {}, True: {}}   # derivative_only -> Siblings.elsewhere
+    for r in results:
+        if r["killed"]:
+            _count_kill(kills[derivative_only(r["primitive"], cov)], r)
 
     def record(r):
         results.append(r)
+        if r["killed"]:
+            _count_kill(kills[derivative_only(r["primitive"], cov)], r)
         if progress:
             with open(progress, "a") as fh:
                 fh.write(json.dumps({**r, "profile": profile}) + "\n")
@@ -772,8 +829,9 @@ def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=No
             while True:
                 while len(running) < workers and (job := next_job()) is not None:
                     group, focus = job
+                    only = derivative_only(group[0].primitive, cov)
                     running[pool.submit(_run_group_in_worker, [asdict(m) for m in group], focus, profile, timeout,
-                                        derivative_only(group[0].primitive, cov))] = (group, time.perf_counter())
+                                        only, kills[only])] = (group, time.perf_counter())
                 if not running:
                     break
                 finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
@@ -824,18 +882,20 @@ def report(results, report_dir="reports", profile="quick", seconds=None, total=N
             continue
         analysed = EQUIVALENT.get(r["mutant"]) or OPEN_GAPS.get(r["mutant"])
         why = analysed or r.get("why") or _no_kill(r, profile)
-        if analysed and r.get("why"):
+        if analysed and r.get("why") and not r["why"].endswith(analysed):
             why += f" [this run: {r['why']}]"
+        elif analysed and r["laws_run"]:   # what the laws did: which called the rule
+            why += f" [this run: {_no_kill(r, profile)}]"
         survivors.append({"mutant": r["mutant"], "rule": f"{r['table']} rule of {r['primitive']}", "why": why})
     n, k = len(results), sum(r["killed"] for r in results)
     drawn = [r for r in results if r.get("why") != "no strategy draws this primitive"]
-    never_called = [r["mutant"] for r in results if _rule_never_called(r)]
+    without_effect = [r["mutant"] for r in results if _ran_without_effect(r)]
     equivalent = sum(r["mutant"] in EQUIVALENT and not r["killed"] for r in results)
     data = {"mutants": n, "killed": k, "equivalent": equivalent, "survivors": survivors, "profile": profile,
             "kill_rate_non_equivalent": k / max(n - equivalent, 1), "generated": total,
             "seconds": seconds, "workers": workers,
             "reachable": {"mutants": len(drawn), "killed": sum(r["killed"] for r in drawn)},
-            "rule_never_called": never_called,
+            "without_effect": without_effect,
             "planned": planned, "notes": list(notes),
             "kill_rate_ci95": list(wilson(k, n)) if planned and n < planned else None,
             "kill_rate_non_equivalent_ci95": list(wilson(k, n - equivalent)) if planned and n < planned else None,
@@ -849,27 +909,33 @@ def report(results, report_dir="reports", profile="quick", seconds=None, total=N
     return json_path, md_path
 
 
-def _rule_never_called(r):
-    """A survivor whose laws all ran (or were skipped as never calling it) without impl ever
-    calling its mutated rule: no drawn case reaches it."""
-    return (not r["killed"] and "laws_calling_rule" in r and not r["laws_calling_rule"]
+def _ran_without_effect(r):
+    """A survivor whose laws all ran (or were skipped, their runs on a sibling having called
+    none of its table's rules) without the mutation changing any call's result: on every drawn
+    case it computed what the true rule computes."""
+    return (not r["killed"] and "laws_mutation_applied" in r and not r["laws_mutation_applied"]
             and bool(r["laws_run"] or r["laws_skipped"]) and not r.get("why"))
 
 
 def _no_kill(r, profile):
-    """Why no law killed ``r``: which of the laws run called its rule, which never did."""
+    """Why no law killed ``r``: which of the laws run called its rule, and in which the
+    mutation changed a result."""
     if "laws_calling_rule" not in r:   # a result of the tool before it counted the calls
         return f"no law failed ({len(r['laws_run'])} laws run, {profile} profile): " + ", ".join(r["laws_run"])
-    calling = r["laws_calling_rule"]
-    others = [law for law in r["laws_run"] if law not in calling]
-    skipped = (f"; {len(r['laws_skipped'])} skipped, as an earlier mutant's run of them called none of the "
+    calling, applied = r["laws_calling_rule"], r["laws_mutation_applied"]
+    skipped = (f"; {len(r['laws_skipped'])} skipped, as a sibling's run of them called none of the "
                f"primitive's rules of this table: " + ", ".join(r["laws_skipped"])) if r["laws_skipped"] else ""
     if not calling:
-        return (f"the mutated rule is never called: none of the {len(r['laws_run'])} laws run ({profile} profile) "
-                f"called it on its cases: " + ", ".join(r["laws_run"]) + skipped)
-    return (f"no law failed ({profile} profile): {len(calling)} of the {len(r['laws_run'])} laws run called the "
-            f"mutated rule: " + ", ".join(calling) + ("; the others never did: " + ", ".join(others) if others
-                                                         else "") + skipped)
+        ran = (f"none of the {len(r['laws_run'])} laws run ({profile} profile) called it on its cases: "
+               + ", ".join(r["laws_run"])) if r["laws_run"] else "no law ran"
+        return "the mutated rule is never called: " + ran + skipped
+    if not applied:
+        return (f"the mutation never applied: {len(calling)} of the {len(r['laws_run'])} laws run ({profile} "
+                f"profile) called the rule, but never where the change applies (a dropped term was a symbolic "
+                f"zero, a moved axis of size one, ...): " + ", ".join(calling) + skipped)
+    return (f"no law failed ({profile} profile): of the {len(r['laws_run'])} laws run, the mutation changed results "
+            f"in " + ", ".join(applied) + "; " + (", ".join(c for c in calling if c not in applied) or "no other")
+            + " called the rule without its change applying" + skipped)
 
 
 def _markdown(data):
@@ -896,10 +962,11 @@ def _markdown(data):
     lines += [f"Of the mutants of primitives some strategy draws, {reach['killed']} of {reach['mutants']} were "
               f"killed ({100.0 * reach['killed'] / max(reach['mutants'], 1):.1f}%); the other "
               f"{n - reach['mutants']} mutate primitives no strategy draws yet, which no law can reach.", ""]
-    if data.get("rule_never_called"):
-        lines += [f"{len(data['rule_never_called'])} survivors mutate a rule that impl never called in any law's "
-                  f"run (counted by wrapping the primitive's rules): no drawn case reaches it, so the laws cannot "
-                  f"see it; each is listed below with the laws that ran.", ""]
+    if data.get("without_effect"):
+        lines += [f"{len(data['without_effect'])} survivors ran every law without the mutation changing a result: "
+                  f"impl never called the rule on the drawn cases, or called it where the change does not apply "
+                  f"(counted by wrapping the primitive's rules); the laws cannot see such a mutant on these cases. "
+                  f"Each is listed below with the laws that ran.", ""]
     lines += ["Regenerate: `python -m tools.mutation --profile quick -n 2 --report-dir reports` "
               "(all mutants; `--minutes M` for a sample of what fits in M minutes).", "", "## By family", "",
               "| family | table | mutants | killed |", "|---|---|---|---|"]
