@@ -24,6 +24,7 @@ import argparse
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import importlib
 import itertools
 import json
@@ -215,6 +216,7 @@ def mutate(rule, table, operator, took_effect=None):
             took_effect()
 
     if table == "jvp":
+        @functools.wraps(rule)   # with the rule's attributes, which impl reads (handles_ragged, ...)
         def mutant(primals, tangents, **params):
             tangents = list(tangents)
             if operator == "drop_first":
@@ -237,6 +239,7 @@ def mutate(rule, table, operator, took_effect=None):
             return out, t
         return mutant
     if table == "transpose":
+        @functools.wraps(rule)
         def mutant(cts, *args, **params):
             if operator == "axis_off_by_one":
                 params, moved = _shift_axis_params(params, args)
@@ -257,6 +260,7 @@ def mutate(rule, table, operator, took_effect=None):
             return out
         return mutant
 
+    @functools.wraps(rule)
     def mutant(axis_data, vals, dims, **params):
         if operator == "axis_off_by_one":
             params, moved = _shift_axis_params(params, vals)
@@ -345,6 +349,7 @@ def recording_calls(primitive, called):
 
 
 def _recorder(rule, name, called):
+    @functools.wraps(rule)   # with the rule's attributes, which impl reads (handles_ragged, ...)
     def recorded(*args, **params):
         called.add(name)
         return rule(*args, **params)
