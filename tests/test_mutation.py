@@ -121,6 +121,19 @@ def test_a_mutation_takes_effect_only_where_its_change_applies(mutants):
     with mutation.applied(_mutant(mutants, "batching:sin:shift_batch"), lambda: changes.append(1)):
         impl.vmap(impl.numpy.sin)(np.array([0.5]))   # a batch of one: nothing to shift
     assert changes == []
+    x = np.array([3.0, 1.0, 2.0])
+    with mutation.applied(_mutant(mutants, "jvp:sort:swap"), lambda: changes.append(1)):
+        _, t = impl.jvp(impl.numpy.sort, (x,), (x,))   # one operand: nothing to swap it with
+    np.testing.assert_array_equal(np.asarray(t), [1.0, 2.0, 3.0])
+    assert changes == []
+    # a call that raises counts as a change, even where the true rule raises alike (pure_callback
+    # has no derivative): such a run is not the true rules' run unless the rerun shows it
+    import jax
+    f = lambda x: impl.pure_callback(np.sin, jax.ShapeDtypeStruct((), np.float32), x)  # noqa: E731
+    with mutation.applied(_mutant(mutants, "jvp:pure_callback:scale"), lambda: changes.append(1)):
+        with pytest.raises(ValueError, match="JVP"):
+            impl.jvp(f, (np.float32(1.0),), (np.float32(1.0),))
+    assert changes
 
 
 def test_siblings_order_the_laws_by_their_kills():

@@ -203,10 +203,10 @@ def _shift_axis_params(params, args):
 
 def mutate(rule, table, operator, took_effect=None):
     """A wrong version of ``rule`` (a rule of ``table``) per ``operator``. ``took_effect``
-    (no arguments) is called whenever the wrong rule's change applies to a call: a term
+    (no arguments) is called whenever the wrong rule's change applies to a call -- a term
     dropped that was not already a symbolic zero, two different terms swapped, an axis moved,
-    a result scaled, moved or shifted; a call where it is not called returns what the true
-    rule returns."""
+    a result scaled, moved or shifted -- and when a call raises; a call where it is not
+    called returns what the true rule returns."""
     from impl.interpreters import ad
     from impl.interpreters import batching as bt
     took_effect = took_effect or (lambda: None)
@@ -215,53 +215,47 @@ def mutate(rule, table, operator, took_effect=None):
         if changed:
             took_effect()
 
-    if table == "jvp":
-        @functools.wraps(rule)   # with the rule's attributes, which impl reads (handles_ragged, ...)
-        def mutant(primals, tangents, **params):
-            tangents = list(tangents)
-            if operator == "drop_first":
-                effect_if(not _is_zero(tangents[0]))
-                tangents[0] = ad.Zero(ad.tangent_aval(_aval(primals[0])))
-            elif operator == "drop_last":
-                effect_if(not _is_zero(tangents[-1]))
-                tangents[-1] = ad.Zero(ad.tangent_aval(_aval(primals[-1])))
-            elif operator == "swap" and _same_type(primals[0], primals[1]):
-                effect_if(tangents[0] is not tangents[1] and not (_is_zero(tangents[0]) and _is_zero(tangents[1])))
-                tangents[0], tangents[1] = tangents[1], tangents[0]
-            if operator == "axis_off_by_one":
-                params, moved = _shift_axis_params(params, primals)
-                effect_if(moved)
-            out, t = rule(primals, tangents, **params)
-            if operator == "scale":
-                scaled = _map_arrays(_scale(SCALE), t)
-                effect_if(_replaced(t, scaled))
-                t = scaled
-            return out, t
-        return mutant
-    if table == "transpose":
-        @functools.wraps(rule)
-        def mutant(cts, *args, **params):
-            if operator == "axis_off_by_one":
-                params, moved = _shift_axis_params(params, args)
-                effect_if(moved)
-            out = list(rule(cts, *args, **params))
-            if operator == "scale":
-                scaled = _map_arrays(_scale(SCALE), out)
-                effect_if(_replaced(out, scaled))
-                out = scaled
-            elif operator == "drop_first":
-                i = next((k for k, c in enumerate(out) if not _is_zero(c)), None)
-                if i is not None:
-                    out[i] = None
-                    took_effect()
-            elif operator == "swap" and len(out) >= 2 and _same_type(out[0], out[1]):
-                effect_if(out[0] is not out[1])
-                out[0], out[1] = out[1], out[0]
-            return out
-        return mutant
+    def wrong_jvp(primals, tangents, **params):
+        tangents = list(tangents)
+        if operator == "drop_first":
+            effect_if(not _is_zero(tangents[0]))
+            tangents[0] = ad.Zero(ad.tangent_aval(_aval(primals[0])))
+        elif operator == "drop_last":
+            effect_if(not _is_zero(tangents[-1]))
+            tangents[-1] = ad.Zero(ad.tangent_aval(_aval(primals[-1])))
+        elif operator == "swap" and len(primals) >= 2 and _same_type(primals[0], primals[1]):
+            effect_if(tangents[0] is not tangents[1] and not (_is_zero(tangents[0]) and _is_zero(tangents[1])))
+            tangents[0], tangents[1] = tangents[1], tangents[0]
+        if operator == "axis_off_by_one":
+            params, moved = _shift_axis_params(params, primals)
+            effect_if(moved)
+        out, t = rule(primals, tangents, **params)
+        if operator == "scale":
+            scaled = _map_arrays(_scale(SCALE), t)
+            effect_if(_replaced(t, scaled))
+            t = scaled
+        return out, t
 
-    @functools.wraps(rule)
-    def mutant(axis_data, vals, dims, **params):
+    def wrong_transpose(cts, *args, **params):
+        if operator == "axis_off_by_one":
+            params, moved = _shift_axis_params(params, args)
+            effect_if(moved)
+        out = list(rule(cts, *args, **params))
+        if operator == "scale":
+            scaled = _map_arrays(_scale(SCALE), out)
+            effect_if(_replaced(out, scaled))
+            out = scaled
+        elif operator == "drop_first":
+            i = next((k for k, c in enumerate(out) if not _is_zero(c)), None)
+            if i is not None:
+                out[i] = None
+                took_effect()
+        elif operator == "swap" and len(out) >= 2 and _same_type(out[0], out[1]):
+            effect_if(out[0] is not out[1])
+            out[0], out[1] = out[1], out[0]
+        return out
+
+    def wrong_batching(axis_data, vals, dims, **params):
         if operator == "axis_off_by_one":
             params, moved = _shift_axis_params(params, vals)
             effect_if(moved)
@@ -276,6 +270,18 @@ def mutate(rule, table, operator, took_effect=None):
             outs[i] = _batch_mutation(operator, o, d, axis_data.size, bt)
             effect_if(outs[i] is not o)
         return (type(out)(outs) if many else outs[0]), out_dims
+
+    wrong = {"jvp": wrong_jvp, "transpose": wrong_transpose, "batching": wrong_batching}[table]
+
+    @functools.wraps(rule)   # with the rule's attributes, which impl reads (handles_ragged, ...)
+    def mutant(*args, **params):
+        try:
+            return wrong(*args, **params)
+        except BaseException:
+            # a call that raises may differ from the true rule's call (the true rule's own error
+            # counts too: the true rules' rerun of the case then fails alike, which is no kill)
+            took_effect()
+            raise
     return mutant
 
 
@@ -650,7 +656,8 @@ def run_one(mutant, focus, profile="quick", derivative_only=False, siblings=None
         except NoSuchExample:   # every case drawn, none kills
             law_ended(law, called, changes, law_start)
             if not changes[0]:   # the run computed what the true rules' run does
-                siblings.uncalled[key] = set(TABLES) - called
+                uncalled = set(TABLES) - called
+                siblings.uncalled[key] = siblings.uncalled.get(key, uncalled) & uncalled
             continue
         except Exception as exc:  # noqa: BLE001 - a strategy that cannot draw under this focus
             ran[-1] += f" (could not draw: {type(exc).__name__})"
