@@ -216,7 +216,7 @@ def mutate(rule, table, operator, took_effect=None):
             took_effect()
 
     def wrong_jvp(primals, tangents, **params):
-        tangents = list(tangents)
+        given, tangents = tangents, list(tangents)
         if operator == "drop_first":
             effect_if(not _is_zero(tangents[0]))
             tangents[0] = ad.Zero(ad.tangent_aval(_aval(primals[0])))
@@ -229,6 +229,8 @@ def mutate(rule, table, operator, took_effect=None):
         if operator == "axis_off_by_one":
             params, moved = _shift_axis_params(params, primals)
             effect_if(moved)
+        if isinstance(given, tuple):   # as the true rule receives them
+            tangents = tuple(tangents)
         out, t = rule(primals, tangents, **params)
         if operator == "scale":
             scaled = _map_arrays(_scale(SCALE), t)
@@ -240,7 +242,8 @@ def mutate(rule, table, operator, took_effect=None):
         if operator == "axis_off_by_one":
             params, moved = _shift_axis_params(params, args)
             effect_if(moved)
-        out = list(rule(cts, *args, **params))
+        true_out = rule(cts, *args, **params)
+        out = list(true_out)
         if operator == "scale":
             scaled = _map_arrays(_scale(SCALE), out)
             effect_if(_replaced(out, scaled))
@@ -253,7 +256,7 @@ def mutate(rule, table, operator, took_effect=None):
         elif operator == "swap" and len(out) >= 2 and _same_type(out[0], out[1]):
             effect_if(out[0] is not out[1])
             out[0], out[1] = out[1], out[0]
-        return out
+        return type(true_out)(out) if isinstance(true_out, (list, tuple)) else out
 
     def wrong_batching(axis_data, vals, dims, **params):
         if operator == "axis_off_by_one":
