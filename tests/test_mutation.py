@@ -120,7 +120,14 @@ def test_a_mutation_takes_effect_only_where_its_change_applies(mutants):
     changes.clear()
     with mutation.applied(_mutant(mutants, "batching:sin:shift_batch"), lambda: changes.append(1)):
         impl.vmap(impl.numpy.sin)(np.array([0.5]))   # a batch of one: nothing to shift
+    move = _mutant(mutants, "batching:sin:move_batch_axis")
+    with mutation.applied(move, lambda: changes.append(1)):   # moved between two axes of size one
+        np.testing.assert_array_equal(np.asarray(impl.vmap(impl.numpy.sin)(np.ones((1, 1)))), np.sin(np.ones((1, 1))))
     assert changes == []
+    with mutation.applied(move, lambda: changes.append(1)), pytest.raises(Exception):
+        impl.vmap(impl.numpy.sin)(np.ones((2, 3))) + np.ones((2, 3))   # (3, 2) now
+    assert changes
+    changes.clear()
     x = np.array([3.0, 1.0, 2.0])
     with mutation.applied(_mutant(mutants, "jvp:sort:swap"), lambda: changes.append(1)):
         _, t = impl.jvp(impl.numpy.sort, (x,), (x,))   # one operand: nothing to swap it with

@@ -298,8 +298,13 @@ def _replaced(old, new):
 def _batch_mutation(operator, x, d, size, bt):
     from impl import core, lax
     if operator == "move_batch_axis":
-        nd = core.get_aval(x).ndim
-        return bt.moveaxis(x, d, (d + 1) % nd) if nd > 1 else x
+        shape = core.get_aval(x).shape
+        order = [a for a in range(len(shape)) if a != d]
+        order.insert((d + 1) % len(shape), d)   # the axes' order once the batch axis moved
+        moved = [a for a in order if shape[a] != 1]
+        if [shape[a] for a in order] == list(shape) and moved == sorted(moved):
+            return x   # the same shape, the same elements in the same order (size-one axes)
+        return bt.moveaxis(x, d, (d + 1) % len(shape))
     if operator == "shift_batch":  # element i gets element i+1's result
         if size < 2:
             return x
