@@ -1,14 +1,17 @@
 """Mutation testing of impl's rule tables: do the laws alone catch wrong rules?
 
-``python -m tools.mutation [--profile quick] [-n WORKERS] [--sample N] [--jax-cache DIR | --no-jax-cache]``
-generates mutants of impl's jvp, transpose and batching rules -- one wrong
+``python -m tools.mutation [--profile quick] [-n WORKERS] [--sample N] [--jax-cache DIR | --no-jax-cache]
+[--no-fast-compile]`` generates mutants of impl's jvp, transpose and batching rules -- one wrong
 rule each: outputs scaled by 1.5, a tangent or cotangent term dropped,
 operands swapped, batch axes moved or batch elements shifted by one, an axis
 parameter off by one -- and runs every law that can reach the mutated
 primitive (never the differential laws, which compare with JAX) against
-impl with that one rule replaced, in a pool of worker processes.
+impl with that one rule replaced, in a pool of worker processes; a primitive's
+mutants run one after the other in one worker, which skips the laws an earlier
+one's run showed never call their rule.
 A mutant is *killed* when some law fails on a case that passes with the
-true rule. Results go to ``mutation.json`` and ``mutation.md``.
+true rule, in a run where the wrong rule changed something (each rule call is
+counted). Results go to ``mutation.json`` and ``mutation.md``.
 
 It is a tool for impl, outside the backend-agnostic harness (``properties``):
 it replaces entries of impl's rule tables, reads each primitive's declaration
