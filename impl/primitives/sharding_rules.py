@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from jax.sharding import NamedSharding, PartitionSpec, Sharding, get_abstract_mesh
 
-from impl.core import (ShardingTypeError, common_mesh, explicit_sharding_of, get_aval,
-                       shape_str)
+from impl.core import (ShardingTypeError, common_mesh, current_manual_axes,
+                       explicit_sharding_of, get_aval, shape_str, tracked_vma_axes)
 from impl.core import cotangent_sharding as core_cotangent_sharding
 
 
@@ -590,8 +590,8 @@ def unary_unreduced(name):
     return rule
 
 
-def _replicated_axes(aval, mesh):
-    return frozenset(mesh.axis_names) - (
+def _replicated_axes(aval, axis_names):
+    return frozenset(axis_names) - (
         frozenset(n for e in spec(aval) for n in entry_names(e))
         | aval.unreduced | aval.reduced | frozenset(aval.vma))
 
@@ -599,7 +599,8 @@ def _replicated_axes(aval, mesh):
 def common_reduced(*avals):
     """The axes the operands of an elementwise operation are reduced over, which must
     be the same for all of them: the others may be neither replicated nor sharded
-    there (a scalar replicated there takes part as reduced)."""
+    (nor varying) there. Over Explicit axes a scalar replicated there takes part as
+    reduced (JAX reshards it); inside a shard_map body it does not."""
     reduced = {a.reduced for a in avals if a.reduced}
     if len(reduced) > 1:
         raise ShardingTypeError("All inputs should be reduced across the same mesh axes. Got "
@@ -607,13 +608,15 @@ def common_reduced(*avals):
     out = reduced.pop() if reduced else NONE
     if not out:
         return out
-    mesh = common_mesh(avals)
+    manual = out <= frozenset(tracked_vma_axes())
+    names = current_manual_axes() if manual else common_mesh(avals).axis_names
     for a in avals:
         if a.reduced == out:
             continue
-        if a.ndim == 0 and not a.unreduced and _replicated_axes(a, mesh) >= out:
+        if (not manual and a.ndim == 0 and not a.unreduced
+                and _replicated_axes(a, names) >= out):
             continue
-        if _replicated_axes(a, mesh) & out:
+        if _replicated_axes(a, names) & out:
             raise ShardingTypeError(
                 "Inputs cannot be replicated on the same axes that another input is reduced "
                 f"on. Got input type: {a} and reduced spec: {out}")
@@ -683,7 +686,7 @@ def same_unreduced(what):
     def rule(*avals, **params):
         out = []
         for kind in ("unreduced", "reduced"):
-            found = {getattr(a, kind) for a in avals if a.on_mesh and getattr(a, kind)}
+            found = {getattr(a, kind) for a in avals if getattr(a, kind)}
             if len(found) > 1:
                 raise ShardingTypeError(f"All {what} should be {kind} along the same mesh "
                                         f"axes. Got {kind} specs: {found}")
