@@ -720,8 +720,11 @@ def _all_gather_invariant_aval(x, *, axes, axis, tiled):
 
 def _all_gather_reduced_aval(x, *, axes, axis, tiled):
     """JAX's conditions: the operand varies over some of the axes and is reduced over
-    none of them; the result is reduced over all of them."""
+    none of them; the result is reduced over all of them. (Over vmap axes, whose
+    variation no type tracks, vmap refuses it first, as JAX's.)"""
     out = _all_gather_aval(x, axes=axes, axis=axis, tiled=tiled)
+    if not set(axes) <= set(core.current_manual_axes()):
+        return out
     if not x.vma:
         raise ValueError(f"all_gather_reduced only accepts inputs that are varying. Got "
                          f"{x.str_short()}")

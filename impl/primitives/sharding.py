@@ -155,7 +155,8 @@ sharding_constraint_p = define(
     "sharding_constraint", abstract_eval=_constraint_aval,
     lowering=lambda x, *, sharding: jax.lax.with_sharding_constraint(x, sharding),
     jvp=ad.linear_jvp, transpose=_constraint_transpose, batching=_constraint_batch,
-    sharding_rule=sharding_rules.same_as_operand)
+    sharding_rule=sharding_rules.same_as_operand,
+    unreduced_rule=sharding_rules.constraint_unreduced)
 
 
 # ----------------------------------------------------------------------- reshard
