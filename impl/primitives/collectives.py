@@ -354,25 +354,18 @@ def _all_gather_aval(x, *, axes, axis, tiled):
     return x.update(shape=tuple(shape))
 
 
-def _all_gather_batch_of(prim):
-    """The batching rule of all_gather (and all_gather_invariant, `prim`: the same
-    values)."""
-    return lambda axis_data, vals, dims, **params: _all_gather_batch(
-        prim, axis_data, vals, dims, **params)
-
-
-def _all_gather_batch(prim, axis_data, vals, dims, *, axes, axis, tiled):
+def _all_gather_batch(axis_data, vals, dims, *, axes, axis, tiled):
     (x,), (d,) = vals, dims
     own, n = axis_data.name, axis_data.size
     if own not in axes:
-        return _outward(prim, x, d, dict(axes=axes, axis=axis, tiled=tiled), ("axis",))
+        return _outward(all_gather_p, x, d, dict(axes=axes, axis=axis, tiled=tiled), ("axis",))
     # Every element gets the whole batch: our batch axis, moved to `axis`, unmapped.
     g = batching.moveaxis(batching.bdim_at_front(x, d, n), 0, axis)
     before, after = _split(axes, own)
     if before or after:
         # The other devices' copies arrive first along `axis` (rest-major); interleave
         # them so the devices appear in the tuple's row-major order.
-        g = prim.bind(g, axes=before + after, axis=axis, tiled=False)
+        g = all_gather_p.bind(g, axes=before + after, axis=axis, tiled=False)
         groups, sizes = _labels(get_aval(g).shape)
         sizes.update(B=_size(before, "all_gather"), A=_size(after, "all_gather"), n=n)
         src = groups[:axis] + [("B", "A"), ("n",)] + groups[axis + 2:]
@@ -392,7 +385,7 @@ all_gather_p = define(
     transpose=lambda ct, x, *, axes, axis, tiled: [
         None if type(ct) is Zero else
         psum_scatter_p.bind(ct, axes=axes, scatter_dimension=axis, tiled=tiled)],
-    batching=core.RuleMaker(_all_gather_batch_of))
+    batching=_all_gather_batch)
 
 
 # --------------------------------------------------------------- psum_scatter
@@ -752,6 +745,19 @@ def _all_gather_invariant_transpose(ct, x, *, axes, axis, tiled):
     return [block if tiled else sh.squeeze(block, (axis,))]
 
 
+def _all_gather_invariant_batch(axis_data, vals, dims, *, axes, axis, tiled):
+    """Over another axis than the vmapped one, as all_gather. Over the vmapped axis it
+    is refused: no type says the cotangent is the same in every element, which its
+    transpose (taking each element's own block) needs."""
+    if axis_data.name in axes:
+        raise NotImplementedError(
+            f"all_gather(..., to='invarying') over the vmap axis {axis_data.name!r} is not "
+            "supported (JAX 0.10.2 fails an assertion): use to='varying'")
+    (x,), (d,) = vals, dims
+    return _outward(all_gather_invariant_p, x, d, dict(axes=axes, axis=axis, tiled=tiled),
+                    ("axis",))
+
+
 all_gather_invariant_p = define(
     "all_gather_invariant", collective=True,
     abstract_eval=_all_gather_invariant_aval,
@@ -759,7 +765,7 @@ all_gather_invariant_p = define(
     lowering=lambda x, *, axes, axis, tiled: jax.lax.all_gather(x, axes, axis=axis,
                                                                 tiled=tiled),
     jvp=ad.linear_jvp, transpose=_all_gather_invariant_transpose,
-    batching=core.RuleMaker(_all_gather_batch_of))
+    batching=_all_gather_invariant_batch)
 
 all_gather_reduced_p = define(
     "all_gather_reduced", collective=True,
