@@ -1138,8 +1138,8 @@ def _one_operand_results():
                 for kind in ("U", "R"):
                     if lib is jax and (name, kind) in JAX_ABORTS:
                         continue
-                    fn, args = ((lambda a, b, op=op: op(_partial_sums(lib, np_, a, b)), (LHS, RHS_X))
-                                if kind == "U" else (op, (SUMMED_ROWS,)))
+                    fn, args = ((lambda a, b, op=op: op(_partial_sums(lib, np_, a, b)),
+                                 (LHS, RHS_X)) if kind == "U" else (op, (SUMMED_ROWS,)))
                     try:
                         out = lib.jit(fn)(*args)
                         outcomes.setdefault((name, kind), []).append(

@@ -27,7 +27,10 @@ collectives' `vma_rule`s say how they change the axes: `psum_invariant` (psum th
 psum_scatter, all_to_all, ppermute and pbroadcast need an operand varying over their
 axes and keep its type; `axis_index` varies over its axis. As in JAX, the API functions
 first cast an invariant operand to vary over the collective's axes. Over vmap axes (no
-types to track) psum is `psum`, whose transpose is itself.
+types to track) psum is `psum`, whose transpose is itself. Values may also be unreduced
+or reduced over manual axes (the section "unreduced and reduced manual axes" below):
+`pcast` casts to and from those states, psum and psum_scatter of an unreduced value add
+its parts up, and all_gather gathers to an invarying or a reduced value when asked.
 """
 from __future__ import annotations
 
@@ -267,7 +270,8 @@ def _allreduce_batch(prim, reduce_mapped, reduce_unmapped):
 
 
 psum_p = define(
-    "psum", collective=True, unreduced_rule=_not_unreduced("psum"), abstract_eval=_same_type("psum"),
+    "psum", collective=True,
+    unreduced_rule=_not_unreduced("psum"), abstract_eval=_same_type("psum"),
     lowering=lambda x, *, axes: jax.lax.psum(x, axes),
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes: [None if type(ct) is Zero else psum_p.bind(ct, axes=axes)],
@@ -276,7 +280,8 @@ psum_p = define(
 # psum where types track varying manual axes: from varying to invariant over the axes,
 # so its transpose casts the (invariant) cotangent back to varying.
 psum_invariant_p = define(
-    "psum_invariant", collective=True, unreduced_rule=_not_unreduced("psum"), abstract_eval=_same_type("psum"),
+    "psum_invariant", collective=True,
+    unreduced_rule=_not_unreduced("psum"), abstract_eval=_same_type("psum"),
     vma_rule=_reduced_vma, lowering=lambda x, *, axes: jax.lax.psum(x, axes),
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes: [
@@ -310,13 +315,15 @@ _pchooser_jvp = core.RuleMaker(_make_pchooser_jvp)
 
 
 pmax_p = define(
-    "pmax", collective=True, unreduced_rule=_not_unreduced("pmax"), abstract_eval=_same_type("pmax"), vma_rule=_reduced_vma,
+    "pmax", collective=True,
+    unreduced_rule=_not_unreduced("pmax"), abstract_eval=_same_type("pmax"), vma_rule=_reduced_vma,
     lowering=lambda x, *, axes: jax.lax.pmax(x, axes),
     jvp=_pchooser_jvp,
     batching=core.RuleMaker(lambda p: _allreduce_batch(p, red.reduce_max, lambda x, n: x)))
 
 pmin_p = define(
-    "pmin", collective=True, unreduced_rule=_not_unreduced("pmin"), abstract_eval=_same_type("pmin"), vma_rule=_reduced_vma,
+    "pmin", collective=True,
+    unreduced_rule=_not_unreduced("pmin"), abstract_eval=_same_type("pmin"), vma_rule=_reduced_vma,
     lowering=lambda x, *, axes: jax.lax.pmin(x, axes),
     jvp=_pchooser_jvp,
     batching=core.RuleMaker(lambda p: _allreduce_batch(p, red.reduce_min, lambda x, n: x)))
@@ -376,11 +383,16 @@ def _all_gather_batch(axis_data, vals, dims, *, axes, axis, tiled):
     return g, None
 
 
+def _lower_all_gather(x, *, axes, axis, tiled):
+    # also all_gather_invariant's and all_gather_reduced's: the same data moves
+    return jax.lax.all_gather(x, axes, axis=axis, tiled=tiled)
+
+
 all_gather_p = define(
-    "all_gather", collective=True, unreduced_rule=_not_unreduced("all_gather"), abstract_eval=_all_gather_aval,
+    "all_gather", collective=True,
+    unreduced_rule=_not_unreduced("all_gather"), abstract_eval=_all_gather_aval,
     vma_rule=_collective_vma("all_gather"),
-    lowering=lambda x, *, axes, axis, tiled: jax.lax.all_gather(x, axes, axis=axis,
-                                                                tiled=tiled),
+    lowering=_lower_all_gather,
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes, axis, tiled: [
         None if type(ct) is Zero else
@@ -430,11 +442,16 @@ def _psum_scatter_batch(axis_data, vals, dims, *, axes, scatter_dimension, tiled
     return y, 0
 
 
+def _lower_psum_scatter(x, *, axes, scatter_dimension, tiled):
+    # also unreduced_reduce_scatter's: the same sums
+    return jax.lax.psum_scatter(x, axes, scatter_dimension=scatter_dimension, tiled=tiled)
+
+
 psum_scatter_p = define(
-    "psum_scatter", collective=True, unreduced_rule=_not_unreduced("reduce_scatter"), abstract_eval=_psum_scatter_aval,
+    "psum_scatter", collective=True,
+    unreduced_rule=_not_unreduced("reduce_scatter"), abstract_eval=_psum_scatter_aval,
     vma_rule=_collective_vma("reduce_scatter"),
-    lowering=lambda x, *, axes, scatter_dimension, tiled: jax.lax.psum_scatter(
-        x, axes, scatter_dimension=scatter_dimension, tiled=tiled),
+    lowering=_lower_psum_scatter,
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes, scatter_dimension, tiled: [
         None if type(ct) is Zero else
@@ -495,7 +512,8 @@ def _all_to_all_batch(axis_data, vals, dims, *, axes, split_axis, concat_axis):
 
 
 all_to_all_p = define(
-    "all_to_all", collective=True, unreduced_rule=_not_unreduced("all_to_all"), abstract_eval=_all_to_all_aval,
+    "all_to_all", collective=True,
+    unreduced_rule=_not_unreduced("all_to_all"), abstract_eval=_all_to_all_aval,
     vma_rule=_collective_vma("all_to_all"),
     lowering=lambda x, *, axes, split_axis, concat_axis: jax.lax.all_to_all(
         x, axes, split_axis, concat_axis, tiled=True),
@@ -562,7 +580,8 @@ def _ppermute_batch(axis_data, vals, dims, *, axes, perm):
 
 
 ppermute_p = define(
-    "ppermute", collective=True, unreduced_rule=_not_unreduced("ppermute"), abstract_eval=_ppermute_aval,
+    "ppermute", collective=True,
+    unreduced_rule=_not_unreduced("ppermute"), abstract_eval=_ppermute_aval,
     vma_rule=_collective_vma("ppermute"),
     lowering=lambda x, *, axes, perm: jax.lax.ppermute(x, axes, perm),
     jvp=ad.linear_jvp,
@@ -612,7 +631,9 @@ def _pbroadcast_transpose(ct, x, *, axes, source):
 
 
 pbroadcast_p = define(
-    "pbroadcast", collective=True, unreduced_rule=_not_unreduced("pbroadcast"), abstract_eval=_pbroadcast_aval, lowering=_pbroadcast_lower,
+    "pbroadcast", collective=True,
+    unreduced_rule=_not_unreduced("pbroadcast"), abstract_eval=_pbroadcast_aval,
+    lowering=_pbroadcast_lower,
     vma_rule=_collective_vma("pbroadcast"),
     jvp=ad.linear_jvp, transpose=_pbroadcast_transpose, batching=_pbroadcast_batch)
 
@@ -635,28 +656,27 @@ _STATE_FIELD = {"varying": "vma", "unreduced": "manual_unreduced",
                 "reduced": "manual_reduced"}
 
 
-def _moved(x, axes, source, target):
-    """`x`'s type with the manual axes `axes` moved from state `source` to `target`."""
+def _moved(name, x, axes, source, target):
+    """The fields of `x`'s type with the manual axes `axes`, all in state `source`
+    (else JAX's ValueError), moved to state `target`."""
+    for a in axes:
+        batching.axis_size(a, name)
+    if {_axis_state(x, a) for a in axes} != {source}:
+        raise ValueError(f"{name} casts manual axes from {source} to {target}: the axes "
+                         f"{axes} must all be {source} in its operand's type, got "
+                         f"{x.str_short()}")
     fields = {}
-    for state, sign in ((source, -1), (target, 1)):
-        field = _STATE_FIELD.get(state)
-        if field is not None:
-            names = getattr(x, field)
-            fields[field] = core.ordered_vma(
-                tuple(n for n in names if n not in axes) + (axes if sign > 0 else ()))
+    if source in _STATE_FIELD:
+        field = _STATE_FIELD[source]
+        fields[field] = tuple(n for n in getattr(x, field) if n not in axes)
+    if target in _STATE_FIELD:
+        field = _STATE_FIELD[target]
+        fields[field] = core.ordered_vma(getattr(x, field) + tuple(axes))
     return fields
 
 
 def _cast_aval(name, source, target):
-    def rule(x, *, axes):
-        for a in axes:
-            batching.axis_size(a, name)
-        if {_axis_state(x, a) for a in axes} != {source}:
-            raise ValueError(f"{name} casts manual axes from {source} to {target}: the axes "
-                             f"{axes} must all be {source} in its operand's type, got "
-                             f"{x.str_short()}")
-        return x.update(**_moved(x, axes, source, target))
-    return rule
+    return lambda x, *, axes: x.update(**_moved(name, x, axes, source, target))
 
 
 def _refuse_vmap(name):
@@ -752,7 +772,7 @@ def _all_gather_invariant_batch(axis_data, vals, dims, *, axes, axis, tiled):
     if axis_data.name in axes:
         raise NotImplementedError(
             f"all_gather(..., to='invarying') over the vmap axis {axis_data.name!r} is not "
-            "supported (JAX 0.10.2 fails an assertion): use to='varying'")
+            "supported (JAX 0.10.2 fails inside): use to='varying'")
     (x,), (d,) = vals, dims
     return _outward(all_gather_invariant_p, x, d, dict(axes=axes, axis=axis, tiled=tiled),
                     ("axis",))
@@ -762,8 +782,7 @@ all_gather_invariant_p = define(
     "all_gather_invariant", collective=True,
     abstract_eval=_all_gather_invariant_aval,
     vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
-    lowering=lambda x, *, axes, axis, tiled: jax.lax.all_gather(x, axes, axis=axis,
-                                                                tiled=tiled),
+    lowering=_lower_all_gather,
     jvp=ad.linear_jvp, transpose=_all_gather_invariant_transpose,
     batching=_all_gather_invariant_batch)
 
@@ -771,27 +790,25 @@ all_gather_reduced_p = define(
     "all_gather_reduced", collective=True,
     abstract_eval=_all_gather_reduced_aval,
     vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
-    lowering=lambda x, *, axes, axis, tiled: jax.lax.all_gather(x, axes, axis=axis,
-                                                                tiled=tiled),
+    lowering=_lower_all_gather,
     jvp=ad.linear_jvp, batching=_refuse_vmap("all_gather_reduced"))
 
 
 def _unreduced_scatter_aval(x, *, axes, scatter_dimension, tiled):
-    _cast_aval("unreduced_reduce_scatter", "unreduced", "varying")(x, axes=axes)
     return _psum_scatter_aval(x, axes=axes, scatter_dimension=scatter_dimension,
-                              tiled=tiled).update(**_moved(x, axes, "unreduced", "varying"))
+                              tiled=tiled).update(**_moved("unreduced_reduce_scatter", x, axes,
+                                                           "unreduced", "varying"))
 
 
 unreduced_reduce_scatter_p = define(
     "unreduced_reduce_scatter", collective=True, abstract_eval=_unreduced_scatter_aval,
     vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
-    lowering=lambda x, *, axes, scatter_dimension, tiled: jax.lax.psum_scatter(
-        x, axes, scatter_dimension=scatter_dimension, tiled=tiled),
+    lowering=_lower_psum_scatter,
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes, scatter_dimension, tiled: [
         None if type(ct) is Zero else
         all_gather_reduced_p.bind(ct, axes=axes, axis=scatter_dimension, tiled=tiled)],
-    batching=_refuse_vmap("unreduced_psum_scatter"))
+    batching=_refuse_vmap("unreduced_reduce_scatter"))
 
 ad.transpose_rules[all_gather_reduced_p] = lambda ct, x, *, axes, axis, tiled: [
     None if type(ct) is Zero else

@@ -710,7 +710,8 @@ def _refuse_explicit(name, avals):
     """Operations that keep unreduced or reduced manual axes inside shard_map but whose
     JAX 0.10.2 counterparts fail on Explicit ones, which impl's lowering goes through."""
     for a in avals:
-        if (a.unreduced - frozenset(a.manual_unreduced)) or (a.reduced - frozenset(a.manual_reduced)):
+        if (a.unreduced - frozenset(a.manual_unreduced)
+                or a.reduced - frozenset(a.manual_reduced)):
             raise NotImplementedError(
                 f"{name} of {a.str_short()}: unreduced and reduced Explicit mesh axes are not "
                 "supported (JAX 0.10.2 fails on them); reshard the operand first.")
