@@ -510,6 +510,16 @@ def case_unreduced_and_reduced_values_and_derivatives():
     want = _compare_unreduced_programs(CI_UNREDUCED_PROGRAMS)
     assert want["reduced input"][0][1] == ["float32[8@x,4@y]", "float32[2]{U:x}"], want
 
+    def collectives_of_fsdp_gradient(lib, np_):
+        f, args = _unreduced_programs(lib, np_)["gathered reduced weights (FSDP)"]
+        with jax.set_mesh(EMESH):
+            hlo = lib.jit(lib.grad(lambda w: f(args[0], w).sum())).lower(
+                args[1]).compile().as_text()
+        return {op: hlo.count(f" {op}(") for op in ("all-reduce", "reduce-scatter", "all-gather")}
+    got, want = strict(collectives_of_fsdp_gradient)
+    # the weights' cotangent is reduce-scattered once, never all-reduced
+    assert got == want and want["reduce-scatter"] == 1 and not want["all-reduce"], (got, want)
+
 
 def case_more_unreduced_and_reduced_values_and_derivatives():
     """As case_unreduced_and_reduced_values_and_derivatives, for the other programs."""
