@@ -34,7 +34,19 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """Tangents of floating values share their type; others have dtype float0."""
     if core.is_float_dtype(aval.dtype):
         return aval
-    return ShapedArray(aval.shape, float0, vma=aval.vma)
+    return ShapedArray(aval.shape, float0, vma=aval.vma, manual_unreduced=aval.manual_unreduced,
+                       manual_reduced=aval.manual_reduced)
+
+
+def cotangent_aval(aval: ShapedArray) -> ShapedArray:
+    """The type of a cotangent of a value of type `aval`: its tangent's, with the
+    unreduced and reduced mesh axes swapped (the cotangent of a value reduced over an
+    axis is a device's part of a sum over it, and the reverse), as in JAX."""
+    t = tangent_aval(aval)
+    if not (aval.unreduced or aval.reduced):
+        return t
+    return t.update(explicit_sharding=core.cotangent_sharding(t),
+                    manual_unreduced=t.manual_reduced, manual_reduced=t.manual_unreduced)
 
 
 def zeros_like_aval(aval):
@@ -435,13 +447,13 @@ def transpose_jaxpr(closed: core.ClosedJaxpr, linear, ct_nonzero, instantiate=Fa
         return hit
     in_avals, out_avals = closed.in_avals, closed.out_avals
     res_avals = [a for a, lin in zip(in_avals, linear) if not lin]
-    ct_avals = [tangent_aval(a) for a, nz in zip(out_avals, ct_nonzero) if nz]
+    ct_avals = [cotangent_aval(a) for a, nz in zip(out_avals, ct_nonzero) if nz]
     box = {}
 
     def fun(*args):
         res, cts = iter(args[:len(res_avals)]), iter(args[len(res_avals):])
         primals = [UndefinedPrimal(a) if lin else next(res) for a, lin in zip(in_avals, linear)]
-        cts_out = [next(cts) if nz else Zero(tangent_aval(a))
+        cts_out = [next(cts) if nz else Zero(cotangent_aval(a))
                    for a, nz in zip(out_avals, ct_nonzero)]
         cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts_out)
         linear_cts = [ct for ct, lin in zip(cts_in, linear) if lin]

@@ -632,9 +632,10 @@ def _with_explicit_sharding(run, x, idx, out_sharding, what):
     sharding = get_aval(x).explicit_sharding
     if sharding is None:
         return run
-    if what == "gather":
-        return run        # the gather's own sharding rule decides
-    if any(sharding.spec[a] is not None for a in _indexed_axes(get_aval(x).ndim, idx)):
+    if what == "gather" or sharding.spec.unreduced or sharding.spec.reduced:
+        return run        # the primitive's own rules decide (and refuse those axes)
+    if any(sharding.spec.partitions[a] is not None
+           for a in _indexed_axes(get_aval(x).ndim, idx)):
         raise core.ShardingTypeError(
             "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec "
             "for the scatter update as out sharding could not be resolved unambiguously (or "

@@ -18,6 +18,7 @@ from jax import tree_util
 from impl import core
 from impl.core import RuleMaker, ShapedArray, get_aval
 from impl.interpreters import batching
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.indexing import concatenate, index_in_dim
 from impl.primitives.shape import expand_dims
@@ -55,7 +56,8 @@ def _define_host_call(name, lowering):
         transpose=lambda cts, *args, **params: [None] * len(args),
         multiple_results=True, effectful=True, replayed_by_remat=True,
         vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
-        sharding_rule=lambda *avals, **params: [])   # no results: any operands
+        sharding_rule=lambda *avals, **params: [],   # no results: any operands
+        unreduced_rule=sharding_rules.host_call_unreduced)
 
 
 def split_static(args, kwargs):
@@ -147,7 +149,7 @@ inspect_sharding_p = define(
     jvp=lambda primals, tangents, **params: (inspect_sharding_p.bind(*primals, **params), []),
     batching=_inspect_sharding_batch, transpose=lambda cts, x, **params: [None],
     multiple_results=True, effectful=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
-    sharding_rule=lambda x, **params: [])
+    sharding_rule=lambda x, **params: [], unreduced_rule=sharding_rules.no_results_unreduced)
 
 
 def inspect_sharding(x, callback):

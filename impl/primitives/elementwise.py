@@ -594,7 +594,8 @@ core.ops.zeros = _zeros
 stop_gradient_p = define("stop_gradient", abstract_eval=lambda x: x,
                          lowering=lax.stop_gradient, jvp=ad.zero_jvp,
                          batching=batching.vectorized,
-                         sharding_rule=sharding_rules.same_as_operand)
+                         sharding_rule=sharding_rules.same_as_operand,
+                         unreduced_rule=sharding_rules.keeps_unreduced)
 
 
 # ------------------------------------------------------------------ helpers
