@@ -3,9 +3,9 @@
 `getitem` implements `x[idx]` for traced arrays: static slices become `slice`/`rev`,
 integer scalars with no array index become a (dynamic) slice and a squeeze, and any
 integer-array index becomes one `gather` (advanced indices broadcast together and their
-result axes go where NumPy puts them). `x.at[idx].set/add/get` finds the flat positions
-that `x[idx]` reads (by indexing an array of element ids) and scatters there, so every
-indexing form that reads also writes.
+result axes go where NumPy puts them). `x.at[idx].set/add/apply/...` finds the flat
+positions that `x[idx]` reads (by indexing an array of element ids) and scatters there, so
+every indexing form that reads also writes.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from impl.errors import NonConcreteBooleanIndexError
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import indexing as ix
+from impl.primitives.scatter_apply import scatter_apply
 from impl.primitives.sharding import auto_axes
 from impl.numpy._core import ones_like
 from impl.numpy._ufuncs import divide, negative, power
@@ -672,21 +673,44 @@ class _IndexUpdateRef:
     min = _update_method("min", ix.scatter_min_p)
     max = _update_method("max", ix.scatter_max_p)
 
+    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              wrap_negative_indices=True):
+        """x with the unary `func` applied at x[idx], once per occurrence of an index
+        (so a repeated index applies it repeatedly); not differentiable, as in JAX."""
+        return _scatter_apply(self.array, self.index, func, mode, indices_are_sorted,
+                              unique_indices, wrap_negative_indices)
+
+
+_FLAT_SCATTER = ix.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                           scatter_dims_to_operand_dims=(0,))
+
+
+def _flat_positions(shape, idx, mode, normalize):
+    """The flat positions (into an array of `shape`) that `x[idx]` reads, found by
+    indexing an array of element ids the same way, so an update supports every indexing
+    form getitem does; out-of-bounds integer indices become -1, which the scatter drops
+    (mode 'fill'/'drop', the default), or are clamped (mode 'clip')."""
+    gmode = _FILL if mode is None else ix._mode(mode)
+    ids = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
+    return getitem(ids, idx, mode=gmode if gmode != _CLIP else None,
+                   fill_value=-1 if gmode != _CLIP else None, normalize=normalize)
+
+
+def _scatter_promises(shape, idx, indices_are_sorted, unique_indices):
+    """The scatter's `unique_indices` and `indices_are_sorted`, as they hold for the flat
+    positions: unique when told or when no array index can repeat one, sorted when told
+    and the indexing keeps the positions' order."""
+    return dict(unique_indices=bool(unique_indices) or not _has_array_index(idx),
+                indices_are_sorted=bool(indices_are_sorted) and _keeps_order(shape, idx))
+
 
 def _scatter_update(method, prim, x, idx, values, mode, indices_are_sorted, unique_indices,
                     normalize):
     """Combine `values` (broadcast to the shape of x[idx]) into the positions x[idx]
-    reads, computing in the common dtype of x and values and returning x's dtype.
-
-    The positions come from indexing an array of flat element ids the same way, so the
-    update supports every indexing form getitem does; out-of-bounds integer indices are
-    dropped (mode 'fill'/'drop', the default) or clamped (mode 'clip')."""
+    reads, computing in the common dtype of x and values and returning x's dtype."""
     x = _arr(x)
     aval = get_aval(x)
-    gmode = _FILL if mode is None else ix._mode(mode)
-    ids = np.arange(aval.size, dtype=np.int32).reshape(aval.shape)
-    pos = getitem(ids, idx, mode=gmode if gmode != _CLIP else None,
-                  fill_value=-1 if gmode != _CLIP else None, normalize=normalize)
+    pos = _flat_positions(aval.shape, idx, mode, normalize)
     pshape = get_aval(pos).shape
     if 0 in pshape:
         return x
@@ -700,12 +724,24 @@ def _scatter_update(method, prim, x, idx, values, mode, indices_are_sorted, uniq
     except ValueError:
         raise ValueError(f"at[].{method}: values of shape {get_aval(v).shape} cannot be "
                          f"broadcast to the indexed shape {pshape}") from None
-    unique = bool(unique_indices) or not _has_array_index(idx)
-    in_order = bool(indices_are_sorted) and _keeps_order(aval.shape, idx)
     flat = sh.reshape(xv, (aval.size,))
-    dn = ix.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-                                    scatter_dims_to_operand_dims=(0,))
-    out = prim.bind(flat, sh.reshape(pos, pshape + (1,)), v, dimension_numbers=dn,
-                    indices_are_sorted=in_order, unique_indices=unique, mode=_FILL)
+    out = prim.bind(flat, sh.reshape(pos, pshape + (1,)), v, dimension_numbers=_FLAT_SCATTER,
+                    mode=_FILL, **_scatter_promises(aval.shape, idx, indices_are_sorted,
+                                                    unique_indices))
     out = sh.reshape(out, aval.shape)
     return ew.convert_element_type(out, aval.dtype, weak_type=aval.weak_type)
+
+
+def _scatter_apply(x, idx, func, mode, indices_are_sorted, unique_indices, normalize):
+    """`func` applied at the positions x[idx] reads, once per occurrence of each."""
+    x = _arr(x)
+    aval = get_aval(x)
+    pos = _flat_positions(aval.shape, idx, mode, normalize)
+    pshape = get_aval(pos).shape
+    if 0 in pshape:
+        return x
+    out = scatter_apply(sh.reshape(x, (aval.size,)), sh.reshape(pos, pshape + (1,)), func,
+                        _FLAT_SCATTER, update_shape=pshape, mode=_FILL,
+                        **_scatter_promises(aval.shape, idx, indices_are_sorted,
+                                            unique_indices))
+    return sh.reshape(out, aval.shape)
