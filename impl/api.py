@@ -795,17 +795,13 @@ class StagedFunction:
 
     def _key(self, args, kwargs, in_tree, avals):
         nargs = len(args)
-        statics = tuple(args[i % nargs] for i in self.static_argnums if -nargs <= i < nargs)
-        statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        positional = tuple(args[i % nargs] for i in self.static_argnums if -nargs <= i < nargs)
+        named = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        for value in positional + tuple(v for _, v in named):
+            core.check_static_hashable(value)
         # Collectives in the program depend on the sizes of the axes they name.
-        key = (self.static_argnums, self.static_argnames, in_tree, tuple(avals), statics,
-               batching.axis_env_key(), _tracing_config())
-        try:
-            hash(key)
-        except TypeError:
-            raise ValueError(f"jit of {self.name}: static arguments must be hashable, got "
-                             f"{statics!r}") from None
-        return key
+        return (self.static_argnums, self.static_argnames, in_tree, tuple(avals),
+                positional + named, batching.axis_env_key(), _tracing_config())
 
     def trace(self, args, kwargs, avals_of=None, tracing_context=None):
         """The function staged for arguments like these, from the cache when traced

@@ -432,6 +432,19 @@ def clear_caches():
         clear()
 
 
+def check_static_hashable(value):
+    """A static argument (of jit, or of a jax.numpy function JAX jits with it static)
+    keys a cache, so it must be hashable: JAX's ValueError otherwise (a traced value or
+    an array is not)."""
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(
+            "Non-hashable static arguments are not supported. An error occurred while "
+            f"trying to hash an object of type {type(value)}, {value}. The error was:\n"
+            f"{type(e).__name__}: {e}\n") from None
+
+
 class ClosedJaxpr:
     """A Jaxpr together with the values of its constvars."""
 
@@ -1220,8 +1233,7 @@ class Tracer:
                                         TracerArrayConversionError))
         return val.astype(dtype) if dtype is not None else val
 
-    def __hash__(self):
-        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
+    __hash__ = None   # arrays are unhashable; Python's TypeError names the tracer's type
 
     def __repr__(self):   # each transformation's tracer prints as JAX's counterpart
         return f"{type(self).__name__}<{self.aval}>"
