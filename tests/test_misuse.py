@@ -155,6 +155,8 @@ CASES = {
     "round to an array of decimals": lambda api, jnp, lax: jnp.round(X3, jnp.asarray(1)),
     "cumsum over a traced axis": lambda api, jnp, lax: api.jit(
         lambda a: jnp.cumsum(M23, axis=a))(1),
+    "the cumsum method over a traced axis": lambda api, jnp, lax: api.jit(
+        lambda x, a: x.cumsum(axis=a))(M23, 1),
     "tril below a traced diagonal": lambda api, jnp, lax: api.jit(
         lambda k: jnp.tril(M23, k))(1),
     "diff of a traced order": lambda api, jnp, lax: api.jit(lambda n: jnp.diff(X3, n=n))(1),
