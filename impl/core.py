@@ -721,7 +721,7 @@ def abstract_eval(prim, avals, params):
     """Output aval(s) of `prim` applied to `avals`; a list when multiple_results."""
     rule = abstract_eval_rules.get(prim)
     if rule is None:
-        raise NotImplementedError(f"Abstract evaluation rule for '{prim.name}' not implemented")
+        raise missing_rule("Abstract evaluation", prim)
     out = rule(*avals, **params)
     if _state.vma_axes:
         out = _with_vma(prim, avals, params, out)
@@ -903,19 +903,22 @@ def check_divisible(sharding, shape):
                 f"Got shape: {tuple(shape)} and sharding {sharding}")
 
 
-class MissingRuleError(NotImplementedError):
-    """A transformation met a primitive it has no rule for."""
-
-
 def missing_rule(table_description, prim):
-    return MissingRuleError(f"{table_description} rule for '{prim.name}' not implemented "
-                            f"(primitive '{prim.name}' cannot be {_VERBS.get(table_description, 'transformed')})")
+    """The error of a transformation meeting a primitive it has no rule for: JAX's
+    NotImplementedError with JAX's words for the same table."""
+    if table_description == "Lowering":
+        return NotImplementedError(f"MLIR translation rule for primitive '{prim.name}' not "
+                                   f"found for platform {jax.default_backend()}")
+    return NotImplementedError(_MISSING_RULE_WORDS[table_description].format(prim.name))
 
 
-_VERBS = {"Differentiation": "differentiated (jvp)",
-          "Transpose": "transposed (reverse-mode differentiation, linear_transpose)",
-          "Batching": "batched (vmap)", "Lowering": "lowered (jit)",
-          "Evaluation": "evaluated"}
+_MISSING_RULE_WORDS = {
+    "Differentiation": "Differentiation rule for '{}' not implemented",
+    "Transpose": "Transpose rule (for reverse-mode differentiation) for '{}' not implemented",
+    "Batching": "Batching rule for '{}' not implemented",
+    "Evaluation": "Evaluation rule for '{}' not implemented",
+    "Abstract evaluation": "Abstract evaluation for '{}' not implemented",
+}
 
 
 # ------------------------------------------------------------------ traces & tracers

@@ -226,7 +226,7 @@ def _custom_lin_apply(*args, num_res, num_consts, bwd, res_avals, ct_avals, pert
         out = ad.backward_pass(prog.jaxpr, prog.consts,
                                list(res) + [ad.UndefinedPrimal(a) for a in float_avals],
                                [t for t, nz in zip(ts, nonzero) if nz])
-    except (core.MissingRuleError, TypeError) as e:
+    except (NotImplementedError, TypeError) as e:
         raise TypeError(
             f"Forward-mode differentiation (jvp, jacfwd, hessian) of the custom_vjp function "
             f"{name} computes its tangents by transposing its bwd rule, which therefore must "

@@ -55,10 +55,10 @@ def _scatter_apply_jvp(primals, tangents, **params):
     raise NotImplementedError("scatter_apply JVP not implemented")
 
 
+# (No operand dtype contract to declare: the updates are made of the operand's dtype.)
 scatter_apply_p = define(
     "scatter_apply", abstract_eval=_scatter_apply_aval, lowering=_scatter_apply_lower,
-    jvp=_scatter_apply_jvp, batching=ix._scatter_batch, sharding_rule=sharding_rules.scatter,
-    operand_dtypes=ix._SCATTER_DTYPES)
+    jvp=_scatter_apply_jvp, batching=ix._scatter_batch, sharding_rule=sharding_rules.scatter)
 
 
 # ------------------------------------------------------------ the function
