@@ -7,7 +7,6 @@ import pytest
 
 import impl
 import impl.numpy as inp
-from impl import core
 from impl.primitives._define import define
 
 from helpers import rs

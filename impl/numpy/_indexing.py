@@ -34,9 +34,6 @@ _CLIP = ix.GatherScatterMode.CLIP
 _FILL = ix.GatherScatterMode.FILL_OR_DROP
 
 
-def _arr(x):
-    return x if isinstance(x, Tracer) else asarray(x)
-
 
 def _cast(x, dtype):
     return x if get_aval(x).dtype == dtype else ew.convert_element_type(x, dtype)
@@ -44,7 +41,7 @@ def _cast(x, dtype):
 
 def _promote_all(arrays):
     """To the common dtype, weakly typed when every operand is (as JAX joins them)."""
-    return promote(*[_arr(a) for a in arrays])
+    return promote(*[asarray(a) for a in arrays])
 
 
 # ------------------------------------------------------------ join and split
@@ -53,7 +50,7 @@ def _arrays_to_join(arrays, verb):
     """The arrays `concatenate` or `stack` joins, promoted to one dtype: a sequence, or
     one array's slices along its first axis."""
     if isinstance(arrays, (Tracer, jax.Array, np.ndarray)):
-        arrays = [arrays[i] for i in range(get_aval(_arr(arrays)).shape[0])]
+        arrays = [arrays[i] for i in range(get_aval(asarray(arrays)).shape[0])]
     arrays = list(arrays)
     if not arrays:
         raise ValueError(f"{verb}: need at least one array to {verb}")
@@ -97,7 +94,7 @@ def stack(arrays, axis=0, dtype=None):
 
 
 def _atleast(a, n):
-    a = _arr(a)
+    a = asarray(a)
     shape = get_aval(a).shape
     if len(shape) >= n:
         return a
@@ -118,7 +115,7 @@ def vstack(tup, dtype=None):
 
 def split(ary, indices_or_sections, axis=0):
     """Split into equal sections (an int) or at the given indices (a sequence)."""
-    x = _arr(ary)
+    x = asarray(ary)
     shape = get_aval(x).shape
     axis = canonicalize_axis(axis, len(shape))
     n = shape[axis]
@@ -160,7 +157,7 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     """Constant padding (the only mode supported)."""
     if mode != "constant":
         raise NotImplementedError(f"pad: only mode='constant' is supported, got {mode!r}")
-    x = _arr(array)
+    x = asarray(array)
     aval = get_aval(x)
     widths = _pad_width(pad_width, aval.ndim)
     cv = constant_values
@@ -215,10 +212,10 @@ def _take_mode(mode):
 def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
          indices_are_sorted=False):
     """Elements of `a` at `indices` along `axis` (default mode 'fill', like jax.numpy)."""
-    x, axis = flat_or_axis(_arr(a), axis)
+    x, axis = flat_or_axis(asarray(a), axis)
     shape = get_aval(x).shape
     if mode == "wrap":
-        idx = _arr(indices)
+        idx = asarray(indices)
         idx = ew.rem(ew.add(ew.rem(idx, shape[axis]), shape[axis]), shape[axis]) \
             if isinstance(idx, Tracer) else np.asarray(idx) % shape[axis]
         mode = "clip"
@@ -243,7 +240,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     """out[..., j, ...] = arr[..., indices[..., j, ...], ...] along `axis`."""
-    x = _arr(arr)
+    x = asarray(arr)
     if axis is None:
         x = sh.reshape(x, (get_aval(x).size,))
         indices = indices if isinstance(indices, Tracer) else np.asarray(indices).reshape(-1)
@@ -277,13 +274,13 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 
 
 def flip(m, axis=None):
-    x = _arr(m)
+    x = asarray(m)
     return ix.rev(x, canonicalize_axes(axis, get_aval(x).ndim))
 
 
 def tile(A, reps):
     """Repeat the whole array `reps` times along each axis (static reps)."""
-    x = _arr(A)
+    x = asarray(A)
     reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
     shape = get_aval(x).shape
     d = max(len(reps), len(shape))
@@ -299,7 +296,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     """Repeat each element `repeats` times along `axis`. Traced repeat counts need a
     static `total_repeat_length` (the output length), as in JAX: longer results are cut,
     shorter ones padded with the last element."""
-    x, axis = flat_or_axis(_arr(a), axis)
+    x, axis = flat_or_axis(asarray(a), axis)
     shape = get_aval(x).shape
     if total_repeat_length is not None:
         return _repeat_to_length(x, repeats, axis, int(total_repeat_length))
@@ -329,7 +326,7 @@ def _repeat_to_length(x, repeats, axis, length):
     from impl.numpy._reductions import cumsum
     from impl.numpy._core import sum as _sum
     n = get_aval(x).shape[axis]
-    counts = broadcast_to(_arr(repeats), (n,))
+    counts = broadcast_to(asarray(repeats), (n,))
     ends = cumsum(counts)
     positions = np.broadcast_to(np.arange(length)[:, None], (length, n))
     passed = ew.le_p.bind(sh.broadcast_in_dim(ends, (length, n), (1,)),
@@ -446,7 +443,7 @@ def getitem(x, idx, mode=None, fill_value=None, *, indices_are_sorted=False,
     `normalize=False` leaves negative indices as they are (out of bounds) instead of
     counting them from the end; the two promises about array indices are passed on
     to the gather."""
-    x = _arr(x)
+    x = asarray(x)
     gmode = _CLIP if mode is None else ix._mode(mode)
     entries, new_axes = _expand_index(get_aval(x).shape, idx)
     if new_axes:
@@ -593,7 +590,7 @@ def _update_method(name, prim, transform_values=None, apply_to=None):
 
     def method(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                out_sharding=None, wrap_negative_indices=True):
-        x = _arr(self.array)
+        x = asarray(self.array)
         run = lambda x, values: update(x, values, self.index, mode,  # noqa: E731
                                        indices_are_sorted, unique_indices,
                                        wrap_negative_indices)
@@ -708,7 +705,7 @@ def _scatter_update(method, prim, x, idx, values, mode, indices_are_sorted, uniq
                     normalize):
     """Combine `values` (broadcast to the shape of x[idx]) into the positions x[idx]
     reads, computing in the common dtype of x and values and returning x's dtype."""
-    x = _arr(x)
+    x = asarray(x)
     aval = get_aval(x)
     pos = _flat_positions(aval.shape, idx, mode, normalize)
     pshape = get_aval(pos).shape
@@ -718,7 +715,7 @@ def _scatter_update(method, prim, x, idx, values, mode, indices_are_sorted, uniq
     if isinstance(v, int) and not isinstance(v, bool) and aval.dtype.kind in "iu" and \
             np.iinfo(aval.dtype).min <= v <= np.iinfo(aval.dtype).max:
         v = np.asarray(v, aval.dtype)
-    xv, v = promote(x, _arr(v))
+    xv, v = promote(x, asarray(v))
     try:
         v = broadcast_to(v, pshape)
     except ValueError:
@@ -734,7 +731,7 @@ def _scatter_update(method, prim, x, idx, values, mode, indices_are_sorted, uniq
 
 def _scatter_apply(x, idx, func, mode, indices_are_sorted, unique_indices, normalize):
     """`func` applied at the positions x[idx] reads, once per occurrence of each."""
-    x = _arr(x)
+    x = asarray(x)
     aval = get_aval(x)
     pos = _flat_positions(aval.shape, idx, mode, normalize)
     pshape = get_aval(pos).shape

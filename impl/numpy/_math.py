@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 
-from impl import core
 from impl.core import get_aval
 from impl.custom_derivatives import custom_jvp
 from impl.numpy import _ufuncs as uf
@@ -22,9 +21,6 @@ __all__ = ["arcsinh", "arccosh", "arctanh", "asinh", "acosh", "atanh", "cbrt", "
            "bitwise_invert", "pow", "real", "imag", "conj", "conjugate", "angle", "iscomplex",
            "isreal", "isneginf", "isposinf"]
 
-
-def _arr(x):
-    return x if isinstance(x, core.Tracer) else asarray(x)
 
 
 def _real_float(name, x):
@@ -77,7 +73,7 @@ def float_power(x, y, /):
 
 def ldexp(x1, x2, /):
     """x1 * 2 ** x2 for an integer exponent x2."""
-    x2 = _arr(x2)
+    x2 = asarray(x2)
     if get_aval(x2).dtype.kind not in "iub":
         raise ValueError(f"ldexp: the exponent x2 must be an integer array, got dtype "
                          f"{get_aval(x2).dtype}")
@@ -178,17 +174,17 @@ def _is_complex(x):
 
 
 def real(val, /):
-    x = _arr(val)
+    x = asarray(val)
     return cp.real(x) if _is_complex(x) else x
 
 
 def imag(val, /):
-    x = _arr(val)
+    x = asarray(val)
     return cp.imag(x) if _is_complex(x) else ew.zeros_like(x)
 
 
 def conjugate(x, /):
-    x = _arr(x)
+    x = asarray(x)
     return cp.conj(x) if _is_complex(x) else x
 
 
@@ -197,7 +193,7 @@ conj = conjugate
 
 def angle(z, deg=False):
     """The argument of z (in degrees if deg)."""
-    z = _arr(z)
+    z = asarray(z)
     if _is_complex(z):
         out = uf.arctan2(cp.imag(z), cp.real(z))
     else:
@@ -217,13 +213,13 @@ def isreal(x):
 
 def isneginf(x, /, out=None):
     check_no_out("isneginf", out)
-    x = _arr(x)
+    x = asarray(x)
     return uf.equal(x, -np.inf) if get_aval(x).dtype.kind == "f" else ew.full_like(
         ew.ne_p.bind(x, x), False)
 
 
 def isposinf(x, /, out=None):
     check_no_out("isposinf", out)
-    x = _arr(x)
+    x = asarray(x)
     return uf.equal(x, np.inf) if get_aval(x).dtype.kind == "f" else ew.full_like(
         ew.ne_p.bind(x, x), False)
