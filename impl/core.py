@@ -1200,40 +1200,50 @@ class Tracer:
         """The concrete value behind the tracer, if the transformation knows one."""
         return None
 
-    def _concrete(self, what, error=ConcretizationTypeError):
+    def _concrete(self, what, error=ConcretizationTypeError, detail=""):
+        """The concrete value, or `error` whose first lines are JAX's: `what` (JAX's
+        words, naming the traced array by `{}`) and `detail`."""
         val = self.concrete_value()
         if val is None:
+            aval = self.aval
+            traced = (f"traced array with shape {np.dtype(aval.dtype).name}"
+                      f"[{','.join(str(d) for d in aval.shape)}]")
             raise error(
-                f"{what} was called on a traced array with shape {self.aval.str_short()}: "
-                "a concrete value is needed, but the value is only known abstractly inside "
-                "this transformation. Use "
-                "impl.numpy.where or lax.select instead of Python control flow, or mark "
-                "the argument static in jit (static_argnums/static_argnames).")
+                what.format(traced) + (f"\n{detail}" if detail else "") +
+                "\nA concrete value is needed, but the value is only known abstractly inside "
+                "this transformation: use impl.numpy.where or lax.select instead of Python "
+                "control flow, or mark the argument static in jit "
+                "(static_argnums/static_argnames).\n"
+                f"See https://docs.jax.dev/en/latest/errors.html#jax.errors.{error.__name__}")
         return val
 
     def __bool__(self):
-        return bool(self._concrete("Attempted boolean conversion: bool()",
+        return bool(self._concrete("Attempted boolean conversion of {}.",
                                    TracerBoolConversionError))
 
+    def _number(self, kind):
+        return self._concrete(
+            "Abstract tracer value encountered where concrete value is expected: {}",
+            detail=f"The problem arose with the `{kind}` function. If trying to convert the "
+                   f"data type of a value, try using `x.astype({kind})` or "
+                   f"`jnp.array(x, {kind})` instead.")
+
     def __float__(self):
-        return float(self._concrete("Abstract tracer value encountered where a concrete "
-                                    "value is expected: float()"))
+        return float(self._number("float"))
 
     def __int__(self):
-        return int(self._concrete("Abstract tracer value encountered where a concrete "
-                                  "value is expected: int()"))
+        return int(self._number("int"))
 
     def __index__(self):
-        return int(self._concrete("The __index__() method (a tracer used as a Python "
-                                  "integer)", TracerIntegerConversionError))
+        return int(self._concrete("The __index__() method was called on {}",
+                                  TracerIntegerConversionError))
 
     def __complex__(self):
-        return complex(self._concrete("Abstract tracer value encountered where a "
-                                      "concrete value is expected: complex()"))
+        return complex(self._number("complex"))
 
     def __array__(self, dtype=None, copy=None):
-        val = np.asarray(self._concrete("The numpy.ndarray conversion method __array__()",
-                                        TracerArrayConversionError))
+        val = np.asarray(self._concrete("The numpy.ndarray conversion method __array__() was "
+                                        "called on {}", TracerArrayConversionError))
         return val.astype(dtype) if dtype is not None else val
 
     __hash__ = None   # arrays are unhashable; Python's TypeError names the tracer's type

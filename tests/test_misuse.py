@@ -281,10 +281,23 @@ def test_unhashable_static_arguments_are_refused_in_jax_words(case):
     assert words(got) == words(want)
 
 
-def test_tracer_conversions_name_the_conversion():
-    assert "bool" in _message("if on a tracer under jit").lower()
-    assert "__index__" in _message("a tracer as a list index under jit")
-    assert "__array__" in _message("numpy.asarray of a tracer under jit")
+CONVERSIONS = ["if on a tracer under jit", "if on a tracer under vmap",
+               "int() of a tracer under jit", "float() of a tracer under jit",
+               "a tracer as a list index under jit", "numpy.asarray of a tracer under jit"]
+
+
+@pytest.mark.parametrize("case", CONVERSIONS)
+def test_tracer_conversions_say_what_jax_says(case):
+    """A traced value converted to a Python value: JAX's first line (and, for int() and
+    float(), JAX's advice), and the link to JAX's page about the error."""
+    def lines(backend):
+        with jax.numpy_dtype_promotion("strict"):
+            return str(_raised(backend, case)).splitlines()
+    got, want = lines("impl"), lines("jax")
+    assert got[0] == want[0]
+    if "()" in case:
+        assert got[1] == want[1]
+    assert got[-1] == want[-1]
 
 
 # ------------------------------------------------------------ traceback filtering
