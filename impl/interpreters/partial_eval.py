@@ -241,6 +241,16 @@ def make_closed_jaxpr(fun, in_avals) -> ClosedJaxpr:
     return trace_to_jaxpr(fun, in_avals)[0]
 
 
+def programs_of(table, fn) -> dict:
+    """The programs already staged from the user's function `fn` (a dict, by whatever
+    key the caller gives their types), kept in `table` (a WeakKeyDictionary: they live
+    as long as fn); an empty dict, not kept, when fn cannot be weakly referenced."""
+    try:
+        return table.setdefault(fn, {})
+    except TypeError:
+        return {}
+
+
 def convert_constvars_to_invars(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
     """Move the constants of a program to leading arguments (closure conversion)."""
     jaxpr = closed.jaxpr

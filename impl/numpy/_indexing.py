@@ -693,12 +693,19 @@ def _flat_positions(shape, idx, mode, normalize):
                    fill_value=-1 if gmode != _CLIP else None, normalize=normalize)
 
 
-def _scatter_promises(shape, idx, indices_are_sorted, unique_indices):
-    """The scatter's `unique_indices` and `indices_are_sorted`, as they hold for the flat
-    positions: unique when told or when no array index can repeat one, sorted when told
-    and the indexing keeps the positions' order."""
-    return dict(unique_indices=bool(unique_indices) or not _has_array_index(idx),
-                indices_are_sorted=bool(indices_are_sorted) and _keeps_order(shape, idx))
+def _scatter_at(x, idx, mode, normalize, indices_are_sorted, unique_indices, scatter):
+    """`scatter(positions, shape, promises)` of the flat positions x[idx] reads (as
+    scatter indices, and their shape), reshaped to x's shape; x when it reads none. The
+    promises hold for the flat positions: unique when told or when no array index can
+    repeat one, sorted when told and the indexing keeps their order."""
+    shape = get_aval(x).shape
+    pos = _flat_positions(shape, idx, mode, normalize)
+    pshape = get_aval(pos).shape
+    if 0 in pshape:
+        return x
+    promises = dict(unique_indices=bool(unique_indices) or not _has_array_index(idx),
+                    indices_are_sorted=bool(indices_are_sorted) and _keeps_order(shape, idx))
+    return sh.reshape(scatter(sh.reshape(pos, pshape + (1,)), pshape, promises), shape)
 
 
 def _scatter_update(method, prim, x, idx, values, mode, indices_are_sorted, unique_indices,
@@ -707,38 +714,31 @@ def _scatter_update(method, prim, x, idx, values, mode, indices_are_sorted, uniq
     reads, computing in the common dtype of x and values and returning x's dtype."""
     x = asarray(x)
     aval = get_aval(x)
-    pos = _flat_positions(aval.shape, idx, mode, normalize)
-    pshape = get_aval(pos).shape
-    if 0 in pshape:
-        return x
-    v = values
-    if isinstance(v, int) and not isinstance(v, bool) and aval.dtype.kind in "iu" and \
-            np.iinfo(aval.dtype).min <= v <= np.iinfo(aval.dtype).max:
-        v = np.asarray(v, aval.dtype)
-    xv, v = promote(x, asarray(v))
-    try:
-        v = broadcast_to(v, pshape)
-    except ValueError:
-        raise ValueError(f"at[].{method}: values of shape {get_aval(v).shape} cannot be "
-                         f"broadcast to the indexed shape {pshape}") from None
-    flat = sh.reshape(xv, (aval.size,))
-    out = prim.bind(flat, sh.reshape(pos, pshape + (1,)), v, dimension_numbers=_FLAT_SCATTER,
-                    mode=_FILL, **_scatter_promises(aval.shape, idx, indices_are_sorted,
-                                                    unique_indices))
-    out = sh.reshape(out, aval.shape)
+
+    def scatter(positions, pshape, promises):
+        v = values
+        if isinstance(v, int) and not isinstance(v, bool) and aval.dtype.kind in "iu" and \
+                np.iinfo(aval.dtype).min <= v <= np.iinfo(aval.dtype).max:
+            v = np.asarray(v, aval.dtype)
+        xv, v = promote(x, asarray(v))
+        try:
+            v = broadcast_to(v, pshape)
+        except ValueError:
+            raise ValueError(f"at[].{method}: values of shape {get_aval(v).shape} cannot be "
+                             f"broadcast to the indexed shape {pshape}") from None
+        return prim.bind(sh.reshape(xv, (aval.size,)), positions, v,
+                         dimension_numbers=_FLAT_SCATTER, mode=_FILL, **promises)
+
+    out = _scatter_at(x, idx, mode, normalize, indices_are_sorted, unique_indices, scatter)
     return ew.convert_element_type(out, aval.dtype, weak_type=aval.weak_type)
 
 
 def _scatter_apply(x, idx, func, mode, indices_are_sorted, unique_indices, normalize):
     """`func` applied at the positions x[idx] reads, once per occurrence of each."""
     x = asarray(x)
-    aval = get_aval(x)
-    pos = _flat_positions(aval.shape, idx, mode, normalize)
-    pshape = get_aval(pos).shape
-    if 0 in pshape:
-        return x
-    out = scatter_apply(sh.reshape(x, (aval.size,)), sh.reshape(pos, pshape + (1,)), func,
-                        _FLAT_SCATTER, update_shape=pshape, mode=_FILL,
-                        **_scatter_promises(aval.shape, idx, indices_are_sorted,
-                                            unique_indices))
-    return sh.reshape(out, aval.shape)
+
+    def scatter(positions, pshape, promises):
+        return scatter_apply(sh.reshape(x, (get_aval(x).size,)), positions, func,
+                             _FLAT_SCATTER, update_shape=pshape, mode=_FILL, **promises)
+
+    return _scatter_at(x, idx, mode, normalize, indices_are_sorted, unique_indices, scatter)

@@ -69,10 +69,7 @@ core.register_cache(_programs.clear)
 
 def _trace_update(func, aval):
     """`func` staged on one scalar of type `aval`; cached per function and type."""
-    try:
-        per_fn = _programs.setdefault(func, {})
-    except TypeError:   # not weakly referenceable: trace every time
-        per_fn = {}
+    per_fn = pe.programs_of(_programs, func)
     program = per_fn.get(aval)
     if program is not None:
         return program
