@@ -23,7 +23,6 @@ __all__ = ["roll", "diff", "searchsorted", "isclose", "allclose", "cross", "kron
            "rad2deg", "copy", "vecdot"]
 
 
-
 def _slice_axis(x, axis, start, stop):
     shape = get_aval(x).shape
     starts = [0] * len(shape)

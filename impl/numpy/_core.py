@@ -20,7 +20,6 @@ from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonica
                               check_no_out, mask_where, promote, result_dtype, strong)
 
 
-
 # ------------------------------------------------------------------ reductions
 
 def _keepdims(out, x_shape, axes):

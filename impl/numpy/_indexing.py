@@ -34,7 +34,6 @@ _CLIP = ix.GatherScatterMode.CLIP
 _FILL = ix.GatherScatterMode.FILL_OR_DROP
 
 
-
 def _cast(x, dtype):
     return x if get_aval(x).dtype == dtype else ew.convert_element_type(x, dtype)
 

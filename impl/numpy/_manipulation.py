@@ -25,7 +25,6 @@ __all__ = ["append", "array_split", "hsplit", "vsplit", "dsplit", "atleast_3d",
            "frombuffer", "fromstring", "load", "mgrid", "ogrid"]
 
 
-
 def _concrete(x, what):
     if isinstance(x, core.Tracer):
         raise core.ConcretizationTypeError(

@@ -22,7 +22,6 @@ __all__ = ["arcsinh", "arccosh", "arctanh", "asinh", "acosh", "atanh", "cbrt", "
            "isreal", "isneginf", "isposinf"]
 
 
-
 def _real_float(name, x):
     x = uf._float_operand(x)
     if get_aval(x).dtype.kind == "c":

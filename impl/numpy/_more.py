@@ -38,7 +38,6 @@ __all__ = ["insert", "gcd", "lcm", "r_", "c_", "put_along_axis", "ravel_multi_in
            "histogram2d", "histogramdd"]
 
 
-
 def _set(x, index, values, mode=None):
     """x.at[index].set(values) with impl's scatter (also for concrete x)."""
     return ix._IndexUpdateRef(asarray(x), index).set(values, mode=mode)

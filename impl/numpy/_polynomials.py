@@ -22,7 +22,6 @@ __all__ = ["polyval", "polyadd", "polysub", "polymul", "polyder", "polyint", "va
            "geomspace", "cov", "corrcoef", "bincount", "union1d", "unwrap"]
 
 
-
 def _inexact(*xs):
     """The operands in their common dtype, made floating (JAX's promote_dtypes_inexact)."""
     xs = promote(*[asarray(x) for x in xs])

@@ -19,7 +19,6 @@ __all__ = ["max", "amax", "min", "amin", "prod", "argmax", "argmin", "cumsum", "
            "cumulative_prod", "lexsort"]
 
 
-
 def _keepdims(out, shape, axes):
     return sh.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 

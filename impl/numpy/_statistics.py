@@ -19,7 +19,6 @@ __all__ = ["nansum", "nanprod", "nanmax", "nanmin", "nanargmax", "nanargmin", "n
            "nanpercentile", "nanmedian", "average", "ptp", "count_nonzero"]
 
 
-
 def _floating(x):
     return core.is_float_dtype(get_aval(x).dtype) or np.issubdtype(get_aval(x).dtype,
                                                                    np.complexfloating)

@@ -26,7 +26,6 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rf
 _NORMS = (None, "backward", "ortho", "forward")
 
 
-
 def _operand(name, kind, x):
     """Cast to the dtype the transform takes: real floating for rfft, complex else."""
     dtype = get_aval(x).dtype
