@@ -452,6 +452,19 @@ def clear_caches():
         clear()
 
 
+def check_static_hashable(value):
+    """A static argument (of jit, or of a jax.numpy function JAX jits with it static)
+    keys a cache, so it must be hashable: JAX's ValueError otherwise (a traced value or
+    an array is not)."""
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(
+            "Non-hashable static arguments are not supported. An error occurred while "
+            f"trying to hash an object of type {type(value)}, {value}. The error was:\n"
+            f"{type(e).__name__}: {e}\n") from None
+
+
 class ClosedJaxpr:
     """A Jaxpr together with the values of its constvars."""
 
@@ -738,7 +751,7 @@ def abstract_eval(prim, avals, params):
     """Output aval(s) of `prim` applied to `avals`; a list when multiple_results."""
     rule = abstract_eval_rules.get(prim)
     if rule is None:
-        raise NotImplementedError(f"Abstract evaluation rule for '{prim.name}' not implemented")
+        raise missing_rule("Abstract evaluation", prim)
     out = rule(*avals, **params)
     if _state.vma_axes:
         out = _with_vma(prim, avals, params, out)
@@ -946,19 +959,22 @@ def check_divisible(sharding, shape):
                 f"Got shape: {tuple(shape)} and sharding {sharding}")
 
 
-class MissingRuleError(NotImplementedError):
-    """A transformation met a primitive it has no rule for."""
-
-
 def missing_rule(table_description, prim):
-    return MissingRuleError(f"{table_description} rule for '{prim.name}' not implemented "
-                            f"(primitive '{prim.name}' cannot be {_VERBS.get(table_description, 'transformed')})")
+    """The error of a transformation meeting a primitive it has no rule for: JAX's
+    NotImplementedError with JAX's words for the same table."""
+    if table_description == "Lowering":
+        return NotImplementedError(f"MLIR translation rule for primitive '{prim.name}' not "
+                                   f"found for platform {jax.default_backend()}")
+    return NotImplementedError(_MISSING_RULE_WORDS[table_description].format(prim.name))
 
 
-_VERBS = {"Differentiation": "differentiated (jvp)",
-          "Transpose": "transposed (reverse-mode differentiation, linear_transpose)",
-          "Batching": "batched (vmap)", "Lowering": "lowered (jit)",
-          "Evaluation": "evaluated"}
+_MISSING_RULE_WORDS = {
+    "Differentiation": "Differentiation rule for '{}' not implemented",
+    "Transpose": "Transpose rule (for reverse-mode differentiation) for '{}' not implemented",
+    "Batching": "Batching rule for '{}' not implemented",
+    "Evaluation": "Evaluation rule for '{}' not implemented",
+    "Abstract evaluation": "Abstract evaluation for '{}' not implemented",
+}
 
 
 # ------------------------------------------------------------------ traces & tracers
@@ -1240,44 +1256,53 @@ class Tracer:
         """The concrete value behind the tracer, if the transformation knows one."""
         return None
 
-    def _concrete(self, what, error=ConcretizationTypeError):
+    def _concrete(self, what, error=ConcretizationTypeError, detail=""):
+        """The concrete value, or `error` whose first lines are JAX's: `what` (JAX's
+        words, naming the traced array by `{}`) and `detail`."""
         val = self.concrete_value()
         if val is None:
+            aval = self.aval
+            traced = (f"traced array with shape {np.dtype(aval.dtype).name}"
+                      f"[{','.join(str(d) for d in aval.shape)}]")
             raise error(
-                f"{what} was called on a traced array with shape {self.aval.str_short()}: "
-                "a concrete value is needed, but the value is only known abstractly inside "
-                "this transformation. Use "
-                "impl.numpy.where or lax.select instead of Python control flow, or mark "
-                "the argument static in jit (static_argnums/static_argnames).")
+                what.format(traced) + (f"\n{detail}" if detail else "") +
+                "\nA concrete value is needed, but the value is only known abstractly inside "
+                "this transformation: use impl.numpy.where or lax.select instead of Python "
+                "control flow, or mark the argument static in jit "
+                "(static_argnums/static_argnames).\n"
+                f"See https://docs.jax.dev/en/latest/errors.html#jax.errors.{error.__name__}")
         return val
 
     def __bool__(self):
-        return bool(self._concrete("Attempted boolean conversion: bool()",
+        return bool(self._concrete("Attempted boolean conversion of {}.",
                                    TracerBoolConversionError))
 
+    def _number(self, kind):
+        return self._concrete(
+            "Abstract tracer value encountered where concrete value is expected: {}",
+            detail=f"The problem arose with the `{kind}` function. If trying to convert the "
+                   f"data type of a value, try using `x.astype({kind})` or "
+                   f"`jnp.array(x, {kind})` instead.")
+
     def __float__(self):
-        return float(self._concrete("Abstract tracer value encountered where a concrete "
-                                    "value is expected: float()"))
+        return float(self._number("float"))
 
     def __int__(self):
-        return int(self._concrete("Abstract tracer value encountered where a concrete "
-                                  "value is expected: int()"))
+        return int(self._number("int"))
 
     def __index__(self):
-        return int(self._concrete("The __index__() method (a tracer used as a Python "
-                                  "integer)", TracerIntegerConversionError))
+        return int(self._concrete("The __index__() method was called on {}",
+                                  TracerIntegerConversionError))
 
     def __complex__(self):
-        return complex(self._concrete("Abstract tracer value encountered where a "
-                                      "concrete value is expected: complex()"))
+        return complex(self._number("complex"))
 
     def __array__(self, dtype=None, copy=None):
-        val = np.asarray(self._concrete("The numpy.ndarray conversion method __array__()",
-                                        TracerArrayConversionError))
+        val = np.asarray(self._concrete("The numpy.ndarray conversion method __array__() was "
+                                        "called on {}", TracerArrayConversionError))
         return val.astype(dtype) if dtype is not None else val
 
-    def __hash__(self):
-        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
+    __hash__ = None   # arrays are unhashable; Python's TypeError names the tracer's type
 
     def __repr__(self):   # each transformation's tracer prints as JAX's counterpart
         return f"{type(self).__name__}<{self.aval}>"

@@ -304,6 +304,10 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     # primitives.remat
     "checkpoint": family("remat"),
     "name": family("remat"),
+    # primitives.scatter_apply
+    "scatter_apply": exempt(
+        "not drawn yet: x.at[].apply(func) has no derivative (as in JAX), so only the vmap and jit "
+        "laws would apply; tests/test_scatter_update.py covers it against JAX"),
     # primitives.shape
     "broadcast_in_dim": op("broadcast_to"),
     "expand_dims": op("expand_dims"),

@@ -578,3 +578,28 @@ def test_grad_of_constant_function_is_a_jax_zero():
     w = jax.grad(lambda x: 2.0)(1.0)
     assert isinstance(g, jax.Array)
     assert_tree_close(g, w, check_weak=False)
+
+
+# Derivatives (and jnp.log10) written in JAX's order of operations round as JAX's do:
+# bit for bit in float32 under jit (eagerly JAX compiles each jnp function whole, which
+# may fuse differently from impl's operation-by-operation evaluation).
+ROUNDED_AS_JAX = {
+    "tanh": (lambda m: m.numpy.tanh, 0.05),
+    "arccosh": (lambda m: m.numpy.arccosh, 1.15),
+    "arctanh": (lambda m: m.numpy.arctanh, 0.05),
+    "log10": (lambda m: m.numpy.log10, 0.05),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUNDED_AS_JAX))
+def test_values_and_derivatives_round_as_jax(name):
+    fn, lo = ROUNDED_AS_JAX[name]
+    x = np.linspace(lo, lo + 0.9, 37).astype(np.float32)
+
+    def run(m):
+        f = fn(m)
+        return [m.jit(m.vmap(f))(x), m.jit(m.vmap(m.grad(f)))(x),
+                m.jit(m.vmap(m.grad(m.grad(f))))(x)]
+
+    for got, want in zip(run(impl), run(jax)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -80,6 +80,26 @@ def test_make_jaxpr_prints_as_jax(name):
     assert got == want
 
 
+@pytest.mark.parametrize("name", ["literals keep their types", "several inputs and outputs",
+                                  "unused results print as _"])
+def test_jit_trace_gives_jax_program_and_output_types(name):
+    """`jit(f).trace(*args)` (JAX's tracing stage): `.jaxpr` prints as make_jaxpr's,
+    `.out_info` gives the output types, `.fun_name` the name, `.lower()` the call's
+    lowering, which compiles and runs."""
+    make, args = PROGRAMS[name]
+
+    def staged(J, N, L):
+        traced = J.jit(make(J, N, L)).trace(*args)
+        out_info = [(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(traced.out_info)]
+        ran = traced.lower().compile()(*args)
+        return str(traced.jaxpr), out_info, traced.fun_name, ran
+
+    want, got = [staged(J, N, L) for J, N, L in APIS.values()]
+    assert got[:3] == want[:3]
+    for g, w in zip(jax.tree_util.tree_leaves(got[3]), jax.tree_util.tree_leaves(want[3])):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
 def test_a_rules_integer_constant_prints_as_a_float():
     # tanh's derivative 1 - tanh(x)**2: JAX's rule's constant is 1.0:f32[]
     for J, N, L in APIS.values():

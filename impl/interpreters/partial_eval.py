@@ -23,6 +23,13 @@ partial_eval_rules: dict = {}
 # Rules for equations that dead-code removal may rewrite when only some of their
 # outputs are used: rule(used_outputs, eqn) -> the equation to keep.
 dce_rules: dict = {}
+# Primitives whose dce rule is asked also when every output is used (remat_opt: with
+# no residual among its outputs, the primal function replaces fwd).
+dce_fully_used: set = set()
+# How a checkpoint's known half evaluates a primitive whose outputs its policy does not
+# save: rule(trace, args, **params) -> outputs (known values, or the trace's tracers
+# for what only the recomputation computes), or None to evaluate it as usual.
+recomputed_known_rules: dict = {}
 # Primitives with side effects (host callbacks): dead-code removal keeps them.
 effectful: set = set()
 # Effectful primitives a checkpoint's recomputation runs again unless its policy saves
@@ -172,7 +179,8 @@ def drop_unused_eqns(jaxpr: Jaxpr, keep_effects=True) -> Jaxpr:
         used = [v.id in live for v in eqn.outvars]
         if any(used) or (keep_effects and has_effects(eqn)):
             rule = dce_rules.get(eqn.primitive)
-            if rule is not None and any(used) and not all(used):
+            if rule is not None and any(used) and (
+                    not all(used) or eqn.primitive in dce_fully_used):
                 eqn = rule(used, eqn)
             kept.append(eqn)
             live.update(v.id for v in eqn.invars if isinstance(v, Var))
@@ -233,6 +241,16 @@ def make_closed_jaxpr(fun, in_avals) -> ClosedJaxpr:
     return trace_to_jaxpr(fun, in_avals)[0]
 
 
+def programs_of(table, fn) -> dict:
+    """The programs already staged from the user's function `fn` (a dict, by whatever
+    key the caller gives their types), kept in `table` (a WeakKeyDictionary: they live
+    as long as fn); an empty dict, not kept, when fn cannot be weakly referenced."""
+    try:
+        return table.setdefault(fn, {})
+    except TypeError:
+        return {}
+
+
 def convert_constvars_to_invars(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
     """Move the constants of a program to leading arguments (closure conversion)."""
     jaxpr = closed.jaxpr
@@ -260,6 +278,12 @@ class RecomputingTrace(JaxprTrace):
         return None   # known values are recorded here (recipes), not only passed on
 
     def bind_known(self, prim, args, params):
+        rule = recomputed_known_rules.get(prim)
+        if rule is not None and not self.saveable(prim, *[get_aval(a) for a in args],
+                                                  **params):
+            outs = rule(self, args, **params)
+            if outs is not None:
+                return outs
         outs = super().bind_known(prim, args, params)
         flat = outs if prim.multiple_results else [outs]
         if prim in replayed_by_remat and (

@@ -46,6 +46,7 @@ scatter_add, scatter, scatter_mul, scatter_min, scatter_max, scatter_sub = (
         (_ix.scatter_add, _ix.scatter_add_p), (_ix.scatter, _ix.scatter_p),
         (_ix.scatter_mul, _ix.scatter_mul_p), (_ix.scatter_min, _ix.scatter_min_p),
         (_ix.scatter_max, _ix.scatter_max_p), (_ix.scatter_sub, _ix.scatter_add_p)))
+from impl.primitives.scatter_apply import scatter_apply  # noqa: F401,E402
 
 
 tan, asin, acos, atan, sinh, cosh, tanh, log1p, expm1, logistic, erf, floor, ceil = (

@@ -20,10 +20,6 @@ from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonica
                               check_no_out, mask_where, promote, result_dtype, strong)
 
 
-def _arr(x):
-    return x if isinstance(x, core.Tracer) else asarray(x)
-
-
 # ------------------------------------------------------------------ reductions
 
 def _keepdims(out, x_shape, axes):
@@ -34,7 +30,7 @@ def _keepdims(out, x_shape, axes):
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
         promote_integers=True):
     check_no_out("sum", out)
-    x = _arr(a)
+    x = asarray(a)
     aval = get_aval(x)
     if dtype is not None:
         x = ew.convert_element_type(x, dtype)
@@ -69,7 +65,7 @@ def _inexact(x, dtype):
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     check_no_out("mean", out)
-    x = _inexact(_arr(a), dtype)
+    x = _inexact(asarray(a), dtype)
     aval = get_aval(x)
     axes = canonicalize_axes(axis, aval.ndim)
     n = _count(aval, axes, where, keepdims, aval.dtype)
@@ -88,7 +84,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         mean=None, correction=None):
     check_no_out("var", out)
     ddof = _correction(ddof, correction)
-    x = _inexact(_arr(a), None)
+    x = _inexact(asarray(a), None)
     aval = get_aval(x)
     axes = canonicalize_axes(axis, aval.ndim)
     centre = _mean(x, axes, dtype=dtype, keepdims=True, where=where) if mean is None else mean
@@ -112,22 +108,22 @@ _mean = mean
 # --------------------------------------------------------------------- shapes
 
 def shape(a):
-    return get_aval(_arr(a)).shape
+    return get_aval(asarray(a)).shape
 
 
 def ndim(a):
-    return get_aval(_arr(a)).ndim
+    return get_aval(asarray(a)).ndim
 
 
 def size(a, axis=None):
-    s = get_aval(_arr(a)).shape
+    s = get_aval(asarray(a)).shape
     return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
 
 
 def reshape(a, shape, order="C", *, out_sharding=None):
     """NumPy's reshape; order 'F' reads and writes elements in column-major order.
     `out_sharding`: the result's sharding over Explicit mesh axes."""
-    x = _arr(a)
+    x = asarray(a)
     if out_sharding is not None and order == "F":
         raise NotImplementedError("reshape: out_sharding= with order='F' is not supported")
     if order not in ("C", "F", "A"):
@@ -163,7 +159,7 @@ def ravel(a, order="C"):
 
 
 def transpose(a, axes=None):
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     if axes is None:
         axes = tuple(reversed(range(nd)))
@@ -176,7 +172,7 @@ def permute_dims(a, axes):
 
 
 def swapaxes(a, axis1, axis2):
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     perm = list(range(nd))
     i, j = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
@@ -185,7 +181,7 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     src = [canonicalize_axis(s, nd) for s in np.atleast_1d(source)]
     dst = [canonicalize_axis(d, nd) for d in np.atleast_1d(destination)]
@@ -196,13 +192,13 @@ def moveaxis(a, source, destination):
 
 
 def expand_dims(a, axis):
-    x = _arr(a)
+    x = asarray(a)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     return sh.expand_dims(x, axes)
 
 
 def squeeze(a, axis=None):
-    x = _arr(a)
+    x = asarray(a)
     s = get_aval(x).shape
     if axis is None:
         axes = tuple(i for i, d in enumerate(s) if d == 1)
@@ -216,12 +212,12 @@ def squeeze(a, axis=None):
 
 
 def atleast_1d(a):
-    x = _arr(a)
+    x = asarray(a)
     return reshape(x, (1,)) if get_aval(x).ndim == 0 else x
 
 
 def atleast_2d(a):
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     return reshape(x, (1,) * (2 - nd) + get_aval(x).shape) if nd < 2 else x
 
@@ -238,7 +234,7 @@ def _dot_dtype(a, b):
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
-    a, b = _dot_dtype(_arr(a), _arr(b))
+    a, b = _dot_dtype(asarray(a), asarray(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if na == 0 or nb == 0:   # (the primitive broadcasts a rank-0 operand, as lax.mul)
         out = ew.mul(a, b)
@@ -272,7 +268,7 @@ def _bcast_pair(a, b):
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
-    a, b = _dot_dtype(_arr(a), _arr(b))
+    a, b = _dot_dtype(asarray(a), asarray(b))
     sa, sb = get_aval(a).shape, get_aval(b).shape
     if not sa or not sb:
         raise ValueError("matmul: operands must not be scalars (use * for scalars)")
@@ -312,7 +308,7 @@ def vdot(a, b):
 
 
 def inner(a, b):
-    a, b = _dot_dtype(_arr(a), _arr(b))
+    a, b = _dot_dtype(asarray(a), asarray(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if na == 0 or nb == 0:
         return ew.mul(*_bcast_pair(a, b))
@@ -325,7 +321,7 @@ def outer(a, b):
 
 
 def tensordot(a, b, axes=2):
-    a, b = _dot_dtype(_arr(a), _arr(b))
+    a, b = _dot_dtype(asarray(a), asarray(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if isinstance(axes, (int, np.integer)):
         ca, cb = tuple(range(na - axes, na)), tuple(range(axes))
@@ -388,7 +384,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         dt = core.canonical_dtype(dtype or np.float64)
         div = (num - 1) if endpoint else num
         steps = jax_jnp.arange(num, dtype=dt)
-        start_, stop_ = _arr(start), _arr(stop)
+        start_, stop_ = asarray(start), asarray(stop)
         delta = ew.div(ew.sub(stop_, start_), max(div, 1))
         out = ew.add(ew.mul(steps, delta), start_)
         return (out, delta) if retstep else out
@@ -396,7 +392,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def _like(fn, a, dtype, shape):
-    aval = get_aval(_arr(a))
+    aval = get_aval(asarray(a))
     return _like_prototype(fn(aval.shape if shape is None else shape, dtype or aval.dtype),
                            aval, dtype)
 
@@ -420,7 +416,7 @@ def ones_like(a, dtype=None, shape=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-    aval = get_aval(_arr(a))
+    aval = get_aval(asarray(a))
     return _like_prototype(full(aval.shape if shape is None else shape, fill_value,
                                 dtype or aval.dtype), aval, dtype)
 
@@ -430,7 +426,7 @@ def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)
 
 
 def astype(x, dtype):
-    return ew.convert_element_type(_arr(x), dtype)
+    return ew.convert_element_type(asarray(x), dtype)
 
 
 # ---------------------------------------------------------------------- einsum
@@ -572,7 +568,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         raise TypeError("einsum: only the string form of subscripts is supported")
     if not operands:
         raise ValueError("einsum: at least one operand is required")
-    ops = promote(*[_arr(o) for o in operands])
+    ops = promote(*[asarray(o) for o in operands])
     subscripts, ops = _expand_ellipsis(subscripts, ops)
     ins, out_labels = _parse_einsum(subscripts, len(ops))
     for x, s in zip(ops, ins):
@@ -606,7 +602,7 @@ def _einsum_steps(subscripts, shapes, optimize):
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):
     """The contraction path `einsum` would follow, and opt_einsum's description of it."""
-    shapes = [get_aval(_arr(o)).shape for o in operands]
+    shapes = [get_aval(asarray(o)).shape for o in operands]
     strategy = "optimal" if optimize is True else optimize
     if optimize is False:
         strategy = [(0, 1)] * (len(shapes) - 1) if len(shapes) > 1 else [(0,)]
@@ -658,7 +654,7 @@ def triu(m, k=0):
 
 def _keep_triangle(m, k, lower):
     # the mask sharded as the matrices, as JAX's: a select's predicate must be
-    x = _arr(m)
+    x = asarray(m)
     aval = get_aval(x)
     mask = _tri_mask(x, k, lower)
     if aval.explicit_sharding is not None:
@@ -669,7 +665,7 @@ def _keep_triangle(m, k, lower):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    x = _arr(a)
+    x = asarray(a)
     shape = get_aval(x).shape
     nd = len(shape)
     if nd < 2:
@@ -699,7 +695,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def diag(v, k=0):
-    x = _arr(v)
+    x = asarray(v)
     shape = get_aval(x).shape
     if len(shape) == 2:
         return diagonal(x, k)

@@ -179,8 +179,11 @@ atan_p = _unop("atan", lax.atan, by_parts(
     lambda t, x: div(t, add(constant_like(x, 1), mul(x, x)))))
 sinh_p = _unop("sinh", lax.sinh, by_parts(lambda t, x: mul(t, cosh(x))))
 cosh_p = _unop("cosh", lax.cosh, by_parts(lambda t, x: mul(t, sinh(x))))
+# (t + t*ans) * (1 - ans), not t * (1 - ans**2): JAX's order of operations, so that
+# derivatives through tanh round as JAX's do.
 tanh_p = _unop("tanh", lax.tanh,
-               by_parts(lambda t, ans, x: mul(t, sub(1, mul(ans, ans))), use_output=True))
+               by_parts(lambda t, ans, x: mul(add(t, mul(t, ans)), sub(1, ans)),
+                        use_output=True))
 exp_p = _unop("exp", lax.exp, by_parts(lambda t, ans, x: mul(t, ans), use_output=True))
 log_p = _unop("log", lax.log, by_parts(lambda t, x: div(t, x)))
 log1p_p = _unop("log1p", lax.log1p, by_parts(lambda t, x: div(t, add(1, x))))

@@ -61,7 +61,8 @@ def _transpose_lhs(ct, x, y, *, dimension_numbers, precision=None,
     layout = list(x_batch) + x_free + x_contract_in_y_order
     out = dot_general(ct, y, dims, precision=precision,
                       preferred_element_type=preferred_element_type,
-                      out_sharding=sharding_rules.cotangent_sharding(x.aval, layout, ct, y))
+                      out_sharding=sharding_rules.cotangent_sharding_in_layout(
+                          x.aval, layout, ct, y))
     out = transpose(out, tuple(int(i) for i in np.argsort(layout)))
     dtype = x.aval.dtype
     if get_aval(out).dtype != dtype:

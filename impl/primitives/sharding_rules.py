@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from jax.sharding import NamedSharding, PartitionSpec, Sharding, get_abstract_mesh
 
-from impl.core import (ShardingTypeError, common_mesh, current_manual_axes,
+from impl.core import (ShardingTypeError, common_mesh, cotangent_sharding, current_manual_axes,
                        explicit_sharding_of, get_aval, shape_str, tracked_vma_axes)
-from impl.core import cotangent_sharding as core_cotangent_sharding
 
 
 def spec(aval):
@@ -259,17 +258,18 @@ def dot_general(lhs, rhs, *, dimension_numbers, out_sharding=None, **params):
     return lbs + lfree + rfree
 
 
-def cotangent_sharding(x_aval, layout, *others):
+def cotangent_sharding_in_layout(x_aval, layout, *others):
     """With explicit shardings, a cotangent takes its primal's sharding (the contraction
     that computes it may contract sharded axes): the primal's spec in the contraction's
-    output layout. None when no operand is explicitly sharded."""
+    output layout (`layout`: the primal's axis at each output axis). None when no
+    operand is explicitly sharded."""
     if x_aval.explicit_sharding is None and all(
             get_aval(o).explicit_sharding is None for o in others):
         return None
     mesh = common_mesh([x_aval] + [get_aval(o) for o in others])
     x_spec = spec(x_aval)
     entries = tuple(x_spec[i] for i in layout)
-    swapped = core_cotangent_sharding(x_aval)   # unreduced and reduced axes swapped
+    swapped = cotangent_sharding(x_aval)   # unreduced and reduced axes swapped
     return NamedSharding(mesh, PartitionSpec(*entries) if swapped is None
                          else swapped.spec.update(partitions=entries))
 

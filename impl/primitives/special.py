@@ -27,10 +27,13 @@ def _scalar_like(x, value):
     return full_like(x, value)
 
 
+# The derivatives in JAX's order of operations (acosh's 1/sqrt(x**2 - 1), atanh's
+# 1/(1+x) * t/(1-x)), so that they round as JAX's do.
 acosh_p = _unop("acosh", lax.acosh, by_parts(
-    lambda t, x: mul(t, rsqrt(mul(sub(x, 1), add(x, 1))))))
+    lambda t, x: mul(t, rsqrt(sub(_square(x), 1)))))
 asinh_p = _unop("asinh", lax.asinh, by_parts(lambda t, x: mul(t, rsqrt(add(_square(x), 1)))))
-atanh_p = _unop("atanh", lax.atanh, by_parts(lambda t, x: div(t, sub(1, _square(x)))))
+atanh_p = _unop("atanh", lax.atanh, by_parts(
+    lambda t, x: mul(integer_pow_p.bind(add(1, x), y=-1), div(t, sub(1, x)))))
 cbrt_p = _unop("cbrt", lax.cbrt, by_parts(
     lambda t, ans, x: mul(t, mul(constant_like(x, 1 / 3), integer_pow_p.bind(ans, y=-2))),
     use_output=True), dt.FLOATING)
