@@ -163,6 +163,52 @@ def test_breakpoint_ordered_with_token_raises_as_jax():
             J.debug.breakpoint(ordered=True, token=X)
 
 
+# ------------------------------------------------------------------ io_callback
+
+def _io_callback_run(J, N, capsys):
+    """Printed lines and results of an impure host generator under jit, vmap and scan,
+    as the external-callbacks tutorial uses it."""
+    rng = np.random.default_rng(0)
+
+    def host(x):
+        print(f"generating {x.dtype}{list(x.shape)}")
+        return rng.uniform(size=x.shape).astype(x.dtype)
+
+    def like(x, ordered=False):
+        return J.experimental.io_callback(host, x, x, ordered=ordered)
+
+    @J.jit
+    def unread(x):
+        J.experimental.io_callback(lambda: print("unread"), None)
+        return x
+    x = N.zeros(3, np.float32)
+    outs = [J.jit(like)(x), J.vmap(like)(x),
+            J.lax.scan(lambda c, x: (c, like(x, True)), None, x + 1)[1],
+            J.grad(unread)(1.0)]
+    J.effects_barrier()
+    return [np.asarray(o) for o in outs], capsys.readouterr().out
+
+
+def test_io_callback_runs_as_jax_runs_it(capsys):
+    want, printed = _io_callback_run(jax, jjnp, capsys)
+    got, printed_impl = _io_callback_run(impl, inp, capsys)
+    assert printed_impl == printed and printed.count("generating float32[]") == 6
+    assert "unread" in printed
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("J", [jax, impl])
+def test_io_callback_refuses_ordered_vmap_and_differentiation_as_jax(J):
+    like = lambda x, ordered=False: J.experimental.io_callback(  # noqa: E731
+        lambda a: a, jax.ShapeDtypeStruct((), np.float32), x, ordered=ordered)
+    with pytest.raises(ValueError, match="Cannot `vmap` ordered IO callback"):
+        J.vmap(lambda x: like(x, True))(X)
+    with pytest.raises(ValueError, match="IO callbacks do not support JVP"):
+        J.grad(like)(1.0)
+    np.testing.assert_array_equal(J.vmap(like)(X), X)
+
+
 # ------------------------------------------------------------------ pure_callback
 
 def _callback_run(J, method, x, y):
