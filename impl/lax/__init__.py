@@ -21,6 +21,7 @@ from impl.primitives.reductions import (  # noqa: F401,E402
 
 # The remaining elementwise operations of jax.lax, as thin binds of their primitives.
 from jax import tree_util as _tree_util  # noqa: E402
+from impl import core as _core  # noqa: E402
 from impl.primitives import elementwise as _ew  # noqa: E402
 from impl.primitives import indexing as _ix  # noqa: E402
 from impl.primitives import _operand_dtypes as _dt  # noqa: E402
@@ -106,7 +107,8 @@ bitcast_convert_type = _ew.bitcast_convert_type
 
 def convert_element_type(operand, new_dtype):
     """`operand` as `new_dtype` (a strongly typed result, as in JAX)."""
-    return _ew.convert_element_type(operand, new_dtype)
+    return _ew.convert_element_type(operand,
+                                    _core.user_dtype(new_dtype, "convert_element_type"))
 
 # Compositions of impl's primitives and the special functions (impl/lax/_composites.py).
 from impl.lax._composites import (  # noqa: E402,F401

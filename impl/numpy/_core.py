@@ -17,7 +17,8 @@ from impl.primitives import linalg as _lg
 from impl.primitives.sharding import reshard
 from impl.numpy import _ufuncs as uf
 from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonicalize_axis,
-                              check_no_out, mask_where, promote, result_dtype, strong)
+                              check_no_out, mask_where, promote, result_dtype, strong,
+                              to_array)
 
 
 def _arr(x):
@@ -37,7 +38,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     x = _arr(a)
     aval = get_aval(x)
     if dtype is not None:
-        x = ew.convert_element_type(x, dtype)
+        x = ew.convert_element_type(x, core.user_dtype(dtype, "sum"))
     elif promote_integers and (aval.dtype == np.bool_ or aval.dtype.kind in "iu"):
         from impl.numpy._reductions import promoted_integer
         x = ew.convert_element_type(x, promoted_integer(aval.dtype))
@@ -69,7 +70,7 @@ def _inexact(x, dtype):
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     check_no_out("mean", out)
-    x = _inexact(_arr(a), dtype)
+    x = _inexact(_arr(a), None if dtype is None else core.user_dtype(dtype, "mean"))
     aval = get_aval(x)
     axes = canonicalize_axes(axis, aval.ndim)
     n = _count(aval, axes, where, keepdims, aval.dtype)
@@ -342,12 +343,16 @@ def tensordot(a, b, axes=2):
 # `out_sharding` places them on the mesh, and their type carries it.
 
 def zeros(shape, dtype=None, *, device=None, out_sharding=None):
-    return jax_jnp.zeros(shape, core.canonical_dtype(dtype or np.float64), device=device,
+    return _zeros(shape, dtype, device, out_sharding, "zeros")
+
+
+def _zeros(shape, dtype, device, out_sharding, fun_name):
+    return jax_jnp.zeros(shape, core.user_dtype(dtype or float, fun_name), device=device,
                          out_sharding=out_sharding)
 
 
 def ones(shape, dtype=None, *, device=None, out_sharding=None):
-    return jax_jnp.ones(shape, core.canonical_dtype(dtype or np.float64), device=device,
+    return jax_jnp.ones(shape, core.user_dtype(dtype or float, "ones"), device=device,
                         out_sharding=out_sharding)
 
 
@@ -364,14 +369,19 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
 
 
 def empty(shape, dtype=None):
-    return zeros(shape, dtype)
+    return _zeros(shape, dtype, None, None, "empty")
 
 
 def eye(N, M=None, k=0, dtype=None):
-    return jax_jnp.eye(N, M, k, dtype=core.canonical_dtype(dtype or np.float64))
+    return _eye(N, M, k, dtype, "eye")
 
 
-identity = lambda n, dtype=None: eye(n, dtype=dtype)
+def _eye(N, M, k, dtype, fun_name):
+    return jax_jnp.eye(N, M, k, dtype=core.user_dtype(dtype or float, fun_name))
+
+
+def identity(n, dtype=None):
+    return _eye(n, None, 0, dtype, "identity")
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
@@ -397,6 +407,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def _like(fn, a, dtype, shape):
     aval = get_aval(_arr(a))
+    if dtype is not None:
+        dtype = core.user_dtype(dtype, f"{fn.__name__}_like")
     return _like_prototype(fn(aval.shape if shape is None else shape, dtype or aval.dtype),
                            aval, dtype)
 
@@ -421,12 +433,14 @@ def ones_like(a, dtype=None, shape=None):
 
 def full_like(a, fill_value, dtype=None, shape=None):
     aval = get_aval(_arr(a))
+    if dtype is not None:
+        dtype = core.user_dtype(dtype, "full_like")
     return _like_prototype(full(aval.shape if shape is None else shape, fill_value,
                                 dtype or aval.dtype), aval, dtype)
 
 
 def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)
-    return asarray(object, dtype)
+    return to_array(object, dtype, "array")
 
 
 def astype(x, dtype):

@@ -92,7 +92,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     x = _arr(a)
     aval = get_aval(x)
     if dtype is not None:
-        x = ew.convert_element_type(x, dtype)
+        x = ew.convert_element_type(x, core.user_dtype(dtype, "prod"))
     elif promote_integers:
         x = ew.convert_element_type(x, promoted_integer(aval.dtype))
     axes = canonicalize_axes(axis, aval.ndim)
@@ -157,7 +157,7 @@ def _cumulative(name, fn, a, axis, dtype, out=None, nan_to=None, promote_integer
             x = ew.ne_p.bind(x, np.zeros((), aval.dtype))
         compute = promoted_integer(result)
     else:
-        result = compute = core.canonical_dtype(dtype)
+        result = compute = core.user_dtype(dtype, name)
     out = fn(ew.convert_element_type(x, compute), axis)
     return ew.convert_element_type(out, result)
 

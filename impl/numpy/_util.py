@@ -37,7 +37,13 @@ def check_arraylike(fun_name, *args):
 
 def asarray(a, dtype=None):
     """A value impl's primitives accept: tracers stay as they are, the rest become arrays."""
-    x = a
+    return to_array(a, dtype, "asarray")
+
+
+def to_array(x, dtype, fun_name):
+    """`asarray` for the public function `fun_name` (named in JAX's dtype warnings)."""
+    if dtype is not None:
+        dtype = core.user_dtype(dtype, fun_name)
     if isinstance(x, Tracer):
         return x if dtype is None else ew.convert_element_type(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer)
@@ -48,8 +54,6 @@ def asarray(a, dtype=None):
         elems = [e if get_aval(e).dtype == common else ew.convert_element_type(e, common)
                  for e in elems]
         return ix.concatenate([sh.expand_dims(e, (0,)) for e in elems], 0)
-    if dtype is not None:
-        dtype = core.canonical_dtype(dtype)
     return jax_jnp.asarray(x, dtype=dtype)
 
 
