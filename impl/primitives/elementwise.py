@@ -164,26 +164,31 @@ by_parts = ad.jvp_by_parts
 
 
 # ------------------------------------------------------------- unary primitives
+# The derivative rules compute in the order of JAX's (the same operations on the same
+# operands, `square` included), so derivatives round as JAX's do and print as its
+# programs print; a Python 1 stands for JAX's `_one(x)` (weak when x is), constant_like
+# for its `_const(x, c)`.
 
 neg_p = _unop("neg", lax.neg, ad.linear_jvp, dt.NUMBER, transpose=lambda ct, x: [neg(ct)])
 sin_p = _unop("sin", lax.sin, by_parts(lambda t, x: mul(t, cos(x))))
 cos_p = _unop("cos", lax.cos, by_parts(lambda t, x: neg(mul(t, sin(x)))))
 tan_p = _unop("tan", lax.tan,
-              by_parts(lambda t, ans, x: mul(t, add(constant_like(x, 1), mul(ans, ans))),
+              by_parts(lambda t, ans, x: mul(t, add(constant_like(x, 1), square(ans))),
                        use_output=True))
 asin_p = _unop("asin", lax.asin, by_parts(
-    lambda t, x: mul(t, rsqrt(sub(constant_like(x, 1), mul(x, x))))))
+    lambda t, x: mul(t, rsqrt(sub(constant_like(x, 1), square(x))))))
 acos_p = _unop("acos", lax.acos,
-               by_parts(lambda t, x: neg(mul(t, rsqrt(sub(constant_like(x, 1), mul(x, x)))))))
+               by_parts(lambda t, x: mul(t, neg(rsqrt(sub(constant_like(x, 1), square(x)))))))
 atan_p = _unop("atan", lax.atan, by_parts(
-    lambda t, x: div(t, add(constant_like(x, 1), mul(x, x)))))
+    lambda t, x: div(t, add(constant_like(x, 1), square(x)))))
 sinh_p = _unop("sinh", lax.sinh, by_parts(lambda t, x: mul(t, cosh(x))))
 cosh_p = _unop("cosh", lax.cosh, by_parts(lambda t, x: mul(t, sinh(x))))
 tanh_p = _unop("tanh", lax.tanh,
-               by_parts(lambda t, ans, x: mul(t, sub(1, mul(ans, ans))), use_output=True))
+               by_parts(lambda t, ans, x: mul(add(t, mul(t, ans)), sub(1, ans)),
+                        use_output=True))
 exp_p = _unop("exp", lax.exp, by_parts(lambda t, ans, x: mul(t, ans), use_output=True))
 log_p = _unop("log", lax.log, by_parts(lambda t, x: div(t, x)))
-log1p_p = _unop("log1p", lax.log1p, by_parts(lambda t, x: div(t, add(1, x))))
+log1p_p = _unop("log1p", lax.log1p, by_parts(lambda t, x: div(t, add(x, 1))))
 expm1_p = _unop("expm1", lax.expm1,
                 by_parts(lambda t, ans, x: mul(t, add(ans, 1)), use_output=True))
 sqrt_p = _unop("sqrt", lax.sqrt,
@@ -195,7 +200,7 @@ rsqrt_p = _unop("rsqrt", lax.rsqrt,
 logistic_p = _unop("logistic", lax.logistic,
                    by_parts(lambda t, ans, x: mul(t, mul(ans, sub(1, ans))), use_output=True))
 erf_p = _unop("erf", lax.erf, by_parts(
-    lambda t, x: mul(t, mul(constant_like(x, 2 / math.sqrt(math.pi)), exp(neg(mul(x, x)))))),
+    lambda t, x: mul(constant_like(x, 2 / math.sqrt(math.pi)), mul(t, exp(neg(square(x)))))),
     dt.FLOATING)
 # t where x >= 0, else -t: the derivative at 0 is 1, as in JAX (sign(0) would give 0).
 abs_p = _unop("abs", lax.abs,
@@ -267,8 +272,8 @@ def _pow_jvp_x(t, ans, x, y):
 
 
 def _pow_jvp_y(t, ans, x, y):
-    safe_log = select_n(eq(x, 0), log(x), zeros_like(x))
-    return mul(t, mul(ans, safe_log))
+    # log of x with its zeros replaced by ones: 0 ** y contributes nothing
+    return mul(t, mul(log(select_n(eq(x, 0), x, full_like(x, 1))), ans))
 
 
 def _pow_dtypes_agree(x, y):
@@ -302,7 +307,7 @@ def _minmax_jvp(pick):
 
 
 def _atan2_denominator(x, y):
-    return add(mul(x, x), mul(y, y))
+    return add(square(x), square(y))
 
 
 add_p = _binop("add", lax.add, ad.linear_jvp, dt.NUMBER, transpose=_add_transpose,
@@ -325,7 +330,7 @@ max_p = _binop("max", lax.max, _minmax_jvp(lambda a, b: gt(a, b)), jnp_name="max
 min_p = _binop("min", lax.min, _minmax_jvp(lambda a, b: lt(a, b)), jnp_name="minimum")
 atan2_p = _binop("atan2", lax.atan2, by_parts(
     lambda t, x, y: mul(t, div(y, _atan2_denominator(x, y))),
-    lambda t, x, y: neg(mul(t, div(x, _atan2_denominator(x, y))))), dt.INEXACT,
+    lambda t, x, y: mul(t, div(neg(x), _atan2_denominator(x, y)))), dt.INEXACT,
     jnp_name="arctan2")
 and_p = _binop("and", lax.bitwise_and, ad.zero_jvp, dt.INT_OR_BOOL)
 or_p = _binop("or", lax.bitwise_or, ad.zero_jvp, dt.INT_OR_BOOL)
@@ -382,6 +387,13 @@ integer_pow_p = define(
     "integer_pow", abstract_eval=lambda x, *, y: _unop_aval("integer_pow", dt.NUMBER)(x),
     lowering=lambda x, *, y: lax.integer_pow(x, y), jvp=by_parts(_integer_pow_jvp),
     batching=batching.vectorized, sharding_rule=sharding_rules.same_as_operand)
+# x * x, a primitive of its own as in JAX (jnp.square and the derivative rules bind it)
+square_p = _unop("square", lax.square,
+                 by_parts(lambda t, x: mul(t, mul(constant_like(x, 2), x))), dt.NUMBER)
+
+
+def square(x):
+    return square_p.bind(x)
 
 
 # ---------------------------------------------------------------- select_n
@@ -647,7 +659,7 @@ clz_p = _unop("clz", lax.clz, ad.zero_jvp, dt.INTEGER)
 # JAX defines no derivative for nextafter (callers stop gradients before it).
 nextafter_p = _binop("nextafter", lax.nextafter, None, dt.FLOATING, jnp_name="nextafter")
 erf_inv_p = _unop("erf_inv", lax.erf_inv, by_parts(
-    lambda t, ans, x: mul(t, mul(constant_like(x, math.sqrt(math.pi) / 2), exp(mul(ans, ans)))),
+    lambda t, ans, x: mul(constant_like(x, math.sqrt(math.pi) / 2), mul(t, exp(square(ans)))),
     use_output=True), dt.FLOATING)
 
 
