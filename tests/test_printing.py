@@ -66,6 +66,18 @@ PROGRAMS = {
                                    L.slice(x, (0,), (2,), (1,)), L.slice_in_dim(x, 1, 3),
                                    L.slice(x, (0,), (4,), (1,))),
         (np.ones(4, np.float32),)),
+    "products: dimension numbers as lists, the accumulation dtype, no None precision": (
+        lambda J, N, L: lambda a, b: (N.dot(a + 1, b), a @ b, N.einsum("ij,j->i", a, b),
+                                      N.tensordot(a, a, 2), J.grad(lambda a: N.dot(a, b).sum())(a)),
+        (np.ones((3, 4), np.float32), np.ones(4, np.float32))),
+    "reduce_sum with its out_sharding, reshape with all its parameters": (
+        lambda J, N, L: lambda a: (N.sum(a), L.reduce_sum(a, (0,)), N.max(a), a.reshape(12)),
+        (np.ones((3, 4), np.float32),)),
+    "where is a call named _where": (
+        lambda J, N, L: lambda x: 1.05 * N.where(x > 0, x, 1.67 * N.exp(x) - 1.67),
+        (np.arange(5.0, dtype=np.float32),)),
+    "square is a primitive": (lambda J, N, L: lambda x: (N.square(x), L.square(x), x ** 2),
+                              (F,)),
     "vmap of debug.print slices each element": (
         lambda J, N, L: J.vmap(lambda x: J.debug.print("x={x}", x=x)),
         (np.ones(2, np.float32),)),

@@ -238,6 +238,14 @@ def _dot_dtype(a, b):
             for x in (a, b)]
 
 
+def _accumulation_dtype(preferred_element_type, fun_name, *operands):
+    """The dtype jnp's products ask dot_general for, as JAX's do: the one asked for, or
+    else the operands' result dtype (so their equations print it)."""
+    if preferred_element_type is not None:
+        return core.user_dtype(preferred_element_type, fun_name)
+    return result_dtype(*operands)[0]
+
+
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     a, b = _dot_dtype(_arr(a), _arr(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
@@ -247,8 +255,9 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
         return out if out_sharding is None else reshard(out, out_sharding)
     contract_b = 0 if nb == 1 else nb - 2
     return _lg.dot_general(a, b, (((na - 1,), (contract_b,)), ((), ())),
-                           precision=precision, preferred_element_type=preferred_element_type,
-                           out_sharding=out_sharding)
+                           precision=precision, out_sharding=out_sharding,
+                           preferred_element_type=_accumulation_dtype(
+                               preferred_element_type, "dot", a, b))
 
 
 def _spec_of(out_sharding):
@@ -273,39 +282,62 @@ def _bcast_pair(a, b):
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """One dot_general, as JAX stages matmul: a vector operand is contracted as it is;
+    the stacked axes are batch axes where both operands have them, axes of size 1 are
+    squeezed out (and come back as free axes of the other operand), and the result is
+    transposed into NumPy's order (`out_sharding` is dot_general's result sharding)."""
     a, b = _dot_dtype(_arr(a), _arr(b))
+    preferred_element_type = _accumulation_dtype(preferred_element_type, "matmul", a, b)
     sa, sb = get_aval(a).shape, get_aval(b).shape
-    if not sa or not sb:
-        raise ValueError("matmul: operands must not be scalars (use * for scalars)")
-    a_vec, b_vec = len(sa) == 1, len(sb) == 1
-    if a_vec:
-        a = sh.reshape(a, (1,) + sa)
-    if b_vec:
-        b = sh.reshape(b, sb + (1,))
-    sa, sb = get_aval(a).shape, get_aval(b).shape
-    if sa[-1] != sb[-2]:
+    for i, s in enumerate((sa, sb)):
+        if not s:
+            raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it "
+                             "has ndim 0")
+    a_mat, b_mat = len(sa) > 1, len(sb) > 1
+    a_stack, b_stack = (sa[:-2] if a_mat else ()), (sb[:-2] if b_mat else ())
+    n = max(len(a_stack), len(b_stack))
+    a_stack = (None,) * (n - len(a_stack)) + a_stack
+    b_stack = (None,) * (n - len(b_stack)) + b_stack
+    batch_pos, a_free, b_free, both_squeezed = [], [], [], []
+    a_batch, b_batch, a_squeeze, b_squeeze = [], [], [], []
+    for i, (da, db) in enumerate(zip(a_stack, b_stack)):
+        if da is None:
+            b_free.append(i)
+        elif db is None:
+            a_free.append(i)
+        elif da == 1 and db == 1:
+            a_squeeze.append(len(batch_pos) + len(a_free) + len(a_squeeze))
+            b_squeeze.append(len(batch_pos) + len(b_free) + len(b_squeeze))
+            both_squeezed.append(i)
+        elif da == 1:
+            b_free.append(i)
+            a_squeeze.append(len(batch_pos) + len(a_free) + len(a_squeeze))
+        elif db == 1:
+            a_free.append(i)
+            b_squeeze.append(len(batch_pos) + len(b_free) + len(b_squeeze))
+        elif da == db:
+            a_batch.append(len(batch_pos) + len(a_free))
+            b_batch.append(len(batch_pos) + len(b_free))
+            batch_pos.append(i)
+        else:
+            raise ValueError(f"Incompatible types for matmul arguments: {get_aval(a)} and "
+                             f"{get_aval(b)}")
+    if a_mat:
+        a_free.append(n)
+    if b_mat:
+        b_free.append(n + 1 if a_mat else n)
+    a, b = sh.squeeze(a, tuple(a_squeeze)), sh.squeeze(b, tuple(b_squeeze))
+    na, nb = get_aval(a).ndim, get_aval(b).ndim
+    if get_aval(a).shape[-1] != get_aval(b).shape[nb - 1 - b_mat]:
         raise TypeError(f"dot_general requires contracting dimensions to have the same "
-                        f"shape, got ({sa[-1]},) and ({sb[-2]},) (matmul of shapes {sa} and "
-                        f"{sb}).")
-    batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
-    a = broadcast_to(a, batch + sa[-2:])
-    b = broadcast_to(b, batch + sb[-2:])
-    nb = len(batch)
-    if out_sharding is not None:   # as a spec of the product before vectors' axes go
-        entries = list(_spec_entries(out_sharding))
-        if a_vec:
-            entries.insert(nb, None)
-        if b_vec:
-            entries.append(None)
-        out_sharding = _respec(out_sharding, entries)
-    out = _lg.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+                        f"shape, got ({sa[-1]},) and ({get_aval(b).shape[nb - 1 - b_mat]},) "
+                        f"(matmul of shapes {sa} and {sb}).")
+    out = _lg.dot_general(a, b, (((na - 1,), (nb - 1 - b_mat,)), (tuple(a_batch),
+                                                                 tuple(b_batch))),
                           precision=precision, preferred_element_type=preferred_element_type,
                           out_sharding=out_sharding)
-    if a_vec:
-        out = sh.squeeze(out, (nb,))
-    if b_vec:
-        out = sh.squeeze(out, (get_aval(out).ndim - 1,))
-    return out
+    out = sh.transpose(out, tuple(np.argsort(batch_pos + a_free + b_free)))
+    return sh.expand_dims(out, tuple(both_squeezed)) if both_squeezed else out
 
 
 def vdot(a, b):
@@ -317,7 +349,8 @@ def inner(a, b):
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if na == 0 or nb == 0:
         return ew.mul(*_bcast_pair(a, b))
-    return _lg.dot_general(a, b, (((na - 1,), (nb - 1,)), ((), ())))
+    return _lg.dot_general(a, b, (((na - 1,), (nb - 1,)), ((), ())),
+                           preferred_element_type=_accumulation_dtype(None, "inner", a, b))
 
 
 def outer(a, b):
@@ -334,7 +367,8 @@ def tensordot(a, b, axes=2):
         ca, cb = axes
         ca = tuple(canonicalize_axis(i, na) for i in np.atleast_1d(ca))
         cb = tuple(canonicalize_axis(i, nb) for i in np.atleast_1d(cb))
-    return _lg.dot_general(a, b, ((ca, cb), ((), ())))
+    return _lg.dot_general(a, b, ((ca, cb), ((), ())),
+                           preferred_element_type=_accumulation_dtype(None, "tensordot", a, b))
 
 
 # ------------------------------------------------------------------- creation
@@ -587,6 +621,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     if not operands:
         raise ValueError("einsum: at least one operand is required")
     ops = promote(*[_arr(o) for o in operands])
+    preferred_element_type = _accumulation_dtype(preferred_element_type, "einsum", *ops)
     subscripts, ops = _expand_ellipsis(subscripts, ops)
     ins, out_labels = _parse_einsum(subscripts, len(ops))
     for x, s in zip(ops, ins):
