@@ -117,3 +117,31 @@ def test_64bit_dtype_requests_warn_as_jax_without_x64(name):
     got = _dtype_warnings(impl, inp, DTYPE_REQUESTS[name])
     assert got == want
     assert len(want[1]) == (0 if name == "int32 asked" else 1)
+
+
+Z = np.complex64(0.3 + 0.4j)
+COMPLEX_TO_REAL = {
+    "lax.convert_element_type": lambda J, N: J.lax.convert_element_type(Z, np.float32),
+    "astype": lambda J, N: N.asarray(Z).astype(np.float32),
+    "astype under jit": lambda J, N: J.jit(lambda z: z.astype(np.float32))(Z),
+    "astype to bool under jit": lambda J, N: J.jit(lambda z: z.astype(bool))(Z),
+    "sum with a real dtype": lambda J, N: N.sum(N.asarray([Z]), dtype=np.float32),
+    "real": lambda J, N: N.real(Z),
+    # the cotangent of real/imag parts goes back through a conversion: no warning
+    "vjp through real and imag": lambda J, N: J.vjp(
+        lambda z: N.real(z) * 2.0 + N.imag(z) * 1j, Z)[1](N.asarray(np.complex64(1 + 2j))),
+}
+
+
+@pytest.mark.parametrize("name", COMPLEX_TO_REAL)
+def test_complex_to_real_warns_where_jax_warns(name):
+    import warnings
+
+    def run(J, N):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = COMPLEX_TO_REAL[name](J, N)
+        return [w.category for w in caught], jax.tree.map(np.asarray, out)
+    (want, want_out), (got, got_out) = run(jax, jjnp), run(impl, inp)
+    assert got == want
+    jax.tree.map(np.testing.assert_array_equal, got_out, want_out)

@@ -105,8 +105,9 @@ bitcast_convert_type = _ew.bitcast_convert_type
 
 def convert_element_type(operand, new_dtype):
     """`operand` as `new_dtype` (a strongly typed result, as in JAX)."""
-    return _ew.convert_element_type(operand,
-                                    _core.user_dtype(new_dtype, "convert_element_type"))
+    new_dtype = _core.user_dtype(new_dtype, "convert_element_type")
+    _ew.warn_if_complex_to_real(_ew.get_aval(operand).dtype, new_dtype)
+    return _ew.convert_element_type(operand, new_dtype)
 
 # Compositions of impl's primitives and the special functions (impl/lax/_composites.py).
 from impl.lax._composites import (  # noqa: E402,F401

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import string
+import warnings
 
 import numpy as np
 import jax.numpy as jax_jnp
@@ -38,7 +39,9 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     x = _arr(a)
     aval = get_aval(x)
     if dtype is not None:
-        x = ew.convert_element_type(x, core.user_dtype(dtype, "sum"))
+        dtype = core.user_dtype(dtype, "sum")
+        ew.warn_if_complex_to_real(aval.dtype, dtype)
+        x = ew.convert_element_type(x, dtype)
     elif promote_integers and (aval.dtype == np.bool_ or aval.dtype.kind in "iu"):
         from impl.numpy._reductions import promoted_integer
         x = ew.convert_element_type(x, promoted_integer(aval.dtype))
@@ -478,7 +481,16 @@ def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)
 
 
 def astype(x, dtype):
-    return ew.convert_element_type(_arr(x), dtype)
+    x = _arr(x)
+    dtype = core.user_dtype(float if dtype is None else dtype, "astype")
+    if get_aval(x).dtype.kind == "c":
+        if dtype.kind in "iuf":
+            warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. "
+                          "Please first use jnp.real or jnp.imag to take the real/imaginary "
+                          "component of your input.", DeprecationWarning, stacklevel=2)
+        elif dtype == np.bool_:   # nonzero, as NumPy: a conversion would drop the imaginary
+            return ew.ne_p.bind(x, np.zeros((), get_aval(x).dtype))
+    return ew.convert_element_type(x, dtype)
 
 
 # ---------------------------------------------------------------------- einsum

@@ -92,7 +92,9 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     x = _arr(a)
     aval = get_aval(x)
     if dtype is not None:
-        x = ew.convert_element_type(x, core.user_dtype(dtype, "prod"))
+        dtype = core.user_dtype(dtype, "prod")
+        ew.warn_if_complex_to_real(aval.dtype, dtype)
+        x = ew.convert_element_type(x, dtype)
     elif promote_integers:
         x = ew.convert_element_type(x, promoted_integer(aval.dtype))
     axes = canonicalize_axes(axis, aval.ndim)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 
 import jax
 import numpy as np
@@ -547,8 +548,21 @@ clamp_p = define("clamp", abstract_eval=_clamp_aval, lowering=_clamp_lower, jvp=
 # -------------------------------------------------------- convert_element_type
 
 def _convert_lower(x, *, new_dtype, weak_type=False):
-    out = lax.convert_element_type(x, new_dtype)
-    return _mark_weak(out) if weak_type else out
+    if _jax_convert is None:  # pragma: no cover
+        out = lax.convert_element_type(x, new_dtype)
+        return _mark_weak(out) if weak_type else out
+    # The primitive, as JAX's rules bind it: no ComplexWarning (the public functions
+    # that convert warn, as JAX's do)
+    return _jax_convert(x, new_dtype, weak_type=bool(weak_type),
+                        warn_on_complex_to_real_cast=False)
+
+
+def warn_if_complex_to_real(dtype, new_dtype):
+    """The warning of JAX's public conversions (lax.convert_element_type, a reduction's
+    dtype=): a complex value cast to a real dtype loses its imaginary part."""
+    if np.dtype(dtype).kind == "c" and np.dtype(new_dtype).kind != "c":
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=3)
 
 
 def _convert_aval(x, *, new_dtype, weak_type=False):
