@@ -78,6 +78,8 @@ PROGRAMS = {
         (np.arange(5.0, dtype=np.float32),)),
     "square is a primitive": (lambda J, N, L: lambda x: (N.square(x), L.square(x), x ** 2),
                               (F,)),
+    "grad of an add with a constant makes no zero": (
+        lambda J, N, L: J.grad(lambda x: N.log(1.0 + N.exp(x)) + (1.0 - x)), (F,)),
     "vmap of debug.print slices each element": (
         lambda J, N, L: J.vmap(lambda x: J.debug.print("x={x}", x=x)),
         (np.ones(2, np.float32),)),

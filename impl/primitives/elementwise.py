@@ -26,7 +26,7 @@ from impl.primitives import sharding_rules
 from impl.primitives.sharding import reshard_p
 from impl.primitives import _operand_dtypes as dt
 from impl.primitives._define import cast_to, define
-from impl.primitives.shape import broadcast_in_dim, reduce_sum
+from impl.primitives.shape import broadcast_in_dim, reduce_sum, reshape
 
 
 # ------------------------------------------------------------------ type rules
@@ -240,6 +240,38 @@ def _sub_transpose(ct, x, y):
             unbroadcast(neg(ct), y.aval) if is_undefined_primal(y) else None]
 
 
+def _as_output_tangent(t, out):
+    """The tangent of one operand as the output's, the other's being zero: in its dtype
+    (the weak type kept), broadcast to its shape and sharding as JAX broadcasts it (axes
+    of size 1 squeezed out first), varying as it does."""
+    t_aval, out_aval = get_aval(t), get_aval(out)
+    if t_aval.dtype != out_aval.dtype:
+        t = convert_element_type(t, out_aval.dtype, t_aval.weak_type)
+    sharding = out_aval.explicit_sharding
+    if t_aval.shape != out_aval.shape or (sharding is not None
+                                          and t_aval.explicit_sharding != sharding):
+        dims = [i for i, (a, b) in enumerate(zip(t_aval.shape, out_aval.shape)) if a == b]
+        if len(dims) != t_aval.ndim:
+            t = reshape(t, tuple(t_aval.shape[i] for i in dims))
+        t = broadcast_in_dim(t, out_aval.shape, tuple(dims), out_sharding=sharding)
+    return vary_as(t, out_aval)
+
+
+def _additive_jvp(prim, negate_second):
+    """add and sub: a zero tangent adds nothing (no zeros are made, as in JAX)."""
+    def rule(primals, tangents):
+        out = prim.bind(*primals)
+        tx, ty = tangents
+        if type(tx) is Zero and type(ty) is Zero:
+            return out, Zero(ad.tangent_aval(get_aval(out)))
+        if type(ty) is Zero:
+            return out, _as_output_tangent(tx, out)
+        if type(tx) is Zero:
+            return out, _as_output_tangent(neg(ty) if negate_second else ty, out)
+        return out, prim.bind(tx, ty)
+    return rule
+
+
 def _div_jvp(primals, tangents):
     x, y = primals
     tx, ty = tangents
@@ -311,10 +343,11 @@ def _atan2_denominator(x, y):
     return add(square(x), square(y))
 
 
-add_p = _binop("add", lax.add, ad.linear_jvp, dt.NUMBER, transpose=_add_transpose,
-               jnp_name="add", unreduced_rule=sharding_rules.add_unreduced)
-sub_p = _binop("sub", lax.sub, ad.linear_jvp, dt.NUMBER, transpose=_sub_transpose,
-               jnp_name="subtract")
+add_p = _binop("add", lax.add, core.RuleMaker(lambda p: _additive_jvp(p, False)), dt.NUMBER,
+               transpose=_add_transpose, jnp_name="add",
+               unreduced_rule=sharding_rules.add_unreduced)
+sub_p = _binop("sub", lax.sub, core.RuleMaker(lambda p: _additive_jvp(p, True)), dt.NUMBER,
+               transpose=_sub_transpose, jnp_name="subtract")
 mul_p = _binop("mul", lax.mul, ad.bilinear_jvp, dt.NUMBER, jnp_name="multiply",
                unreduced_rule=sharding_rules.mul_unreduced,
                transpose=ad.bilinear_transpose(
