@@ -80,6 +80,10 @@ PROGRAMS = {
                               (F,)),
     "grad of an add with a constant makes no zero": (
         lambda J, N, L: J.grad(lambda x: N.log(1.0 + N.exp(x)) + (1.0 - x)), (F,)),
+    "cond branches keep their own weak types": (
+        lambda J, N, L: lambda p, x: (L.cond(p, lambda x: x * 2, lambda x: N.float64(3.) + x, x),
+                                      L.switch(1, [lambda x: x, lambda x: x.astype(N.float64)],
+                                               x)), (True, 1.0)),
     "vmap of debug.print slices each element": (
         lambda J, N, L: J.vmap(lambda x: J.debug.print("x={x}", x=x)),
         (np.ones(2, np.float32),)),

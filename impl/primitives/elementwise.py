@@ -607,6 +607,16 @@ def convert_element_type(x, dtype, weak_type=False):
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak_type:
         return x
+    if (isinstance(x, (bool, int, float, complex, np.generic)) and not weak_type
+            and core.current_trace() is not core.eval_trace
+            and not (dtype.kind in "iu" and isinstance(x, (float, complex, np.inexact))
+                     and not np.isfinite(x))):
+        # A Python or NumPy scalar converted now, as JAX converts one inside a
+        # transformation: a constant of the new dtype, not an equation
+        try:
+            return np.asarray(x).astype(dtype) if type(x) is int else np.asarray(x, dtype)
+        except OverflowError:
+            pass
     return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=bool(weak_type))
 
 
