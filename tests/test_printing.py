@@ -84,6 +84,20 @@ PROGRAMS = {
         lambda J, N, L: lambda p, x: (L.cond(p, lambda x: x * 2, lambda x: N.float64(3.) + x, x),
                                       L.switch(1, [lambda x: x, lambda x: x.astype(N.float64)],
                                                x)), (True, 1.0)),
+    "creation functions inside a transformation: broadcast constants and iotas": (
+        lambda J, N, L: lambda x: (N.zeros(3) + x, N.ones((2, 3), int) + x, N.full(3, 2.) + x,
+                                   N.full((2,), 2, N.float32) + x, N.arange(3) + x,
+                                   N.arange(1, 7, 2) + x, N.arange(0., 1., .25) + x,
+                                   N.eye(2, 3, 1) + x, N.identity(2, int) + x,
+                                   N.zeros_like(x * np.ones(2)), N.full_like(x * np.ones(2), 3.),
+                                   N.ones_like(np.ones(3)) + x), (F,)),
+    "an array of traced values: each converted, then stacked": (
+        lambda J, N, L: lambda x: (N.array([x, 1.]), N.array([[x, x], [2, 3]]),
+                                   N.sum(N.array([x, x, x]))), (np.int32(1),)),
+    "a constant array closed over by a loop body stays a broadcast": (
+        lambda J, N, L: lambda a, n: L.fori_loop(0, n, lambda i, c: c + N.ones(a.shape) * 3. + a,
+                                                 a + N.ones(a.shape)),
+        (np.ones(4, np.float32), 5)),
     "vmap of debug.print slices each element": (
         lambda J, N, L: J.vmap(lambda x: J.debug.print("x={x}", x=x)),
         (np.ones(2, np.float32),)),

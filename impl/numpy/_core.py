@@ -5,6 +5,7 @@ import builtins
 import string
 import warnings
 
+import jax
 import numpy as np
 import jax.numpy as jax_jnp
 from jax.sharding import PartitionSpec
@@ -15,6 +16,7 @@ from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import linalg as _lg
+from impl.primitives import reductions as _red
 from impl.primitives.sharding import reshard
 from impl.numpy import _ufuncs as uf
 from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonicalize_axis,
@@ -376,21 +378,55 @@ def tensordot(a, b, axes=2):
 
 # ------------------------------------------------------------------- creation
 
-# The creation functions make concrete arrays with JAX (constants of a staged program);
-# `out_sharding` places them on the mesh, and their type carries it.
+# Outside every transformation the creation functions make concrete arrays with JAX.
+# Inside one they bind primitives as JAX's do (a broadcast constant, an iota), so staged
+# programs hold those equations rather than array constants, as JAX's programs do;
+# `out_sharding` places the arrays on the mesh, and their type carries it.
+
+def _static_shape(shape):
+    """`shape` as a tuple of sizes, or None when it is not plainly one (JAX's creation
+    functions then say what is wrong with it)."""
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        return None
+    if all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
+           for d in dims):
+        return tuple(int(d) for d in dims)
+    return None
+
+
+def _staged(device, *shapes):
+    """Whether a creation function binds primitives: inside a transformation, unless
+    it places the array on a device or its shape is not a plain one (or a scalar,
+    which stays a constant, as JAX's literal does)."""
+    return (device is None and core.current_trace() is not core.eval_trace
+            and all(s is not None and s != () for s in shapes))
+
+
+def _filled(shape, value, dtype, out_sharding):
+    """`value` converted to `dtype` and broadcast to `shape`, as lax.full stages it."""
+    return sh.broadcast_in_dim(ew.convert_element_type(value, dtype), shape, (),
+                               out_sharding=out_sharding)
+
 
 def zeros(shape, dtype=None, *, device=None, out_sharding=None):
     return _zeros(shape, dtype, device, out_sharding, "zeros")
 
 
 def _zeros(shape, dtype, device, out_sharding, fun_name):
-    return jax_jnp.zeros(shape, core.user_dtype(dtype or float, fun_name), device=device,
-                         out_sharding=out_sharding)
+    dtype = core.user_dtype(dtype or float, fun_name)
+    if _staged(device, _static_shape(shape)):
+        return _filled(_static_shape(shape), 0, dtype, out_sharding)
+    return jax_jnp.zeros(shape, dtype, device=device, out_sharding=out_sharding)
 
 
 def ones(shape, dtype=None, *, device=None, out_sharding=None):
-    return jax_jnp.ones(shape, core.user_dtype(dtype or float, "ones"), device=device,
-                        out_sharding=out_sharding)
+    dtype = core.user_dtype(dtype or float, "ones")
+    if _staged(device, _static_shape(shape)):
+        return _filled(_static_shape(shape), 1, dtype, out_sharding)
+    return jax_jnp.ones(shape, dtype, device=device, out_sharding=out_sharding)
 
 
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
@@ -402,6 +438,12 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
         v = fill_value if dtype is None else ew.convert_element_type(fill_value, dtype)
         out = broadcast_to(v, shape)
         return out if out_sharding is None else reshard(out, out_sharding)
+    if np.ndim(fill_value) == 0 and _staged(device, _static_shape(shape)):
+        if dtype is None:   # a Python scalar's weak type kept, as lax.full keeps it
+            return sh.broadcast_in_dim(fill_value, _static_shape(shape), (),
+                                       out_sharding=out_sharding)
+        return _filled(_static_shape(shape), fill_value, core.user_dtype(dtype, "full"),
+                       out_sharding)
     return jax_jnp.full(shape, fill_value, dtype, device=device, out_sharding=out_sharding)
 
 
@@ -414,7 +456,15 @@ def eye(N, M=None, k=0, dtype=None):
 
 
 def _eye(N, M, k, dtype, fun_name):
-    return jax_jnp.eye(N, M, k, dtype=core.user_dtype(dtype or float, fun_name))
+    dtype = core.user_dtype(dtype or float, fun_name)
+    shape = _static_shape((N, N if M is None else M))
+    if _staged(None, shape) and isinstance(k, (int, np.integer)):
+        # ones where the row index plus k is the column index, as JAX stages it
+        index = core.canonical_dtype(np.int64)   # the default integer
+        rows = _red.broadcasted_iota(index, shape, 0)
+        cols = _red.broadcasted_iota(index, shape, 1)
+        return ew.convert_element_type(ew.eq(ew.add(rows, np.array(k, index)), cols), dtype)
+    return jax_jnp.eye(N, M, k, dtype=dtype)
 
 
 def identity(n, dtype=None):
@@ -426,8 +476,33 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
         if isinstance(v, core.Tracer):
             raise core.ConcretizationTypeError(
                 "arange requires concrete start, stop and step (they determine the shape)")
+    given = [v for v in (start, stop, step) if v is not None]
+    if (_staged(device) and not isinstance(out_sharding, jax.sharding.Sharding)
+            and all(isinstance(v, (int, float, np.integer, np.floating)) for v in given)):
+        return _staged_arange(start, stop, step, dtype, out_sharding)
     return jax_jnp.arange(start, stop, step, dtype=dtype, device=device,
                           out_sharding=out_sharding)
+
+
+def _staged_arange(start, stop, step, dtype, out_sharding):
+    """arange as JAX stages it: an iota, scaled by the step and shifted by the start."""
+    dtype = (core.user_dtype(dtype, "arange") if dtype is not None else
+             core.canonical_dtype(jax_jnp.result_type(
+                 *(v for v in (start, stop, step) if v is not None))))
+    if stop is None:
+        start, stop = 0, start
+    iota = lambda d, n: _red.broadcasted_iota(d, (max(0, n),), 0,  # noqa: E731
+                                              out_sharding=out_sharding)
+    if step is not None:
+        # narrow floats count in float32, as JAX's
+        work = (np.dtype(np.float32) if dtype.kind == "f" and dtype.itemsize < 4 else dtype)
+        n = int(np.ceil((stop - start) / step))
+        out = ew.add(ew.convert_element_type(start, work),
+                     ew.mul(ew.convert_element_type(step, work), iota(work, n)))
+        return ew.convert_element_type(out, dtype)
+    if start == 0:
+        return iota(dtype, int(np.ceil(stop)))
+    return ew.add(ew.convert_element_type(start, dtype), iota(dtype, int(np.ceil(stop - start))))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
@@ -443,11 +518,26 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def _like(fn, a, dtype, shape):
+    return _filled_like(a, {zeros: 0, ones: 1}[fn], dtype, shape, f"{fn.__name__}_like",
+                        lambda shape, dtype: fn(shape, dtype))
+
+
+def _filled_like(a, value, dtype, shape, fun_name, make):
+    """An array like `a` filled with `value`: inside a transformation a broadcast
+    constant of `a`'s dtype and weak type (or of `dtype`), as lax.full_like stages it;
+    else `make(shape, dtype)`."""
     aval = get_aval(_arr(a))
     if dtype is not None:
-        dtype = core.user_dtype(dtype, f"{fn.__name__}_like")
-    return _like_prototype(fn(aval.shape if shape is None else shape, dtype or aval.dtype),
-                           aval, dtype)
+        dtype = core.user_dtype(dtype, fun_name)
+    out_shape = aval.shape if shape is None else _static_shape(shape)
+    if (_staged(None, out_shape) and np.ndim(value) == 0
+            and not isinstance(value, core.Tracer)):
+        if dtype is None and shape is None:
+            return ew.full_like(a, value)
+        return ew.vary_as(_filled(out_shape, value, dtype or aval.dtype,
+                                  aval.explicit_sharding if shape is None else None), aval)
+    return _like_prototype(make(aval.shape if shape is None else shape,
+                                dtype or aval.dtype), aval, dtype)
 
 
 def _like_prototype(out, aval, dtype):
@@ -469,11 +559,8 @@ def ones_like(a, dtype=None, shape=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-    aval = get_aval(_arr(a))
-    if dtype is not None:
-        dtype = core.user_dtype(dtype, "full_like")
-    return _like_prototype(full(aval.shape if shape is None else shape, fill_value,
-                                dtype or aval.dtype), aval, dtype)
+    return _filled_like(a, fill_value, dtype, shape, "full_like",
+                        lambda shape, dtype: full(shape, fill_value, dtype))
 
 
 def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)

@@ -579,6 +579,10 @@ iota_p = define("iota", abstract_eval=_iota_aval,
                     lax.broadcasted_iota(dtype, shape, dimension, out_sharding=out_sharding),
                 jvp=ad.zero_jvp, batching=None,  # no operands: vmap never batches it
                 sharding_rule=lambda *, out_sharding, **params: out_sharding)
+# As JAX prints it: its sharding parameter is named sharding
+core.pp_params_rules[iota_p] = lambda eqn, namer: [
+    *sorted((k, v) for k, v in eqn.params.items() if k != "out_sharding"),
+    ("sharding", eqn.params.get("out_sharding"))]
 
 
 def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
