@@ -291,6 +291,14 @@ def canonical_dtype(dtype):
     return np.dtype(jax_dtypes.canonicalize_dtype(dtype))
 
 
+def user_dtype(dtype, fun_name=None):
+    """A dtype the user passed to `fun_name` (Python types stand for the default
+    dtypes), checked and canonicalized by JAX's own rule, so that a 64-bit dtype without
+    x64 brings JAX's warning (or error, as `jax_explicit_x64_dtypes` says)."""
+    from jax._src import dtypes as jax_private_dtypes
+    return np.dtype(jax_private_dtypes.check_and_canonicalize_user_dtype(dtype, fun_name))
+
+
 _PY_SCALAR_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
 
 

@@ -173,6 +173,17 @@ CASES = {
     "split into unequal parts": lambda api, jnp, lax: jnp.split(X3, 2),
     "stack of different shapes": lambda api, jnp, lax: jnp.stack([X3, X4]),
     "matmul of a scalar": lambda api, jnp, lax: jnp.matmul(1.0, X3),
+    "matmul of incompatible stacks": lambda api, jnp, lax: jnp.matmul(
+        np.ones((2, 2, 3)), np.ones((3, 3, 4))),
+    # the tutorial's loop_mjp: vjp functions return tuples
+    "vstack of tuples": lambda api, jnp, lax: jnp.vstack([(X3,), (X3,)]),
+    "hstack of a list": lambda api, jnp, lax: jnp.hstack([[1.0, 2.0], X3]),
+    "stack of a tuple": lambda api, jnp, lax: jnp.stack([X3, (1.0, 2.0, 3.0)]),
+    "concatenate of a tuple": lambda api, jnp, lax: jnp.concatenate([(X3,)]),
+    "dstack of tuples": lambda api, jnp, lax: jnp.dstack([(X3,)]),
+    "column_stack of a list": lambda api, jnp, lax: jnp.column_stack([[1.0, 2.0, 3.0], X3]),
+    "block with a tuple": lambda api, jnp, lax: jnp.block([X3, (1.0, 2.0, 3.0)]),
+    "block of mismatched depths": lambda api, jnp, lax: jnp.block([[1.0, 2.0], X3]),
     "holomorphic grad of a real input": lambda api, jnp, lax: api.grad(
         lambda x: x.sum(), holomorphic=True)(X3),
     "holomorphic jacrev of a real input": lambda api, jnp, lax: api.jacrev(

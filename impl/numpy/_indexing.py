@@ -25,7 +25,7 @@ from impl.primitives.sharding import auto_axes
 from impl.numpy._core import ones_like
 from impl.numpy._ufuncs import divide, negative, power
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
-                              canonicalize_axes, flat_or_axis, promote)
+                              canonicalize_axes, check_arraylike, flat_or_axis, promote)
 
 __all__ = ["concatenate", "stack", "hstack", "vstack", "split", "pad", "take",
            "take_along_axis", "flip", "tile", "repeat"]
@@ -45,12 +45,19 @@ def _promote_all(arrays):
 
 # ------------------------------------------------------------ join and split
 
-def _arrays_to_join(arrays, verb):
-    """The arrays `concatenate` or `stack` joins, promoted to one dtype: a sequence, or
-    one array's slices along its first axis."""
+def joined_arrays(arrays, fun_name):
+    """The arrays a joining function takes: one array's slices along its first axis, or
+    a sequence of arrays and scalars (a nested list or tuple raises TypeError, as JAX)."""
     if isinstance(arrays, (Tracer, jax.Array, np.ndarray)):
-        arrays = [arrays[i] for i in range(get_aval(asarray(arrays)).shape[0])]
+        return [arrays[i] for i in range(get_aval(asarray(arrays)).shape[0])]
     arrays = list(arrays)
+    check_arraylike(fun_name, *arrays)
+    return arrays
+
+
+def _arrays_to_join(arrays, verb):
+    """The arrays `concatenate` or `stack` joins, promoted to one dtype."""
+    arrays = joined_arrays(arrays, verb)
     if not arrays:
         raise ValueError(f"{verb}: need at least one array to {verb}")
     return _promote_all(arrays)
@@ -103,13 +110,13 @@ def _atleast(a, n):
 
 
 def hstack(tup, dtype=None):
-    arrays = [_atleast(a, 1) for a in tup]
+    arrays = [_atleast(a, 1) for a in joined_arrays(tup, "hstack")]
     axis = 0 if arrays and get_aval(arrays[0]).ndim == 1 else 1
     return concatenate(arrays, axis, dtype)
 
 
 def vstack(tup, dtype=None):
-    return concatenate([_atleast(a, 2) for a in tup], 0, dtype)
+    return concatenate([_atleast(a, 2) for a in joined_arrays(tup, "vstack")], 0, dtype)
 
 
 def split(ary, indices_or_sections, axis=0):

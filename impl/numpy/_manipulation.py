@@ -12,7 +12,7 @@ from impl.api import vmap
 from impl.core import get_aval
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
-from impl.numpy._indexing import concatenate, flip, split, take
+from impl.numpy._indexing import concatenate, flip, joined_arrays, split, take
 from impl.numpy._util import asarray, broadcast_to, canonicalize_axis
 from impl.primitives import indexing as ix
 from impl.primitives import shape as sh
@@ -92,7 +92,7 @@ def atleast_3d(*arys):
 def column_stack(tup):
     """1-d arrays become columns; 2-d ones are joined along their second axis."""
     cols = []
-    for a in tup:
+    for a in joined_arrays(tup, "column_stack"):
         x = asarray(a)
         if get_aval(x).ndim < 2:
             x = sh.reshape(x, (get_aval(x).size, 1))
@@ -101,7 +101,7 @@ def column_stack(tup):
 
 
 def dstack(tup, dtype=None):
-    return concatenate([_atleast_3d(a) for a in tup], 2, dtype)
+    return concatenate([_atleast_3d(a) for a in joined_arrays(tup, "dstack")], 2, dtype)
 
 
 def concat(arrays, /, *, axis=0):
@@ -232,10 +232,14 @@ def resize(a, new_shape):
 def block(arrays):
     """An array assembled from nested lists of blocks (innermost list: last axis)."""
     def depth(a):
-        return 1 + depth(a[0]) if isinstance(a, list) and a else (1 if isinstance(a, list)
-                                                                      else 0)
-    if isinstance(arrays, tuple):
-        raise TypeError("block: arrays must be a nested list, not a tuple")
+        if isinstance(a, tuple):
+            raise ValueError(f"jax.numpy.block does not allow tuples, got {a}")
+        if not isinstance(a, list):
+            return 0
+        depths = {depth(b) for b in a}
+        if len(depths) > 1:
+            raise ValueError("Mismatched list depths in jax.numpy.block")
+        return 1 + (depths.pop() if depths else 0)
     levels = depth(arrays)
     nd = builtins.max([levels] + [get_aval(asarray(b)).ndim for b in _leaves(arrays)])
 

@@ -88,6 +88,8 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     x = asarray(a)
     aval = get_aval(x)
     if dtype is not None:
+        dtype = core.user_dtype(dtype, "prod")
+        ew.warn_if_complex_to_real(aval.dtype, dtype)
         x = ew.convert_element_type(x, dtype)
     elif promote_integers:
         x = ew.convert_element_type(x, promoted_integer(aval.dtype))
@@ -153,7 +155,7 @@ def _cumulative(name, fn, a, axis, dtype, out=None, nan_to=None, promote_integer
             x = ew.ne_p.bind(x, np.zeros((), aval.dtype))
         compute = promoted_integer(result)
     else:
-        result = compute = core.canonical_dtype(dtype)
+        result = compute = core.user_dtype(dtype, name)
     out = fn(ew.convert_element_type(x, compute), axis)
     return ew.convert_element_type(out, result)
 

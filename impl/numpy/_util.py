@@ -37,19 +37,31 @@ def check_arraylike(fun_name, *args):
 
 def asarray(a, dtype=None):
     """A value impl's primitives accept: tracers stay as they are, the rest become arrays."""
-    x = a
+    return to_array(a, dtype, "asarray")
+
+
+def to_array(x, dtype, fun_name):
+    """`asarray` for the public function `fun_name` (named in JAX's dtype warnings)."""
+    if dtype is not None:
+        dtype = core.user_dtype(dtype, fun_name)
     if isinstance(x, Tracer):
         return x if dtype is None else ew.convert_element_type(x, dtype)
+    if isinstance(x, (list, tuple)):
+        leaves = jax.tree_util.tree_leaves(x)
+        if any(isinstance(e, Tracer) for e in leaves):
+            # A (nested) sequence holding tracers: each element converted to the
+            # (strongly typed) result dtype, then stacked along a new axis, as JAX does.
+            return _stacked(x, result_dtype(*leaves)[0] if dtype is None else dtype)
+    return jax_jnp.asarray(x, dtype=dtype)
+
+
+def _stacked(x, dtype):
+    """A nested sequence as one array: the parts holding no tracer are constants."""
+    if isinstance(x, Tracer):
+        return ew.convert_element_type(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer)
                                             for e in jax.tree_util.tree_leaves(x)):
-        # A (nested) sequence holding tracers: stack its elements along a new axis.
-        elems = [asarray(e, dtype) for e in x]
-        common, _ = result_dtype(*elems)
-        elems = [e if get_aval(e).dtype == common else ew.convert_element_type(e, common)
-                 for e in elems]
-        return ix.concatenate([sh.expand_dims(e, (0,)) for e in elems], 0)
-    if dtype is not None:
-        dtype = core.canonical_dtype(dtype)
+        return ix.concatenate([sh.expand_dims(_stacked(e, dtype), (0,)) for e in x], 0)
     return jax_jnp.asarray(x, dtype=dtype)
 
 

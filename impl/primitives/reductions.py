@@ -580,6 +580,10 @@ iota_p = define("iota", abstract_eval=_iota_aval,
                 jvp=ad.zero_jvp, batching=None,  # no operands: vmap never batches it
                 sharding_rule=lambda *, out_sharding, **params: out_sharding,
                 unreduced_rule=sharding_rules.created_unreduced)
+# As JAX prints it: its sharding parameter is named sharding
+core.pp_params_rules[iota_p] = lambda eqn, namer: [
+    *sorted((k, v) for k, v in eqn.params.items() if k != "out_sharding"),
+    ("sharding", eqn.params.get("out_sharding"))]
 
 
 def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):

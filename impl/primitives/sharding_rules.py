@@ -123,14 +123,6 @@ def squeeze(x, *, dimensions):
     return tuple(e for i, e in enumerate(spec(x)) if i not in drop)
 
 
-def expand_dims(x, *, dimensions):
-    out = list(spec(x))
-    ndim = x.ndim + len(dimensions)
-    for d in sorted(d % ndim for d in dimensions):
-        out.insert(d, None)
-    return tuple(out)
-
-
 def drop_axes(param):
     """Reductions over the axes named by the parameter `param` (a tuple or one int):
     the reduced axes leave the spec (XLA combines the partial results)."""
