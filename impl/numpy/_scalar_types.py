@@ -59,20 +59,21 @@ def _scalar_type(dtype):
     return scalar_type
 
 
-_SCALAR_TYPES = ("bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
-                 "int64", "bfloat16", "float16", "float32", "float64", "complex64",
-                 "complex128", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn",
-                 "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
-                 "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-                 "int1", "int2", "int4", "uint1", "uint2", "uint4")
-globals().update({name: _scalar_type(getattr(_jax_jnp, name).dtype)
-                  for name in _SCALAR_TYPES if hasattr(_jax_jnp, name)})
-bool = bool_  # noqa: A001,F821  (jax.numpy's name)
-int_, uint = int64, uint64  # noqa: F821
-float_, single, double = float64, float32, float64  # noqa: F821
-csingle, cdouble = complex64, complex128  # noqa: F821
-complex_ = complex128  # noqa: F821
-__all__ += [n for n in _SCALAR_TYPES if n in globals()] + ["float_"]
+_SCALAR_TYPES = {name: _scalar_type(getattr(_jax_jnp, name).dtype) for name in (
+    "bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+    "bfloat16", "float16", "float32", "float64", "complex64", "complex128", "float4_e2m1fn",
+    "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+    "int1", "int2", "int4", "uint1", "uint2", "uint4") if hasattr(_jax_jnp, name)}
+globals().update(_SCALAR_TYPES)
+# jax.numpy's other names of them
+_SCALAR_TYPES.update(bool=_SCALAR_TYPES["bool_"], int_=_SCALAR_TYPES["int64"],
+                     uint=_SCALAR_TYPES["uint64"], float_=_SCALAR_TYPES["float64"],
+                     single=_SCALAR_TYPES["float32"], double=_SCALAR_TYPES["float64"],
+                     csingle=_SCALAR_TYPES["complex64"], cdouble=_SCALAR_TYPES["complex128"],
+                     complex_=_SCALAR_TYPES["complex128"])
+globals().update(_SCALAR_TYPES)
+__all__ = sorted(set(__all__) | set(_SCALAR_TYPES))
 
 # Predicates on dtypes (not arrays): JAX's own, which also know its extended dtypes.
 isdtype, issubdtype = _jax_jnp.isdtype, _jax_jnp.issubdtype
