@@ -145,3 +145,38 @@ def test_complex_to_real_warns_where_jax_warns(name):
     (want, want_out), (got, got_out) = run(jax, jjnp), run(impl, inp)
     assert got == want
     jax.tree.map(np.testing.assert_array_equal, got_out, want_out)
+
+
+SCALAR_TYPE_USES = {
+    "int16(1) + 1": lambda J, N: N.int16(1) + 1,
+    "int16(1) + numpy array": lambda J, N: N.int16(1) + np.array(1),
+    "numpy int16 + 1 + int16": lambda J, N: np.int16(1) + 1 + N.int16(1),
+    "float32 of a Python float": lambda J, N: N.float32(2.5),
+    "bfloat16 of an int": lambda J, N: N.bfloat16(3),
+    "bool_ of an array": lambda J, N: N.bool_(np.arange(3)),
+    "float32 under jit": lambda J, N: J.jit(lambda x: N.float32(x) * 2)(3),
+    "lax.add of float32(1) and 1.0": lambda J, N: J.lax.add(N.float32(1), 1.0),
+}
+
+
+@pytest.mark.parametrize("name", SCALAR_TYPE_USES)
+def test_scalar_types_make_arrays_as_jax(name):
+    """jnp.float32(x) and the like make rank-0 arrays (as JAX's scalar types do), which
+    then promote by JAX's rules, not NumPy's."""
+    with jax.enable_x64(False):   # JAX's defaults: Python floats are float32
+        want = SCALAR_TYPE_USES[name](jax, jjnp)
+        got = SCALAR_TYPE_USES[name](impl, inp)
+    assert isinstance(got, jax.Array) == isinstance(want, jax.Array)
+    assert (got.dtype, getattr(got, "weak_type", None)) == (want.dtype,
+                                                             getattr(want, "weak_type", None))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_scalar_types_name_dtypes_as_jax():
+    for name in ["float32", "int8", "bool_", "bfloat16", "complex64", "uint32", "int4"]:
+        t, jt = getattr(inp, name), getattr(jjnp, name)
+        assert np.dtype(t) == np.dtype(jt) and t == jt.dtype.type and hash(t) == hash(jt)
+        assert isinstance(np.zeros((), np.dtype(jt))[()], t)
+        assert inp.zeros(2, t).dtype == jjnp.zeros(2, jt).dtype
+    assert inp.bool is inp.bool_ and inp.single is inp.float32
+    assert inp.issubdtype(inp.float32, inp.floating) and not isinstance(1.0, inp.float32)

@@ -240,7 +240,26 @@ def linearize_flat(fun, primals):
         out_nonzero = [type(t) is not Zero for t in out_tangents]
         closed = staging.to_closed_jaxpr([t for t in out_tangents if type(t) is not Zero])
     out_avals = [tangent_aval(get_aval(p)) for p in out_primals]
-    return out_primals, LinearizedFunction(closed, t_avals, out_avals, out_nonzero)
+    return out_primals, LinearizedFunction(_inputs_first(closed, primals), t_avals, out_avals,
+                                           out_nonzero)
+
+
+def _inputs_first(closed, primals):
+    """The residuals ordered as JAX orders them: the primal inputs the linear program
+    reads first, in argument order, then the values computed from them, in the order
+    the program came to need them."""
+    position = {}
+    for i, p in enumerate(primals):
+        position.setdefault(id(p), i)
+    order = sorted(range(len(closed.consts)),
+                   key=lambda k: (0, position[id(closed.consts[k])])
+                   if id(closed.consts[k]) in position else (1, k))
+    if order == list(range(len(order))):
+        return closed
+    j = closed.jaxpr
+    return core.ClosedJaxpr(
+        core.Jaxpr([j.constvars[k] for k in order], j.invars, j.outvars, j.eqns),
+        [closed.consts[k] for k in order])
 
 
 # --------------------------------------------------------------------- transpose

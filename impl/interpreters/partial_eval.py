@@ -37,7 +37,7 @@ effectful: set = set()
 replayed_by_remat: set = set()
 
 
-class JaxprTracer(Tracer):
+class DynamicJaxprTracer(Tracer):
     __slots__ = ("var",)
 
     def __init__(self, trace, var):
@@ -81,13 +81,13 @@ class JaxprTrace(core.Trace):
     def new_arg(self, aval):
         var = Var(aval)
         self.invars.append(var)
-        return JaxprTracer(self, var)
+        return DynamicJaxprTracer(self, var)
 
     def is_own(self, x):
-        return isinstance(x, JaxprTracer) and x._trace is self
+        return isinstance(x, DynamicJaxprTracer) and x._trace is self
 
     def get_var(self, x):
-        if isinstance(x, JaxprTracer) and x._trace is self:
+        if isinstance(x, DynamicJaxprTracer) and x._trace is self:
             return x.var
         if isinstance(x, Tracer):
             self.check_alive(x)
@@ -109,7 +109,7 @@ class JaxprTrace(core.Trace):
 
     def instantiate(self, x):
         """`x` as one of this trace's tracers (a known value becomes a constant)."""
-        return x if self.is_own(x) else JaxprTracer(self, self.get_var(x))
+        return x if self.is_own(x) else DynamicJaxprTracer(self, self.get_var(x))
 
     def bind_known(self, prim, args, params):
         """Run `prim` on known values: on the parent trace. Partial-evaluation rules
@@ -119,13 +119,13 @@ class JaxprTrace(core.Trace):
 
     def process_primitive(self, prim, args, params):
         if self.forward_known:
-            if not any(isinstance(x, JaxprTracer) and x._trace is self for x in args):
+            if not any(isinstance(x, DynamicJaxprTracer) and x._trace is self for x in args):
                 return self.bind_known(prim, args, params)
             rule = partial_eval_rules.get(prim)
             if rule is not None:
                 return rule(self, args, **params)
         for x in args:
-            if isinstance(x, Tracer) and not isinstance(x, JaxprTracer):
+            if isinstance(x, Tracer) and not isinstance(x, DynamicJaxprTracer):
                 self.check_alive(x)
         return self.stage(prim, args, params)
 
@@ -139,10 +139,10 @@ class JaxprTrace(core.Trace):
         if prim.multiple_results:
             outvars = [Var(a) for a in out_avals]
             self.eqns.append(JaxprEqn(prim, invars, outvars, params))
-            return [JaxprTracer(self, v) for v in outvars]
+            return [DynamicJaxprTracer(self, v) for v in outvars]
         outvar = Var(out_avals)
         self.eqns.append(JaxprEqn(prim, invars, [outvar], params))
-        return JaxprTracer(self, outvar)
+        return DynamicJaxprTracer(self, outvar)
 
     def to_closed_jaxpr(self, outs, dce=True) -> ClosedJaxpr:
         outvars = [self.get_var(x) for x in outs]

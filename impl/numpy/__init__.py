@@ -1,11 +1,7 @@
 """The everyday jax.numpy surface, built only on impl's primitives."""
 import numpy as _np
-from numpy import (float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
-                   uint32, complex64, complex128, inf, nan, pi, e, newaxis)
-from jax.numpy import bfloat16, dtype, iinfo, finfo, promote_types, result_type  # noqa: F401
-
-bool_ = _np.bool_
-float_ = float64
+from numpy import inf, nan, pi, e, newaxis  # noqa: F401
+from jax.numpy import dtype, iinfo, finfo, promote_types, result_type  # noqa: F401
 
 from impl.numpy._util import asarray, broadcast_to, broadcast_shapes  # noqa: F401,E402
 from impl.numpy._ufuncs import *  # noqa: F401,F403,E402
