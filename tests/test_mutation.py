@@ -84,6 +84,81 @@ def test_an_axis_mutant_of_a_transpose_rule_moves_the_axis(mutants):
     np.testing.assert_array_equal(np.asarray(ca), ct[:2])
 
 
+def test_the_calls_of_a_primitives_rules_are_recorded(mutants):
+    """recording_calls names the tables whose rule of the primitive impl calls: jvp under
+    jvp, batching under vmap, none when the primitive is evaluated alone."""
+    x = np.array([0.1, 0.2])
+    for run, expected in ((lambda: impl.numpy.sin(x), set()),
+                          (lambda: impl.jvp(impl.numpy.sin, (x,), (x,)), {"jvp"}),
+                          (lambda: impl.vmap(impl.numpy.sin)(x), {"batching"})):
+        called = set()
+        with mutation.recording_calls("sin", called):
+            run()
+        assert called == expected
+    table = mutation._tables()["batching"]
+    sin = mutation._primitive_of(table, "sin")
+    true_rule = table[sin]
+    with mutation.recording_calls("sin", set()), mutation.applied(_mutant(mutants, "batching:sin:shift_batch")):
+        # what impl reads of a rule besides calling it (how it treats ragged operands, ...)
+        assert table[sin] is not true_rule and vars(true_rule) and vars(table[sin]).items() >= vars(true_rule).items()
+    assert table[sin] is true_rule
+
+
+def test_a_mutation_takes_effect_only_where_its_change_applies(mutants):
+    """jvp:mul:drop_last drops the second operand's tangent: where that operand is a constant
+    (a symbolic zero tangent), the wrong rule computes what the true one does, and says it
+    changed nothing; where it is perturbed, it changes the result, and says so."""
+    x, y = np.float64(2.0), np.float64(3.0)
+    m = _mutant(mutants, "jvp:mul:drop_last")
+    changes = []
+    with mutation.applied(m, lambda: changes.append(1)):
+        _, t = impl.jvp(lambda a: a * y, (x,), (np.float64(1.0),))
+    assert float(t) == 3.0 and changes == []
+    with mutation.applied(m, lambda: changes.append(1)):
+        _, t = impl.jvp(lambda a, b: a * b, (x, y), (np.float64(1.0), np.float64(1.0)))
+    assert float(t) == 3.0 and changes   # the true tangent is 3 + 2 = 5
+    changes.clear()
+    with mutation.applied(_mutant(mutants, "batching:sin:shift_batch"), lambda: changes.append(1)):
+        impl.vmap(impl.numpy.sin)(np.array([0.5]))   # a batch of one: nothing to shift
+    move = _mutant(mutants, "batching:sin:move_batch_axis")
+    with mutation.applied(move, lambda: changes.append(1)):   # moved between two axes of size one
+        np.testing.assert_array_equal(np.asarray(impl.vmap(impl.numpy.sin)(np.ones((1, 1)))), np.sin(np.ones((1, 1))))
+    assert changes == []
+    with mutation.applied(move, lambda: changes.append(1)), pytest.raises(Exception):
+        impl.vmap(impl.numpy.sin)(np.ones((2, 3))) + np.ones((2, 3))   # (3, 2) now
+    assert changes
+    changes.clear()
+    x = np.array([3.0, 1.0, 2.0])
+    with mutation.applied(_mutant(mutants, "jvp:sort:swap"), lambda: changes.append(1)):
+        _, t = impl.jvp(impl.numpy.sort, (x,), (x,))   # one operand: nothing to swap it with
+    np.testing.assert_array_equal(np.asarray(t), [1.0, 2.0, 3.0])
+    assert changes == []
+    # a call that raises counts as a change, even where the true rule raises alike (pure_callback
+    # has no derivative): such a run is not the true rules' run unless the rerun shows it
+    import jax
+    f = lambda x: impl.pure_callback(np.sin, jax.ShapeDtypeStruct((), np.float32), x)  # noqa: E731
+    with mutation.applied(_mutant(mutants, "jvp:pure_callback:scale"), lambda: changes.append(1)):
+        with pytest.raises(ValueError, match="JVP"):
+            impl.jvp(f, (np.float32(1.0),), (np.float32(1.0),))
+    assert changes
+
+
+def test_siblings_order_the_laws_by_their_kills():
+    """A sibling's killer first, then the laws that killed most mutants of that table and
+    operator elsewhere in the run, then as given."""
+    from properties.laws import LAWS
+    laws = [law for law in LAWS if not law.differential][:5]
+    names = [law.name for law in laws]
+    m = mutation.Mutant("jvp", "sin", "scale", "elementwise")
+    counts = {}
+    for by in (names[3], names[3], names[2]):
+        mutation._count_kill(counts, {"table": "jvp", "operator": "scale", "by": by})
+    mutation._count_kill(counts, {"table": "jvp", "operator": "drop_first", "by": names[1]})
+    siblings = mutation.Siblings(killers={"jvp": [names[4]]}, elsewhere=counts)
+    assert [law.name for law in siblings.order(laws, m)] == [names[4], names[3], names[2], names[1], names[0]]
+    assert [law.name for law in mutation.Siblings().order(laws, m)] == names
+
+
 @pytest.fixture(scope="module")
 def cov():
     return mutation.coverage(per_source=2)
@@ -143,6 +218,46 @@ def test_report_lists_survivors_with_reasons(tmp_path):
     assert set(survivor) == {"mutant", "rule", "why"} and survivor["mutant"] == "batching:neg:move_batch_axis"
     assert "vmap_matches_loop" in survivor["why"]
     assert "1 of 2 mutants killed" in Path(md_path).read_text()
+
+
+def test_a_law_a_sibling_showed_never_calls_the_rule_is_skipped(mutants, cov):
+    """What a sibling's run of a law showed (it never called the primitive's jvp rule, on the
+    examples this mutant's run of it would draw) spares this mutant that run; a run on other
+    examples does not count."""
+    m = _mutant(mutants, "jvp:sin:scale")
+    first, second = mutation.laws_for("jvp")[:2]
+    examples = {law.name: (mutation.INDEPENDENT_FACTOR if "jvp" in law.references else 1) * mutation.MIN_EXAMPLES
+                for law in (first, second)}
+    shown = {(first.name, examples[first.name]): {"jvp", "transpose"},
+             (second.name, examples[second.name] + 1): {"jvp"}}
+    r = mutation.run_one(m, mutation.focus_for("sin", cov), siblings=mutation.Siblings(uncalled=shown))
+    assert r["laws_skipped"] == [first.name] and r["laws_run"] == [second.name]
+    assert r["killed"] and r["by"] == second.name
+    assert r["laws_calling_rule"] == r["laws_mutation_applied"] == [second.name]
+
+
+@pytest.mark.slow
+def test_a_survivor_whose_rule_never_ran_is_reported_with_its_laws(cov, tmp_path):
+    """jvp:custom_vjp_call's rule runs only where a custom_vjp function is staged (jit,
+    checkpoint) and then differentiated in forward mode, which no custom-rule case draws: the
+    first mutant runs its laws and records that none called the rule; the next mutant of the
+    table skips those laws (the same cases, the same calls), and the report says why both live.
+    (About 2 minutes on a busy machine: every law on fresh compilations.)"""
+    siblings = mutation.Siblings()
+    focus = mutation.focus_for("custom_vjp_call", cov)
+    first, second = (mutation.run_one(_mutant(mutation.generate(), f"jvp:custom_vjp_call:{op}"), focus,
+                                      siblings=siblings) for op in ("drop_first", "scale"))
+    assert not first["killed"] and first["laws_run"] and not first["laws_calling_rule"]
+    assert not first["laws_mutation_applied"] and not first["laws_skipped"]
+    assert not second["killed"] and not second["laws_run"]
+    assert sorted(second["laws_skipped"]) == sorted(law.split(" (")[0] for law in first["laws_run"])
+    json_path, md_path = mutation.report([first, second], str(tmp_path))
+    data = json.loads(Path(json_path).read_text())
+    assert sorted(data["without_effect"]) == sorted([first["mutant"], second["mutant"]])
+    why = {s["mutant"]: s["why"] for s in data["survivors"]}
+    assert "the mutated rule is never called" in why[first["mutant"]]
+    assert "skipped, as a sibling's run" in why[second["mutant"]]
+    assert "2 survivors ran every law without the mutation changing a result" in Path(md_path).read_text()
 
 
 def test_a_run_cut_short_reports_the_kill_rate_with_its_interval(tmp_path):

@@ -24,7 +24,9 @@ import argparse
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import importlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -33,7 +35,7 @@ import random
 import signal
 import time
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from properties import multidevice
 from properties.laws import TABLES
@@ -199,46 +201,67 @@ def _shift_axis_params(params, args):
     return params, False
 
 
-def mutate(rule, table, operator):
-    """A wrong version of ``rule`` (a rule of ``table``) per ``operator``."""
+def mutate(rule, table, operator, took_effect=None):
+    """A wrong version of ``rule`` (a rule of ``table``) per ``operator``. ``took_effect``
+    (no arguments) is called whenever the wrong rule's change applies to a call -- a term
+    dropped that was not already a symbolic zero, two different terms swapped, an axis moved,
+    a result scaled, moved or shifted -- and when a call raises; a call where it is not
+    called returns what the true rule returns."""
     from impl.interpreters import ad
     from impl.interpreters import batching as bt
+    took_effect = took_effect or (lambda: None)
 
-    if table == "jvp":
-        def mutant(primals, tangents, **params):
-            tangents = list(tangents)
-            if operator == "drop_first":
-                tangents[0] = ad.Zero(ad.tangent_aval(_aval(primals[0])))
-            elif operator == "drop_last":
-                tangents[-1] = ad.Zero(ad.tangent_aval(_aval(primals[-1])))
-            elif operator == "swap" and _same_type(primals[0], primals[1]):
-                tangents[0], tangents[1] = tangents[1], tangents[0]
-            if operator == "axis_off_by_one":
-                params, _ = _shift_axis_params(params, primals)
-            out, t = rule(primals, tangents, **params)
-            if operator == "scale":
-                t = _map_arrays(_scale(SCALE), t)
-            return out, t
-        return mutant
-    if table == "transpose":
-        def mutant(cts, *args, **params):
-            if operator == "axis_off_by_one":
-                params, _ = _shift_axis_params(params, args)
-            out = list(rule(cts, *args, **params))
-            if operator == "scale":
-                out = _map_arrays(_scale(SCALE), out)
-            elif operator == "drop_first":
-                i = next((k for k, c in enumerate(out) if not _is_zero(c)), None)
-                if i is not None:
-                    out[i] = None
-            elif operator == "swap" and len(out) >= 2 and _same_type(out[0], out[1]):
-                out[0], out[1] = out[1], out[0]
-            return out
-        return mutant
+    def effect_if(changed):
+        if changed:
+            took_effect()
 
-    def mutant(axis_data, vals, dims, **params):
+    def wrong_jvp(primals, tangents, **params):
+        given, tangents = tangents, list(tangents)
+        if operator == "drop_first":
+            effect_if(not _is_zero(tangents[0]))
+            tangents[0] = ad.Zero(ad.tangent_aval(_aval(primals[0])))
+        elif operator == "drop_last":
+            effect_if(not _is_zero(tangents[-1]))
+            tangents[-1] = ad.Zero(ad.tangent_aval(_aval(primals[-1])))
+        elif operator == "swap" and len(primals) >= 2 and _same_type(primals[0], primals[1]):
+            effect_if(tangents[0] is not tangents[1] and not (_is_zero(tangents[0]) and _is_zero(tangents[1])))
+            tangents[0], tangents[1] = tangents[1], tangents[0]
         if operator == "axis_off_by_one":
-            params, _ = _shift_axis_params(params, vals)
+            params, moved = _shift_axis_params(params, primals)
+            effect_if(moved)
+        if isinstance(given, tuple):   # as the true rule receives them
+            tangents = tuple(tangents)
+        out, t = rule(primals, tangents, **params)
+        if operator == "scale":
+            scaled = _map_arrays(_scale(SCALE), t)
+            effect_if(_replaced(t, scaled))
+            t = scaled
+        return out, t
+
+    def wrong_transpose(cts, *args, **params):
+        if operator == "axis_off_by_one":
+            params, moved = _shift_axis_params(params, args)
+            effect_if(moved)
+        true_out = rule(cts, *args, **params)
+        out = list(true_out)
+        if operator == "scale":
+            scaled = _map_arrays(_scale(SCALE), out)
+            effect_if(_replaced(out, scaled))
+            out = scaled
+        elif operator == "drop_first":
+            i = next((k for k, c in enumerate(out) if not _is_zero(c)), None)
+            if i is not None:
+                out[i] = None
+                took_effect()
+        elif operator == "swap" and len(out) >= 2 and _same_type(out[0], out[1]):
+            effect_if(out[0] is not out[1])
+            out[0], out[1] = out[1], out[0]
+        return type(true_out)(out) if isinstance(true_out, (list, tuple)) else out
+
+    def wrong_batching(axis_data, vals, dims, **params):
+        if operator == "axis_off_by_one":
+            params, moved = _shift_axis_params(params, vals)
+            effect_if(moved)
         out, out_dims = rule(axis_data, vals, dims, **params)
         if operator == "axis_off_by_one":
             return out, out_dims
@@ -248,15 +271,40 @@ def mutate(rule, table, operator):
             if d is None or _is_zero(o):
                 continue
             outs[i] = _batch_mutation(operator, o, d, axis_data.size, bt)
+            effect_if(outs[i] is not o)
         return (type(out)(outs) if many else outs[0]), out_dims
+
+    wrong = {"jvp": wrong_jvp, "transpose": wrong_transpose, "batching": wrong_batching}[table]
+
+    @functools.wraps(rule)   # with the rule's attributes, which impl reads (handles_ragged, ...)
+    def mutant(*args, **params):
+        try:
+            return wrong(*args, **params)
+        except BaseException:
+            # a call that raises may differ from the true rule's call (the true rule's own error
+            # counts too: the true rules' rerun of the case then fails alike, which is no kill)
+            took_effect()
+            raise
     return mutant
+
+
+def _replaced(old, new):
+    """Whether ``_map_arrays`` replaced some array of ``old`` in ``new``."""
+    if isinstance(old, (list, tuple)):
+        return any(_replaced(a, b) for a, b in zip(old, new))
+    return old is not new
 
 
 def _batch_mutation(operator, x, d, size, bt):
     from impl import core, lax
     if operator == "move_batch_axis":
-        nd = core.get_aval(x).ndim
-        return bt.moveaxis(x, d, (d + 1) % nd) if nd > 1 else x
+        shape = core.get_aval(x).shape
+        order = [a for a in range(len(shape)) if a != d]
+        order.insert((d + 1) % len(shape), d)   # the axes' order once the batch axis moved
+        moved = [a for a in order if shape[a] != 1]
+        if [shape[a] for a in order] == list(shape) and moved == sorted(moved):
+            return x   # the same shape, the same elements in the same order (size-one axes)
+        return bt.moveaxis(x, d, (d + 1) % len(shape))
     if operator == "shift_batch":  # element i gets element i+1's result
         if size < 2:
             return x
@@ -276,17 +324,50 @@ def _same_type(a, b):
     return x.shape == y.shape and x.dtype == y.dtype
 
 
+def _primitive_of(table, name):
+    return next((p for p in table if p.name == name), None)
+
+
 @contextlib.contextmanager
-def applied(mutant):
-    """impl with ``mutant``'s rule in place of the true one."""
+def applied(mutant, took_effect=None):
+    """impl with ``mutant``'s rule in place of the true one (``took_effect``: see ``mutate``)."""
     table = _tables()[mutant.table]
-    prim = next(p for p in table if p.name == mutant.primitive)
+    prim = _primitive_of(table, mutant.primitive)
     original = table[prim]
-    table[prim] = mutate(original, mutant.table, mutant.operator)
+    table[prim] = mutate(original, mutant.table, mutant.operator, took_effect)
     try:
         yield
     finally:
         table[prim] = original
+
+
+@contextlib.contextmanager
+def recording_calls(primitive, called):
+    """Each rule of ``primitive`` (whichever is in its tables now: a mutant's too) adds its
+    table's name to the set ``called`` when impl calls it. impl reads a rule from its table
+    at each use (``ad.jvp_rules.get(prim)``, ...), so a rule not called is not used: a run
+    in which a mutated rule is never called computes what the true rule's run does."""
+    saved = []
+    for name, table in _tables().items():
+        prim = _primitive_of(table, primitive)
+        if prim is None:
+            continue
+        rule = table[prim]
+        saved.append((table, prim, rule))
+        table[prim] = _recorder(rule, name, called)
+    try:
+        yield
+    finally:
+        for table, prim, rule in saved:
+            table[prim] = rule
+
+
+def _recorder(rule, name, called):
+    @functools.wraps(rule)   # with the rule's attributes, which impl reads (handles_ragged, ...)
+    def recorded(*args, **params):
+        called.add(name)
+        return rule(*args, **params)
+    return recorded
 
 
 def forget_derived_programs():
@@ -451,9 +532,49 @@ def derivative_only(primitive, cov):
     return primitive not in cov[PRIMAL]
 
 
-def run_one(mutant, focus, profile="quick", seed=0, derivative_only=False):
+@dataclass
+class Siblings:
+    """What the runs of one primitive's mutants, one after the other in a worker, learn for
+    the next ones.
+
+    ``uncalled``: {(law, examples): tables}, from a run of the law on that many examples
+    in which the mutated rule never changed a result (never called, or called where its
+    change does not apply), hence computed what the true rules compute: the tables whose
+    rule of the primitive that run never called. A law draws the same
+    cases for every mutant of the primitive (derandomized, the same focus, from emptied
+    caches), so a mutant of one of those tables would repeat that run exactly, its rule
+    never called: it cannot fail there, and the law is skipped for it.
+    ``killers``: {table: the laws that killed a mutant of the primitive's rule in that
+    table, in the order of the kills}: the next mutants of that table try them first.
+    ``elsewhere``: how often each law killed the mutants of other primitives so far in the
+    run (bound only in derivatives or not, as this one), {(table, operator, law): kills} and
+    {(table, law): kills}: after the siblings' killers, the laws that killed most such
+    mutants of the same table (and operator) go first."""
+    uncalled: dict = field(default_factory=dict)
+    killers: dict = field(default_factory=dict)
+    elsewhere: dict = field(default_factory=dict)
+
+    def order(self, laws, mutant):
+        """``laws`` in the order to try them on ``mutant``: a sibling's killers, then the
+        run's, most kills first, then as given (the order changes how soon a kill is found,
+        never whether)."""
+        first = self.killers.get(mutant.table, [])
+        counts = self.elsewhere
+        return sorted(laws, key=lambda law: (first.index(law.name) if law.name in first else len(first),
+                                             -counts.get((mutant.table, mutant.operator, law.name), 0),
+                                             -counts.get((mutant.table, law.name), 0)))
+
+
+def _count_kill(counts, result):
+    """Add a killed mutant's law to the run's ``counts`` (``Siblings.elsewhere``)."""
+    for key in ((result["table"], result["operator"], result["by"]), (result["table"], result["by"])):
+        counts[key] = counts.get(key, 0) + 1
+
+
+def run_one(mutant, focus, profile="quick", derivative_only=False, siblings=None):
     """Run the laws against impl with ``mutant`` applied (``derivative_only``: its primitive is
-    bound only in derivatives, which orders the laws); a result dict."""
+    bound only in derivatives, which orders the laws; ``siblings``: what the runs of the
+    primitive's other mutants learnt, updated with this one's); a result dict."""
     from hypothesis import HealthCheck, Phase, find, settings
     from hypothesis.errors import NoSuchExample
 
@@ -463,13 +584,14 @@ def run_one(mutant, focus, profile="quick", seed=0, derivative_only=False):
     from properties.profiles import PROFILES
 
     backend = load_backend("impl")
+    siblings = siblings if siblings is not None else Siblings()
     examples = max(PROFILES[profile], MIN_EXAMPLES)
     config = settings(max_examples=examples, derandomize=True, database=None, deadline=None,
                       phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     # the laws with an independent reference are cheap and kill most: they get more cases
     independent = settings(config, max_examples=INDEPENDENT_FACTOR * examples)
     start = time.perf_counter()
-    ran, law_seconds = [], []
+    ran, law_seconds, calling, applying, skipped = [], [], [], [], []
 
     def outcome(law, case):
         """('pass', None), ('law', message) (AssertionError) or ('error', message) (another
@@ -486,22 +608,45 @@ def run_one(mutant, focus, profile="quick", seed=0, derivative_only=False):
 
     def result(**fields):
         return {"mutant": mutant.name, **asdict(mutant), **fields, "laws_run": ran, "law_seconds": law_seconds,
+                "laws_calling_rule": calling, "laws_mutation_applied": applying, "laws_skipped": skipped,
                 "seconds": round(time.perf_counter() - start, 1)}
 
-    for law in laws_for(mutant.table, derivative_only):
+    def law_ended(law, called, changes, law_start):
+        law_seconds.append(round(time.perf_counter() - law_start, 1))
+        if mutant.table in called:
+            calling.append(law.name)
+        if changes[0]:
+            applying.append(law.name)
+
+    for law in siblings.order(laws_for(mutant.table, derivative_only), mutant):
         try:
             with cases.focus(**focus):
                 strategy = law.cases()
         except cases.Irrelevant:
             continue
+        law_settings = independent if _is_independent(law, mutant.table) else config
+        key = (law.name, law_settings.max_examples)
+        if mutant.table in siblings.uncalled.get(key, ()):
+            skipped.append(law.name)
+            continue
         ran.append(law.name)
         law_start = time.perf_counter()
         caught = {}
+        called = set()   # the tables whose rule of the primitive the mutant's runs called
+        changes = [0]    # the calls of the mutated rule where its change applied
+
+        def took_effect():
+            changes[0] += 1
+        # from emptied caches, so that what this law's cases use is derived in this law's run:
+        # a rule not called in it has not made anything they use
+        forget_derived_programs()
 
         def killed(case):
-            with applied(mutant):
+            with applied(mutant, took_effect), recording_calls(mutant.primitive, called):
                 kind, message = outcome(law, case)
             if kind == "pass":
+                return False
+            if not changes[0]:   # the wrong rule has changed nothing yet: not the mutant's doing
                 return False
             forget_derived_programs()
             true_kind, _ = outcome(law, case)
@@ -512,14 +657,24 @@ def run_one(mutant, focus, profile="quick", seed=0, derivative_only=False):
             return True
         try:
             with cases.focus(**focus):
-                find(strategy, killed, settings=independent if _is_independent(law, mutant.table) else config)
-        except NoSuchExample:
+                find(strategy, killed, settings=law_settings)
+        except cases.Irrelevant:   # raised as it draws: none of its sources reaches the primitive
+            ran.pop()
+            continue
+        except NoSuchExample:   # every case drawn, none kills
+            law_ended(law, called, changes, law_start)
+            if not changes[0]:   # the run computed what the true rules' run does
+                uncalled = set(TABLES) - called
+                siblings.uncalled[key] = siblings.uncalled.get(key, uncalled) & uncalled
             continue
         except Exception as exc:  # noqa: BLE001 - a strategy that cannot draw under this focus
             ran[-1] += f" (could not draw: {type(exc).__name__})"
+            law_ended(law, called, changes, law_start)
             continue
-        finally:
-            law_seconds.append(round(time.perf_counter() - law_start, 1))
+        law_ended(law, called, changes, law_start)
+        kills = siblings.killers.setdefault(mutant.table, [])
+        if law.name not in kills:
+            kills.append(law.name)
         return result(killed=True, by=law.name, kind=caught["kind"], message=caught["message"])
     return result(killed=False, by=None, kind=None, message="")
 
@@ -567,8 +722,9 @@ def _unfinished(m, seconds, why, err=""):
             "message": err[-1500:], "laws_run": [], "seconds": round(seconds, 1), "why": why}
 
 
-#: a worker process is replaced by a fresh one after this many mutants
-RECYCLE = 40
+#: a worker process is replaced by a fresh one after this many primitives' mutants (what
+#: JAX keeps in memory, the programs of every shape it compiled, grows with them)
+RECYCLE = 10
 
 
 class _OutOfTime(BaseException):
@@ -580,18 +736,22 @@ def _alarm(signum, frame):
     raise _OutOfTime()
 
 
-def _start_worker(jax_cache=None):
+def _start_worker(jax_cache=None, fast_compile=True):
     """In each worker, before JAX starts a backend: 8 host devices for the 8-device laws,
-    float64 on as in every law run, SIGALRM to stop a mutant out of time, and JAX's
-    persistent compilation cache in the folder ``jax_cache`` (None: none). The cache is
-    sound across mutants: a mutant changes impl's rules, so the programs they derive, and
-    JAX keys an entry on the lowered program itself; most programs of a mutant's cases
-    (the true rules' runs, the reference evaluations, the mutants of the same primitive,
-    which draw the same focused cases) are read instead of compiled, in this run and the
-    next."""
+    XLA compiling without optimising (``fast_compile``: properties/xla_options.py; the
+    programs are tiny and run a few times each), float64 on as in every law run, SIGALRM
+    to stop a mutant out of time, and JAX's persistent compilation cache in the folder
+    ``jax_cache`` (None: none). The cache is sound across mutants: a mutant changes impl's
+    rules, so the programs they derive, and JAX keys an entry on the lowered program
+    itself; most programs of a mutant's cases (the true rules' runs, the reference
+    evaluations, the mutants of the same primitive, which draw the same focused cases) are
+    read instead of compiled, in this run and the next."""
     flags = os.environ.get("XLA_FLAGS", "")
     if multidevice.FLAG not in flags:
         os.environ["XLA_FLAGS"] = (flags + " " + multidevice.FLAG).strip()
+    if fast_compile:
+        from properties import xla_options
+        xla_options.fast_compile()
     import properties  # noqa: F401
     if jax_cache:
         from properties import compilation_cache
@@ -599,13 +759,13 @@ def _start_worker(jax_cache=None):
     signal.signal(signal.SIGALRM, _alarm)
 
 
-def _run_in_worker(mutant, focus, profile, timeout, derivative_only=False):
+def _run_in_worker(mutant, focus, profile, timeout, derivative_only=False, siblings=None):
     """One mutant in a worker process: its result, then impl's caches cleared."""
     m = Mutant(**mutant)
     start = time.perf_counter()
     signal.alarm(int(timeout))
     try:
-        return run_one(m, focus, profile, derivative_only=derivative_only)
+        return run_one(m, focus, profile, derivative_only=derivative_only, siblings=siblings)
     except _OutOfTime:
         return _unfinished(m, time.perf_counter() - start, f"the mutant's run did not finish in {timeout:.0f} s")
     finally:
@@ -613,30 +773,48 @@ def _run_in_worker(mutant, focus, profile, timeout, derivative_only=False):
         forget_derived_programs()
 
 
-def _pool(workers, jax_cache=None):
+def _run_group_in_worker(mutants, focus, profile, timeout, derivative_only=False, elsewhere=None):
+    """One primitive's mutants in one worker process, one after the other: the programs
+    their cases share (the focused cases are the same for all) are compiled in the
+    worker's memory already, and each run learns from the earlier ones (``Siblings``;
+    ``elsewhere``: the run's kills so far). Their results, in order."""
+    siblings = Siblings(elsewhere=dict(elsewhere or {}))
+    return [_run_in_worker(m, focus, profile, timeout, derivative_only, siblings) for m in mutants]
+
+
+def _pool(workers, jax_cache=None, fast_compile=True):
     return concurrent.futures.ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=_start_worker, initargs=(jax_cache,), max_tasks_per_child=RECYCLE)
+        initializer=_start_worker, initargs=(jax_cache, fast_compile), max_tasks_per_child=RECYCLE)
 
 
 def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=None, done=None, minutes=None,
-        cov=None, jax_cache=None):
+        cov=None, jax_cache=None, fast_compile=True):
     """Run ``mutants`` in that order on a pool of ``workers`` processes; results in order of
-    completion. Each result is appended to ``progress`` (a JSON-lines file) as it
+    completion. Consecutive mutants of one primitive run together in one worker (one task).
+    Each result is appended to ``progress`` (a JSON-lines file) as it
     arrives; ``done`` holds results of an earlier run to keep. With ``minutes``, no
-    mutant is started after that many minutes (the run is then a prefix of ``mutants``).
-    A worker that dies breaks the pool: the mutants it held run again once in a new one.
+    task is started after that many minutes (the run is then a prefix of ``mutants``).
+    A worker that dies breaks the pool: the tasks it held run again once in a new one.
     ``jax_cache``: the folder of JAX's persistent compilation cache the workers share
-    (None: every program is compiled)."""
+    (None: every program is compiled); ``fast_compile``: XLA compiles without optimising."""
     cov = cov or coverage()
     done = dict(done or {})
-    pending = collections.deque(m for m in mutants if m.name not in done)
+    pending = collections.deque(
+        list(group) for _, group in itertools.groupby((m for m in mutants if m.name not in done),
+                                                      key=lambda m: m.primitive))
     results = [done[m.name] for m in mutants if m.name in done]
     start = time.perf_counter()
     retried = set()
+    kills = {False: {}, True: {}}   # derivative_only -> Siblings.elsewhere
+    for r in results:
+        if r["killed"]:
+            _count_kill(kills[derivative_only(r["primitive"], cov)], r)
 
     def record(r):
         results.append(r)
+        if r["killed"]:
+            _count_kill(kills[derivative_only(r["primitive"], cov)], r)
         if progress:
             with open(progress, "a") as fh:
                 fh.write(json.dumps({**r, "profile": profile}) + "\n")
@@ -648,47 +826,55 @@ def run(mutants, profile="quick", workers=2, timeout=900, log=print, progress=No
         return minutes is not None and time.perf_counter() - start > 60 * minutes
 
     def next_job():
-        """The next mutant to run and its focus, recording those not to run; None at the end."""
+        """The next primitive's mutants to run and their focus, recording those not to run;
+        None at the end."""
         while pending and not out_of_time():
-            m = pending.popleft()
-            focus = focus_for(m.primitive, cov)
-            if m.name in EQUIVALENT:
-                record(_unfinished(m, 0.0, "equivalent (analysed, not run): " + EQUIVALENT[m.name]))
-            elif not _reachable(focus):
-                record(_unreachable(m))
-            else:
-                return m, focus
+            group = pending.popleft()
+            focus = focus_for(group[0].primitive, cov)
+            chosen = []
+            for m in group:
+                if m.name in EQUIVALENT:
+                    record(_unfinished(m, 0.0, "equivalent (analysed, not run): " + EQUIVALENT[m.name]))
+                elif not _reachable(focus):
+                    record(_unreachable(m))
+                else:
+                    chosen.append(m)
+            if chosen:
+                return chosen, focus
         return None
 
     while pending and not out_of_time():
-        with _pool(workers, jax_cache) as pool:
+        with _pool(workers, jax_cache, fast_compile) as pool:
             running = {}
             while True:
                 while len(running) < workers and (job := next_job()) is not None:
-                    m, focus = job
-                    running[pool.submit(_run_in_worker, asdict(m), focus, profile, timeout,
-                                        derivative_only(m.primitive, cov))] = (
-                        m, time.perf_counter())
+                    group, focus = job
+                    only = derivative_only(group[0].primitive, cov)
+                    running[pool.submit(_run_group_in_worker, [asdict(m) for m in group], focus, profile, timeout,
+                                        only, kills[only])] = (group, time.perf_counter())
                 if not running:
                     break
                 finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
                 broken = False
                 for future in finished:
-                    m, started = running.pop(future)
+                    group, started = running.pop(future)
                     try:
-                        record(future.result())
+                        for r in future.result():
+                            record(r)
                     except BrokenProcessPool:
                         broken = True
-                        if m.name in retried:
-                            record(_unfinished(m, time.perf_counter() - started,
-                                               "the worker process died running it (twice)"))
+                        key = group[0].name
+                        if key in retried:
+                            for m in group:
+                                record(_unfinished(m, time.perf_counter() - started,
+                                                   "the worker process died running it (twice)"))
                         else:
-                            retried.add(m.name)
-                            pending.appendleft(m)
-                if broken:  # every mutant still running in this pool is lost with it: run them again
-                    for m, _ in running.values():
-                        retried.add(m.name)
-                        pending.appendleft(m)
+                            retried.add(key)
+                            pending.appendleft(group)
+                if broken:  # every task still running in this pool is lost with it: run them again
+                    for group, _ in running.values():
+                        retried.add(group[0].name)
+                        pending.appendleft(group)
                     break
     return results
 
@@ -715,18 +901,21 @@ def report(results, report_dir="reports", profile="quick", seconds=None, total=N
         if r["killed"]:
             continue
         analysed = EQUIVALENT.get(r["mutant"]) or OPEN_GAPS.get(r["mutant"])
-        why = analysed or r.get("why") or (
-            f"no law failed ({len(r['laws_run'])} laws run, {profile} profile): " + ", ".join(r["laws_run"]))
-        if analysed and r.get("why"):
+        why = analysed or r.get("why") or _no_kill(r, profile)
+        if analysed and r.get("why") and not r["why"].endswith(analysed):
             why += f" [this run: {r['why']}]"
+        elif analysed and r["laws_run"]:   # what the laws did: which called the rule
+            why += f" [this run: {_no_kill(r, profile)}]"
         survivors.append({"mutant": r["mutant"], "rule": f"{r['table']} rule of {r['primitive']}", "why": why})
     n, k = len(results), sum(r["killed"] for r in results)
     drawn = [r for r in results if r.get("why") != "no strategy draws this primitive"]
+    without_effect = [r["mutant"] for r in results if _ran_without_effect(r)]
     equivalent = sum(r["mutant"] in EQUIVALENT and not r["killed"] for r in results)
     data = {"mutants": n, "killed": k, "equivalent": equivalent, "survivors": survivors, "profile": profile,
             "kill_rate_non_equivalent": k / max(n - equivalent, 1), "generated": total,
             "seconds": seconds, "workers": workers,
             "reachable": {"mutants": len(drawn), "killed": sum(r["killed"] for r in drawn)},
+            "without_effect": without_effect,
             "planned": planned, "notes": list(notes),
             "kill_rate_ci95": list(wilson(k, n)) if planned and n < planned else None,
             "kill_rate_non_equivalent_ci95": list(wilson(k, n - equivalent)) if planned and n < planned else None,
@@ -738,6 +927,35 @@ def report(results, report_dir="reports", profile="quick", seconds=None, total=N
     with open(md_path, "w") as fh:
         fh.write(_markdown(data))
     return json_path, md_path
+
+
+def _ran_without_effect(r):
+    """A survivor whose laws all ran (or were skipped, their runs on a sibling having called
+    none of its table's rules) without the mutation changing any call's result: on every drawn
+    case it computed what the true rule computes."""
+    return (not r["killed"] and "laws_mutation_applied" in r and not r["laws_mutation_applied"]
+            and bool(r["laws_run"] or r["laws_skipped"]) and not r.get("why"))
+
+
+def _no_kill(r, profile):
+    """Why no law killed ``r``: which of the laws run called its rule, and in which the
+    mutation changed a result."""
+    if "laws_calling_rule" not in r:   # a result of the tool before it counted the calls
+        return f"no law failed ({len(r['laws_run'])} laws run, {profile} profile): " + ", ".join(r["laws_run"])
+    calling, applied = r["laws_calling_rule"], r["laws_mutation_applied"]
+    skipped = (f"; {len(r['laws_skipped'])} skipped, as a sibling's run of them called none of the "
+               f"primitive's rules of this table: " + ", ".join(r["laws_skipped"])) if r["laws_skipped"] else ""
+    if not calling:
+        ran = (f"none of the {len(r['laws_run'])} laws run ({profile} profile) called it on its cases: "
+               + ", ".join(r["laws_run"])) if r["laws_run"] else "no law ran"
+        return "the mutated rule is never called: " + ran + skipped
+    if not applied:
+        return (f"the mutation never applied: {len(calling)} of the {len(r['laws_run'])} laws run ({profile} "
+                f"profile) called the rule, but never where the change applies (a dropped term was a symbolic "
+                f"zero, a moved axis of size one, ...): " + ", ".join(calling) + skipped)
+    return (f"no law failed ({profile} profile): of the {len(r['laws_run'])} laws run, the mutation changed results "
+            f"in " + ", ".join(applied) + "; " + (", ".join(c for c in calling if c not in applied) or "no other")
+            + " called the rule without its change applying" + skipped)
 
 
 def _markdown(data):
@@ -763,9 +981,15 @@ def _markdown(data):
                       *(100 * v for v in data["kill_rate_non_equivalent_ci95"])) if e else "") + ".", ""]
     lines += [f"Of the mutants of primitives some strategy draws, {reach['killed']} of {reach['mutants']} were "
               f"killed ({100.0 * reach['killed'] / max(reach['mutants'], 1):.1f}%); the other "
-              f"{n - reach['mutants']} mutate primitives no strategy draws yet, which no law can reach.", "",
-              "Regenerate: `python -m tools.mutation --profile quick -n 2 --report-dir reports` "
-              "(all mutants; `--minutes M` for a sample of what fits in M minutes).", "", "## By family", "", "| family | table | mutants | killed |", "|---|---|---|---|"]
+              f"{n - reach['mutants']} mutate primitives no strategy draws yet, which no law can reach.", ""]
+    if data.get("without_effect"):
+        lines += [f"{len(data['without_effect'])} survivors ran every law without the mutation changing a result: "
+                  f"impl never called the rule on the drawn cases, or called it where the change does not apply "
+                  f"(counted by wrapping the primitive's rules); the laws cannot see such a mutant on these cases. "
+                  f"Each is listed below with the laws that ran.", ""]
+    lines += ["Regenerate: `python -m tools.mutation --profile quick -n 2 --report-dir reports` "
+              "(all mutants; `--minutes M` for a sample of what fits in M minutes).", "", "## By family", "",
+              "| family | table | mutants | killed |", "|---|---|---|---|"]
     groups = {}
     for r in data["results"]:
         g = groups.setdefault((r["family"], r["table"]), [0, 0])
@@ -824,6 +1048,9 @@ def main(argv=None):
                         "python -m properties (default: %(default)s)")
     parser.add_argument("--no-jax-cache", dest="jax_cache", action="store_const", const=None,
                         help="compile every program, without the persistent cache")
+    parser.add_argument("--no-fast-compile", dest="fast_compile", action="store_false",
+                        help="compile with XLA's default optimisations (default: without them, as python -m "
+                        "properties; see properties/xla_options.py)")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("-n must be at least 1")
@@ -859,7 +1086,8 @@ def main(argv=None):
         os.remove(progress)
     start = time.perf_counter()
     results = run(chosen, args.profile, args.workers, progress=progress, done=done, minutes=args.minutes, cov=cov,
-                  jax_cache=args.jax_cache and os.path.abspath(os.path.expanduser(args.jax_cache)))
+                  jax_cache=args.jax_cache and os.path.abspath(os.path.expanduser(args.jax_cache)),
+                  fast_compile=args.fast_compile)
     paths = report(results, args.report_dir, args.profile, time.perf_counter() - start, len(mutants), args.workers,
                    len(chosen))
     killed = sum(r["killed"] for r in results)

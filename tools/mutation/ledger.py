@@ -57,8 +57,10 @@ EQUIVALENT: dict[str, str] = {
         "scatter_add_along_axis", "scatter_add", "scatter", "scatter_mul", "take_along_axis", "gather",
         "dynamic_slice", "div", "cond", "select_n", "psum_unmapped", "mul", "dot_general",
         "conv_general_dilated", "triangular_solve", "linear_recurrence", "select_and_gather_add",
-        "cumchooser_tangent", "cumchooser_cotangent")], ONE_LINEAR_OPERAND),
+        "cumchooser_tangent", "cumchooser_cotangent", "select_and_scatter_add")], ONE_LINEAR_OPERAND),
     **_each(["transpose:add:swap", "transpose:add_any:swap"], SAME_COTANGENTS),
+    "batching:axis_index:move_batch_axis": ("axis_index's result is one number per member: batched, it "
+                                            "has the batch axis alone, which there is nowhere to move"),
     **_each([op for p in ("debug_callback", "debug_print") for op in (
         _ops("jvp", p, ("scale", "drop_first", "drop_last", "swap"))
         + _ops("transpose", p, ("scale", "drop_first", "swap"))
@@ -77,15 +79,33 @@ OPEN_GAPS: dict[str, str] = {
             "turns JAX's (and impl's) error for a derivative in m or a into a silent zero; laws "
             "must pass on JAX, so none perturbs it (tests/test_lax_operations.py checks the error)"),
     **_each(_ops("jvp", "select_and_gather_add", ("scale", "drop_first", "swap"))
-            + _ops("jvp", "cumchooser_tangent", ("scale", "drop_first", "swap")),
+            + _ops("jvp", "cumchooser_tangent", ("scale", "drop_first", "swap", "axis_off_by_one")),
             "runs only in second-order forward derivatives of pooling or cummax, which no law takes "
             "(the Hessian laws draw smooth programs)"),
-    "batching:igamma_grad_a:move_batch_axis": ("only vmap of igamma's derivative in a reaches it, and "
-                                               "the vmap-of-grad laws draw smooth programs"),
+    **_each(_ops("batching", "igamma_grad_a", ("move_batch_axis", "shift_batch")),
+            "only vmap of igamma's derivative in a reaches it, and the vmap-of-grad laws draw smooth programs"),
     "jvp:pad:drop_last": ("a traced padding value is drawn only by strategies.ops.Pad, seldom among "
                           "pad's focused cases"),
-    "transpose:shard_map:swap": "the drawn shard_map cases take one input: there is no second to swap",
+    **_each(["jvp:shard_map:swap", "transpose:shard_map:swap"],
+            "the drawn shard_map cases take one input: there is no second to swap"),
     **_each(_ops("batching", "shard_map", ("move_batch_axis", "shift_batch")), "no law vmaps a shard_map"),
+    **_each([f"jvp:{p}:{op}" for p in ("custom_jvp_call", "custom_vjp_call")
+             for op in ("scale", "drop_first", "drop_last", "swap")],
+            "the table's rule runs only where a custom_jvp or custom_vjp function is staged (jit, checkpoint) "
+            "and then differentiated: impl differentiates a custom function called directly by running the "
+            "user's rule, and no drawn custom-rule case stages it first (grad(jit(f)) shows the wrong rule)"),
+    "jvp:conv_general_dilated:drop_last": ("the drawn convolutions (strategies.ops.Conv) take a constant kernel, "
+                                           "whose tangent is always the symbolic zero the mutant puts there"),
+    "jvp:dynamic_update_slice:drop_last": ("the last operand is a start index, whose tangent the rule (linear in "
+                                           "the operand and the update) never reads, except for a 0-d operand "
+                                           "(no start index: the update replaces it), which no strategy draws"),
+    "batching:is_finite:shift_batch": ("is_finite is True on every element the laws keep (they filter "
+                                       "non-finite values), so a batch of Trues shifted is the same batch"),
+    **_each(["jvp:pad:swap", "transpose:pad:swap"],
+            "the swap applies only to an operand of the padding value's type, a 0-d one, and the drawn "
+            "pads (strategies.ops.Pad) take operands of one axis or more"),
+    "jvp:sort:swap": ("applies only to a sort of two same-typed operands (lax.sort of a tuple); the drawn "
+                      "programs sort one array"),
     "batching:pmax:move_batch_axis": ("needs pmax over the outer of two named vmaps on a value batched "
                                       "along the inner one; the quick profile's focused cases draw none "
                                       "(the default profile kills it)"),
