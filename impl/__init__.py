@@ -33,7 +33,7 @@ from impl.interpreters.batching import pile, Pile, pile_axis  # noqa: F401,E402
 
 # Running programs (impl/runtime.py, impl/debug.py): host callbacks, scope names,
 # compile-time evaluation, types, caches.
-from impl import debug  # noqa: F401,E402
+from impl import debug, experimental  # noqa: F401,E402
 from impl.runtime import (pure_callback, named_scope, named_call,  # noqa: F401,E402
                           ensure_compile_time_eval, typeof, clear_caches)
 from impl.core import float0  # noqa: F401,E402

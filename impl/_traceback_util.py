@@ -56,6 +56,13 @@ def is_internal(filename: str) -> bool:
                for p in _INTERNAL)
 
 
+def is_library(filename: str) -> bool:
+    """Any file of impl's (its array modules included), JAX's or jaxlib's: the frames a
+    debugger leaves out, as JAX's leaves out all of its own."""
+    path = os.path.abspath(filename)
+    return any(path.startswith(p + os.sep) for p in (_IMPL_DIR, *_INTERNAL[-2:]))
+
+
 def filtering_mode() -> str:
     mode = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
     if mode not in MODES:

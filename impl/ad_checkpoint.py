@@ -184,7 +184,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(),
         # Traced once per function and argument types, as JAX's checkpoint caches
         # (its own cache, apart from jit's).
         staged, flat = StagedFunction(fun, static, static_argnames,
-                                      cache=_checkpoint_traces).trace(args, kwargs)
+                                      cache=_checkpoint_traces).stage(args, kwargs)
         program, consts = staged.program, staged.consts
         if isinstance(prevent_cse, tuple):
             # One flag per positional argument, for all of its leaves.

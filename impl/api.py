@@ -795,19 +795,15 @@ class StagedFunction:
 
     def _key(self, args, kwargs, in_tree, avals):
         nargs = len(args)
-        statics = tuple(args[i % nargs] for i in self.static_argnums if -nargs <= i < nargs)
-        statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        positional = tuple(args[i % nargs] for i in self.static_argnums if -nargs <= i < nargs)
+        named = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        for value in positional + tuple(v for _, v in named):
+            core.check_static_hashable(value)
         # Collectives in the program depend on the sizes of the axes they name.
-        key = (self.static_argnums, self.static_argnames, in_tree, tuple(avals), statics,
-               batching.axis_env_key(), _tracing_config())
-        try:
-            hash(key)
-        except TypeError:
-            raise ValueError(f"jit of {self.name}: static arguments must be hashable, got "
-                             f"{statics!r}") from None
-        return key
+        return (self.static_argnums, self.static_argnames, in_tree, tuple(avals),
+                positional + named, batching.axis_env_key(), _tracing_config())
 
-    def trace(self, args, kwargs, avals_of=None, tracing_context=None):
+    def stage(self, args, kwargs, avals_of=None, tracing_context=None):
         """The function staged for arguments like these, from the cache when traced
         before: (StagedTrace, flat dynamic arguments). `tracing_context` (a context
         manager factory) surrounds the tracing itself, not the cache lookup."""
@@ -839,7 +835,7 @@ class StagedFunction:
 
     def _lower_and_run(self, *args, **kwargs):
         # Called by jax.jit while it traces: stage to impl's IR, then lower each equation.
-        staged, flat = self.trace(args, kwargs, _avals_of_jax_values,
+        staged, flat = self.stage(args, kwargs, _avals_of_jax_values,
                                   lowering.staging_for_jax)
         outs = lowering.eval_jaxpr_lowered(staged.program.jaxpr, [],
                                            [*staged.consts, *flat])
@@ -1009,7 +1005,7 @@ class _JittedFunction(StagedFunction):
         if self.inline and self.in_shardings is None and self.out_shardings is None:
             return self.fun(*args, **kwargs)   # trace into the enclosing transformation
         try:
-            staged, flat = self.trace(args, kwargs)
+            staged, flat = self.stage(args, kwargs)
         except TypeError:
             self._raise_if_bad_argument(args, kwargs)
             raise
@@ -1050,10 +1046,47 @@ class _JittedFunction(StagedFunction):
         finally:
             self._lowering -= 1
 
+    @boundary_method
+    def trace(self, *args, **kwargs):
+        """JAX's `jit(f).trace(*args, **kwargs)`: `f` staged for these arguments (from
+        the cache when traced before), as a `Traced`."""
+        staged, _ = self.stage(args, kwargs)
+        return Traced(self, staged, args, kwargs)
+
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+
+class Traced:
+    """What JAX's `jit(f).trace(...)` returns: the program as written (`jaxpr`, what
+    make_jaxpr shows), its output types (`out_info`), and `lower()` of the same call."""
+
+    __slots__ = ("_jitted", "_staged", "_args", "_kwargs")
+
+    def __init__(self, jitted, staged, args, kwargs):
+        self._jitted, self._staged = jitted, staged
+        self._args, self._kwargs = args, kwargs
+
+    jaxpr = property(lambda self: self._staged.closed)
+    out_tree = property(lambda self: self._staged.out_tree)
+    fun_name = property(lambda self: self._jitted.name)
+
+    @property
+    def out_avals(self):
+        return tree_unflatten(self.out_tree, self.jaxpr.out_avals)
+
+    @property
+    def out_info(self):
+        return tree_unflatten(self.out_tree,
+                              [a.to_shape_dtype() for a in self.jaxpr.out_avals])
+
+    def lower(self):
+        return self._jitted.lower(*self._args, **self._kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self._jitted(*args, **kwargs)
 
 
 def _positional_names(fun):
@@ -1204,7 +1237,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
     @functools.wraps(fun)
     def make(*args, **kwargs):
         with batching.extend_axis_env(frames):
-            staged, _ = StagedFunction(fun, tuple(static_argnums), ()).trace(args, kwargs)
+            staged, _ = StagedFunction(fun, tuple(static_argnums), ()).stage(args, kwargs)
         closed, out_tree = staged.closed, staged.out_tree
         if return_shape:
             shapes = [a.to_shape_dtype() for a in closed.out_avals]

@@ -51,6 +51,10 @@ class ShapedArray:
     `vma` (varying manual axes) names, in mesh order, the manual mesh axes over which
     the value may differ from device to device; empty everywhere but inside the body of
     a shard_map with check_vma=True. JAX's aval spells it `mat.varying`.
+    `manual_unreduced` and `manual_reduced` name, in mesh order, the manual mesh axes
+    over which the value is a device's part of a sum still to be taken, or replicated
+    with a cotangent that is such a part (JAX's `mat.unreduced` and `mat.reduced`; the
+    same over Explicit axes are in `explicit_sharding`'s spec).
 
     `mesh` is the abstract mesh the type of a value no Explicit axis shards is on
     (replicated over it), or None for JAX's empty mesh: NumPy arrays, Python scalars and
@@ -59,10 +63,11 @@ class ShapedArray:
     select's predicate on a mesh must be sharded as its cases), so impl does; types
     that differ only there are equal, as JAX's typematch has them."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "explicit_sharding", "vma", "mesh")
+    __slots__ = ("shape", "dtype", "weak_type", "explicit_sharding", "vma", "mesh",
+                 "manual_unreduced", "manual_reduced")
 
     def __init__(self, shape, dtype, weak_type=False, explicit_sharding=None, vma=(),
-                 mesh=None):
+                 mesh=None, manual_unreduced=(), manual_reduced=()):
         # Built for every staged value: the conversions run in C (map, np.dtype's type).
         self.shape = tuple(map(int, shape))
         self.dtype = dtype if type(dtype) in _NUMPY_DTYPE_TYPES else np.dtype(dtype)
@@ -70,6 +75,8 @@ class ShapedArray:
         self.explicit_sharding = explicit_sharding
         self.vma = vma
         self.mesh = mesh
+        self.manual_unreduced = manual_unreduced
+        self.manual_reduced = manual_reduced
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -90,9 +97,11 @@ class ShapedArray:
 
     @property
     def mat(self):
-        """JAX's manual axis type of the value: `mat.varying` is the set of varying
-        manual axes."""
-        return jax.sharding.ManualAxisType(varying=frozenset(self.vma))
+        """JAX's manual axis type of the value: its varying, unreduced and reduced
+        manual axes, as sets."""
+        return jax.sharding.ManualAxisType(varying=frozenset(self.vma),
+                                           unreduced=frozenset(self.manual_unreduced),
+                                           reduced=frozenset(self.manual_reduced))
 
     manual_axis_type = mat
 
@@ -100,14 +109,16 @@ class ShapedArray:
         return (isinstance(other, ShapedArray) and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
                 and self.explicit_sharding == other.explicit_sharding
-                and self.vma == other.vma)
+                and self.vma == other.vma
+                and self.manual_unreduced == other.manual_unreduced
+                and self.manual_reduced == other.manual_reduced)
 
     def __hash__(self):
         return hash((self.shape, self.dtype, self.weak_type, self.explicit_sharding,
-                     self.vma))
+                     self.vma, self.manual_unreduced, self.manual_reduced))
 
     def update(self, shape=None, dtype=None, weak_type=None, explicit_sharding=_KEEP,
-               vma=None, mesh=_KEEP):
+               vma=None, mesh=_KEEP, manual_unreduced=None, manual_reduced=None):
         shape = self.shape if shape is None else shape
         if explicit_sharding is _KEEP:   # kept while it still fits the rank
             explicit_sharding = (self.explicit_sharding if len(shape) == self.ndim else None)
@@ -115,24 +126,31 @@ class ShapedArray:
             mesh = self.mesh if self.explicit_sharding is None else self.explicit_sharding.mesh
         return ShapedArray(shape, self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type,
-                           explicit_sharding, self.vma if vma is None else vma, mesh)
+                           explicit_sharding, self.vma if vma is None else vma, mesh,
+                           self.manual_unreduced if manual_unreduced is None
+                           else manual_unreduced,
+                           self.manual_reduced if manual_reduced is None else manual_reduced)
 
     def strip_weak_type(self):
         return self.update(weak_type=False) if self.weak_type else self
 
     @property
     def unreduced(self):
-        """The Explicit mesh axes over which the value is a sum of the devices' parts
-        still to be added up (JAX's `sharding.spec.unreduced`)."""
+        """The mesh axes over which the value is a sum of the devices' parts still to
+        be added up: Explicit ones (JAX's `sharding.spec.unreduced`) and manual ones
+        inside a shard_map body (`mat.unreduced`), as JAX's rules read them."""
         s = self.explicit_sharding
-        return frozenset() if s is None else s.spec.unreduced
+        explicit = frozenset() if s is None else s.spec.unreduced
+        return explicit | frozenset(self.manual_unreduced) if self.manual_unreduced else explicit
 
     @property
     def reduced(self):
-        """The Explicit mesh axes over which the value is replicated and whose
-        cotangent is unreduced (JAX's `sharding.spec.reduced`)."""
+        """The mesh axes over which the value is replicated and whose cotangent is
+        unreduced: Explicit ones (`sharding.spec.reduced`) and manual ones
+        (`mat.reduced`)."""
         s = self.explicit_sharding
-        return frozenset() if s is None else s.spec.reduced
+        explicit = frozenset() if s is None else s.spec.reduced
+        return explicit | frozenset(self.manual_reduced) if self.manual_reduced else explicit
 
     def str_short(self):
         return (f"{dtype_short_name(self.dtype)}[{shape_str(self.shape, self.explicit_sharding)}]"
@@ -163,11 +181,13 @@ def axes_suffix(aval):
     vma, unreduced, reduced = aval.vma, aval.unreduced, aval.reduced
     if not (vma or unreduced or reduced):
         return ""
-    order = aval.explicit_sharding.mesh.axis_names if unreduced or reduced else ()
+    s = aval.explicit_sharding
+    order = ((s.mesh.axis_names if s is not None else ())
+             + aval.manual_unreduced + aval.manual_reduced)
     parts = [f"{tag}:{names[0] if len(names) == 1 else '(' + ','.join(names) + ')'}"
              for tag, names in (("V", tuple(vma)),
-                                ("U", tuple(n for n in order if n in unreduced)),
-                                ("R", tuple(n for n in order if n in reduced)))
+                                ("U", tuple(dict.fromkeys(n for n in order if n in unreduced))),
+                                ("R", tuple(dict.fromkeys(n for n in order if n in reduced))))
              if names]
     return "{" + ", ".join(parts) + "}"
 
@@ -269,6 +289,14 @@ def broadcast_sizes(shapes):
 def canonical_dtype(dtype):
     """The dtype JAX would use (float64 becomes float32 unless x64 is enabled)."""
     return np.dtype(jax_dtypes.canonicalize_dtype(dtype))
+
+
+def user_dtype(dtype, fun_name=None):
+    """A dtype the user passed to `fun_name` (Python types stand for the default
+    dtypes), checked and canonicalized by JAX's own rule, so that a 64-bit dtype without
+    x64 brings JAX's warning (or error, as `jax_explicit_x64_dtypes` says)."""
+    from jax._src import dtypes as jax_private_dtypes
+    return np.dtype(jax_private_dtypes.check_and_canonicalize_user_dtype(dtype, fun_name))
 
 
 _PY_SCALAR_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
@@ -430,6 +458,19 @@ def clear_caches():
     """Empty every registered cache (staged traces, derived and compiled programs)."""
     for clear in _cache_clearers:
         clear()
+
+
+def check_static_hashable(value):
+    """A static argument (of jit, or of a jax.numpy function JAX jits with it static)
+    keys a cache, so it must be hashable: JAX's ValueError otherwise (a traced value or
+    an array is not)."""
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(
+            "Non-hashable static arguments are not supported. An error occurred while "
+            f"trying to hash an object of type {type(value)}, {value}. The error was:\n"
+            f"{type(e).__name__}: {e}\n") from None
 
 
 class ClosedJaxpr:
@@ -654,13 +695,23 @@ class Primitive:
 def _match_vma(args):
     """The operands of a primitive with the standard vma rule, made to vary over the
     same manual axes: those that vary over fewer are cast with `pvary` (a no-op on the
-    values whose transpose sums the cotangent over the axes added), as JAX does."""
-    vmas = [get_aval(x).vma for x in args]
-    union = ordered_vma(n for v in vmas for n in v)
-    if all(len(v) == len(union) for v in vmas):
+    values whose transpose sums the cotangent over the axes added), or, when they are
+    reduced over exactly the axes missing, with `reduced_vary_cast` (whose transpose
+    leaves the cotangent unreduced), as JAX does."""
+    avals = [get_aval(x) for x in args]
+    union = ordered_vma(n for a in avals for n in a.vma)
+    if all(len(a.vma) == len(union) for a in avals):
         return args
-    return [x if len(v) == len(union) else ops.pvary(x, tuple(n for n in union if n not in v))
-            for x, v in zip(args, vmas)]
+    out = []
+    for x, a in zip(args, avals):
+        missing = tuple(n for n in union if n not in a.vma)
+        if not missing:
+            out.append(x)
+        elif a.manual_reduced and set(a.manual_reduced) == set(missing):
+            out.append(ops.reduced_vary_cast(x, missing))
+        else:
+            out.append(ops.pvary(x, missing))
+    return out
 
 
 class RuleMaker:
@@ -708,7 +759,7 @@ def abstract_eval(prim, avals, params):
     """Output aval(s) of `prim` applied to `avals`; a list when multiple_results."""
     rule = abstract_eval_rules.get(prim)
     if rule is None:
-        raise NotImplementedError(f"Abstract evaluation rule for '{prim.name}' not implemented")
+        raise missing_rule("Abstract evaluation", prim)
     out = rule(*avals, **params)
     if _state.vma_axes:
         out = _with_vma(prim, avals, params, out)
@@ -749,6 +800,8 @@ def _on_operands_mesh(prim, avals, out):
 
 
 def _with_vma(prim, avals, params, out):
+    """The results' varying manual axes, and their unreduced and reduced ones when an
+    operand has some (`_manual_unreduced`)."""
     rule = vma_rules.get(prim)
     if rule is TYPED_BY_ABSTRACT_EVAL:
         return out
@@ -762,9 +815,33 @@ def _with_vma(prim, avals, params, out):
         vmas = [vma] * len(out) if prim.multiple_results else vma
     else:
         vmas = rule(*avals, **params)
-    if prim.multiple_results:
-        return [o.update(vma=ordered_vma(v)) for o, v in zip(out, vmas)]
-    return out.update(vma=ordered_vma(vmas))
+    if not prim.multiple_results:
+        out, vmas = [out], [vmas]
+    urs = _manual_unreduced(prim, avals, params, len(out))
+    typed = [o.update(vma=ordered_vma(v), manual_unreduced=ordered_vma(u),
+                      manual_reduced=ordered_vma(r))
+             for o, v, (u, r) in zip(out, vmas, urs)]
+    return typed if prim.multiple_results else typed[0]
+
+
+def _manual_unreduced(prim, avals, params, n_out):
+    """Per result, the manual mesh axes it is unreduced and reduced over, by the
+    primitive's unreduced rule (the one that reads Explicit axes: JAX's rules read
+    both). A primitive without one drops reduced axes, as JAX's do inside shard_map
+    (the result is replicated there, as its operand), and refuses unreduced ones
+    (where JAX drops them too, typing one device's part of a sum as the whole)."""
+    if not any(a.manual_unreduced or a.manual_reduced for a in avals):
+        return [((), ())] * n_out
+    rule = unreduced_rules.get(prim)
+    if rule is None:
+        if any(a.manual_unreduced for a in avals):
+            raise NotImplementedError(
+                f"unreduced rule for {prim.name} is not implemented: it cannot take an "
+                f"operand unreduced over manual mesh axes (got "
+                f"{', '.join(a.str_short() for a in avals)}). Sum it first (psum).")
+        return [((), ())] * n_out
+    axes = rule(*avals, **params)
+    return list(zip(*axes)) if prim.multiple_results else [axes]
 
 
 def _with_explicit_shardings(prim, avals, params, out):
@@ -890,19 +967,22 @@ def check_divisible(sharding, shape):
                 f"Got shape: {tuple(shape)} and sharding {sharding}")
 
 
-class MissingRuleError(NotImplementedError):
-    """A transformation met a primitive it has no rule for."""
-
-
 def missing_rule(table_description, prim):
-    return MissingRuleError(f"{table_description} rule for '{prim.name}' not implemented "
-                            f"(primitive '{prim.name}' cannot be {_VERBS.get(table_description, 'transformed')})")
+    """The error of a transformation meeting a primitive it has no rule for: JAX's
+    NotImplementedError with JAX's words for the same table."""
+    if table_description == "Lowering":
+        return NotImplementedError(f"MLIR translation rule for primitive '{prim.name}' not "
+                                   f"found for platform {jax.default_backend()}")
+    return NotImplementedError(_MISSING_RULE_WORDS[table_description].format(prim.name))
 
 
-_VERBS = {"Differentiation": "differentiated (jvp)",
-          "Transpose": "transposed (reverse-mode differentiation, linear_transpose)",
-          "Batching": "batched (vmap)", "Lowering": "lowered (jit)",
-          "Evaluation": "evaluated"}
+_MISSING_RULE_WORDS = {
+    "Differentiation": "Differentiation rule for '{}' not implemented",
+    "Transpose": "Transpose rule (for reverse-mode differentiation) for '{}' not implemented",
+    "Batching": "Batching rule for '{}' not implemented",
+    "Evaluation": "Evaluation rule for '{}' not implemented",
+    "Abstract evaluation": "Abstract evaluation for '{}' not implemented",
+}
 
 
 # ------------------------------------------------------------------ traces & tracers
@@ -1184,44 +1264,53 @@ class Tracer:
         """The concrete value behind the tracer, if the transformation knows one."""
         return None
 
-    def _concrete(self, what, error=ConcretizationTypeError):
+    def _concrete(self, what, error=ConcretizationTypeError, detail=""):
+        """The concrete value, or `error` whose first lines are JAX's: `what` (JAX's
+        words, naming the traced array by `{}`) and `detail`."""
         val = self.concrete_value()
         if val is None:
+            aval = self.aval
+            traced = (f"traced array with shape {np.dtype(aval.dtype).name}"
+                      f"[{','.join(str(d) for d in aval.shape)}]")
             raise error(
-                f"{what} was called on a traced array with shape {self.aval.str_short()}: "
-                "a concrete value is needed, but the value is only known abstractly inside "
-                "this transformation. Use "
-                "impl.numpy.where or lax.select instead of Python control flow, or mark "
-                "the argument static in jit (static_argnums/static_argnames).")
+                what.format(traced) + (f"\n{detail}" if detail else "") +
+                "\nA concrete value is needed, but the value is only known abstractly inside "
+                "this transformation: use impl.numpy.where or lax.select instead of Python "
+                "control flow, or mark the argument static in jit "
+                "(static_argnums/static_argnames).\n"
+                f"See https://docs.jax.dev/en/latest/errors.html#jax.errors.{error.__name__}")
         return val
 
     def __bool__(self):
-        return bool(self._concrete("Attempted boolean conversion: bool()",
+        return bool(self._concrete("Attempted boolean conversion of {}.",
                                    TracerBoolConversionError))
 
+    def _number(self, kind):
+        return self._concrete(
+            "Abstract tracer value encountered where concrete value is expected: {}",
+            detail=f"The problem arose with the `{kind}` function. If trying to convert the "
+                   f"data type of a value, try using `x.astype({kind})` or "
+                   f"`jnp.array(x, {kind})` instead.")
+
     def __float__(self):
-        return float(self._concrete("Abstract tracer value encountered where a concrete "
-                                    "value is expected: float()"))
+        return float(self._number("float"))
 
     def __int__(self):
-        return int(self._concrete("Abstract tracer value encountered where a concrete "
-                                  "value is expected: int()"))
+        return int(self._number("int"))
 
     def __index__(self):
-        return int(self._concrete("The __index__() method (a tracer used as a Python "
-                                  "integer)", TracerIntegerConversionError))
+        return int(self._concrete("The __index__() method was called on {}",
+                                  TracerIntegerConversionError))
 
     def __complex__(self):
-        return complex(self._concrete("Abstract tracer value encountered where a "
-                                      "concrete value is expected: complex()"))
+        return complex(self._number("complex"))
 
     def __array__(self, dtype=None, copy=None):
-        val = np.asarray(self._concrete("The numpy.ndarray conversion method __array__()",
-                                        TracerArrayConversionError))
+        val = np.asarray(self._concrete("The numpy.ndarray conversion method __array__() was "
+                                        "called on {}", TracerArrayConversionError))
         return val.astype(dtype) if dtype is not None else val
 
-    def __hash__(self):
-        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
+    __hash__ = None   # arrays are unhashable; Python's TypeError names the tracer's type
 
     def __repr__(self):   # each transformation's tracer prints as JAX's counterpart
         return f"{type(self).__name__}<{self.aval}>"

@@ -3,16 +3,21 @@ runs, eagerly or compiled, once per element under vmap and with primal values un
 differentiation."""
 from __future__ import annotations
 
+import inspect
 import string
+import threading
 
 import jax
 import numpy as np
+from jax import tree_util
 
 from impl import core
+from impl import runtime as _runtime
+from impl._traceback_util import is_library
 from impl.primitives import callbacks as _callbacks
 
-__all__ = ["callback", "print", "inspect_array_sharding", "visualize_array_sharding",
-           "visualize_sharding"]
+__all__ = ["breakpoint", "callback", "print", "inspect_array_sharding",
+           "visualize_array_sharding", "visualize_sharding"]
 
 
 def _staged_callback(fn, args, kwargs, ordered, partitioned):
@@ -73,6 +78,86 @@ def print(fmt=None, *args, ordered: bool = False, partitioned: bool = False,  # 
                                partitioned=partitioned)
 
     return _call_or_return("debug_print", emit, fmt, args, kwargs)
+
+
+class _Frame:
+    """A Python frame seen by `breakpoint`: its local variables split into the values
+    impl traces (operands of the callback) and the rest (kept as they are)."""
+
+    def __init__(self, info):
+        self.info = info
+        self.names, self.trees, self.static = [], [], {}
+        self.traced = []
+        for name, value in info.frame.f_locals.items():
+            try:
+                leaves, tree = tree_util.tree_flatten(value)
+            except Exception:   # a value that cannot be flattened is shown as it is
+                leaves, tree = [value], tree_util.tree_structure(0)
+            self.names.append(name)
+            self.trees.append(tree)
+            for leaf in leaves:
+                if isinstance(leaf, core.Tracer):
+                    self.traced.append(leaf)
+                else:
+                    self.static[(name, len(self.static) + len(self.traced))] = leaf
+
+    def debugger_frame(self, values):
+        """JAX's debugger frame, with `values` in place of the traced leaves."""
+        from jax._src.debugger import core as debugger_core
+        it, position, local_vars = iter(values), 0, {}
+        for name, tree in zip(self.names, self.trees):
+            leaves = []
+            for _ in range(tree.num_leaves):
+                key = (name, position)
+                leaves.append(self.static[key] if key in self.static else next(it))
+                position += 1
+            local_vars[name] = tree_util.tree_unflatten(tree, leaves)
+        frame = debugger_core.DebuggerFrame.from_frameinfo(self.info)
+        return debugger_core.DebuggerFrame(
+            filename=frame.filename, locals=local_vars, globals={},
+            code_context=frame.code_context, source=frame.source, lineno=frame.lineno,
+            offset=frame.offset)
+
+
+_debugger_lock = threading.Lock()
+
+
+def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noqa: A001
+               num_frames: int | None = None, ordered: bool = False, token=None,
+               **kwargs):
+    """Stop in JAX's interactive debugger when the program runs, showing the Python
+    frames of the call (impl's own left out when `filter_frames`) with the runtime
+    values of the traced variables. With `token`, it runs once `token` is computed and
+    returns it unchanged."""
+    if token is not None and ordered:
+        raise ValueError("`ordered` and `token` are mutually exclusive arguments.")
+    infos = [f for f in inspect.stack()[1:]
+             if not (filter_frames and is_library(f.filename))]
+    frames = [_Frame(f) for f in infos[:num_frames]]
+    counts = [len(f.traced) for f in frames]
+
+    def enter_debugger(*values):
+        from jax._src.debugger import core as debugger_core
+        debugger = debugger_core.get_debugger(backend=backend)
+        shown, start = [], 0
+        for frame, n in zip(frames, counts):
+            shown.append(frame.debugger_frame(values[start:start + n]))
+            start += n
+        thread_id = (None if threading.current_thread() is threading.main_thread()
+                     else threading.get_ident())
+        with _debugger_lock:
+            debugger(shown, thread_id, **kwargs)
+
+    traced = [x for f in frames for x in f.traced]
+    if token is None:
+        _callbacks.debug_callback(enter_debugger, traced, ordered=ordered)
+        return None
+
+    def run_then_return(tok, *values):
+        enter_debugger(*values)
+        return tok
+    shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), token)
+    return _runtime.pure_callback(run_then_return, shapes, token, *traced)
 
 
 # JAX's renderer of a sharding as a grid of devices (it needs the `rich` package).

@@ -75,23 +75,15 @@ def _resolve_impl(impl_spec, fun_name):
     _check_config()
 
 
-def _user_dtype(dtype, default, fun_name):
-    """A user-requested dtype as JAX canonicalizes it (warning when x64 truncates it)."""
-    if dtype is None:
-        return core.canonical_dtype(default)
-    if isinstance(dtype, jax.Array) or isinstance(dtype, core.Tracer):
+def _user_dtype(dtype, default):
+    """A user-requested dtype as JAX canonicalizes it (warning when x64 truncates it;
+    JAX's samplers name no function in the warning)."""
+    if isinstance(dtype, core.Tracer):
         raise ValueError("Passing an array as a dtype argument is no longer supported; "
                          "instead of dtype=arr use dtype=arr.dtype.")
-    if dtype in (int, float, complex, bool):
-        return core.canonical_dtype(dtype)
-    requested = np.dtype(dtype)
-    canonical = core.canonical_dtype(requested)
-    if canonical != requested:
-        warnings.warn(f"Explicitly requested dtype {requested} requested in {fun_name} is not "
-                      f"available, and will be truncated to dtype {canonical}. To enable "
-                      "more dtypes, set the jax_enable_x64 configuration option.",
-                      stacklevel=3)
-    return canonical
+    if dtype is None:
+        return core.canonical_dtype(default)
+    return core.user_dtype(dtype)
 
 
 def _drawn(out_sharding, draw, *arrays):
@@ -410,7 +402,7 @@ def clone(key):
 def bits(key, shape=(), dtype=None, *, out_sharding=None):
     """Uniform random bits as unsigned integers (uint64 with x64, else uint32)."""
     data, _ = _unwrap("bits", key)
-    dtype = _user_dtype(dtype, np.uint64, "bits")
+    dtype = _user_dtype(dtype, np.uint64)
     if dtype.kind != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
     shape = _canonical_shape(shape)
@@ -423,7 +415,7 @@ def bits(key, shape=(), dtype=None, *, out_sharding=None):
 def uniform(key, shape=(), dtype=None, minval=0., maxval=1., *, out_sharding=None):
     """Uniform floats in [minval, maxval)."""
     data, _ = _unwrap("uniform", key)
-    dtype = _user_dtype(dtype, float, "uniform")
+    dtype = _user_dtype(dtype, float)
     shape = _canonical_shape(shape)
     _check_float_dtype("uniform", dtype)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
@@ -469,7 +461,7 @@ def normal(key, shape=(), dtype=None, *, out_sharding=None):
     """Standard normal floats (or complex numbers, of unit variance)."""
     data, _ = _unwrap("normal", key)
     shape = _canonical_shape(shape)
-    dtype = _user_dtype(dtype, float, "normal")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("normal", dtype, complex_ok=True)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
     return _drawn(out_sharding, lambda d: _normal(d, shape, dtype), data)
@@ -504,7 +496,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=
     if shape is not None:
         shape = _canonical_shape(shape)
     data, _ = _unwrap("truncated_normal", key)
-    dtype = _user_dtype(dtype, float, "truncated_normal")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("truncated_normal", dtype)
     return _drawn(out_sharding, lambda d, lo, hi: _truncated_normal(d, lo, hi, shape, dtype),
                   data, lower, upper)
@@ -565,7 +557,7 @@ def _bernoulli(data, p, shape, mode):
 def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
     """Uniform integers in [minval, maxval) (JAX's modulus method, so JAX's numbers)."""
     data, _ = _unwrap("randint", key)
-    dtype = _user_dtype(dtype, int, "randint")
+    dtype = _user_dtype(dtype, int)
     shape = _canonical_shape(shape)
     if dtype.kind not in "iu":
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
@@ -758,7 +750,7 @@ def _top_k_indices(x, k):
 def gumbel(key, shape=(), dtype=None, mode=None, *, out_sharding=None):
     """Standard Gumbel floats; `mode` 'high'/'highest' spend more bits on the tail."""
     data, _ = _unwrap("gumbel", key)
-    dtype = _user_dtype(dtype, float, "gumbel")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("gumbel", dtype)
     shape = _canonical_shape(shape)
     if mode is None:
@@ -869,7 +861,7 @@ def _float_sampler(name, body):
     `body(data, shape, dtype)` after JAX's argument checks."""
     def sampler(key, shape=(), dtype=None, *, out_sharding=None):
         data, _ = _unwrap(name, key)
-        dtype = _user_dtype(dtype, float, name)
+        dtype = _user_dtype(dtype, float)
         _check_float_dtype(name, dtype)
         shape = _canonical_shape(shape)
         out_sharding = _replicated_when_unshaped(out_sharding, shape)
@@ -932,7 +924,7 @@ def _param_draw(name, body, key, shape, dtype, params, out_sharding, complex_ok=
     """A sampler with array parameters after their common checks: the jitted
     `body(data, *params, shape, dtype)`, placed by out_sharding."""
     data, _ = _unwrap(name, key)
-    dtype = _user_dtype(dtype, float, name)
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype(name, dtype, complex_ok)
     if replicated_when_unshaped:
         out_sharding = _replicated_when_unshaped(out_sharding, shape)
@@ -1026,7 +1018,7 @@ def _triangular(data, left, mode, right, shape, dtype):
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
     """Weibull floats: scale * (-log(1 - u)) ** (1 / concentration)."""
     data, _ = _unwrap("weibull_min", key)
-    dtype = _user_dtype(dtype, float, "weibull_min")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("weibull_min", dtype)
     return _weibull_min(data, scale, concentration, _canonical_shape(shape), dtype)
 
@@ -1041,7 +1033,7 @@ def _weibull_min(data, scale, concentration, shape, dtype):
 def geometric(key, p, shape=None, dtype=None, *, out_sharding=None):
     """Geometric integers >= 1: trials until the first success of probability `p`."""
     data, _ = _unwrap("geometric", key)
-    dtype = _user_dtype(dtype, int, "geometric")
+    dtype = _user_dtype(dtype, int)
     if dtype.kind not in "iu":
         raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dtype}")
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
@@ -1072,7 +1064,7 @@ def _geometric(data, p, shape, dtype):
 def rademacher(key, shape=(), dtype=None, *, out_sharding=None):
     """-1 or +1 with equal probability."""
     data, _ = _unwrap("rademacher", key)
-    dtype = _user_dtype(dtype, int, "rademacher")
+    dtype = _user_dtype(dtype, int)
     shape = _canonical_shape(shape)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
     return _drawn(out_sharding, lambda d: _rademacher(d, shape, dtype), data)
@@ -1088,7 +1080,7 @@ def _rademacher(data, shape, dtype):
 def maxwell(key, shape=(), dtype=None, *, out_sharding=None):
     """Maxwell floats: the length of a standard normal 3-vector."""
     data, _ = _unwrap("maxwell", key)
-    dtype = _user_dtype(dtype, float, "maxwell")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("maxwell", dtype)
     shape = _canonical_shape(shape)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
@@ -1103,7 +1095,7 @@ def _maxwell(data, shape, dtype):
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     """Maxwell floats with a random sign, scaled by `scale` and shifted by `loc`."""
     data, _ = _unwrap("double_sided_maxwell", key)
-    dtype = _user_dtype(dtype, float, "double_sided_maxwell")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("double_sided_maxwell", dtype)
     return _double_sided_maxwell(data, loc, scale, _canonical_shape(shape), dtype)
 
@@ -1135,7 +1127,7 @@ def loggamma(key, a, shape=None, dtype=None, *, out_sharding=None):
 
 def _gamma_draw(name, key, a, shape, dtype, out_sharding, log_space):
     data, _ = _unwrap(name, key)
-    dtype = _user_dtype(dtype, float, name)
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("gamma", dtype)   # JAX names gamma for loggamma too
     shape = None if shape is None else _canonical_shape(shape)
     if not log_space:   # JAX gives loggamma no such default
@@ -1174,7 +1166,7 @@ def _beta(data, a, b, shape, dtype):
 def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
     """Dirichlet(alpha) vectors along alpha's last axis: softmax of log-gamma draws."""
     data, _ = _unwrap("dirichlet", key)
-    dtype = _user_dtype(dtype, float, "dirichlet")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("dirichlet", dtype)
     if shape is not None:
         shape = _canonical_shape(shape)
@@ -1241,7 +1233,7 @@ def generalized_normal(key, p, shape=(), dtype=None, *, out_sharding=None):
     """Floats of density proportional to exp(-|x|**p): a random sign times
     Gamma(1/p)**(1/p)."""
     data, _ = _unwrap("generalized_normal", key)
-    dtype = _user_dtype(dtype, float, "generalized_normal")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("gamma", dtype)   # JAX fails in its gamma draw
     shape = _canonical_shape(shape)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
@@ -1261,7 +1253,7 @@ def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
     """Points uniform in the unit Lp ball of dimension `d` (Barthe et al. 2005: a
     generalized normal vector scaled by its norm plus an exponential)."""
     data, _ = _unwrap("ball", key)
-    dtype = _user_dtype(dtype, float, "ball")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("gamma", dtype)
     d = _concrete_index(d, "ball", "d")
     shape = _canonical_shape(shape)
@@ -1293,7 +1285,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
     signs fixed by R's diagonal (Mezzadri 2007)."""
     shape = _canonical_shape(shape)
     data, _ = _unwrap("orthogonal", key)
-    dtype = _user_dtype(dtype, float, "orthogonal")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("normal", dtype, complex_ok=True)
     n = _concrete_index(n, "orthogonal", "n")
     m = n if m is None else _concrete_index(m, "orthogonal", "m")
@@ -1320,7 +1312,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     if method not in ("svd", "eigh", "cholesky"):
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
     dtype = (core.get_aval(mean).dtype if dtype is None
-             else _user_dtype(dtype, float, "multivariate_normal"))
+             else _user_dtype(dtype, float))
     _check_float_dtype("multivariate_normal", dtype)
     if shape is not None:
         shape = _canonical_shape(shape)
@@ -1380,7 +1372,7 @@ def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
     rejection above). The loops run per element in the `random_poisson` primitive,
     which lowers to JAX's sampler on the raw key data, so the numbers are JAX's."""
     data, _ = _unwrap("poisson", key)
-    dtype = _user_dtype(dtype, int, "poisson")
+    dtype = _user_dtype(dtype, int)
     if dtype.kind not in "iu":
         raise ValueError(f"dtype argument to `poisson` must be an integer dtype, got {dtype}")
     _check_arraylike("poisson", lam)
@@ -1396,7 +1388,7 @@ def binomial(key, n, p, shape=None, dtype=None):
     primitive, which lowers to JAX's sampler on the raw key data (JAX's numbers)."""
     data, _ = _unwrap("binomial", key)
     _check_arraylike("binomial", n, p)
-    dtype = _user_dtype(dtype, float, "binomial")
+    dtype = _user_dtype(dtype, float)
     _check_float_dtype("binomial", dtype)
     if shape is not None:
         shape = _canonical_shape(shape)

@@ -27,17 +27,38 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     per element, "expand_dims" ("broadcast_all") give unbatched arguments a leading axis
     of size 1 (of the batch size), "legacy_vectorized" passes them unchanged; None raises
     NotImplementedError. It cannot be differentiated (ValueError, as JAX)."""
+    flat_callback, leaves, avals, out_tree = _flat_host_call(
+        "pure_callback", callback, result_shape_dtypes, args, kwargs, sharding)
+    outs = _callbacks.pure_callback(flat_callback, leaves, avals, vmap_method)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False,
+                **kwargs):
+    """Call the impure host function `callback(*args, **kwargs)` (as
+    jax.experimental.io_callback): it runs even when its results are unused; under vmap
+    once per element, in order (an `ordered` one cannot be vmapped); it cannot be
+    differentiated in the arguments it receives (ValueError, as JAX)."""
+    flat_callback, leaves, avals, out_tree = _flat_host_call(
+        "io_callback", callback, result_shape_dtypes, args, kwargs, sharding)
+    outs = _callbacks.io_callback(flat_callback, leaves, avals, ordered)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _flat_host_call(name, callback, result_shape_dtypes, args, kwargs, sharding):
+    """(the host function as a function of the flat operands, returning flat results;
+    the operands; the results' types; the results' tree)."""
     if sharding is not None:
-        raise NotImplementedError("impl.pure_callback: sharding= is not supported; the "
+        raise NotImplementedError(f"impl's {name}: sharding= is not supported; the "
                                   "callback runs on the host for the whole array")
     if not callable(callback):
-        raise TypeError(f"pure_callback: callback must be callable, got {type(callback)}")
+        raise TypeError(f"{name}: callback must be callable, got {type(callback)}")
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     shapes, out_tree = tree_util.tree_flatten(result_shape_dtypes)
     avals = []
     for s in shapes:
         if not (hasattr(s, "shape") and hasattr(s, "dtype")):
-            raise TypeError("pure_callback: each leaf of result_shape_dtypes needs .shape and "
+            raise TypeError(f"{name}: each leaf of result_shape_dtypes needs .shape and "
                             f".dtype (e.g. jax.ShapeDtypeStruct), got {s!r}")
         if jax.dtypes.canonicalize_dtype(s.dtype) != s.dtype:
             raise ValueError("result_shape_dtypes cannot specify 64-bit types when "
@@ -48,8 +69,7 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
         c_args, c_kwargs = tree_util.tree_unflatten(in_tree, values)
         return tree_util.tree_leaves(callback(*c_args, **c_kwargs))
 
-    outs = _callbacks.pure_callback(flat_callback, leaves, avals, vmap_method)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return flat_callback, leaves, avals, out_tree
 
 
 # ------------------------------------------------------------------ scope names

@@ -74,42 +74,66 @@ def _axes_size(mesh, names):
 
 def _spec_vma(mesh, spec):
     """The mesh axes `spec` splits over (in mesh order): those a block varies over."""
-    named = {n for entry in spec for n in spec_names(entry)}
+    named = {n for entry in spec.partitions for n in spec_names(entry)}
     return tuple(n for n in mesh.axis_names if n in named)
 
 
 def _block_aval(mesh, spec, aval, check_vma):
     """One device's block of a value of type `aval` split as `spec` (divisibility and
     rank are checked by the caller). A block is not sharded over the mesh: its type
-    keeps no explicit sharding; with check_vma it varies over the axes of `spec`."""
+    keeps no explicit sharding; with check_vma it varies over the axes of `spec`, and
+    is unreduced and reduced over its unreduced and reduced axes."""
     shape = list(aval.shape)
-    for i, entry in enumerate(spec):
+    for i, entry in enumerate(spec.partitions):
         shape[i] //= _axes_size(mesh, spec_names(entry))
-    return aval.update(shape=tuple(shape), explicit_sharding=None,
-                       vma=_spec_vma(mesh, spec) if check_vma else ())
+    if not check_vma:
+        return aval.update(shape=tuple(shape), explicit_sharding=None, vma=(),
+                           manual_unreduced=(), manual_reduced=())
+    return aval.update(shape=tuple(shape), explicit_sharding=None, vma=_spec_vma(mesh, spec),
+                       manual_unreduced=_in_mesh_order(mesh, spec.unreduced),
+                       manual_reduced=_in_mesh_order(mesh, spec.reduced))
+
+
+def _in_mesh_order(mesh, names):
+    return tuple(n for n in mesh.axis_names if n in names)
 
 
 def _global_aval(mesh, spec, aval):
     """The value the blocks of type `aval` make together, split as `spec`; on a mesh
-    with Explicit axes its type is sharded as `spec` says over them."""
+    with Explicit axes its type is sharded as `spec` says over them (unreduced and
+    reduced axes included)."""
     shape = list(aval.shape)
-    for i, entry in enumerate(spec):
+    for i, entry in enumerate(spec.partitions):
         shape[i] *= _axes_size(mesh, spec_names(entry))
     return aval.update(shape=tuple(shape), explicit_sharding=core.explicit_sharding_of(
-        NamedSharding(mesh, spec), aval.ndim), vma=())
+        NamedSharding(mesh, spec), aval.ndim), vma=(), manual_unreduced=(), manual_reduced=())
 
 
-def _vary_as_spec(x, mesh, spec, manual):
+def _cast_as_spec(x, mesh, spec, manual):
     """An output `x` of the block program cast to vary over the manual axes its
-    out_spec names (as JAX does before checking it)."""
+    out_spec names, then to be unreduced over its unreduced axes (as JAX does before
+    checking it)."""
     missing = tuple(n for n in _spec_vma(mesh, spec) if n in manual
                     and n not in get_aval(x).vma)
-    return collectives.pvary_p.bind(x, axes=missing) if missing else x
+    if missing:
+        x = collectives.pvary_p.bind(x, axes=missing)
+    missing = tuple(n for n in _in_mesh_order(mesh, spec.unreduced)
+                    if n not in get_aval(x).manual_unreduced)
+    return collectives.vary_unreduced_cast_p.bind(x, axes=missing) if missing else x
+
+
+def _cotangent_spec(spec):
+    """The spec of a cotangent of a value split as `spec`: unreduced and reduced axes
+    swapped, as its type's."""
+    if not (spec.unreduced or spec.reduced):
+        return spec
+    return spec.update(unreduced=spec.reduced, reduced=spec.unreduced)
 
 
 def _unmentioned(mesh, axis_names, spec):
-    """The manual mesh axes (in mesh order) that `spec` does not name."""
-    named = {n for entry in spec for n in spec_names(entry)}
+    """The manual mesh axes (in mesh order) that `spec` does not name (nor as unreduced
+    axes, whose values are parts of sums, not copies)."""
+    named = {n for entry in spec.partitions for n in spec_names(entry)} | spec.unreduced
     return tuple(n for n in mesh.axis_names if n in axis_names and n not in named)
 
 
@@ -128,18 +152,29 @@ def _shard_map_aval(*avals, jaxpr, mesh, in_specs, out_specs, axis_names, check_
     expected = jaxpr.in_avals
     if len(blocks) != len(expected) or any(
             b.shape != e.shape or b.dtype != e.dtype or b.vma != e.vma
+            or b.manual_unreduced != e.manual_unreduced or b.manual_reduced != e.manual_reduced
             for b, e in zip(blocks, expected)):
         raise TypeError(f"shard_map: argument blocks {[b.str_short() for b in blocks]} do "
                         f"not match the block program's {[e.str_short() for e in expected]}")
     return [_global_aval(mesh, s, a) for s, a in zip(out_specs, jaxpr.out_avals)]
 
 
+def _jax_spec(mesh, spec):
+    """`spec` as JAX's shard_map takes it: its unreduced and reduced axes only where
+    they are Explicit (values inside a program may be unreduced over Auto axes, which
+    JAX's specs refuse; the data is the same)."""
+    if not (spec.unreduced or spec.reduced):
+        return spec
+    explicit = set(mesh.explicit_axes)
+    return spec.update(unreduced=spec.unreduced & explicit, reduced=spec.reduced & explicit)
+
+
 def _shard_map_lowering(*args, jaxpr, mesh, in_specs, out_specs, axis_names, check_vma):
     def block(*xs):
         return tuple(lowering.eval_jaxpr_lowered(jaxpr.jaxpr, jaxpr.consts, xs))
-    mapped = jax.shard_map(block, mesh=mesh, in_specs=tuple(in_specs),
-                           out_specs=tuple(out_specs), axis_names=set(axis_names),
-                           check_vma=False)
+    mapped = jax.shard_map(block, mesh=mesh, in_specs=tuple(_jax_spec(mesh, s) for s in in_specs),
+                           out_specs=tuple(_jax_spec(mesh, s) for s in out_specs),
+                           axis_names=set(axis_names), check_vma=False)
     return list(mapped(*args))
 
 
@@ -152,7 +187,8 @@ def _shard_map_impl(*args, jaxpr, **params):
         if set(params["axis_names"]) == set(mesh.axis_names):
             # The results placed by their out_specs as written, as JAX's eager shard_map
             # places them (P(None,) where a jitted program would say P())
-            placed["out_shardings"] = [NamedSharding(mesh, s) for s in out_specs]
+            placed["out_shardings"] = [NamedSharding(mesh, _jax_spec(mesh, s))
+                                       for s in out_specs]
         fn = jaxpr._cache[key] = jax.jit(
             functools.partial(_shard_map_lowering, jaxpr=jaxpr, **params), **placed)
     return fn(*args)
@@ -179,7 +215,10 @@ def _residual_spec(mesh, axis_names, check_vma, aval):
     of one block per device it may differ on: every manual axis, or with check_vma the
     axes it varies over (so it keeps its type), and reaches the unknown program's
     device unchanged."""
-    return P(spec_entry(aval.vma if check_vma else _all_manual(mesh, axis_names)))
+    if not check_vma:
+        return P(spec_entry(_all_manual(mesh, axis_names)))
+    return P(spec_entry(aval.vma), unreduced=frozenset(aval.manual_unreduced),
+             reduced=frozenset(aval.manual_reduced))
 
 
 def _split_block_program(jaxpr, unknowns, mesh, axis_names, check_vma):
@@ -250,12 +289,13 @@ def _transpose_block_program(jaxpr, linear, ct_nonzero, mesh, in_specs, out_spec
         transposed, in_nonzero = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
         num_res = sum(not lin for lin in linear)
         ct_specs = _nonzero(out_specs, ct_nonzero)
-        lin_specs = _nonzero(_nonzero(in_specs, linear), in_nonzero)
+        lin_specs = [_cotangent_spec(s) for s in _nonzero(_nonzero(in_specs, linear),
+                                                          in_nonzero)]
 
         def fun(*xs):
             if check_vma:
                 outs = core.eval_jaxpr(transposed.jaxpr, transposed.consts, *xs)
-                return [_vary_as_spec(ct, mesh, s, axis_names)
+                return [_cast_as_spec(ct, mesh, s, axis_names)
                         for ct, s in zip(outs, lin_specs)]
             cts = [_divide(ct, _axes_size(mesh, _unmentioned(mesh, axis_names, s)))
                    for ct, s in zip(xs[num_res:], ct_specs)]
@@ -286,9 +326,9 @@ def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, axis_name
         *[x for x, lin in zip(args, linear) if not lin],
         *[ct for ct in cts if type(ct) is not Zero], jaxpr=new, mesh=mesh,
         in_specs=_nonzero(in_specs, [not lin for lin in linear])
-        + _nonzero(out_specs, ct_nonzero),
-        out_specs=_nonzero(_nonzero(in_specs, linear), in_nonzero), axis_names=axis_names,
-        check_vma=check_vma))
+        + tuple(map(_cotangent_spec, _nonzero(out_specs, ct_nonzero))),
+        out_specs=tuple(map(_cotangent_spec, _nonzero(_nonzero(in_specs, linear), in_nonzero))),
+        axis_names=axis_names, check_vma=check_vma))
     nonzero = iter(in_nonzero)
     return [(next(outs) if next(nonzero) else None) if lin else None for lin in linear]
 
@@ -372,7 +412,7 @@ def _check_spec(spec, aval, where, what, mesh, manual, fname, divisible=True):
                         f"`jax.sharding.PartitionSpec` instances, but:\n  {where} is "
                         f"{spec!r} of type {type(spec).__name__}\nCheck the {what} values "
                         "passed to shard_map.")
-    for entry in spec:
+    for entry in spec.partitions:
         for name in spec_names(entry):
             if name not in manual:
                 raise ValueError(f"shard_map {what} argument must refer to an axis marked as "
@@ -385,7 +425,7 @@ def _check_spec(spec, aval, where, what, mesh, manual, fname, divisible=True):
                          f"{where} has shape {aval.str_short()}, which has rank {aval.ndim} "
                          f"(and {aval.ndim} < {len(spec)})")
     if divisible:
-        for i, entry in enumerate(spec):
+        for i, entry in enumerate(spec.partitions):
             n = _axes_size(mesh, spec_names(entry))
             if aval.shape[i] % n:
                 raise ValueError(
@@ -434,8 +474,11 @@ def shard_map(f=None, /, *, out_specs, in_specs=_INFER, mesh=None, axis_names=fr
             specs = _specs_from_types(m, manual, avals)
         else:
             specs = tuple(broadcast_prefix(in_specs, in_tree, "shard_map in_specs"))
+            _check_unreduced_specs(m, manual, specs, "in")
+        _check_unreduced_specs(m, manual, jax.tree_util.tree_leaves(out_specs), "out")
         for i, (s, a) in enumerate(zip(specs, avals)):
             _check_spec(s, a, f"args leaf {i}", "in_specs", m, manual, fname)
+        _check_specs_match_types(m, manual, specs, avals)
         key = (in_tree, tuple(avals), m, manual)
         hit = programs.get(key)
         if hit is None:
@@ -463,7 +506,47 @@ def _specs_from_types(mesh, manual, avals):
             f"instances, but it was `None` when axis_names={frozenset(manual)} are of type "
             f"{', '.join(map(str, types.values()))}")
     return tuple(P(*[sharding_rules.entry_of(n for n in spec_names(e) if n in manual)
-                     for e in sharding_rules.spec(a)]) for a in avals)
+                     for e in sharding_rules.spec(a)], unreduced=a.unreduced, reduced=a.reduced)
+                 for a in avals)
+
+
+def _check_unreduced_specs(mesh, manual, specs, prefix):
+    """JAX's conditions on unreduced and reduced axes in specs: a shard_map manual over
+    the whole mesh, the axes Explicit."""
+    for s in specs:
+        if not isinstance(s, P) or not (s.unreduced or s.reduced):
+            continue
+        if frozenset(mesh.axis_names) != frozenset(manual):
+            raise NotImplementedError(
+                f"unreduced/reduced can only be passed to {prefix}_specs when shard_map is "
+                f"in full manual mode. Got mesh axis names {mesh.axis_names}, manual_axes: "
+                f"{frozenset(manual)}, specs: {s}.")
+        for kind in ("unreduced", "reduced"):
+            if any(mesh._name_to_type[n] != jax.sharding.AxisType.Explicit
+                   for n in getattr(s, kind)):
+                raise ValueError(f"{kind} in {prefix}_specs {s} can only be used when the mesh "
+                                 "passed to shard_map contains axis names all of type "
+                                 f"`Explicit`. Got mesh {mesh}")
+
+
+def _check_specs_match_types(mesh, manual, specs, avals):
+    """On a mesh whose axes are all Explicit and all manual, each argument must be
+    sharded (unreduced and reduced axes included) as its in_spec says (JAX's
+    ValueError): shard_map does not reshard."""
+    if (frozenset(mesh.axis_names) != frozenset(manual)
+            or any(t != jax.sharding.AxisType.Explicit for t in mesh.axis_types)):
+        return
+    for spec, aval in zip(specs, avals):
+        want = P(*spec.partitions + (None,) * (aval.ndim - len(spec)), unreduced=spec.unreduced,
+                 reduced=spec.reduced)
+        have = aval.sharding.spec
+        if have != want:
+            raise ValueError(
+                f"in_specs passed to shard_map: {want} does not match the specs of the input: "
+                f"{have} for arg: {aval}. `in_specs` is an optional argument so you can omit "
+                "specifying it and shard_map will infer the in_specs from the arguments. If "
+                "you want to reshard your inputs, you can use `jax.reshard` on the arguments "
+                "and then pass those args to shard_map.")
 
 
 def _stage_blocks(fun, name, in_tree, avals, specs, out_specs, m, manual, check_vma):
@@ -478,8 +561,8 @@ def _stage_blocks(fun, name, in_tree, avals, specs, out_specs, m, manual, check_
     def typed_fun(*xs):
         outs = flat_fun(*xs)
         flat_out = broadcast_prefix(out_specs, store["out_tree"], "shard_map out_specs")
-        seen["vma"] = [get_aval(o).vma for o in outs]
-        return [_vary_as_spec(o, m, s, manual) if isinstance(s, P) else o
+        seen["types"] = [get_aval(o) for o in outs]
+        return [_cast_as_spec(o, m, s, manual) if isinstance(s, P) else o
                 for o, s in zip(outs, flat_out)]
 
     with _mesh_axes(m, manual, check_vma):
@@ -490,19 +573,24 @@ def _stage_blocks(fun, name, in_tree, avals, specs, out_specs, m, manual, check_
         _check_spec(s, a, f"output leaf {i} of {name}", "out_specs", m, manual, name,
                     divisible=False)
     if check_vma:
-        _check_out_vma(name, m, out_specs, out_tree, flat_out, seen["vma"])
+        _check_out_vma(name, m, out_specs, out_tree, flat_out, seen["types"],
+                       closed.out_avals)
     program, consts = pe.convert_constvars_to_invars(closed)
     return program, consts, out_tree, flat_out
 
 
-def _check_out_vma(name, mesh, out_specs, out_tree, flat_specs, vmas):
-    """JAX's error for outputs varying over mesh axes their out_specs leave out."""
+def _check_out_vma(name, mesh, out_specs, out_tree, flat_specs, types, cast_types):
+    """JAX's errors for outputs varying (or unreduced or reduced) over mesh axes their
+    out_specs leave out, and for outputs unreduced or reduced over other axes than
+    their out_specs say (once cast as they say)."""
     msgs = []
-    for key, spec, vma in zip(prefix_key_paths(out_specs, out_tree), flat_specs, vmas):
+    for key, spec, aval in zip(prefix_key_paths(out_specs, out_tree), flat_specs, types):
+        vma = aval.vma
         need = _spec_vma(mesh, spec)
-        if set(vma) <= set(need):
+        mentioned = set(need) | spec.unreduced | spec.reduced
+        if set(vma + aval.manual_unreduced + aval.manual_reduced) <= mentioned:
             continue
-        unmentioned = [n for n in mesh.axis_names if n not in need]
+        unmentioned = [n for n in mesh.axis_names if n not in mentioned]
         if len(unmentioned) > 1:
             diff = ",".join(n for n in unmentioned if n in vma)
             msgs.append(f"* out_specs{key} is {spec} which implies that the corresponding "
@@ -514,6 +602,13 @@ def _check_out_vma(name, mesh, out_specs, out_tree, flat_specs, vmas):
                         f"output value is replicated across mesh axis '{unmentioned[0]}', "
                         "but could not infer replication over any axes")
     if not msgs:
+        for spec, aval in zip(flat_specs, cast_types):
+            for kind in ("unreduced", "reduced"):
+                if getattr(spec, kind) != frozenset(getattr(aval, f"manual_{kind}")):
+                    raise ValueError(
+                        f"out_specs passed to shard_map should be equal to the {kind} "
+                        f"present on the out_aval. Got out_specs={spec} and "
+                        f"out_aval={aval.str_short()}")
         return
     if len(msgs) == 1:
         msgs = [msgs[0][2:]]

@@ -449,9 +449,18 @@ def chunks_reordered(base):
     return chunked_vmap(base._base if isinstance(base, Wrapped) else base, reorder=True)
 
 
+def _mapped_over(x, names):
+    """Whether ``x`` varies over one of the vmapped axes ``names``. JAX has no public
+    query for it; its batching tracers say which axis they carry."""
+    from jax._src.interpreters import batching
+    return (isinstance(x, batching.BatchTracer) and x.batch_dim is not None
+            and x._trace.axis_data.name in names)
+
+
 def reduce_axes_by_psum(base, reduce=None):
-    """A *correct* grad/value_and_grad(..., reduce_axes=names) (JAX has none):
-    the per-example gradient summed over the named axes with psum."""
+    """A *correct* grad/value_and_grad(..., reduce_axes=names) (JAX has none): the
+    gradient of an argument that does not vary over the named axes is summed over them
+    with psum; a varying argument's gradient stays per example."""
     reduce = reduce or base.lax.psum
 
     def wrap(make, pick):
@@ -459,8 +468,17 @@ def reduce_axes_by_psum(base, reduce=None):
             inner = make(f, argnums=argnums, has_aux=has_aux, **kw)
             if not reduce_axes:
                 return inner
-            return lambda *a, **k: pick(inner(*a, **k), lambda g: tree_map(
-                lambda t: reduce(t, tuple(reduce_axes)), g))
+            names = tuple(reduce_axes)
+
+            def summed(args, grads):
+                if isinstance(argnums, int):
+                    return summed_one(args[argnums], grads)
+                return tuple(summed_one(args[i], g) for i, g in zip(argnums, grads))
+
+            def summed_one(arg, grad):
+                return tree_map(lambda a, t: t if _mapped_over(a, names) else reduce(t, names),
+                                arg, grad)
+            return lambda *a, **k: pick(inner(*a, **k), lambda g: summed(a, g))
         return transform
     return {"grad": wrap(base.grad, lambda out, red: red(out)),
             "value_and_grad": wrap(base.value_and_grad, lambda out, red: (out[0], red(out[1])))}

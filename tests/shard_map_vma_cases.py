@@ -1,8 +1,9 @@
-"""Varying manual axes in types inside shard_map (check_vma=True), on 8 host devices,
-impl against JAX: `typeof(x).mat.varying` and printed types, `lax.pcast`, the implicit
-casts (`pvary`) and the collectives' rules, their values under value, jit, grad and
-vmap, programs as `make_jaxpr` prints them, and the errors JAX raises when types
-disagree (out_specs, loop carries, cond branches, collectives, pcast).
+"""Varying, unreduced and reduced manual axes in types inside shard_map (check_vma=True),
+on 8 host devices, impl against JAX: `typeof(x).mat` and printed types, `lax.pcast`, the
+implicit casts (`pvary`, `reduced_vary_cast`) and the collectives' rules, their values
+under value, jit, grad and vmap, programs as `make_jaxpr` prints them, and the errors
+JAX raises when types disagree (out_specs, in_specs, loop carries, cond branches,
+collectives, pcast).
 
 XLA must see 8 CPU devices before JAX is imported, so these cases run in a process of
 their own: `tests/test_shard_map_vma.py` starts `python tests/shard_map_vma_cases.py
@@ -21,7 +22,7 @@ import importlib  # noqa: E402
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from jax.sharding import PartitionSpec as P  # noqa: E402
+from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
 
 import impl  # noqa: E402
 
@@ -340,6 +341,353 @@ def case_unknown_axis_in_pcast_is_a_name_error():
     base.raises(NameError, lambda: make(impl, impl.numpy), match="k")
 
 
+# ------------------------------------------------ unreduced and reduced manual axes
+# On a mesh whose axes are Explicit a value inside the body may be, over a manual axis,
+# unreduced (each device holds its part of a sum) or reduced (replicated, with an
+# unreduced cotangent): `pcast` to them and back, psum and psum_scatter of unreduced
+# values, all_gather(to='invarying'/'reduced'), specs with unreduced and reduced axes.
+
+EMESH = base.EXPLICIT_MESH                      # Explicit axes x (4) and y (2)
+
+
+def eput(value, *spec, **axes):
+    return jax.device_put(np.asarray(value, np.float32),
+                          NamedSharding(EMESH, P(*spec, **axes)))
+
+
+EX = eput(X, "x", "y")                          # f32[8@x,4@y]: blocks f32[2,2]
+EW = eput(W)                                    # f32[2]
+EW_REDUCED = eput(W, reduced={"x"})             # f32[2]{R:x}
+ROWS = eput(base.rs(8, 4, seed=33), "x")        # f32[8@x,4]: a batch split over x
+SHARDS = eput(base.rs(4, 2, seed=34), "x")      # f32[4@x,2]: weights split over x
+
+
+def esmap(lib, f, in_specs=(P("x", "y"), P()), out_specs=P("x", "y"), **kw):
+    return lib.shard_map(f, mesh=EMESH, in_specs=in_specs, out_specs=out_specs, **kw)
+
+
+def _unreduced_expressions(lib, np_, a, w):
+    """(name, value) pairs: each cast, the collectives of unreduced and reduced values,
+    and the rules of operations meeting them (implicit casts included)."""
+    lax = lib.lax
+    u = lax.pcast(a, "x", to="unreduced")                 # {V:y, U:x}
+    r = lax.pcast(w, "x", to="reduced")                   # {R:x}
+    rxy = lax.pcast(w, ("y", "x"), to="reduced")          # {R:(x,y)}
+    return [
+        ("pcast to unreduced", u), ("pcast over (y, x)", lax.pcast(a, ("y", "x"), to="unreduced")),
+        ("pcast to reduced", r), ("pcast reduced to varying", lax.pcast(r, "x", to="varying")),
+        ("psum of unreduced", lax.psum(u, "x")), ("pmean of unreduced", lax.pmean(u, "x")),
+        ("psum of unreduced over y", lax.psum(lax.pcast(u, "y", to="unreduced"), ("x", "y"))),
+        ("psum of unreduced, other axis", lax.psum(u, "y")),
+        ("psum_scatter of unreduced", lax.psum_scatter(lax.pcast(a, "y", to="unreduced"), "y",
+                                                       scatter_dimension=1, tiled=True)),
+        ("all_gather to invarying", lax.all_gather(a, "x", to="invarying")),
+        ("all_gather of invariant to invarying", lax.all_gather(w, "y", to="invarying",
+                                                               tiled=True)),
+        ("all_gather to reduced", lax.all_gather(a, "x", axis=1, tiled=True, to="reduced")),
+        ("all_gather of unreduced over y", lax.all_gather(u, "y")),
+        ("u + u", u + u), ("u * reduced scalar", u * lax.pcast(w[0], "x", to="reduced")),
+        ("u.T", u.T), ("u.sum(0)", u.sum(0)), ("sin of reduced", np_.sin(r)),
+        ("reduced * varying: implicit cast", rxy * a), ("max of reduced", np_.max(r)),
+        ("dynamic_update_slice", lax.dynamic_update_slice(u, u[:1], (1, 0))),
+        ("stop_gradient", lax.stop_gradient(u)), ("sort of reduced", np_.sort(r)),
+        ("jit", lib.jit(lambda v, s: v + s)(u, u)), ("cond", lax.cond(w[0] > 0, np_.sin,
+                                                                        np_.cos, r)),
+        ("vmap", lib.vmap(lambda v: v + v)(u)),
+    ]
+
+
+def _unreduced_types_seen(lib, np_):
+    seen = []
+
+    def body(a, w):
+        for name, value in _unreduced_expressions(lib, np_, a, w):
+            t = lib.typeof(value)
+            seen.append((name, str(t), t.mat.varying, t.mat.unreduced, t.mat.reduced))
+        return a
+    with jax.set_mesh(EMESH):
+        out = lib.jit(esmap(lib, body))(EX, EW)
+    return seen, out
+
+
+def case_unreduced_and_reduced_types_in_the_body_as_jax():
+    """Inside the body the types say which manual axes a value is unreduced and reduced
+    over, printed (`{V:y, U:x}`) and in `.mat` as JAX's, through casts, collectives and
+    the operations' rules."""
+    (got, got_out), (want, want_out) = strict(_unreduced_types_seen)
+    assert len(got) == len(want), (len(got), len(want))
+    for g, w in zip(got, want):
+        assert g == w, f"impl {g}, JAX {w}"
+    base.check(got_out, want_out)
+    printed = " ".join(w[1] for w in want)
+    assert all(s in printed for s in ("{U:(x,y)}", "{R:x}", "{V:y, R:x}", "{V:y, U:x}")), printed
+
+
+def _reduced_loss(lib, f):
+    """Sum of squares of the outputs of `f`, read once summed (resharded to replicated)."""
+    def loss(*args):
+        outs = jax.tree_util.tree_leaves(f(*args))
+        return sum((lib.sharding.reshard(o, P()) ** 2).sum() for o in outs)
+    return loss
+
+
+def _unreduced_programs(lib, np_):
+    """name -> (shard_map program, its arguments), whose types carry unreduced or
+    reduced manual axes."""
+    lax = lib.lax
+
+    def fsdp(a, w):   # weights gathered as reduced, their cotangent reduce-scattered
+        return np_.tanh(a @ lax.all_gather(w, "x", tiled=True, to="reduced"))
+    return {
+        "gathered reduced weights (FSDP)": (
+            esmap(lib, fsdp, in_specs=(P("x"), P("x")), out_specs=P("x")), (ROWS, SHARDS)),
+        "psum of unreduced": (
+            esmap(lib, lambda a, w: lax.psum(lax.pcast(np_.sin(a) * w, "x", to="unreduced"), "x"),
+                  out_specs=P(None, "y")), (EX, EW)),
+        "unreduced output": (
+            esmap(lib, lambda a, w: np_.sin(a) * w, out_specs=P(None, "y", unreduced={"x"})),
+            (EX, EW)),
+        "reduced input": (
+            esmap(lib, lambda a, w: a * lax.pcast(np_.sin(w), "x", to="varying"),
+                  in_specs=(P("x", "y"), P(reduced={"x"}))), (EX, EW_REDUCED)),
+        "reduced output": (
+            esmap(lib, lambda a, w: np_.sin(lax.pcast(w, "x", to="reduced")),
+                  out_specs=P(reduced={"x"})), (EX, EW)),
+        "psum_scatter of unreduced": (
+            esmap(lib, lambda a, w: lax.psum_scatter(lax.pcast(a * w, "y", to="unreduced"), "y",
+                                                     scatter_dimension=1, tiled=True)),
+            (EX, EW)),
+        "all_gather to invarying": (
+            esmap(lib, lambda a, w: lax.all_gather(np_.sin(a), "x", to="invarying",
+                                                   tiled=True) * w, out_specs=P(None, "y")),
+            (EX, EW)),
+    }
+
+
+def _types_of(lib, tree):
+    return [str(lib.typeof(leaf)) for leaf in jax.tree_util.tree_leaves(tree)]
+
+
+def _readable(tree):
+    return jax.tree_util.tree_map(
+        lambda x: jax.sharding.reshard(x, P()) if jax.typeof(x).sharding.spec.unreduced else x,
+        tree)
+
+
+# CI runs these; the others run nightly.
+CI_UNREDUCED_PROGRAMS = ("gathered reduced weights (FSDP)", "psum of unreduced",
+                         "reduced input", "all_gather to invarying")
+
+
+def _compare_unreduced_programs(names):
+    def make(lib, np_):
+        out = {}
+        with jax.set_mesh(EMESH):
+            for name, (f, args) in _unreduced_programs(lib, np_).items():
+                if name not in names:
+                    continue
+                grad = lib.jit(lib.grad(_reduced_loss(lib, f), argnums=(0, 1)))(*args)
+                primal, tangent = lib.jit(lambda *a: lib.jvp(f, a, a))(*args)
+                results = (lib.jit(f)(*args), grad, tangent)
+                out[name] = ([_types_of(lib, t) for t in results], _readable(results))
+        return out
+    got, want = strict(make)
+    for name in want:
+        assert got[name][0] == want[name][0], f"{name}: types {got[name][0]}, JAX's {want[name][0]}"
+        try:
+            with jax.set_mesh(EMESH):
+                base.check(got[name][1], want[name][1], rtol=1e-4, atol=1e-5)
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from None
+    return want
+
+
+def case_unreduced_and_reduced_values_and_derivatives():
+    """Programs with unreduced and reduced manual axes: their values (jitted), the
+    gradients of a loss of their outputs and their jvps, values and types against
+    JAX's: the cotangent of a reduced value is unreduced (and summed where the input's
+    spec asks), that of an unreduced one reduced."""
+    want = _compare_unreduced_programs(CI_UNREDUCED_PROGRAMS)
+    assert want["reduced input"][0][1] == ["float32[8@x,4@y]", "float32[2]{U:x}"], want
+
+    def collectives_of_fsdp_gradient(lib, np_):
+        f, args = _unreduced_programs(lib, np_)["gathered reduced weights (FSDP)"]
+        with jax.set_mesh(EMESH):
+            hlo = lib.jit(lib.grad(lambda w: f(args[0], w).sum())).lower(
+                args[1]).compile().as_text()
+        return {op: hlo.count(f" {op}(") for op in ("all-reduce", "reduce-scatter", "all-gather")}
+    got, want = strict(collectives_of_fsdp_gradient)
+    # the weights' cotangent is reduce-scattered once, never all-reduced
+    assert got == want and want["reduce-scatter"] == 1 and not want["all-reduce"], (got, want)
+
+
+def case_more_unreduced_and_reduced_values_and_derivatives():
+    """As case_unreduced_and_reduced_values_and_derivatives, for the other programs."""
+    _compare_unreduced_programs([n for n in _unreduced_programs(impl, impl.numpy)
+                                 if n not in CI_UNREDUCED_PROGRAMS])
+
+
+def case_unreduced_and_reduced_casts_print_as_jax():
+    """make_jaxpr prints the casts JAX inserts or pcast binds (`preduced`,
+    `reduced_vary_cast_p`, `vary_unreduced_cast_p`, `unreduced_psum`) as JAX does."""
+    def body(lib):
+        lax = lib.lax
+        return lambda a, w: (lax.psum(lax.pcast(a, ("y", "x"), to="unreduced"), ("x", "y"))
+                             * lax.pcast(lax.pcast(w, "x", to="reduced"), "x",
+                                         to="varying")[0])
+
+    def make(lib, np_):
+        with jax.set_mesh(EMESH):
+            f = esmap(lib, body(lib), out_specs=P("x"))
+            return str(lib.make_jaxpr(f)(EX, EW).jaxpr.eqns[0].params["jaxpr"])
+    got, want = strict(make)
+    assert got == want, f"impl prints\n{got}\nJAX prints\n{want}"
+    assert all(s in want for s in ("preduced[axes=('x',)]", "reduced_vary_cast_p",
+                                   "vary_unreduced_cast_p", "unreduced_psum")), want
+
+
+def _ebody_error(body, in_specs=(P("x", "y"), P()), out_specs=P("x", "y"), args=(EX, EW),
+                 **kw):
+    def make(lib, np_):
+        with jax.set_mesh(EMESH):
+            return lib.make_jaxpr(esmap(lib, body(lib, np_), in_specs=in_specs,
+                                        out_specs=out_specs, **kw))(*args)
+    return make
+
+
+def _unreduced(lib, a):
+    return lib.lax.pcast(a, "x", to="unreduced")
+
+
+def _reduced(lib, w):
+    return lib.lax.pcast(w, "x", to="reduced")
+
+
+UNREDUCED_ERRORS = {
+    # casts JAX has no rule for, and collectives of values in two states
+    "pcast varying to reduced": _ebody_error(
+        lambda lib, np_: lambda a, w: lib.lax.pcast(a, "x", to="reduced")),
+    "pcast unreduced to varying": _ebody_error(
+        lambda lib, np_: lambda a, w: lib.lax.pcast(_unreduced(lib, a), "x", to="varying")),
+    "pcast reduced to unreduced": _ebody_error(
+        lambda lib, np_: lambda a, w: lib.lax.pcast(_reduced(lib, w), "x", to="unreduced")),
+    "pcast reduced to reduced": _ebody_error(
+        lambda lib, np_: lambda a, w: lib.lax.pcast(_reduced(lib, w), "x", to="reduced")),
+    "psum over unreduced and varying axes": _ebody_error(
+        lambda lib, np_: lambda a, w: lib.lax.psum(_unreduced(lib, a), ("x", "y")),
+        out_specs=P()),
+    "pmax of unreduced": _ebody_error(
+        lambda lib, np_: lambda a, w: lib.lax.pmax(_unreduced(lib, a), "x"), out_specs=P()),
+    "all_gather of unreduced": _ebody_error(
+        lambda lib, np_: lambda a, w: lib.lax.all_gather(_unreduced(lib, a), "x")),
+    "all_gather of invariant to reduced": _ebody_error(
+        lambda lib, np_: lambda a, w: lib.lax.all_gather(w, "x", to="reduced")),
+    "all_gather to reduced, unchecked": _ebody_error(
+        lambda lib, np_: lambda a, w: lib.lax.all_gather(a, "x", to="reduced"),
+        check_vma=False),
+    "pcast to unreduced, unchecked": _ebody_error(
+        lambda lib, np_: lambda a, w: _unreduced(lib, a), check_vma=False),
+    # operations meeting unreduced and reduced values
+    "sin of unreduced": _ebody_error(lambda lib, np_: lambda a, w: np_.sin(_unreduced(lib, a))),
+    "unreduced times a scalar": _ebody_error(
+        lambda lib, np_: lambda a, w: _unreduced(lib, a) * 2.0),
+    "reduced times a scalar": _ebody_error(lambda lib, np_: lambda a, w: _reduced(lib, w) * 2.0),
+    "reduced plus replicated": _ebody_error(lambda lib, np_: lambda a, w: _reduced(lib, w) + w),
+    "reduced plus varying": _ebody_error(lambda lib, np_: lambda a, w: _reduced(lib, w) + a),
+    "dynamic_update_slice of unreduced with reduced": _ebody_error(
+        lambda lib, np_: lambda a, w: lib.lax.dynamic_update_slice(
+            _unreduced(lib, a)[0], _reduced(lib, w), (0,))),
+    # specs
+    "out_specs without the unreduced axis": _ebody_error(
+        lambda lib, np_: lambda a, w: _unreduced(lib, a), out_specs=P(None, "y")),
+    "out_specs splitting over the unreduced axis": _ebody_error(
+        lambda lib, np_: lambda a, w: _unreduced(lib, a)),
+    "out_specs reduced without a cast": _ebody_error(
+        lambda lib, np_: lambda a, w: w, out_specs=P(reduced={"x"})),
+    "out_specs unreduced of an invariant value": _ebody_error(
+        lambda lib, np_: lambda a, w: w, out_specs=P(unreduced={"x"})),
+    "in_specs without the input's reduced axis": _ebody_error(
+        lambda lib, np_: lambda a, w: a, args=(EX, EW_REDUCED)),
+    "in_specs with reduced axes the input lacks": _ebody_error(
+        lambda lib, np_: lambda a, w: a, in_specs=(P("x", "y"), P(reduced={"x"}))),
+    "unreduced out_specs on Auto axes": lambda lib, np_: lib.make_jaxpr(
+        smap(lib, lambda a, w: a, out_specs=P(None, "y", unreduced={"x"})))(X, W),
+    "unreduced out_specs, manual over part of the mesh": _ebody_error(
+        lambda lib, np_: lambda a, w: a, in_specs=P("x"), out_specs=P(unreduced={"x"}),
+        args=(ROWS,), axis_names={"x"}),
+    # vmap of the casts and collectives
+    "vmap of psum of unreduced": lambda lib, np_: lib.vmap(esmap(
+        lib, lambda a, w: lib.lax.psum(_unreduced(lib, a), "x"), in_specs=(P(None, "x", "y"), P()),
+        out_specs=P(None, None, "y")))(eput(np.stack([X, X]), None, "x", "y"), EW),
+    "vmap of gathering to reduced": lambda lib, np_: lib.vmap(esmap(
+        lib, lambda a, w: lib.lax.all_gather(a, "x", to="reduced", tiled=True),
+        in_specs=(P(None, "x", "y"), P()), out_specs=P(None, None, "y", reduced={"x"})))(
+            eput(np.stack([X, X]), None, "x", "y"), EW),
+}
+
+
+def case_unreduced_and_reduced_errors_as_jax():
+    """Where JAX refuses casts, collectives, operations or specs with unreduced and
+    reduced manual axes, impl raises the same exception type."""
+    failures = []
+    for name, make in UNREDUCED_ERRORS.items():
+        try:
+            base.same_error(make)
+        except AssertionError as e:
+            failures.append(f"{name}: {e}")
+    assert not failures, "\n".join(failures)
+
+
+# Operations without an unreduced rule in JAX 0.10.2: inside shard_map JAX drops an
+# unreduced operand's axes from the result's type (keeps them, for sort and top_k),
+# typing a device's part of a sum as a whole value; impl refuses them
+# (NotImplementedError). Reduced operands go as in JAX.
+UNREDUCED_REFUSED_INSIDE = {
+    "argmax", "argmin", "reduce_max", "reduce_min", "reduce_prod", "clamp", "cumsum", "cumprod",
+    "cummax", "cummin", "cumlogsumexp", "gather", "take_along_axis", "scatter", "scatter_add",
+    "scatter_mul", "scatter_min", "scatter_max", "integer_pow", "rev", "sort", "top_k",
+    "reduce_window_sum", "reduce_window_max", "reduce_window_min", "conv_general_dilated",
+    "lu", "qr", "svd", "triangular_solve", "tridiagonal_solve"}
+
+
+def _inside_outcome(lib, np_, op, kind):
+    rows = eput(base.rs(32, 6, seed=35), "x")
+    seen = {}
+
+    def body(a, w):
+        v = _unreduced(lib, a) if kind == "U" else _reduced(lib, w)
+        seen["types"] = [str(lib.typeof(o)) for o in jax.tree_util.tree_leaves(op(v))]
+        return lib.lax.psum(a, "x")
+    try:
+        with jax.set_mesh(EMESH):
+            lib.make_jaxpr(esmap(lib, body, in_specs=(P("x"), P()), out_specs=P()))(
+                rows, eput(base.rs(8, 6, seed=36)))
+    except Exception as e:  # noqa: BLE001 - compared by the caller
+        return e
+    return seen["types"]
+
+
+def case_unreduced_and_reduced_operands_of_each_operation_inside():
+    """Each operation of base.operations_of_one_operand on a value unreduced (U) or
+    reduced (R) over a manual axis: the types JAX gives, or its exception type; but
+    for UNREDUCED_REFUSED_INSIDE (which this checks) impl refuses U operands."""
+    failures = []
+    names = base.operations_of_one_operand(impl, impl.numpy)
+    for name in names:
+        for kind in ("U", "R"):
+            got, want = (_inside_outcome(lib, np_, base.operations_of_one_operand(lib, np_)[name],
+                                         kind) for lib, np_ in base.BOTH)
+            if kind == "U" and name in UNREDUCED_REFUSED_INSIDE:
+                if isinstance(want, Exception) or not isinstance(got, NotImplementedError):
+                    failures.append(f"{name} U: JAX gave {want!r}, impl {got!r}")
+            elif isinstance(want, Exception) or isinstance(got, Exception):
+                if type(got) is not type(want):
+                    failures.append(f"{name} {kind}: JAX gave {want!r}, impl {got!r}")
+            elif got != want:
+                failures.append(f"{name} {kind}: types {got}, JAX's {want}")
+    assert not failures, "\n".join(failures)
+
+
 # ------------------------------------------------ the checks catch broken rules
 
 def case_negative_pvary_transpose_averaging_is_caught():
@@ -372,6 +720,44 @@ def case_negative_a_missing_out_specs_check_is_caught():
     shard_map_module = importlib.import_module("impl.shard_map")
     with base._patched(shard_map_module, "_check_out_vma", lambda *a, **k: None):
         base.raises(AssertionError, case_errors_as_jax)
+
+
+def case_negative_an_unreduced_psum_that_does_not_sum_is_caught():
+    """psum of unreduced values lowered without the sum leaves each device its own part;
+    the value comparison sees it."""
+    collectives = importlib.import_module("impl.primitives.collectives")
+    lowering = importlib.import_module("impl.interpreters.lowering")
+    with base._patched(lowering, "lowering_rules", dict(lowering.lowering_rules)):
+        lowering.lowering_rules[collectives.unreduced_psum_p] = lambda x, *, axes: x
+        base.raises(AssertionError, case_unreduced_and_reduced_values_and_derivatives)
+
+
+def case_negative_manual_unreduced_axes_dropped_are_caught():
+    """An add that forgets its operands' unreduced axes types a sum of parts as a whole
+    value; the type comparison sees it."""
+    core = importlib.import_module("impl.core")
+    add_p = importlib.import_module("impl.primitives.elementwise").add_p
+    with base._patched(core, "unreduced_rules", dict(core.unreduced_rules)):
+        core.unreduced_rules[add_p] = lambda x, y: (frozenset(), frozenset())
+        base.raises(AssertionError, case_unreduced_and_reduced_types_in_the_body_as_jax)
+
+
+def case_negative_unchecked_in_specs_are_caught():
+    """Without the check of in_specs against the arguments' types impl accepts a reduced
+    argument split as replicated, which JAX refuses; the error comparison sees it."""
+    shard_map_module = importlib.import_module("impl.shard_map")
+    with base._patched(shard_map_module, "_check_specs_match_types", lambda *a, **k: None):
+        base.raises(AssertionError, case_unreduced_and_reduced_errors_as_jax)
+
+
+def case_negative_unreduced_axes_dropped_as_jax_drops_them_are_caught():
+    """Primitives without an unreduced rule that drop unreduced manual axes, as JAX's do,
+    instead of refusing them: the comparison of each operation sees it."""
+    core = importlib.import_module("impl.core")
+    with base._patched(core, "unreduced_rules", dict(core.unreduced_rules)):
+        reduce_max_p = importlib.import_module("impl.primitives.reductions").reduce_max_p
+        core.unreduced_rules[reduce_max_p] = lambda x, **params: (frozenset(), frozenset())
+        base.raises(AssertionError, case_unreduced_and_reduced_operands_of_each_operation_inside)
 
 
 if __name__ == "__main__":

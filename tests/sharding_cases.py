@@ -26,6 +26,7 @@ import time  # noqa: E402
 import traceback  # noqa: E402
 
 import jax  # noqa: E402
+import jax.ad_checkpoint  # noqa: E402,F401  (jax.ad_checkpoint, as impl.ad_checkpoint)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P  # noqa: E402
@@ -588,6 +589,65 @@ def case_shard_map_errors():
     same_error(lambda lib, np_: smap(lib, mesh=None)(X))                     # no mesh
     raises(NotImplementedError, lambda: impl.shard_map(lambda a: a, mesh=MESH,
                                                        in_specs=None, out_specs=P()))
+
+
+# ------------------------------------------- operations on unreduced and reduced values
+
+def operations_of_one_operand(lib, np_):
+    """name -> fn(u) for an f32[8,6] `u`: one or a few primitives each, to see what their
+    unreduced and reduced rules do (tests/explicit_sharding_cases.py over Explicit mesh
+    axes, tests/shard_map_vma_cases.py over manual ones)."""
+    lax = lib.lax
+    idx = np.array([0, 2])
+    c64 = lambda u: lax.convert_element_type(u, np.complex64)  # noqa: E731
+    window = lambda op, init: lambda u: lax.reduce_window(  # noqa: E731
+        u, np.float32(init), op, (2, 2), (2, 2), "VALID")
+    return {
+        "argmax": lambda u: np_.argmax(u, axis=0), "argmin": lambda u: np_.argmin(u, axis=0),
+        "reduce_max": lambda u: np_.max(u, axis=0), "reduce_min": lambda u: np_.min(u, axis=0),
+        "reduce_prod": lambda u: np_.prod(u, axis=0),
+        "clamp": lambda u: lax.clamp(np.float32(0), u, np.float32(1)),
+        "complex": lambda u: lax.complex(u, u), "conj": lambda u: lax.conj(u),
+        "real": lambda u: lax.real(c64(u)), "imag": lambda u: lax.imag(c64(u)),
+        "cumsum": lambda u: lax.cumsum(u, axis=1), "cumprod": lambda u: lax.cumprod(u, axis=1),
+        "cummax": lambda u: lax.cummax(u, axis=1), "cummin": lambda u: lax.cummin(u, axis=1),
+        "cumlogsumexp": lambda u: lax.cumlogsumexp(u, axis=1),
+        "dynamic_slice": lambda u: lax.dynamic_slice(u, (1, 2), (4, 2)),
+        "dynamic_update_slice": lambda u: lax.dynamic_update_slice(u, u[:2, :2], (1, 2)),
+        "gather": lambda u: u[idx],
+        "take_along_axis": lambda u: np_.take_along_axis(u, np.zeros((8, 6), np.int32), axis=1),
+        "scatter": lambda u: u.at[idx].set(1.0), "scatter_add": lambda u: u.at[idx].add(1.0),
+        "scatter_mul": lambda u: u.at[idx].multiply(2.0),
+        "scatter_min": lambda u: u.at[idx].min(0.0), "scatter_max": lambda u: u.at[idx].max(0.0),
+        "integer_pow": lambda u: u ** 2, "rev": lambda u: np_.flip(u, 0),
+        "sort": lambda u: np_.sort(u, axis=1), "top_k": lambda u: lax.top_k(u, 2)[0],
+        "stop_gradient": lambda u: lax.stop_gradient(u),
+        "fft": lambda u: np_.fft.fft(c64(u), axis=1),
+        "reduce_window_sum": window(lax.add, 0), "reduce_window_max": window(lax.max, -np.inf),
+        "reduce_window_min": window(lax.min, np.inf),
+        "conv_general_dilated": lambda u: lax.conv(u.reshape(1, 1, 8, 6),
+                                                   np.ones((1, 1, 2, 2), np.float32), (1, 1),
+                                                   "VALID"),
+        "cholesky": lambda u: np_.linalg.cholesky(u[:6, :6]),
+        "eigh": lambda u: np_.linalg.eigh(u[:6, :6])[0],
+        "lu": lambda u: lax.linalg.lu(u[:6, :6])[0], "qr": lambda u: np_.linalg.qr(u[:6, :6])[1],
+        "svd": lambda u: np_.linalg.svd(u[:6, :6], compute_uv=False),
+        "triangular_solve": lambda u: lax.linalg.triangular_solve(
+            np.eye(8, dtype=np.float32) * 2, u, left_side=True),
+        "tridiagonal_solve": lambda u: lax.linalg.tridiagonal_solve(
+            np.zeros(8, np.float32), np.full(8, 2.0, np.float32), np.zeros(8, np.float32), u),
+        "checkpoint_name": lambda u: lib.ad_checkpoint.checkpoint_name(u, "n"),
+        "jit": lambda u: lib.jit(lambda v: v)(u),
+        "while": lambda u: lax.fori_loop(0, 2, lambda i, v: v, u),
+        "scan": lambda u: lax.scan(lambda c, r: (c, r), np.float32(0), u)[1],
+        "sharding_constraint": lambda u: lax.with_sharding_constraint(u, lib.typeof(u).sharding),
+        "reshape": lambda u: u.reshape(48),
+        "reduce_precision": lambda u: lax.reduce_precision(u, 5, 10),
+        "optimization_barrier": lambda u: lax.optimization_barrier(u),
+        "inspect_sharding": lambda u: (lib.debug.inspect_array_sharding(
+            u, callback=lambda s: None), u)[1],
+        "debug_callback": lambda u: (lib.debug.callback(lambda v: None, u), u)[1],
+    }
 
 
 # ---------------------------------------------------------------- documentation

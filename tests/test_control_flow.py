@@ -860,3 +860,29 @@ def test_check_catches_a_cond_batching_rule_that_ignores_the_batched_index(monke
         x = x32(3)
         check(cond_scalar, x, F32(1.5), jvp=False, grad=False, eager=False,
               batched=(np.stack([x, -x - 3, x + 3]), np.array([1.5, 0.5, 2.], F32)))
+
+
+COND_WEAK = {
+    "eager": lambda J, N, p: J.lax.cond(p, lambda: 1.0, lambda: N.float32(2)),
+    "eager, the weak branch first": lambda J, N, p: J.lax.cond(p, lambda: N.float32(2),
+                                                              lambda: 1.0),
+    "jit": lambda J, N, p: J.jit(lambda p: J.lax.cond(p, lambda: 1.0, lambda: N.float32(2)))(p),
+    "switch": lambda J, N, p: J.lax.switch(int(p), [lambda: 1.0, lambda: N.float32(2)]),
+    "vmap": lambda J, N, p: J.vmap(lambda q: J.lax.cond(q, lambda: 1.0, lambda: N.float32(2)))(
+        np.array([p, not p])),
+    "grad": lambda J, N, p: J.grad(lambda x: J.lax.cond(p, lambda x: x * 2.0,
+                                                        lambda x: N.float32(3.0) * x, x))(1.0),
+}
+
+
+@pytest.mark.parametrize("p", [True, False])
+@pytest.mark.parametrize("name", COND_WEAK)
+def test_cond_result_is_typed_as_its_first_branch_as_in_jax(name, p):
+    """Branches may differ in weak type; the cond's result is typed as the first
+    branch's (false_fun, branch 0), whichever branch runs, as in JAX."""
+    import jax.numpy as jjnp
+    with jax.enable_x64(False):   # Python floats are float32, as the branches' other
+        want = COND_WEAK[name](jax, jjnp, p)
+        got = COND_WEAK[name](impl, inp, p)
+    assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

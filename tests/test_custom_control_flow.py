@@ -430,10 +430,10 @@ def _remat_suite(B, body, eager):
 @pytest.mark.parametrize("body", REMAT_BODIES, ids=list(REMAT_BODIES))
 def test_optimize_remat_in_body_runs_what_jax_runs(body):
     # Eager vjp through checkpoint: JAX stages the known half and removes dead code
-    # (f runs); impl evaluates the known half directly (fwd runs). Only a fwd that
+    # (f runs); impl evaluates the known half, computing the primal outputs of a call
+    # whose residuals the policy does not save with f as well. Only a fwd that
     # disagrees with f can tell them apart.
-    eager = body != "checkpoint"
-    got, want = _remat_suite(IMPL, body, eager), _remat_suite(JAX, body, eager)
+    got, want = _remat_suite(IMPL, body, True), _remat_suite(JAX, body, True)
     if body == "while":
         # JAX's while_loop under vjp keeps the primal and tangent loops together, so
         # fwd runs; impl's known loop reads no residual, so f runs (as everywhere else)
@@ -442,6 +442,41 @@ def test_optimize_remat_in_body_runs_what_jax_runs(body):
                                    rtol=1e-4, atol=1e-5)
         got, want = got["jit_value"], want["jit_value"]
     assert_trees_close(got, want)
+
+
+def _tan_with_sin_fwd(B, residual):
+    """JAX's test_optimize_remat_gh21303: fwd's primal output (sin) deliberately not
+    the function's (tan); `residual`: fwd saves its argument (which JAX forwards, so it
+    is no output of remat_opt) or a value it computes."""
+    @B.api.custom_vjp
+    def f(x):
+        return B.np.tan(x)
+    f.defvjp(lambda x: (B.np.sin(x), (x if residual == "argument" else B.np.cos(x),)),
+             lambda r, g: ((B.np.cos(r[0]) if residual == "argument" else r[0]) * g,),
+             optimize_remat=True)
+    return f
+
+
+@pytest.mark.parametrize("residual", ["argument", "computed"])
+def test_optimize_remat_primal_output_under_remat_is_the_function_s(residual):
+    """Under checkpoint the residuals are recomputed, so the forward pass runs the
+    function (tan), eagerly and under jit; without checkpoint, eagerly fwd (sin) runs,
+    and under jit the primal function replaces it when no residual output is used (a
+    residual that is fwd's argument is not one)."""
+    def programs(B):
+        api, f = B.api, _tan_with_sin_fwd(B, residual)
+        remat = lambda x: api.remat(f)(x) ** 2  # noqa: E731
+        plain = lambda x: f(x) ** 2  # noqa: E731
+        return [api.value_and_grad(remat)(3.2), api.jit(api.value_and_grad(remat))(3.2),
+                api.vjp(api.remat(f), 3.2)[0], api.value_and_grad(plain)(3.2),
+                api.jit(api.value_and_grad(plain))(3.2)]
+
+    with jax.numpy_dtype_promotion("strict"):
+        got, want = programs(IMPL), programs(JAX)
+    assert_trees_close(got, want)
+    # independently of both: tan under checkpoint, eagerly
+    np.testing.assert_allclose(got[0][0], np.tan(np.float32(3.2)) ** 2, rtol=1e-5)
+    np.testing.assert_allclose(got[3][0], np.sin(np.float32(3.2)) ** 2, rtol=1e-5)
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,

@@ -119,11 +119,12 @@ def _params():
         for nesting in NESTINGS:
             marks = ()
             if kind == "custom_vjp_optimize_remat" and nesting == "checkpoint":
-                # JAX stages the known half of the checkpointed function, whose dead-code
-                # removal runs the primal function in place of fwd; impl evaluates the
-                # known half (see test_optimize_remat_in_body_runs_what_jax_runs)
+                # Both run the primal function in the forward pass (values checked in
+                # test_optimize_remat_in_body_runs_what_jax_runs); JAX traces it once
+                # more, for its dead-code removal, where impl reuses the program it
+                # staged for the call
                 marks = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                          reason="impl evaluates checkpoint's known half")
+                                          reason="JAX traces the function once more")
             yield pytest.param(kind, nesting, marks=marks, id=f"{kind}-{nesting}")
 
 

@@ -578,3 +578,60 @@ def test_grad_of_constant_function_is_a_jax_zero():
     w = jax.grad(lambda x: 2.0)(1.0)
     assert isinstance(g, jax.Array)
     assert_tree_close(g, w, check_weak=False)
+
+
+# Derivatives (and jnp.log10) written in JAX's order of operations round as JAX's do:
+# bit for bit in float32 under jit (eagerly JAX compiles each jnp function whole, which
+# may fuse differently from impl's operation-by-operation evaluation).
+ROUNDED_AS_JAX = {
+    "tanh": (lambda m: m.numpy.tanh, 0.05),
+    "arccosh": (lambda m: m.numpy.arccosh, 1.15),
+    "arctanh": (lambda m: m.numpy.arctanh, 0.05),
+    "log10": (lambda m: m.numpy.log10, 0.05),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUNDED_AS_JAX))
+def test_values_and_derivatives_round_as_jax(name):
+    fn, lo = ROUNDED_AS_JAX[name]
+    x = np.linspace(lo, lo + 0.9, 37).astype(np.float32)
+
+    def run(m):
+        f = fn(m)
+        return [m.jit(m.vmap(f))(x), m.jit(m.vmap(m.grad(f)))(x),
+                m.jit(m.vmap(m.grad(m.grad(f))))(x)]
+
+    for got, want in zip(run(impl), run(jax)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+# ------------------------------------------------- derivatives rounded as JAX's
+
+ROUNDING = {
+    "tan": 0.7, "asin": 0.36, "acos": 0.36, "atan": 0.9, "tanh": 2.0, "sinh": 0.3,
+    "asinh": 0.3, "acosh": 1.8, "atanh": 0.52, "exp2": 1.3, "log1p": 0.3, "erf": 0.05,
+    "erfc": 0.3, "erf_inv": 0.52, "logistic": 0.7, "sqrt": 2.1, "rsqrt": 2.1,
+    "square": 1.3, "atan2": 0.3,
+}
+
+
+@pytest.mark.parametrize("name", ROUNDING)
+def test_derivatives_round_as_jax(name):
+    """Up to the third derivative, float32 derivatives equal JAX's bit for bit: the
+    rules compute in JAX's order (a reordered product rounds differently)."""
+    def f(L):
+        if name == "atan2":
+            return lambda x: L.atan2(x, np.float32(0.6) * x + np.float32(0.2))
+        return getattr(L, name)
+    x = np.float32(ROUNDING[name])
+    fi, fj = f(impl.lax), f(lax)
+    for _ in range(3):
+        fi, fj = impl.grad(fi), jax.grad(fj)
+        np.testing.assert_array_equal(np.asarray(fi(x)), np.asarray(fj(x)))
+
+
+def test_square_is_a_primitive_as_in_jax():
+    assert str(impl.make_jaxpr(impl.grad(impl.lax.square))(np.float32(2))) == \
+        str(jax.make_jaxpr(jax.grad(lax.square))(np.float32(2)))
+    assert str(impl.make_jaxpr(impl.numpy.square)(np.int32(2))) == \
+        str(jax.make_jaxpr(jax.numpy.square)(np.int32(2)))

@@ -155,11 +155,24 @@ def test_weak_types_and_scalars_as_jax(call):
     (lambda L, a: L.zeta(a, 2.0), NotImplementedError),      # no derivative at all
     (lambda L, a: L.zeta(3.0, a), NotImplementedError),
     (lambda L, a: L.igamma_grad_a(a, 2.0), NotImplementedError),
+    (lambda L, a: L.nextafter(a, 2.0), NotImplementedError),
+    (lambda L, a: L.nextafter(0.5, a), NotImplementedError),
 ])
 def test_derivatives_jax_lacks_raise_as_jax(fn, exc):
-    for J, L in ((jax, jlax), (impl, ilax)):
-        with pytest.raises(exc):
-            J.grad(lambda a: fn(L, a))(1.5)
+    """The exception JAX raises, and where JAX has no rule at all (NotImplementedError)
+    its very message, under grad, jvp and jit of grad."""
+    def raised(J, L, transform):
+        with pytest.raises(exc) as e:
+            transform(J, lambda a: fn(L, a))
+        return e.value
+
+    with jax.numpy_dtype_promotion("strict"):
+        for transform in (lambda J, f: J.grad(f)(1.5), lambda J, f: J.jvp(f, (1.5,), (1.0,)),
+                          lambda J, f: J.jit(J.grad(f))(1.5)):
+            want, got = raised(jax, jlax, transform), raised(impl, ilax, transform)
+            assert type(got) is type(want)
+            if exc is NotImplementedError:
+                assert str(got) == str(want)
 
 
 def test_bitwise_reductions_refuse_integers_by_name():

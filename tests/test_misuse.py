@@ -146,6 +146,21 @@ CASES = {
     "an escaped tracer": _escaped_tracer,
     "an unhashable static argument": lambda api, jnp, lax: api.jit(
         lambda x, s: x, static_argnums=1)(X3, [1]),
+    "an unhashable static argument under jit": lambda api, jnp, lax: api.jit(
+        lambda s: api.jit(lambda x, s: x, static_argnums=1)(X3, s))(1),
+    "round to traced decimals under jit": lambda api, jnp, lax: api.jit(
+        lambda d: jnp.round(X3, d))(2),
+    "around to traced decimals under vmap": lambda api, jnp, lax: api.vmap(
+        lambda d: jnp.around(X3, decimals=d))(np.array([1, 2])),
+    "round to an array of decimals": lambda api, jnp, lax: jnp.round(X3, jnp.asarray(1)),
+    "cumsum over a traced axis": lambda api, jnp, lax: api.jit(
+        lambda a: jnp.cumsum(M23, axis=a))(1),
+    "the cumsum method over a traced axis": lambda api, jnp, lax: api.jit(
+        lambda x, a: x.cumsum(axis=a))(M23, 1),
+    "tril below a traced diagonal": lambda api, jnp, lax: api.jit(
+        lambda k: jnp.tril(M23, k))(1),
+    "diff of a traced order": lambda api, jnp, lax: api.jit(lambda n: jnp.diff(X3, n=n))(1),
+    "sort over a list of axes": lambda api, jnp, lax: jnp.sort(M23, axis=[0]),
     "jit of a non-callable": lambda api, jnp, lax: api.jit(3),
     "grad of a non-callable": lambda api, jnp, lax: api.grad(3)(1.0),
     "vmap of a non-callable": lambda api, jnp, lax: api.vmap(3)(X3),
@@ -158,6 +173,17 @@ CASES = {
     "split into unequal parts": lambda api, jnp, lax: jnp.split(X3, 2),
     "stack of different shapes": lambda api, jnp, lax: jnp.stack([X3, X4]),
     "matmul of a scalar": lambda api, jnp, lax: jnp.matmul(1.0, X3),
+    "matmul of incompatible stacks": lambda api, jnp, lax: jnp.matmul(
+        np.ones((2, 2, 3)), np.ones((3, 3, 4))),
+    # the tutorial's loop_mjp: vjp functions return tuples
+    "vstack of tuples": lambda api, jnp, lax: jnp.vstack([(X3,), (X3,)]),
+    "hstack of a list": lambda api, jnp, lax: jnp.hstack([[1.0, 2.0], X3]),
+    "stack of a tuple": lambda api, jnp, lax: jnp.stack([X3, (1.0, 2.0, 3.0)]),
+    "concatenate of a tuple": lambda api, jnp, lax: jnp.concatenate([(X3,)]),
+    "dstack of tuples": lambda api, jnp, lax: jnp.dstack([(X3,)]),
+    "column_stack of a list": lambda api, jnp, lax: jnp.column_stack([[1.0, 2.0, 3.0], X3]),
+    "block with a tuple": lambda api, jnp, lax: jnp.block([X3, (1.0, 2.0, 3.0)]),
+    "block of mismatched depths": lambda api, jnp, lax: jnp.block([[1.0, 2.0], X3]),
     "holomorphic grad of a real input": lambda api, jnp, lax: api.grad(
         lambda x: x.sum(), holomorphic=True)(X3),
     "holomorphic jacrev of a real input": lambda api, jnp, lax: api.jacrev(
@@ -250,10 +276,39 @@ def test_argnums_message_counts_arguments():
     assert "argnums=3" in msg and "4 positional arguments" in msg and "only 1" in msg
 
 
-def test_tracer_conversions_name_the_conversion():
-    assert "bool" in _message("if on a tracer under jit").lower()
-    assert "__index__" in _message("a tracer as a list index under jit")
-    assert "__array__" in _message("numpy.asarray of a tracer under jit")
+@pytest.mark.parametrize("case", ["round to traced decimals under jit",
+                                  "around to traced decimals under vmap",
+                                  "round to an array of decimals",
+                                  "an unhashable static argument under jit"])
+def test_unhashable_static_arguments_are_refused_in_jax_words(case):
+    """A static argument (of jit, or of a jax.numpy function JAX jits with it static)
+    that cannot be hashed: JAX's message, the tracer's own class aside."""
+    def words(e):
+        return str(e).replace("jax._src.interpreters", "impl.interpreters").replace(
+            "DynamicJaxprTracer", "JaxprTracer")
+    with jax.numpy_dtype_promotion("strict"):
+        want, got = _raised("jax", case), _raised("impl", case)
+    assert type(got) is type(want) is ValueError
+    assert words(got) == words(want)
+
+
+CONVERSIONS = ["if on a tracer under jit", "if on a tracer under vmap",
+               "int() of a tracer under jit", "float() of a tracer under jit",
+               "a tracer as a list index under jit", "numpy.asarray of a tracer under jit"]
+
+
+@pytest.mark.parametrize("case", CONVERSIONS)
+def test_tracer_conversions_say_what_jax_says(case):
+    """A traced value converted to a Python value: JAX's first line (and, for int() and
+    float(), JAX's advice), and the link to JAX's page about the error."""
+    def lines(backend):
+        with jax.numpy_dtype_promotion("strict"):
+            return str(_raised(backend, case)).splitlines()
+    got, want = lines("impl"), lines("jax")
+    assert got[0] == want[0]
+    if "()" in case:
+        assert got[1] == want[1]
+    assert got[-1] == want[-1]
 
 
 # ------------------------------------------------------------ traceback filtering

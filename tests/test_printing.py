@@ -66,6 +66,38 @@ PROGRAMS = {
                                    L.slice(x, (0,), (2,), (1,)), L.slice_in_dim(x, 1, 3),
                                    L.slice(x, (0,), (4,), (1,))),
         (np.ones(4, np.float32),)),
+    "products: dimension numbers as lists, the accumulation dtype, no None precision": (
+        lambda J, N, L: lambda a, b: (N.dot(a + 1, b), a @ b, N.einsum("ij,j->i", a, b),
+                                      N.tensordot(a, a, 2), J.grad(lambda a: N.dot(a, b).sum())(a)),
+        (np.ones((3, 4), np.float32), np.ones(4, np.float32))),
+    "reduce_sum with its out_sharding, reshape with all its parameters": (
+        lambda J, N, L: lambda a: (N.sum(a), L.reduce_sum(a, (0,)), N.max(a), a.reshape(12)),
+        (np.ones((3, 4), np.float32),)),
+    "where is a call named _where": (
+        lambda J, N, L: lambda x: 1.05 * N.where(x > 0, x, 1.67 * N.exp(x) - 1.67),
+        (np.arange(5.0, dtype=np.float32),)),
+    "square is a primitive": (lambda J, N, L: lambda x: (N.square(x), L.square(x), x ** 2),
+                              (F,)),
+    "grad of an add with a constant makes no zero": (
+        lambda J, N, L: J.grad(lambda x: N.log(1.0 + N.exp(x)) + (1.0 - x)), (F,)),
+    "cond branches keep their own weak types": (
+        lambda J, N, L: lambda p, x: (L.cond(p, lambda x: x * 2, lambda x: N.float64(3.) + x, x),
+                                      L.switch(1, [lambda x: x, lambda x: x.astype(N.float64)],
+                                               x)), (True, 1.0)),
+    "creation functions inside a transformation: broadcast constants and iotas": (
+        lambda J, N, L: lambda x: (N.zeros(3) + x, N.ones((2, 3), int) + x, N.full(3, 2.) + x,
+                                   N.full((2,), 2, N.float32) + x, N.arange(3) + x,
+                                   N.arange(1, 7, 2) + x, N.arange(0., 1., .25) + x,
+                                   N.eye(2, 3, 1) + x, N.identity(2, int) + x,
+                                   N.zeros_like(x * np.ones(2)), N.full_like(x * np.ones(2), 3.),
+                                   N.ones_like(np.ones(3)) + x), (F,)),
+    "an array of traced values: each converted, then stacked": (
+        lambda J, N, L: lambda x: (N.array([x, 1.]), N.array([[x, x], [2, 3]]),
+                                   N.sum(N.array([x, x, x]))), (np.int32(1),)),
+    "a constant array closed over by a loop body stays a broadcast": (
+        lambda J, N, L: lambda a, n: L.fori_loop(0, n, lambda i, c: c + N.ones(a.shape) * 3. + a,
+                                                 a + N.ones(a.shape)),
+        (np.ones(4, np.float32), 5)),
     "vmap of debug.print slices each element": (
         lambda J, N, L: J.vmap(lambda x: J.debug.print("x={x}", x=x)),
         (np.ones(2, np.float32),)),
@@ -78,6 +110,26 @@ def test_make_jaxpr_prints_as_jax(name):
     want, got = [str(J.make_jaxpr(make(J, N, L))(*args))
                  for J, N, L in APIS.values()]
     assert got == want
+
+
+@pytest.mark.parametrize("name", ["literals keep their types", "several inputs and outputs",
+                                  "unused results print as _"])
+def test_jit_trace_gives_jax_program_and_output_types(name):
+    """`jit(f).trace(*args)` (JAX's tracing stage): `.jaxpr` prints as make_jaxpr's,
+    `.out_info` gives the output types, `.fun_name` the name, `.lower()` the call's
+    lowering, which compiles and runs."""
+    make, args = PROGRAMS[name]
+
+    def staged(J, N, L):
+        traced = J.jit(make(J, N, L)).trace(*args)
+        out_info = [(o.shape, o.dtype) for o in jax.tree_util.tree_leaves(traced.out_info)]
+        ran = traced.lower().compile()(*args)
+        return str(traced.jaxpr), out_info, traced.fun_name, ran
+
+    want, got = [staged(J, N, L) for J, N, L in APIS.values()]
+    assert got[:3] == want[:3]
+    for g, w in zip(jax.tree_util.tree_leaves(got[3]), jax.tree_util.tree_leaves(want[3])):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
 
 def test_a_rules_integer_constant_prints_as_a_float():

@@ -81,3 +81,102 @@ def test_joining_weak_arrays_stays_weak(fn):
     want, got = getattr(jjnp, fn)(parts(jjnp)), getattr(inp, fn)(parts(inp))
     assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type) and want.weak_type
     assert inp.r_[1, 2.5].weak_type == jjnp.r_[1, 2.5].weak_type
+
+
+def _dtype_warnings(J, N, call):
+    import warnings
+    with jax.enable_x64(False), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call(J, N)
+    return out.dtype, [str(w.message) for w in caught]
+
+
+DTYPE_REQUESTS = {
+    "zeros": lambda J, N: N.zeros(2, np.float64),
+    "ones": lambda J, N: N.ones(2, np.float64),
+    "empty": lambda J, N: N.empty(2, np.float64),
+    "eye": lambda J, N: N.eye(2, dtype=np.float64),
+    "identity": lambda J, N: N.identity(2, np.float64),
+    "array": lambda J, N: N.array([1.0], np.float64),
+    "asarray": lambda J, N: N.asarray(1, np.int64),
+    "zeros_like": lambda J, N: N.zeros_like(N.ones(2, np.float32), np.float64),
+    "full_like": lambda J, N: N.full_like(N.ones(2, np.float32), 1, np.float64),
+    "mean": lambda J, N: N.mean(N.ones(2, np.float32), dtype=np.float64),
+    "cumsum": lambda J, N: N.cumsum(N.ones(2, np.float32), dtype=np.float64),
+    "convert_element_type": lambda J, N: J.lax.convert_element_type(np.float32(1), np.float64),
+    "normal": lambda J, N: J.random.normal(J.random.key(0), (2,), np.float64),
+    "int32 asked": lambda J, N: N.zeros(2, np.int32),
+}
+
+
+@pytest.mark.parametrize("name", DTYPE_REQUESTS)
+def test_64bit_dtype_requests_warn_as_jax_without_x64(name):
+    """Without x64, an explicit 64-bit dtype is truncated with JAX's warning, naming
+    the function JAX names (its random samplers name none)."""
+    want = _dtype_warnings(jax, jjnp, DTYPE_REQUESTS[name])
+    got = _dtype_warnings(impl, inp, DTYPE_REQUESTS[name])
+    assert got == want
+    assert len(want[1]) == (0 if name == "int32 asked" else 1)
+
+
+Z = np.complex64(0.3 + 0.4j)
+COMPLEX_TO_REAL = {
+    "lax.convert_element_type": lambda J, N: J.lax.convert_element_type(Z, np.float32),
+    "astype": lambda J, N: N.asarray(Z).astype(np.float32),
+    "astype under jit": lambda J, N: J.jit(lambda z: z.astype(np.float32))(Z),
+    "astype to bool under jit": lambda J, N: J.jit(lambda z: z.astype(bool))(Z),
+    "sum with a real dtype": lambda J, N: N.sum(N.asarray([Z]), dtype=np.float32),
+    "real": lambda J, N: N.real(Z),
+    # the cotangent of real/imag parts goes back through a conversion: no warning
+    "vjp through real and imag": lambda J, N: J.vjp(
+        lambda z: N.real(z) * 2.0 + N.imag(z) * 1j, Z)[1](N.asarray(np.complex64(1 + 2j))),
+}
+
+
+@pytest.mark.parametrize("name", COMPLEX_TO_REAL)
+def test_complex_to_real_warns_where_jax_warns(name):
+    import warnings
+
+    def run(J, N):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = COMPLEX_TO_REAL[name](J, N)
+        return [w.category for w in caught], jax.tree.map(np.asarray, out)
+    (want, want_out), (got, got_out) = run(jax, jjnp), run(impl, inp)
+    assert got == want
+    jax.tree.map(np.testing.assert_array_equal, got_out, want_out)
+
+
+SCALAR_TYPE_USES = {
+    "int16(1) + 1": lambda J, N: N.int16(1) + 1,
+    "int16(1) + numpy array": lambda J, N: N.int16(1) + np.array(1),
+    "numpy int16 + 1 + int16": lambda J, N: np.int16(1) + 1 + N.int16(1),
+    "float32 of a Python float": lambda J, N: N.float32(2.5),
+    "bfloat16 of an int": lambda J, N: N.bfloat16(3),
+    "bool_ of an array": lambda J, N: N.bool_(np.arange(3)),
+    "float32 under jit": lambda J, N: J.jit(lambda x: N.float32(x) * 2)(3),
+    "lax.add of float32(1) and 1.0": lambda J, N: J.lax.add(N.float32(1), 1.0),
+}
+
+
+@pytest.mark.parametrize("name", SCALAR_TYPE_USES)
+def test_scalar_types_make_arrays_as_jax(name):
+    """jnp.float32(x) and the like make rank-0 arrays (as JAX's scalar types do), which
+    then promote by JAX's rules, not NumPy's."""
+    with jax.enable_x64(False):   # JAX's defaults: Python floats are float32
+        want = SCALAR_TYPE_USES[name](jax, jjnp)
+        got = SCALAR_TYPE_USES[name](impl, inp)
+    assert isinstance(got, jax.Array) == isinstance(want, jax.Array)
+    assert (got.dtype, getattr(got, "weak_type", None)) == (want.dtype,
+                                                             getattr(want, "weak_type", None))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_scalar_types_name_dtypes_as_jax():
+    for name in ["float32", "int8", "bool_", "bfloat16", "complex64", "uint32", "int4"]:
+        t, jt = getattr(inp, name), getattr(jjnp, name)
+        assert np.dtype(t) == np.dtype(jt) and t == jt.dtype.type and hash(t) == hash(jt)
+        assert isinstance(np.zeros((), np.dtype(jt))[()], t)
+        assert inp.zeros(2, t).dtype == jjnp.zeros(2, jt).dtype
+    assert inp.bool is inp.bool_ and inp.single is inp.float32
+    assert inp.issubdtype(inp.float32, inp.floating) and not isinstance(1.0, inp.float32)

@@ -105,9 +105,12 @@ def test_save_anything_except_these_names():
                         .save_anything_except_these_names("hidden"))
     got = residuals(IMPL, f, *MLP_ARGS)
     assert "named 'hidden'" in [d for _, _, d in plain]
-    # Not saved under its name: the tanh result it names is kept instead.
+    # Not saved under its name; the tanh result it names is kept (tanh's derivative
+    # keeps it anyway). JAX 0.10 keeps the named value too: a difference left
+    # (docs/errors_and_api.md).
     assert sorted(d for _, _, d in got) == sorted(
-        d.replace("named 'hidden'", "output of tanh") for _, _, d in plain)
+        d for _, _, d in plain if d != "named 'hidden'")
+    assert "output of tanh" in [d for _, _, d in got]
 
 
 def test_recomputation_lives_in_the_backward_checkpoint():

@@ -193,3 +193,110 @@ def test_impl_scatter_max_clip_tie_weights_match_finite_differences():
     _, tangent = impl.jvp(f, (x, v), (np.zeros(3), np.ones(2)))
     h = 1e-6
     np.testing.assert_allclose(tangent, (f(x, v + h) - f(x, v - h)) / (2 * h), atol=1e-6)
+
+
+# ------------------------------------------------------ .at[].apply / lax.scatter_apply
+
+APPLY_CASES = [
+    ("repeats", np.array([0, 2, 2, 2]), {}),
+    ("out_of_bounds_dropped", np.array([1, 7, -9]), {}),
+    ("out_of_bounds_clipped", np.array([1, 7, -9]), dict(mode="clip")),
+    ("no_wrap_clipped", np.array([-1, 0]), dict(mode="clip", wrap_negative_indices=False)),
+    ("no_wrap_dropped", np.array([-1, 3]), dict(wrap_negative_indices=False)),
+    ("promises", np.array([0, 1, 3]), dict(indices_are_sorted=True, unique_indices=True)),
+]
+
+
+@pytest.mark.parametrize("name, idx, kwargs", APPLY_CASES, ids=[c[0] for c in APPLY_CASES])
+def test_at_apply(name, idx, kwargs):
+    """x.at[idx].apply(func) applies func once per occurrence of an index (twice for an
+    index given twice), with JAX's out-of-bounds modes; value, jit and vmap (of the array,
+    and of array and indices) against JAX. Not differentiable (see below)."""
+    def fn(at, np_):
+        return lambda x, i: at(x)[:, i].apply(lambda v: np_.sin(v) * 2 + 1, **kwargs)
+    x = normal(SHAPE)(np.float64)
+    batched = [np.stack([x, -x, x + 1]), np.stack([idx, idx[::-1], idx % 2])]
+    with jax.numpy_dtype_promotion("strict"):
+        check_transforms(f"apply_{name}", fn(_IndexUpdateHelper, impl.numpy),
+                         fn(lambda x: jnp.asarray(x).at, jnp), [x, idx], diff=(),
+                         batched_args=batched, eager=name == "repeats")
+
+
+APPLY_TYPE_CASES = {
+    "float32": lambda np_: np_.arange(5, dtype=np.float32),
+    "weak": lambda np_: np_.broadcast_to(1.5, (5,)),
+    "int32": lambda np_: np_.arange(5, dtype=np.int32),
+    "bool": lambda np_: np_.zeros(5, bool),
+    "complex64": lambda np_: np_.ones(5, np.complex64),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(APPLY_TYPE_CASES))
+def test_at_apply_keeps_the_operand_type_as_jax(kind):
+    func = {"bool": lambda np_: np_.logical_not,
+            "int32": lambda np_: lambda v: v * 3 - 1,
+            "complex64": lambda np_: lambda v: v * 1j}.get(kind, lambda np_: np_.sin)
+    idx = np.array([0, 3, 3])
+
+    def run(api, np_):
+        x = APPLY_TYPE_CASES[kind](np_)
+        f = lambda x: x.at[idx].apply(func(np_))  # noqa: E731
+        return [f(x), api.jit(f)(x), api.vmap(f)(np_.stack([x, x])), api.jit(lambda: f(x))()]
+
+    with jax.numpy_dtype_promotion("strict"):
+        want, got = run(jax, jnp), run(impl, impl.numpy)
+    for g, w in zip(got, want):
+        assert str(jax.typeof(g)) == str(jax.typeof(w))
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
+APPLY_ERRORS = {
+    "jvp": lambda api, np_, x: api.jvp(lambda x: x.at[1].apply(np_.sin), (x,), (x,)),
+    "grad": lambda api, np_, x: api.grad(lambda x: x.at[1].apply(np_.sin).sum())(x),
+    "closure over a tracer": lambda api, np_, x: api.jit(
+        lambda c: x.at[1].apply(lambda v: v * c))(2.0),
+    "grad of a closure": lambda api, np_, x: api.grad(
+        lambda c: x.at[1].apply(lambda v: v * c).sum())(2.0),
+    "returns a string": lambda api, np_, x: api.jit(lambda x: x.at[0].apply(lambda v: "a"))(x),
+    "returns another dtype": lambda api, np_, x: api.jit(
+        lambda x: x.at[0].apply(lambda v: v.astype(np.int32)))(x),
+    "not callable": lambda api, np_, x: api.jit(lambda x: x.at[0].apply(3))(x),
+    "out_sharding": lambda api, np_, x: api.jit(
+        lambda x: x.at[0].apply(np_.sin, out_sharding=None))(x),
+    "bad mode": lambda api, np_, x: api.jit(lambda x: x.at[0].apply(np_.sin, mode="wrap"))(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(APPLY_ERRORS))
+def test_at_apply_refuses_what_jax_refuses(name):
+    """No derivative (JAX's NotImplementedError and message), no closing over traced
+    values, a scalar of the operand's dtype from the function, JAX's keyword arguments."""
+    def raised(api, np_):
+        with pytest.raises(Exception) as info:
+            APPLY_ERRORS[name](api, np_, np_.arange(4.0))
+        return info.value
+
+    with jax.numpy_dtype_promotion("strict"):
+        want, got = raised(jax, jnp), raised(impl, impl.numpy)
+    assert type(got) is type(want), (got, want)
+    first = lambda e: str(e).split(".")[0].split("\n")[0]  # noqa: E731
+    if name in ("jvp", "grad", "closure over a tracer", "grad of a closure", "returns a string",
+                "bad mode"):
+        assert first(got) == first(want)
+
+
+def test_lax_scatter_apply_with_windows():
+    """lax.scatter_apply with row windows and a repeated row: value, jit and vmap of
+    operand and indices against JAX."""
+    x = ties(SHAPE)(np.float64)
+    batched = [np.stack([x, -x, x + 1]), np.stack([INDICES, INDICES[::-1], INDICES % 2])]
+
+    def fn(lax_, np_):
+        return lambda a, i: lax_.scatter_apply(a, i, lambda v: np_.exp(v) - 1, DNUMS,
+                                               update_shape=(3, 5), mode="clip")
+    with jax.numpy_dtype_promotion("strict"):
+        check_transforms("scatter_apply", fn(ilax, impl.numpy), fn(lax, jnp), [x, INDICES],
+                         diff=(), batched_args=batched)
+    # the repeated row 1 has the function applied twice, independently of both
+    np.testing.assert_allclose(np.asarray(fn(ilax, impl.numpy)(x, INDICES))[1],
+                               np.expm1(np.expm1(x[1])))

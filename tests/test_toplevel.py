@@ -112,6 +112,103 @@ def test_debug_callback_sees_the_values_jax_passes():
         assert b == b2 and float(k) == float(k2)
 
 
+def _breakpoint_frames(J, N, seen):
+    """What a registered debugger sees at each breakpoint: per frame, its function's
+    name and its locals that are arrays (as NumPy values)."""
+    def debugger(frames, thread_id, **kwargs):
+        seen.append([(f.source[f.offset].strip() if f.offset is not None else None,
+                      {k: np.asarray(v) for k, v in f.locals.items()
+                       if isinstance(v, (jax.Array, np.ndarray))})
+                     for f in frames[:2]] + [kwargs])
+
+    from jax._src.debugger import core as debugger_core
+    debugger_core._debugger_registry["recording"] = (100, debugger)
+    try:
+        def inner(x):
+            y = N.sin(x)
+            J.debug.breakpoint(extra=1)
+            return y
+
+        def outer(x):
+            z = x * 2
+            return inner(z)
+        J.jit(outer)(X)
+        J.vmap(outer)(np.stack([X, X]))
+        J.lax.cond(True, lambda x: J.debug.breakpoint(num_frames=1), lambda x: None, X)
+        tok = J.jit(lambda x: J.debug.breakpoint(token=x))(X)
+        J.effects_barrier()
+        return np.asarray(tok)
+    finally:
+        del debugger_core._debugger_registry["recording"]
+
+
+def test_breakpoint_shows_the_frames_and_values_jax_shows():
+    seen = {"jax": [], "impl": []}
+    toks = [_breakpoint_frames(J, N, seen[J.__name__]) for J, N in APIS]
+    np.testing.assert_array_equal(toks[0], toks[1])
+    assert len(seen["impl"]) == len(seen["jax"]) == 5
+    for got, want in zip(seen["impl"], seen["jax"]):
+        assert len(got) == len(want)
+        for (line, values), (line2, values2) in zip(got[:-1], want[:-1]):
+            assert line == line2 and values.keys() == values2.keys()
+            for k in values:
+                np.testing.assert_allclose(values[k], values2[k], rtol=1e-6)
+        assert got[-1] == want[-1]
+    assert set(seen["jax"][0][0][1]) == {"x", "y"} and seen["jax"][0][-1] == {"extra": 1}
+
+
+def test_breakpoint_ordered_with_token_raises_as_jax():
+    for J, N in APIS:
+        with pytest.raises(ValueError, match="mutually exclusive"):
+            J.debug.breakpoint(ordered=True, token=X)
+
+
+# ------------------------------------------------------------------ io_callback
+
+def _io_callback_run(J, N, capsys):
+    """Printed lines and results of an impure host generator under jit, vmap and scan,
+    as the external-callbacks tutorial uses it."""
+    rng = np.random.default_rng(0)
+
+    def host(x):
+        print(f"generating {x.dtype}{list(x.shape)}")
+        return rng.uniform(size=x.shape).astype(x.dtype)
+
+    def like(x, ordered=False):
+        return J.experimental.io_callback(host, x, x, ordered=ordered)
+
+    @J.jit
+    def unread(x):
+        J.experimental.io_callback(lambda: print("unread"), None)
+        return x
+    x = N.zeros(3, np.float32)
+    outs = [J.jit(like)(x), J.vmap(like)(x),
+            J.lax.scan(lambda c, x: (c, like(x, True)), None, x + 1)[1],
+            J.grad(unread)(1.0)]
+    J.effects_barrier()
+    return [np.asarray(o) for o in outs], capsys.readouterr().out
+
+
+def test_io_callback_runs_as_jax_runs_it(capsys):
+    want, printed = _io_callback_run(jax, jjnp, capsys)
+    got, printed_impl = _io_callback_run(impl, inp, capsys)
+    assert printed_impl == printed and printed.count("generating float32[]") == 6
+    assert "unread" in printed
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("J", [jax, impl])
+def test_io_callback_refuses_ordered_vmap_and_differentiation_as_jax(J):
+    like = lambda x, ordered=False: J.experimental.io_callback(  # noqa: E731
+        lambda a: a, jax.ShapeDtypeStruct((), np.float32), x, ordered=ordered)
+    with pytest.raises(ValueError, match="Cannot `vmap` ordered IO callback"):
+        J.vmap(lambda x: like(x, True))(X)
+    with pytest.raises(ValueError, match="IO callbacks do not support JVP"):
+        J.grad(like)(1.0)
+    np.testing.assert_array_equal(J.vmap(like)(X), X)
+
+
 # ------------------------------------------------------------------ pure_callback
 
 def _callback_run(J, method, x, y):

@@ -108,3 +108,20 @@ def test_calling_the_vjp_function_with_more_arguments_raises_type_error():
         _, f_vjp = J.vjp(N.sin, X)
         with pytest.raises(TypeError):
             f_vjp(np.float32(1.0), np.float32(2.0))
+
+
+def test_residuals_are_ordered_as_jax_orders_them():
+    """The vjp function's leaves: the primal inputs it keeps first, in argument order,
+    then the values computed from them in the order the backward pass needs them (the
+    remat tutorial prints the programs reading them)."""
+    def leaves(J, N):
+        def g(W, x):
+            return N.sin(N.dot(W, x))
+
+        def f(W1, W2, W3, x):
+            return g(W3, g(W2, g(W1, x)))
+        args = (np.ones((5, 4), np.float32), np.ones((6, 5), np.float32) * 0.5,
+                np.ones((7, 6), np.float32) * 0.25, np.arange(4, dtype=np.float32))
+        _, f_vjp = J.vjp(f, *args)
+        return [(np.shape(r), np.asarray(r).tolist()) for r in jax.tree_util.tree_leaves(f_vjp)]
+    assert leaves(impl, inp) == leaves(jax, jjnp)

@@ -505,3 +505,41 @@ def test_products_of_a_weak_and_a_strong_operand_differentiate_as_jax(name):
     assert [_type(g) for g in got] == [_type(w) for w in want]
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)
+
+
+@pytest.mark.parametrize("at", [0.0, 1.0, 0.3])
+def test_sinc_derivatives_are_typed_and_valued_as_jax(at):
+    """jnp.sinc's constants are typed as JAX's: grad of a Python float is weak, grad of a
+    weakly typed array strong (under jit and vjp too), vmap's weak; and its value and
+    derivatives at 0 come from sin(y)/y's series, so the second and fourth derivatives at
+    0 are -pi**2/3 and pi**4/5, not 0."""
+    def run(side):
+        api, np_ = SIDES[side]
+        vector = np_.broadcast_to(at, (2,))
+        summed = api.grad(lambda v: np_.sum(np_.sinc(v)))
+        outs = [np_.sinc(at), api.grad(np_.sinc)(at), api.jit(api.grad(np_.sinc))(at),
+                np_.sinc(vector), summed(vector), api.jit(summed)(vector),
+                api.vmap(api.grad(np_.sinc))(vector),
+                *api.jvp(np_.sinc, (vector,), (vector,)),
+                *api.vjp(np_.sinc, vector)[1](np_.ones(2, np.float64))]
+        higher = np_.sinc
+        for _ in range(4):
+            higher = api.grad(higher)
+            outs.append(higher(at))
+        return outs
+
+    want, got = run("jax"), run("impl")
+    assert [_type(g) for g in got] == [_type(w) for w in want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-15)
+    if at == 0.0:   # the series' terms, independently of both
+        np.testing.assert_allclose([float(got[-3]), float(got[-1])],
+                                   [-np.pi ** 2 / 3, np.pi ** 4 / 5], rtol=1e-12)
+
+
+def test_sinc_of_a_complex_array_is_jax():
+    z = np.array([0.5 + 0.2j, 0j, -1.5 + 2j])
+    got, want = inp.sinc(z), jjnp.sinc(z)
+    assert _type(got) == _type(want)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got)[0], np.sin(np.pi * z[0]) / (np.pi * z[0]))

@@ -74,7 +74,7 @@ def _maybe_perturbed(x):
         return False
     if isinstance(x, ad.JVPTracer):
         return type(x.tangent) is not ad.Zero or _maybe_perturbed(x.primal)
-    if isinstance(x, pe.JaxprTracer):
+    if isinstance(x, pe.DynamicJaxprTracer):
         return core.is_float_dtype(x.aval.dtype)
     if isinstance(x, batching.BatchTracer):
         return _maybe_perturbed(x.val)

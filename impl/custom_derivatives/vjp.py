@@ -226,7 +226,7 @@ def _custom_lin_apply(*args, num_res, num_consts, bwd, res_avals, ct_avals, pert
         out = ad.backward_pass(prog.jaxpr, prog.consts,
                                list(res) + [ad.UndefinedPrimal(a) for a in float_avals],
                                [t for t, nz in zip(ts, nonzero) if nz])
-    except (core.MissingRuleError, TypeError) as e:
+    except (NotImplementedError, TypeError) as e:
         raise TypeError(
             f"Forward-mode differentiation (jvp, jacfwd, hessian) of the custom_vjp function "
             f"{name} computes its tangents by transposing its bwd rule, which therefore must "
@@ -365,6 +365,12 @@ def _remat_opt_batch(axis_data, vals, dims, *, fwd, fun_jaxpr_thunk, num_fwd_con
                             num_res=num_res), out_dims
 
 
+def _primal_call_params(call, n_in, n_out):
+    """The parameters of the jit call computing the primal outputs in fwd's place."""
+    return dict(jaxpr=call, name="custom_vjp_primal", in_shardings=(None,) * n_in,
+                out_shardings=(None,) * n_out)
+
+
 def _remat_opt_dce(used_outputs, eqn):
     """No residual used: compute the primal outputs with the primal function."""
     p = eqn.params
@@ -376,15 +382,28 @@ def _remat_opt_dce(used_outputs, eqn):
     n_out = len(used_outputs) - p["num_res"]
     invars = eqn.invars[p["num_fwd_consts"]:]
     return core.JaxprEqn(jit_p, invars, eqn.outvars[:n_out],
-                         dict(jaxpr=call, name="custom_vjp_primal",
-                              in_shardings=(None,) * len(invars),
-                              out_shardings=(None,) * n_out))
+                         _primal_call_params(call, len(invars), n_out))
+
+
+def _remat_opt_recomputed(trace, args, **params):
+    """In a checkpoint's known half, whose residuals the recomputation computes again:
+    the primal outputs by the primal function (what dead-code removal of the known
+    program gives in JAX), the residuals only where the recomputation stages fwd."""
+    call = params["fun_jaxpr_thunk"].get()
+    if call is None:
+        return None
+    _, cc, ops = _remat_opt_split(args, params["num_fwd_consts"], params["num_call_consts"])
+    n_out = len(params["fwd"].out_avals) - params["num_res"]
+    primal = trace.bind_known(jit_p, cc + ops, _primal_call_params(call, len(cc + ops), n_out))
+    residuals = trace.stage(remat_opt_p, args, params)[n_out:] if params["num_res"] else []
+    return list(primal) + list(residuals)
 
 
 remat_opt_p = define("remat_opt", multiple_results=True, impl=_remat_opt_impl,
                      abstract_eval=lambda *avals, fwd, **_: fwd.out_avals,
                      lowering=_remat_opt_lowering, jvp=_remat_opt_jvp,
-                     batching=_remat_opt_batch, dce=_remat_opt_dce,
+                     batching=_remat_opt_batch, dce=_remat_opt_dce, dce_fully_used=True,
+                     recomputed_known=_remat_opt_recomputed,
                      vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
@@ -496,10 +515,17 @@ def _staged_fwd(flat_fwd, primal, op_avals):
 
         fwd, fwd_consts = stage(fwd_outputs, op_avals)
         n = n_out["n"]
-        both = remat_opt_p.bind(*fwd_consts, *const_vals, *ops, fwd=fwd,
-                                fun_jaxpr_thunk=primal, num_fwd_consts=len(fwd_consts),
-                                num_call_consts=len(const_vals),
-                                num_res=len(fwd.out_avals) - n)
+        # A residual that is one of fwd's inputs is taken from there, not made an output
+        # of remat_opt (as JAX forwards them): then a use of it does not keep fwd from
+        # being replaced by the primal function.
+        fwd_inputs = list(fwd_consts) + list(ops)
+        forwarded = [None] * n + pe.forwarded_inputs(fwd)[n:]
+        fwd, _ = pe.dce_closed_jaxpr(fwd, [f is None for f in forwarded], keep_inputs=True)
+        computed = iter(remat_opt_p.bind(
+            *fwd_consts, *const_vals, *ops, fwd=fwd, fun_jaxpr_thunk=primal,
+            num_fwd_consts=len(fwd_consts), num_call_consts=len(const_vals),
+            num_res=len(fwd.out_avals) - n))
+        both = [next(computed) if f is None else fwd_inputs[f] for f in forwarded]
         return both[:n], both[n:]
     return staged
 

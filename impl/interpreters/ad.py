@@ -34,7 +34,19 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """Tangents of floating values share their type; others have dtype float0."""
     if core.is_float_dtype(aval.dtype):
         return aval
-    return ShapedArray(aval.shape, float0, vma=aval.vma)
+    return ShapedArray(aval.shape, float0, vma=aval.vma, manual_unreduced=aval.manual_unreduced,
+                       manual_reduced=aval.manual_reduced)
+
+
+def cotangent_aval(aval: ShapedArray) -> ShapedArray:
+    """The type of a cotangent of a value of type `aval`: its tangent's, with the
+    unreduced and reduced mesh axes swapped (the cotangent of a value reduced over an
+    axis is a device's part of a sum over it, and the reverse), as in JAX."""
+    t = tangent_aval(aval)
+    if not (aval.unreduced or aval.reduced):
+        return t
+    return t.update(explicit_sharding=core.cotangent_sharding(t),
+                    manual_unreduced=t.manual_reduced, manual_reduced=t.manual_unreduced)
 
 
 def zeros_like_aval(aval):
@@ -228,7 +240,26 @@ def linearize_flat(fun, primals):
         out_nonzero = [type(t) is not Zero for t in out_tangents]
         closed = staging.to_closed_jaxpr([t for t in out_tangents if type(t) is not Zero])
     out_avals = [tangent_aval(get_aval(p)) for p in out_primals]
-    return out_primals, LinearizedFunction(closed, t_avals, out_avals, out_nonzero)
+    return out_primals, LinearizedFunction(_inputs_first(closed, primals), t_avals, out_avals,
+                                           out_nonzero)
+
+
+def _inputs_first(closed, primals):
+    """The residuals ordered as JAX orders them: the primal inputs the linear program
+    reads first, in argument order, then the values computed from them, in the order
+    the program came to need them."""
+    position = {}
+    for i, p in enumerate(primals):
+        position.setdefault(id(p), i)
+    order = sorted(range(len(closed.consts)),
+                   key=lambda k: (0, position[id(closed.consts[k])])
+                   if id(closed.consts[k]) in position else (1, k))
+    if order == list(range(len(order))):
+        return closed
+    j = closed.jaxpr
+    return core.ClosedJaxpr(
+        core.Jaxpr([j.constvars[k] for k in order], j.invars, j.outvars, j.eqns),
+        [closed.consts[k] for k in order])
 
 
 # --------------------------------------------------------------------- transpose
@@ -435,13 +466,13 @@ def transpose_jaxpr(closed: core.ClosedJaxpr, linear, ct_nonzero, instantiate=Fa
         return hit
     in_avals, out_avals = closed.in_avals, closed.out_avals
     res_avals = [a for a, lin in zip(in_avals, linear) if not lin]
-    ct_avals = [tangent_aval(a) for a, nz in zip(out_avals, ct_nonzero) if nz]
+    ct_avals = [cotangent_aval(a) for a, nz in zip(out_avals, ct_nonzero) if nz]
     box = {}
 
     def fun(*args):
         res, cts = iter(args[:len(res_avals)]), iter(args[len(res_avals):])
         primals = [UndefinedPrimal(a) if lin else next(res) for a, lin in zip(in_avals, linear)]
-        cts_out = [next(cts) if nz else Zero(tangent_aval(a))
+        cts_out = [next(cts) if nz else Zero(cotangent_aval(a))
                    for a, nz in zip(out_avals, ct_nonzero)]
         cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts_out)
         linear_cts = [ct for ct, lin in zip(cts_in, linear) if lin]

@@ -175,6 +175,7 @@ class RaggedShapedArray(ShapedArray):
         self.weak_type = bool(weak_type)
         self.explicit_sharding = None   # piles are not sharded over Explicit mesh axes
         self.vma = ()                   # nor mapped over manual mesh axes
+        self.manual_unreduced = self.manual_reduced = ()
         self.mesh = None                # nor on a mesh
 
 

@@ -23,6 +23,13 @@ partial_eval_rules: dict = {}
 # Rules for equations that dead-code removal may rewrite when only some of their
 # outputs are used: rule(used_outputs, eqn) -> the equation to keep.
 dce_rules: dict = {}
+# Primitives whose dce rule is asked also when every output is used (remat_opt: with
+# no residual among its outputs, the primal function replaces fwd).
+dce_fully_used: set = set()
+# How a checkpoint's known half evaluates a primitive whose outputs its policy does not
+# save: rule(trace, args, **params) -> outputs (known values, or the trace's tracers
+# for what only the recomputation computes), or None to evaluate it as usual.
+recomputed_known_rules: dict = {}
 # Primitives with side effects (host callbacks): dead-code removal keeps them.
 effectful: set = set()
 # Effectful primitives a checkpoint's recomputation runs again unless its policy saves
@@ -30,7 +37,7 @@ effectful: set = set()
 replayed_by_remat: set = set()
 
 
-class JaxprTracer(Tracer):
+class DynamicJaxprTracer(Tracer):
     __slots__ = ("var",)
 
     def __init__(self, trace, var):
@@ -74,13 +81,13 @@ class JaxprTrace(core.Trace):
     def new_arg(self, aval):
         var = Var(aval)
         self.invars.append(var)
-        return JaxprTracer(self, var)
+        return DynamicJaxprTracer(self, var)
 
     def is_own(self, x):
-        return isinstance(x, JaxprTracer) and x._trace is self
+        return isinstance(x, DynamicJaxprTracer) and x._trace is self
 
     def get_var(self, x):
-        if isinstance(x, JaxprTracer) and x._trace is self:
+        if isinstance(x, DynamicJaxprTracer) and x._trace is self:
             return x.var
         if isinstance(x, Tracer):
             self.check_alive(x)
@@ -102,7 +109,7 @@ class JaxprTrace(core.Trace):
 
     def instantiate(self, x):
         """`x` as one of this trace's tracers (a known value becomes a constant)."""
-        return x if self.is_own(x) else JaxprTracer(self, self.get_var(x))
+        return x if self.is_own(x) else DynamicJaxprTracer(self, self.get_var(x))
 
     def bind_known(self, prim, args, params):
         """Run `prim` on known values: on the parent trace. Partial-evaluation rules
@@ -112,13 +119,13 @@ class JaxprTrace(core.Trace):
 
     def process_primitive(self, prim, args, params):
         if self.forward_known:
-            if not any(isinstance(x, JaxprTracer) and x._trace is self for x in args):
+            if not any(isinstance(x, DynamicJaxprTracer) and x._trace is self for x in args):
                 return self.bind_known(prim, args, params)
             rule = partial_eval_rules.get(prim)
             if rule is not None:
                 return rule(self, args, **params)
         for x in args:
-            if isinstance(x, Tracer) and not isinstance(x, JaxprTracer):
+            if isinstance(x, Tracer) and not isinstance(x, DynamicJaxprTracer):
                 self.check_alive(x)
         return self.stage(prim, args, params)
 
@@ -132,10 +139,10 @@ class JaxprTrace(core.Trace):
         if prim.multiple_results:
             outvars = [Var(a) for a in out_avals]
             self.eqns.append(JaxprEqn(prim, invars, outvars, params))
-            return [JaxprTracer(self, v) for v in outvars]
+            return [DynamicJaxprTracer(self, v) for v in outvars]
         outvar = Var(out_avals)
         self.eqns.append(JaxprEqn(prim, invars, [outvar], params))
-        return JaxprTracer(self, outvar)
+        return DynamicJaxprTracer(self, outvar)
 
     def to_closed_jaxpr(self, outs, dce=True) -> ClosedJaxpr:
         outvars = [self.get_var(x) for x in outs]
@@ -172,7 +179,8 @@ def drop_unused_eqns(jaxpr: Jaxpr, keep_effects=True) -> Jaxpr:
         used = [v.id in live for v in eqn.outvars]
         if any(used) or (keep_effects and has_effects(eqn)):
             rule = dce_rules.get(eqn.primitive)
-            if rule is not None and any(used) and not all(used):
+            if rule is not None and any(used) and (
+                    not all(used) or eqn.primitive in dce_fully_used):
                 eqn = rule(used, eqn)
             kept.append(eqn)
             live.update(v.id for v in eqn.invars if isinstance(v, Var))
@@ -233,6 +241,16 @@ def make_closed_jaxpr(fun, in_avals) -> ClosedJaxpr:
     return trace_to_jaxpr(fun, in_avals)[0]
 
 
+def programs_of(table, fn) -> dict:
+    """The programs already staged from the user's function `fn` (a dict, by whatever
+    key the caller gives their types), kept in `table` (a WeakKeyDictionary: they live
+    as long as fn); an empty dict, not kept, when fn cannot be weakly referenced."""
+    try:
+        return table.setdefault(fn, {})
+    except TypeError:
+        return {}
+
+
 def convert_constvars_to_invars(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
     """Move the constants of a program to leading arguments (closure conversion)."""
     jaxpr = closed.jaxpr
@@ -260,6 +278,12 @@ class RecomputingTrace(JaxprTrace):
         return None   # known values are recorded here (recipes), not only passed on
 
     def bind_known(self, prim, args, params):
+        rule = recomputed_known_rules.get(prim)
+        if rule is not None and not self.saveable(prim, *[get_aval(a) for a in args],
+                                                  **params):
+            outs = rule(self, args, **params)
+            if outs is not None:
+                return outs
         outs = super().bind_known(prim, args, params)
         flat = outs if prim.multiple_results else [outs]
         if prim in replayed_by_remat and (

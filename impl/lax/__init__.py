@@ -21,6 +21,7 @@ from impl.primitives.reductions import (  # noqa: F401,E402
 
 # The remaining elementwise operations of jax.lax, as thin binds of their primitives.
 from jax import tree_util as _tree_util  # noqa: E402
+from impl import core as _core  # noqa: E402
 from impl.primitives import elementwise as _ew  # noqa: E402
 from impl.primitives import indexing as _ix  # noqa: E402
 from impl.primitives import _operand_dtypes as _dt  # noqa: E402
@@ -46,6 +47,7 @@ scatter_add, scatter, scatter_mul, scatter_min, scatter_max, scatter_sub = (
         (_ix.scatter_add, _ix.scatter_add_p), (_ix.scatter, _ix.scatter_p),
         (_ix.scatter_mul, _ix.scatter_mul_p), (_ix.scatter_min, _ix.scatter_min_p),
         (_ix.scatter_max, _ix.scatter_max_p), (_ix.scatter_sub, _ix.scatter_add_p)))
+from impl.primitives.scatter_apply import scatter_apply  # noqa: F401,E402
 
 
 tan, asin, acos, atan, sinh, cosh, tanh, log1p, expm1, logistic, erf, floor, ceil = (
@@ -73,9 +75,7 @@ def integer_pow(x, y):
 
 
 def square(x):
-    # JAX's own primitive: its dtype check names square.
-    _dt.check_unary("square", _dt.NUMBER, _ew.get_aval(x).dtype)
-    return _ew.integer_pow_p.bind(x, y=2)
+    return _ew.square_p.bind(x)
 
 
 def stop_gradient(x):
@@ -106,6 +106,8 @@ bitcast_convert_type = _ew.bitcast_convert_type
 
 def convert_element_type(operand, new_dtype):
     """`operand` as `new_dtype` (a strongly typed result, as in JAX)."""
+    new_dtype = _core.user_dtype(new_dtype, "convert_element_type")
+    _ew.warn_if_complex_to_real(_ew.get_aval(operand).dtype, new_dtype)
     return _ew.convert_element_type(operand, new_dtype)
 
 # Compositions of impl's primitives and the special functions (impl/lax/_composites.py).

@@ -271,10 +271,9 @@ def _bind_branches(api, index, funs, names, operands, report_order=None):
             if id(c) not in slots:
                 slots[id(c)] = len(consts)
                 consts.append(c)
-    # An output is weakly typed only if it is in every branch.
-    out_weak = [all(w) for w in zip(*[[a.weak_type for a in p.out_avals]
-                                      for p, _, _ in traced])]
-    programs = tuple(_branch_program(p, cs, slots, consts, out_weak) for p, cs, _ in traced)
+    # Each branch keeps its outputs' weak types; the cond's are the first branch's, as
+    # in JAX.
+    programs = tuple(_branch_program(p, cs, slots, consts) for p, cs, _ in traced)
     # An output that every branch returns unchanged from the same operand is that
     # operand, not an output of the cond: under vmap it keeps its own batching (as in
     # JAX, whose cond forwards it so).
@@ -289,24 +288,15 @@ def _bind_branches(api, index, funs, names, operands, report_order=None):
     return tree_unflatten(traced[0][2], outs)
 
 
-def _branch_program(program, own_consts, slots, all_consts, out_weak):
-    """`program` (own constants, operands) -> (all branches' constants, operands), its
-    outputs made strongly typed where another branch's are."""
+def _branch_program(program, own_consts, slots, all_consts):
+    """`program` (own constants, operands) -> (all branches' constants, operands)."""
     j = program.jaxpr
     n = len(own_consts)
     const_vars = [core.Var(get_aval(c)) for c in all_consts]
     for c, v in zip(own_consts, j.invars[:n]):
         const_vars[slots[id(c)]] = v
-    program = core.ClosedJaxpr(core.Jaxpr(j.constvars, const_vars + j.invars[n:], j.outvars,
-                                          j.eqns), program.consts)
-    if all(a.weak_type == w for a, w in zip(program.out_avals, out_weak)):
-        return program
-
-    def strong(*args):
-        outs = core.eval_jaxpr(program.jaxpr, program.consts, *args)
-        return [o if w else convert_element_type(o, get_aval(o).dtype)
-                for o, w in zip(outs, out_weak)]
-    return pe.make_closed_jaxpr(strong, program.in_avals)
+    return core.ClosedJaxpr(core.Jaxpr(j.constvars, const_vars + j.invars[n:], j.outvars,
+                                       j.eqns), program.consts)
 
 
 def _operands(operands, operand):

@@ -1,11 +1,7 @@
 """The everyday jax.numpy surface, built only on impl's primitives."""
 import numpy as _np
-from numpy import (float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
-                   uint32, complex64, complex128, inf, nan, pi, e, newaxis)
-from jax.numpy import bfloat16, dtype, iinfo, finfo, promote_types, result_type  # noqa: F401
-
-bool_ = _np.bool_
-float_ = float64
+from numpy import inf, nan, pi, e, newaxis  # noqa: F401
+from jax.numpy import dtype, iinfo, finfo, promote_types, result_type  # noqa: F401
 
 from impl.numpy._util import asarray, broadcast_to, broadcast_shapes  # noqa: F401,E402
 from impl.numpy._ufuncs import *  # noqa: F401,F403,E402
@@ -38,9 +34,10 @@ __all__ = sorted(_n for _n in dir() if not _n.startswith("_") and hasattr(_jax_n
 del _jax_numpy
 
 # JAX's functions take arrays, not Python lists, for their array arguments (jnp.sum([1, 2])
-# is a TypeError); only the converters take sequences. One wrapper per exported function.
-from impl.numpy._util import ACCEPT_SEQUENCES as _accept, require_arraylike as _require  # noqa: E402
+# is a TypeError); only the converters take sequences. Their static arguments must be
+# hashable (jnp.round(x, traced_decimals) is a ValueError). One wrapper per exported function.
+from impl.numpy._util import ACCEPT_SEQUENCES as _accept, checking_arguments as _check  # noqa: E402
 import types as _types  # noqa: E402
-globals().update({_n: _require(globals()[_n]) for _n in __all__
+globals().update({_n: _check(globals()[_n]) for _n in __all__
                   if _n not in _accept and isinstance(globals()[_n], _types.FunctionType)})
-del _accept, _require, _types
+del _accept, _check, _types

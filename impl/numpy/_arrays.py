@@ -23,10 +23,6 @@ __all__ = ["roll", "diff", "searchsorted", "isclose", "allclose", "cross", "kron
            "rad2deg", "copy", "vecdot"]
 
 
-def _arr(x):
-    return x if isinstance(x, core.Tracer) else asarray(x)
-
-
 def _slice_axis(x, axis, start, stop):
     shape = get_aval(x).shape
     starts = [0] * len(shape)
@@ -54,7 +50,7 @@ def _roll_one(x, shift, axis):
 
 def roll(a, shift, axis=None):
     """Elements shifted along `axis` with wrap-around (of the flattened array if None)."""
-    x = _arr(a)
+    x = asarray(a)
     if axis is None:
         return c.reshape(roll(c.ravel(x), shift, 0), get_aval(x).shape)
     shape = get_aval(x).shape
@@ -78,7 +74,7 @@ def roll(a, shift, axis=None):
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     """The n-th discrete difference along `axis` (after adding prepend/append)."""
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     if nd == 0:
         raise ValueError(f"diff requires input that is at least one dimensional; got {a}")
@@ -100,7 +96,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 def _edge(extra, x, axis):
     """prepend/append for diff: a scalar becomes one slice along `axis`."""
-    e = _arr(extra)
+    e = asarray(extra)
     if get_aval(e).ndim == 0:
         shape = list(get_aval(x).shape)
         shape[axis] = 1
@@ -139,11 +135,11 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     if method not in _SEARCH_METHODS:
         raise ValueError(f"invalid argument method={method!r}, expected one of "
                          f"{list(_SEARCH_METHODS)}")
-    a, v = _arr(a), _arr(v)
+    a, v = asarray(a), asarray(v)
     if get_aval(a).ndim != 1:
         raise ValueError("a should be 1-dimensional")
     if sorter is not None:
-        a = take(a, _arr(sorter), axis=0)
+        a = take(a, asarray(sorter), axis=0)
     n = get_aval(a).shape[0]
     dtype = np.int32 if n <= np.iinfo(np.int32).max // 2 else np.int64
     common = np.result_type(get_aval(a).dtype, get_aval(v).dtype)
@@ -204,7 +200,7 @@ def _search_by_sorting(a, v, side, dtype):
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol * |b| elementwise (infinities equal only to themselves)."""
-    a, b = _arr(a), _arr(b)
+    a, b = asarray(a), asarray(b)
     dtype = np.result_type(get_aval(a).dtype, get_aval(b).dtype)
     if not (core.is_float_dtype(dtype) or np.issubdtype(dtype, np.complexfloating)):
         return uf.equal(a, b)
@@ -236,7 +232,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """The cross product of 2- or 3-vectors along the given axes."""
     if axis is not None:
         axisa = axisb = axisc = axis
-    a, b = _arr(a), _arr(b)
+    a, b = asarray(a), asarray(b)
     a = c.moveaxis(a, axisa, -1)
     b = c.moveaxis(b, axisb, -1)
     na, nb = get_aval(a).shape[-1], get_aval(b).shape[-1]
@@ -254,14 +250,14 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     parts = [uf.subtract(uf.multiply(a1, b2), uf.multiply(a2, b1)),
              uf.subtract(uf.multiply(a2, b0), uf.multiply(a0, b2)),
              uf.subtract(uf.multiply(a0, b1), uf.multiply(a1, b0))]
-    shape = broadcast_shapes(*[get_aval(_arr(p)).shape for p in parts])
+    shape = broadcast_shapes(*[get_aval(asarray(p)).shape for p in parts])
     out = stack([broadcast_to(p, shape) for p in parts], -1)
     return c.moveaxis(out, -1, axisc)
 
 
 def kron(a, b):
     """The Kronecker product: blocks a[i, j] * b."""
-    a, b = _arr(a), _arr(b)
+    a, b = asarray(a), asarray(b)
     sa, sb = get_aval(a).shape, get_aval(b).shape
     nd = builtins.max(len(sa), len(sb))
     sa, sb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
@@ -272,7 +268,7 @@ def kron(a, b):
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """Dot products of the vectors along `axis` (batched over the broadcast others)."""
-    x1, x2 = _arr(x1), _arr(x2)
+    x1, x2 = asarray(x1), asarray(x2)
     n1, n2 = get_aval(x1).ndim, get_aval(x2).ndim
     if n1 == 0 or n2 == 0:
         raise ValueError("vecdot: arguments must be at least one-dimensional")
@@ -293,7 +289,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing not in ("xy", "ij"):
         raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
     # `copy` has no observable effect: arrays are immutable, a copy equals a view.
-    xs = [_arr(x) for x in xi]
+    xs = [asarray(x) for x in xi]
     for i, x in enumerate(xs):
         if get_aval(x).ndim != 1:
             raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shape "
@@ -324,19 +320,19 @@ def tri(N, M=None, k=0, dtype=None):
 
 def fmax(x1, x2):
     """The larger of x1, x2 elementwise, ignoring a NaN when the other is not NaN."""
-    x1, x2 = _arr(x1), _arr(x2)
+    x1, x2 = asarray(x1), asarray(x2)
     return uf.where(uf.logical_or(uf.greater(x1, x2), uf.isnan(x2)), x1, x2)
 
 
 def fmin(x1, x2):
     """The smaller of x1, x2 elementwise, ignoring a NaN when the other is not NaN."""
-    x1, x2 = _arr(x1), _arr(x2)
+    x1, x2 = asarray(x1), asarray(x2)
     return uf.where(uf.logical_or(uf.less(x1, x2), uf.isnan(x2)), x1, x2)
 
 
 def trunc(x):
     """Round towards zero."""
-    x = _arr(x)
+    x = asarray(x)
     if not core.is_float_dtype(get_aval(x).dtype):
         return x
     return uf.where(uf.less(x, 0), uf.ceil(x), uf.floor(x))
@@ -362,4 +358,4 @@ def copy(a, order=None):
     """A copy of `a` (arrays are immutable, so the same values)."""
     if order not in (None, "K", "C"):
         raise NotImplementedError(f"copy: order={order!r} is not supported")
-    return c.array(_arr(a), copy=True)
+    return c.array(asarray(a), copy=True)

@@ -15,6 +15,7 @@ from jax import tree_util
 from jax._src.array import ArrayImpl as _ArrayImpl
 from jax._src.numpy import array_methods as _jax_array_methods
 
+from impl import core
 from impl.core import Tracer
 from impl.numpy import _indexing
 
@@ -41,12 +42,13 @@ def _getitem_deferring_to_impl(jax_getitem):
 
 def _update_deferring_to_impl(name, jax_method):
     def method(self, *args, **kwargs):
-        if _holds_tracer((self.index, args, kwargs)):
-            impl_ref = _indexing._IndexUpdateRef(self.array, self.index)
-            if not hasattr(impl_ref, name):
-                raise NotImplementedError(
-                    f"x.at[...].{name} with impl traced values is not supported yet")
-            return getattr(impl_ref, name)(*args, **kwargs)
+        # apply's function may close over impl tracers no argument shows, so inside
+        # any impl transformation it is impl's (which stages the function and refuses
+        # such closures, as JAX does).
+        if _holds_tracer((self.index, args, kwargs)) or (
+                name == "apply" and core.current_trace() is not core.eval_trace):
+            return getattr(_indexing._IndexUpdateRef(self.array, self.index), name)(
+                *args, **kwargs)
         return jax_method(self, *args, **kwargs)
     method.__name__ = name
     return method

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import builtins
 import string
+import warnings
 
+import jax
 import numpy as np
 import jax.numpy as jax_jnp
 from jax.sharding import PartitionSpec
@@ -14,14 +16,12 @@ from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import linalg as _lg
+from impl.primitives import reductions as _red
 from impl.primitives.sharding import reshard
 from impl.numpy import _ufuncs as uf
 from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonicalize_axis,
-                              check_no_out, mask_where, promote, result_dtype, strong)
-
-
-def _arr(x):
-    return x if isinstance(x, core.Tracer) else asarray(x)
+                              check_no_out, mask_where, promote, result_dtype, strong,
+                              to_array)
 
 
 # ------------------------------------------------------------------ reductions
@@ -34,9 +34,11 @@ def _keepdims(out, x_shape, axes):
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
         promote_integers=True):
     check_no_out("sum", out)
-    x = _arr(a)
+    x = asarray(a)
     aval = get_aval(x)
     if dtype is not None:
+        dtype = core.user_dtype(dtype, "sum")
+        ew.warn_if_complex_to_real(aval.dtype, dtype)
         x = ew.convert_element_type(x, dtype)
     elif promote_integers and (aval.dtype == np.bool_ or aval.dtype.kind in "iu"):
         from impl.numpy._reductions import promoted_integer
@@ -69,7 +71,7 @@ def _inexact(x, dtype):
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     check_no_out("mean", out)
-    x = _inexact(_arr(a), dtype)
+    x = _inexact(asarray(a), None if dtype is None else core.user_dtype(dtype, "mean"))
     aval = get_aval(x)
     axes = canonicalize_axes(axis, aval.ndim)
     n = _count(aval, axes, where, keepdims, aval.dtype)
@@ -88,7 +90,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         mean=None, correction=None):
     check_no_out("var", out)
     ddof = _correction(ddof, correction)
-    x = _inexact(_arr(a), None)
+    x = _inexact(asarray(a), None)
     aval = get_aval(x)
     axes = canonicalize_axes(axis, aval.ndim)
     centre = _mean(x, axes, dtype=dtype, keepdims=True, where=where) if mean is None else mean
@@ -112,22 +114,22 @@ _mean = mean
 # --------------------------------------------------------------------- shapes
 
 def shape(a):
-    return get_aval(_arr(a)).shape
+    return get_aval(asarray(a)).shape
 
 
 def ndim(a):
-    return get_aval(_arr(a)).ndim
+    return get_aval(asarray(a)).ndim
 
 
 def size(a, axis=None):
-    s = get_aval(_arr(a)).shape
+    s = get_aval(asarray(a)).shape
     return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
 
 
 def reshape(a, shape, order="C", *, out_sharding=None):
     """NumPy's reshape; order 'F' reads and writes elements in column-major order.
     `out_sharding`: the result's sharding over Explicit mesh axes."""
-    x = _arr(a)
+    x = asarray(a)
     if out_sharding is not None and order == "F":
         raise NotImplementedError("reshape: out_sharding= with order='F' is not supported")
     if order not in ("C", "F", "A"):
@@ -163,7 +165,7 @@ def ravel(a, order="C"):
 
 
 def transpose(a, axes=None):
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     if axes is None:
         axes = tuple(reversed(range(nd)))
@@ -176,7 +178,7 @@ def permute_dims(a, axes):
 
 
 def swapaxes(a, axis1, axis2):
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     perm = list(range(nd))
     i, j = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
@@ -185,7 +187,7 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     src = [canonicalize_axis(s, nd) for s in np.atleast_1d(source)]
     dst = [canonicalize_axis(d, nd) for d in np.atleast_1d(destination)]
@@ -196,13 +198,13 @@ def moveaxis(a, source, destination):
 
 
 def expand_dims(a, axis):
-    x = _arr(a)
+    x = asarray(a)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     return sh.expand_dims(x, axes)
 
 
 def squeeze(a, axis=None):
-    x = _arr(a)
+    x = asarray(a)
     s = get_aval(x).shape
     if axis is None:
         axes = tuple(i for i, d in enumerate(s) if d == 1)
@@ -216,12 +218,12 @@ def squeeze(a, axis=None):
 
 
 def atleast_1d(a):
-    x = _arr(a)
+    x = asarray(a)
     return reshape(x, (1,)) if get_aval(x).ndim == 0 else x
 
 
 def atleast_2d(a):
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     return reshape(x, (1,) * (2 - nd) + get_aval(x).shape) if nd < 2 else x
 
@@ -237,8 +239,16 @@ def _dot_dtype(a, b):
             for x in (a, b)]
 
 
+def _accumulation_dtype(preferred_element_type, fun_name, *operands):
+    """The dtype jnp's products ask dot_general for, as JAX's do: the one asked for, or
+    else the operands' result dtype (so their equations print it)."""
+    if preferred_element_type is not None:
+        return core.user_dtype(preferred_element_type, fun_name)
+    return result_dtype(*operands)[0]
+
+
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
-    a, b = _dot_dtype(_arr(a), _arr(b))
+    a, b = _dot_dtype(asarray(a), asarray(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if na == 0 or nb == 0:   # (the primitive broadcasts a rank-0 operand, as lax.mul)
         out = ew.mul(a, b)
@@ -246,8 +256,9 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
         return out if out_sharding is None else reshard(out, out_sharding)
     contract_b = 0 if nb == 1 else nb - 2
     return _lg.dot_general(a, b, (((na - 1,), (contract_b,)), ((), ())),
-                           precision=precision, preferred_element_type=preferred_element_type,
-                           out_sharding=out_sharding)
+                           precision=precision, out_sharding=out_sharding,
+                           preferred_element_type=_accumulation_dtype(
+                               preferred_element_type, "dot", a, b))
 
 
 def _spec_of(out_sharding):
@@ -272,39 +283,62 @@ def _bcast_pair(a, b):
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
-    a, b = _dot_dtype(_arr(a), _arr(b))
+    """One dot_general, as JAX stages matmul: a vector operand is contracted as it is;
+    the stacked axes are batch axes where both operands have them, axes of size 1 are
+    squeezed out (and come back as free axes of the other operand), and the result is
+    transposed into NumPy's order (`out_sharding` is dot_general's result sharding)."""
+    a, b = _dot_dtype(asarray(a), asarray(b))
+    preferred_element_type = _accumulation_dtype(preferred_element_type, "matmul", a, b)
     sa, sb = get_aval(a).shape, get_aval(b).shape
-    if not sa or not sb:
-        raise ValueError("matmul: operands must not be scalars (use * for scalars)")
-    a_vec, b_vec = len(sa) == 1, len(sb) == 1
-    if a_vec:
-        a = sh.reshape(a, (1,) + sa)
-    if b_vec:
-        b = sh.reshape(b, sb + (1,))
-    sa, sb = get_aval(a).shape, get_aval(b).shape
-    if sa[-1] != sb[-2]:
+    for i, s in enumerate((sa, sb)):
+        if not s:
+            raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it "
+                             "has ndim 0")
+    a_mat, b_mat = len(sa) > 1, len(sb) > 1
+    a_stack, b_stack = (sa[:-2] if a_mat else ()), (sb[:-2] if b_mat else ())
+    n = max(len(a_stack), len(b_stack))
+    a_stack = (None,) * (n - len(a_stack)) + a_stack
+    b_stack = (None,) * (n - len(b_stack)) + b_stack
+    batch_pos, a_free, b_free, both_squeezed = [], [], [], []
+    a_batch, b_batch, a_squeeze, b_squeeze = [], [], [], []
+    for i, (da, db) in enumerate(zip(a_stack, b_stack)):
+        if da is None:
+            b_free.append(i)
+        elif db is None:
+            a_free.append(i)
+        elif da == 1 and db == 1:
+            a_squeeze.append(len(batch_pos) + len(a_free) + len(a_squeeze))
+            b_squeeze.append(len(batch_pos) + len(b_free) + len(b_squeeze))
+            both_squeezed.append(i)
+        elif da == 1:
+            b_free.append(i)
+            a_squeeze.append(len(batch_pos) + len(a_free) + len(a_squeeze))
+        elif db == 1:
+            a_free.append(i)
+            b_squeeze.append(len(batch_pos) + len(b_free) + len(b_squeeze))
+        elif da == db:
+            a_batch.append(len(batch_pos) + len(a_free))
+            b_batch.append(len(batch_pos) + len(b_free))
+            batch_pos.append(i)
+        else:
+            raise ValueError(f"Incompatible types for matmul arguments: {get_aval(a)} and "
+                             f"{get_aval(b)}")
+    if a_mat:
+        a_free.append(n)
+    if b_mat:
+        b_free.append(n + 1 if a_mat else n)
+    a, b = sh.squeeze(a, tuple(a_squeeze)), sh.squeeze(b, tuple(b_squeeze))
+    na, nb = get_aval(a).ndim, get_aval(b).ndim
+    if get_aval(a).shape[-1] != get_aval(b).shape[nb - 1 - b_mat]:
         raise TypeError(f"dot_general requires contracting dimensions to have the same "
-                        f"shape, got ({sa[-1]},) and ({sb[-2]},) (matmul of shapes {sa} and "
-                        f"{sb}).")
-    batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
-    a = broadcast_to(a, batch + sa[-2:])
-    b = broadcast_to(b, batch + sb[-2:])
-    nb = len(batch)
-    if out_sharding is not None:   # as a spec of the product before vectors' axes go
-        entries = list(_spec_entries(out_sharding))
-        if a_vec:
-            entries.insert(nb, None)
-        if b_vec:
-            entries.append(None)
-        out_sharding = _respec(out_sharding, entries)
-    out = _lg.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+                        f"shape, got ({sa[-1]},) and ({get_aval(b).shape[nb - 1 - b_mat]},) "
+                        f"(matmul of shapes {sa} and {sb}).")
+    out = _lg.dot_general(a, b, (((na - 1,), (nb - 1 - b_mat,)), (tuple(a_batch),
+                                                                 tuple(b_batch))),
                           precision=precision, preferred_element_type=preferred_element_type,
                           out_sharding=out_sharding)
-    if a_vec:
-        out = sh.squeeze(out, (nb,))
-    if b_vec:
-        out = sh.squeeze(out, (get_aval(out).ndim - 1,))
-    return out
+    out = sh.transpose(out, tuple(np.argsort(batch_pos + a_free + b_free)))
+    return sh.expand_dims(out, tuple(both_squeezed)) if both_squeezed else out
 
 
 def vdot(a, b):
@@ -312,11 +346,12 @@ def vdot(a, b):
 
 
 def inner(a, b):
-    a, b = _dot_dtype(_arr(a), _arr(b))
+    a, b = _dot_dtype(asarray(a), asarray(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if na == 0 or nb == 0:
         return ew.mul(*_bcast_pair(a, b))
-    return _lg.dot_general(a, b, (((na - 1,), (nb - 1,)), ((), ())))
+    return _lg.dot_general(a, b, (((na - 1,), (nb - 1,)), ((), ())),
+                           preferred_element_type=_accumulation_dtype(None, "inner", a, b))
 
 
 def outer(a, b):
@@ -325,7 +360,7 @@ def outer(a, b):
 
 
 def tensordot(a, b, axes=2):
-    a, b = _dot_dtype(_arr(a), _arr(b))
+    a, b = _dot_dtype(asarray(a), asarray(b))
     na, nb = get_aval(a).ndim, get_aval(b).ndim
     if isinstance(axes, (int, np.integer)):
         ca, cb = tuple(range(na - axes, na)), tuple(range(axes))
@@ -333,22 +368,61 @@ def tensordot(a, b, axes=2):
         ca, cb = axes
         ca = tuple(canonicalize_axis(i, na) for i in np.atleast_1d(ca))
         cb = tuple(canonicalize_axis(i, nb) for i in np.atleast_1d(cb))
-    return _lg.dot_general(a, b, ((ca, cb), ((), ())))
+    return _lg.dot_general(a, b, ((ca, cb), ((), ())),
+                           preferred_element_type=_accumulation_dtype(None, "tensordot", a, b))
 
 
 # ------------------------------------------------------------------- creation
 
-# The creation functions make concrete arrays with JAX (constants of a staged program);
-# `out_sharding` places them on the mesh, and their type carries it.
+# Outside every transformation the creation functions make concrete arrays with JAX.
+# Inside one they bind primitives as JAX's do (a broadcast constant, an iota), so staged
+# programs hold those equations rather than array constants, as JAX's programs do;
+# `out_sharding` places the arrays on the mesh, and their type carries it.
+
+def _static_shape(shape):
+    """`shape` as a tuple of sizes, or None when it is not plainly one (JAX's creation
+    functions then say what is wrong with it)."""
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        return None
+    if all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
+           for d in dims):
+        return tuple(int(d) for d in dims)
+    return None
+
+
+def _staged(device, *shapes):
+    """Whether a creation function binds primitives: inside a transformation, unless
+    it places the array on a device or its shape is not a plain one (or a scalar,
+    which stays a constant, as JAX's literal does)."""
+    return (device is None and core.current_trace() is not core.eval_trace
+            and all(s is not None and s != () for s in shapes))
+
+
+def _filled(shape, value, dtype, out_sharding):
+    """`value` converted to `dtype` and broadcast to `shape`, as lax.full stages it."""
+    return sh.broadcast_in_dim(ew.convert_element_type(value, dtype), shape, (),
+                               out_sharding=out_sharding)
+
 
 def zeros(shape, dtype=None, *, device=None, out_sharding=None):
-    return jax_jnp.zeros(shape, core.canonical_dtype(dtype or np.float64), device=device,
-                         out_sharding=out_sharding)
+    return _zeros(shape, dtype, device, out_sharding, "zeros")
+
+
+def _zeros(shape, dtype, device, out_sharding, fun_name):
+    dtype = core.user_dtype(dtype or float, fun_name)
+    if _staged(device, _static_shape(shape)):
+        return _filled(_static_shape(shape), 0, dtype, out_sharding)
+    return jax_jnp.zeros(shape, dtype, device=device, out_sharding=out_sharding)
 
 
 def ones(shape, dtype=None, *, device=None, out_sharding=None):
-    return jax_jnp.ones(shape, core.canonical_dtype(dtype or np.float64), device=device,
-                        out_sharding=out_sharding)
+    dtype = core.user_dtype(dtype or float, "ones")
+    if _staged(device, _static_shape(shape)):
+        return _filled(_static_shape(shape), 1, dtype, out_sharding)
+    return jax_jnp.ones(shape, dtype, device=device, out_sharding=out_sharding)
 
 
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
@@ -360,18 +434,37 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
         v = fill_value if dtype is None else ew.convert_element_type(fill_value, dtype)
         out = broadcast_to(v, shape)
         return out if out_sharding is None else reshard(out, out_sharding)
+    if np.ndim(fill_value) == 0 and _staged(device, _static_shape(shape)):
+        if dtype is None:   # a Python scalar's weak type kept, as lax.full keeps it
+            return sh.broadcast_in_dim(fill_value, _static_shape(shape), (),
+                                       out_sharding=out_sharding)
+        return _filled(_static_shape(shape), fill_value, core.user_dtype(dtype, "full"),
+                       out_sharding)
     return jax_jnp.full(shape, fill_value, dtype, device=device, out_sharding=out_sharding)
 
 
 def empty(shape, dtype=None):
-    return zeros(shape, dtype)
+    return _zeros(shape, dtype, None, None, "empty")
 
 
 def eye(N, M=None, k=0, dtype=None):
-    return jax_jnp.eye(N, M, k, dtype=core.canonical_dtype(dtype or np.float64))
+    return _eye(N, M, k, dtype, "eye")
 
 
-identity = lambda n, dtype=None: eye(n, dtype=dtype)
+def _eye(N, M, k, dtype, fun_name):
+    dtype = core.user_dtype(dtype or float, fun_name)
+    shape = _static_shape((N, N if M is None else M))
+    if _staged(None, shape) and isinstance(k, (int, np.integer)):
+        # ones where the row index plus k is the column index, as JAX stages it
+        index = core.canonical_dtype(np.int64)   # the default integer
+        rows = _red.broadcasted_iota(index, shape, 0)
+        cols = _red.broadcasted_iota(index, shape, 1)
+        return ew.convert_element_type(ew.eq(ew.add(rows, np.array(k, index)), cols), dtype)
+    return jax_jnp.eye(N, M, k, dtype=dtype)
+
+
+def identity(n, dtype=None):
+    return _eye(n, None, 0, dtype, "identity")
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
@@ -379,8 +472,33 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
         if isinstance(v, core.Tracer):
             raise core.ConcretizationTypeError(
                 "arange requires concrete start, stop and step (they determine the shape)")
+    given = [v for v in (start, stop, step) if v is not None]
+    if (_staged(device) and not isinstance(out_sharding, jax.sharding.Sharding)
+            and all(isinstance(v, (int, float, np.integer, np.floating)) for v in given)):
+        return _staged_arange(start, stop, step, dtype, out_sharding)
     return jax_jnp.arange(start, stop, step, dtype=dtype, device=device,
                           out_sharding=out_sharding)
+
+
+def _staged_arange(start, stop, step, dtype, out_sharding):
+    """arange as JAX stages it: an iota, scaled by the step and shifted by the start."""
+    dtype = (core.user_dtype(dtype, "arange") if dtype is not None else
+             core.canonical_dtype(jax_jnp.result_type(
+                 *(v for v in (start, stop, step) if v is not None))))
+    if stop is None:
+        start, stop = 0, start
+    iota = lambda d, n: _red.broadcasted_iota(d, (max(0, n),), 0,  # noqa: E731
+                                              out_sharding=out_sharding)
+    if step is not None:
+        # narrow floats count in float32, as JAX's
+        work = (np.dtype(np.float32) if dtype.kind == "f" and dtype.itemsize < 4 else dtype)
+        n = int(np.ceil((stop - start) / step))
+        out = ew.add(ew.convert_element_type(start, work),
+                     ew.mul(ew.convert_element_type(step, work), iota(work, n)))
+        return ew.convert_element_type(out, dtype)
+    if start == 0:
+        return iota(dtype, int(np.ceil(stop)))
+    return ew.add(ew.convert_element_type(start, dtype), iota(dtype, int(np.ceil(stop - start))))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
@@ -388,7 +506,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         dt = core.canonical_dtype(dtype or np.float64)
         div = (num - 1) if endpoint else num
         steps = jax_jnp.arange(num, dtype=dt)
-        start_, stop_ = _arr(start), _arr(stop)
+        start_, stop_ = asarray(start), asarray(stop)
         delta = ew.div(ew.sub(stop_, start_), max(div, 1))
         out = ew.add(ew.mul(steps, delta), start_)
         return (out, delta) if retstep else out
@@ -396,9 +514,26 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def _like(fn, a, dtype, shape):
-    aval = get_aval(_arr(a))
-    return _like_prototype(fn(aval.shape if shape is None else shape, dtype or aval.dtype),
-                           aval, dtype)
+    return _filled_like(a, {zeros: 0, ones: 1}[fn], dtype, shape, f"{fn.__name__}_like",
+                        lambda shape, dtype: fn(shape, dtype))
+
+
+def _filled_like(a, value, dtype, shape, fun_name, make):
+    """An array like `a` filled with `value`: inside a transformation a broadcast
+    constant of `a`'s dtype and weak type (or of `dtype`), as lax.full_like stages it;
+    else `make(shape, dtype)`."""
+    aval = get_aval(asarray(a))
+    if dtype is not None:
+        dtype = core.user_dtype(dtype, fun_name)
+    out_shape = aval.shape if shape is None else _static_shape(shape)
+    if (_staged(None, out_shape) and np.ndim(value) == 0
+            and not isinstance(value, core.Tracer)):
+        if dtype is None and shape is None:
+            return ew.full_like(a, value)
+        return ew.vary_as(_filled(out_shape, value, dtype or aval.dtype,
+                                  aval.explicit_sharding if shape is None else None), aval)
+    return _like_prototype(make(aval.shape if shape is None else shape,
+                                dtype or aval.dtype), aval, dtype)
 
 
 def _like_prototype(out, aval, dtype):
@@ -420,17 +555,25 @@ def ones_like(a, dtype=None, shape=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-    aval = get_aval(_arr(a))
-    return _like_prototype(full(aval.shape if shape is None else shape, fill_value,
-                                dtype or aval.dtype), aval, dtype)
+    return _filled_like(a, fill_value, dtype, shape, "full_like",
+                        lambda shape, dtype: full(shape, fill_value, dtype))
 
 
 def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)
-    return asarray(object, dtype)
+    return to_array(object, dtype, "array")
 
 
 def astype(x, dtype):
-    return ew.convert_element_type(_arr(x), dtype)
+    x = asarray(x)
+    dtype = core.user_dtype(float if dtype is None else dtype, "astype")
+    if get_aval(x).dtype.kind == "c":
+        if dtype.kind in "iuf":
+            warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. "
+                          "Please first use jnp.real or jnp.imag to take the real/imaginary "
+                          "component of your input.", DeprecationWarning, stacklevel=2)
+        elif dtype == np.bool_:   # nonzero, as NumPy: a conversion would drop the imaginary
+            return ew.ne_p.bind(x, np.zeros((), get_aval(x).dtype))
+    return ew.convert_element_type(x, dtype)
 
 
 # ---------------------------------------------------------------------- einsum
@@ -572,7 +715,8 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         raise TypeError("einsum: only the string form of subscripts is supported")
     if not operands:
         raise ValueError("einsum: at least one operand is required")
-    ops = promote(*[_arr(o) for o in operands])
+    ops = promote(*[asarray(o) for o in operands])
+    preferred_element_type = _accumulation_dtype(preferred_element_type, "einsum", *ops)
     subscripts, ops = _expand_ellipsis(subscripts, ops)
     ins, out_labels = _parse_einsum(subscripts, len(ops))
     for x, s in zip(ops, ins):
@@ -606,7 +750,7 @@ def _einsum_steps(subscripts, shapes, optimize):
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):
     """The contraction path `einsum` would follow, and opt_einsum's description of it."""
-    shapes = [get_aval(_arr(o)).shape for o in operands]
+    shapes = [get_aval(asarray(o)).shape for o in operands]
     strategy = "optimal" if optimize is True else optimize
     if optimize is False:
         strategy = [(0, 1)] * (len(shapes) - 1) if len(shapes) > 1 else [(0,)]
@@ -658,7 +802,7 @@ def triu(m, k=0):
 
 def _keep_triangle(m, k, lower):
     # the mask sharded as the matrices, as JAX's: a select's predicate must be
-    x = _arr(m)
+    x = asarray(m)
     aval = get_aval(x)
     mask = _tri_mask(x, k, lower)
     if aval.explicit_sharding is not None:
@@ -669,7 +813,7 @@ def _keep_triangle(m, k, lower):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    x = _arr(a)
+    x = asarray(a)
     shape = get_aval(x).shape
     nd = len(shape)
     if nd < 2:
@@ -699,7 +843,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def diag(v, k=0):
-    x = _arr(v)
+    x = asarray(v)
     shape = get_aval(x).shape
     if len(shape) == 2:
         return diagonal(x, k)

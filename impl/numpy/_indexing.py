@@ -3,9 +3,9 @@
 `getitem` implements `x[idx]` for traced arrays: static slices become `slice`/`rev`,
 integer scalars with no array index become a (dynamic) slice and a squeeze, and any
 integer-array index becomes one `gather` (advanced indices broadcast together and their
-result axes go where NumPy puts them). `x.at[idx].set/add/get` finds the flat positions
-that `x[idx]` reads (by indexing an array of element ids) and scatters there, so every
-indexing form that reads also writes.
+result axes go where NumPy puts them). `x.at[idx].set/add/apply/...` finds the flat
+positions that `x[idx]` reads (by indexing an array of element ids) and scatters there, so
+every indexing form that reads also writes.
 """
 from __future__ import annotations
 
@@ -20,11 +20,12 @@ from impl.errors import NonConcreteBooleanIndexError
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import indexing as ix
+from impl.primitives.scatter_apply import scatter_apply
 from impl.primitives.sharding import auto_axes
 from impl.numpy._core import ones_like
 from impl.numpy._ufuncs import divide, negative, power
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
-                              canonicalize_axes, flat_or_axis, promote)
+                              canonicalize_axes, check_arraylike, flat_or_axis, promote)
 
 __all__ = ["concatenate", "stack", "hstack", "vstack", "split", "pad", "take",
            "take_along_axis", "flip", "tile", "repeat"]
@@ -33,27 +34,30 @@ _CLIP = ix.GatherScatterMode.CLIP
 _FILL = ix.GatherScatterMode.FILL_OR_DROP
 
 
-def _arr(x):
-    return x if isinstance(x, Tracer) else asarray(x)
-
-
 def _cast(x, dtype):
     return x if get_aval(x).dtype == dtype else ew.convert_element_type(x, dtype)
 
 
 def _promote_all(arrays):
     """To the common dtype, weakly typed when every operand is (as JAX joins them)."""
-    return promote(*[_arr(a) for a in arrays])
+    return promote(*[asarray(a) for a in arrays])
 
 
 # ------------------------------------------------------------ join and split
 
-def _arrays_to_join(arrays, verb):
-    """The arrays `concatenate` or `stack` joins, promoted to one dtype: a sequence, or
-    one array's slices along its first axis."""
+def joined_arrays(arrays, fun_name):
+    """The arrays a joining function takes: one array's slices along its first axis, or
+    a sequence of arrays and scalars (a nested list or tuple raises TypeError, as JAX)."""
     if isinstance(arrays, (Tracer, jax.Array, np.ndarray)):
-        arrays = [arrays[i] for i in range(get_aval(_arr(arrays)).shape[0])]
+        return [arrays[i] for i in range(get_aval(asarray(arrays)).shape[0])]
     arrays = list(arrays)
+    check_arraylike(fun_name, *arrays)
+    return arrays
+
+
+def _arrays_to_join(arrays, verb):
+    """The arrays `concatenate` or `stack` joins, promoted to one dtype."""
+    arrays = joined_arrays(arrays, verb)
     if not arrays:
         raise ValueError(f"{verb}: need at least one array to {verb}")
     return _promote_all(arrays)
@@ -96,7 +100,7 @@ def stack(arrays, axis=0, dtype=None):
 
 
 def _atleast(a, n):
-    a = _arr(a)
+    a = asarray(a)
     shape = get_aval(a).shape
     if len(shape) >= n:
         return a
@@ -106,18 +110,18 @@ def _atleast(a, n):
 
 
 def hstack(tup, dtype=None):
-    arrays = [_atleast(a, 1) for a in tup]
+    arrays = [_atleast(a, 1) for a in joined_arrays(tup, "hstack")]
     axis = 0 if arrays and get_aval(arrays[0]).ndim == 1 else 1
     return concatenate(arrays, axis, dtype)
 
 
 def vstack(tup, dtype=None):
-    return concatenate([_atleast(a, 2) for a in tup], 0, dtype)
+    return concatenate([_atleast(a, 2) for a in joined_arrays(tup, "vstack")], 0, dtype)
 
 
 def split(ary, indices_or_sections, axis=0):
     """Split into equal sections (an int) or at the given indices (a sequence)."""
-    x = _arr(ary)
+    x = asarray(ary)
     shape = get_aval(x).shape
     axis = canonicalize_axis(axis, len(shape))
     n = shape[axis]
@@ -159,7 +163,7 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     """Constant padding (the only mode supported)."""
     if mode != "constant":
         raise NotImplementedError(f"pad: only mode='constant' is supported, got {mode!r}")
-    x = _arr(array)
+    x = asarray(array)
     aval = get_aval(x)
     widths = _pad_width(pad_width, aval.ndim)
     cv = constant_values
@@ -214,10 +218,10 @@ def _take_mode(mode):
 def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
          indices_are_sorted=False):
     """Elements of `a` at `indices` along `axis` (default mode 'fill', like jax.numpy)."""
-    x, axis = flat_or_axis(_arr(a), axis)
+    x, axis = flat_or_axis(asarray(a), axis)
     shape = get_aval(x).shape
     if mode == "wrap":
-        idx = _arr(indices)
+        idx = asarray(indices)
         idx = ew.rem(ew.add(ew.rem(idx, shape[axis]), shape[axis]), shape[axis]) \
             if isinstance(idx, Tracer) else np.asarray(idx) % shape[axis]
         mode = "clip"
@@ -242,7 +246,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     """out[..., j, ...] = arr[..., indices[..., j, ...], ...] along `axis`."""
-    x = _arr(arr)
+    x = asarray(arr)
     if axis is None:
         x = sh.reshape(x, (get_aval(x).size,))
         indices = indices if isinstance(indices, Tracer) else np.asarray(indices).reshape(-1)
@@ -276,13 +280,13 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 
 
 def flip(m, axis=None):
-    x = _arr(m)
+    x = asarray(m)
     return ix.rev(x, canonicalize_axes(axis, get_aval(x).ndim))
 
 
 def tile(A, reps):
     """Repeat the whole array `reps` times along each axis (static reps)."""
-    x = _arr(A)
+    x = asarray(A)
     reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
     shape = get_aval(x).shape
     d = max(len(reps), len(shape))
@@ -298,7 +302,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     """Repeat each element `repeats` times along `axis`. Traced repeat counts need a
     static `total_repeat_length` (the output length), as in JAX: longer results are cut,
     shorter ones padded with the last element."""
-    x, axis = flat_or_axis(_arr(a), axis)
+    x, axis = flat_or_axis(asarray(a), axis)
     shape = get_aval(x).shape
     if total_repeat_length is not None:
         return _repeat_to_length(x, repeats, axis, int(total_repeat_length))
@@ -328,7 +332,7 @@ def _repeat_to_length(x, repeats, axis, length):
     from impl.numpy._reductions import cumsum
     from impl.numpy._core import sum as _sum
     n = get_aval(x).shape[axis]
-    counts = broadcast_to(_arr(repeats), (n,))
+    counts = broadcast_to(asarray(repeats), (n,))
     ends = cumsum(counts)
     positions = np.broadcast_to(np.arange(length)[:, None], (length, n))
     passed = ew.le_p.bind(sh.broadcast_in_dim(ends, (length, n), (1,)),
@@ -445,7 +449,7 @@ def getitem(x, idx, mode=None, fill_value=None, *, indices_are_sorted=False,
     `normalize=False` leaves negative indices as they are (out of bounds) instead of
     counting them from the end; the two promises about array indices are passed on
     to the gather."""
-    x = _arr(x)
+    x = asarray(x)
     gmode = _CLIP if mode is None else ix._mode(mode)
     entries, new_axes = _expand_index(get_aval(x).shape, idx)
     if new_axes:
@@ -592,7 +596,7 @@ def _update_method(name, prim, transform_values=None, apply_to=None):
 
     def method(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                out_sharding=None, wrap_negative_indices=True):
-        x = _arr(self.array)
+        x = asarray(self.array)
         run = lambda x, values: update(x, values, self.index, mode,  # noqa: E731
                                        indices_are_sorted, unique_indices,
                                        wrap_negative_indices)
@@ -632,9 +636,10 @@ def _with_explicit_sharding(run, x, idx, out_sharding, what):
     sharding = get_aval(x).explicit_sharding
     if sharding is None:
         return run
-    if what == "gather":
-        return run        # the gather's own sharding rule decides
-    if any(sharding.spec[a] is not None for a in _indexed_axes(get_aval(x).ndim, idx)):
+    if what == "gather" or sharding.spec.unreduced or sharding.spec.reduced:
+        return run        # the primitive's own rules decide (and refuse those axes)
+    if any(sharding.spec.partitions[a] is not None
+           for a in _indexed_axes(get_aval(x).ndim, idx)):
         raise core.ShardingTypeError(
             "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec "
             "for the scatter update as out sharding could not be resolved unambiguously (or "
@@ -672,40 +677,75 @@ class _IndexUpdateRef:
     min = _update_method("min", ix.scatter_min_p)
     max = _update_method("max", ix.scatter_max_p)
 
+    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              wrap_negative_indices=True):
+        """x with the unary `func` applied at x[idx], once per occurrence of an index
+        (so a repeated index applies it repeatedly); not differentiable, as in JAX."""
+        return _scatter_apply(self.array, self.index, func, mode, indices_are_sorted,
+                              unique_indices, wrap_negative_indices)
+
+
+_FLAT_SCATTER = ix.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                           scatter_dims_to_operand_dims=(0,))
+
+
+def _flat_positions(shape, idx, mode, normalize):
+    """The flat positions (into an array of `shape`) that `x[idx]` reads, found by
+    indexing an array of element ids the same way, so an update supports every indexing
+    form getitem does; out-of-bounds integer indices become -1, which the scatter drops
+    (mode 'fill'/'drop', the default), or are clamped (mode 'clip')."""
+    gmode = _FILL if mode is None else ix._mode(mode)
+    ids = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
+    return getitem(ids, idx, mode=gmode if gmode != _CLIP else None,
+                   fill_value=-1 if gmode != _CLIP else None, normalize=normalize)
+
+
+def _scatter_at(x, idx, mode, normalize, indices_are_sorted, unique_indices, scatter):
+    """`scatter(positions, shape, promises)` of the flat positions x[idx] reads (as
+    scatter indices, and their shape), reshaped to x's shape; x when it reads none. The
+    promises hold for the flat positions: unique when told or when no array index can
+    repeat one, sorted when told and the indexing keeps their order."""
+    shape = get_aval(x).shape
+    pos = _flat_positions(shape, idx, mode, normalize)
+    pshape = get_aval(pos).shape
+    if 0 in pshape:
+        return x
+    promises = dict(unique_indices=bool(unique_indices) or not _has_array_index(idx),
+                    indices_are_sorted=bool(indices_are_sorted) and _keeps_order(shape, idx))
+    return sh.reshape(scatter(sh.reshape(pos, pshape + (1,)), pshape, promises), shape)
+
 
 def _scatter_update(method, prim, x, idx, values, mode, indices_are_sorted, unique_indices,
                     normalize):
     """Combine `values` (broadcast to the shape of x[idx]) into the positions x[idx]
-    reads, computing in the common dtype of x and values and returning x's dtype.
-
-    The positions come from indexing an array of flat element ids the same way, so the
-    update supports every indexing form getitem does; out-of-bounds integer indices are
-    dropped (mode 'fill'/'drop', the default) or clamped (mode 'clip')."""
-    x = _arr(x)
+    reads, computing in the common dtype of x and values and returning x's dtype."""
+    x = asarray(x)
     aval = get_aval(x)
-    gmode = _FILL if mode is None else ix._mode(mode)
-    ids = np.arange(aval.size, dtype=np.int32).reshape(aval.shape)
-    pos = getitem(ids, idx, mode=gmode if gmode != _CLIP else None,
-                  fill_value=-1 if gmode != _CLIP else None, normalize=normalize)
-    pshape = get_aval(pos).shape
-    if 0 in pshape:
-        return x
-    v = values
-    if isinstance(v, int) and not isinstance(v, bool) and aval.dtype.kind in "iu" and \
-            np.iinfo(aval.dtype).min <= v <= np.iinfo(aval.dtype).max:
-        v = np.asarray(v, aval.dtype)
-    xv, v = promote(x, _arr(v))
-    try:
-        v = broadcast_to(v, pshape)
-    except ValueError:
-        raise ValueError(f"at[].{method}: values of shape {get_aval(v).shape} cannot be "
-                         f"broadcast to the indexed shape {pshape}") from None
-    unique = bool(unique_indices) or not _has_array_index(idx)
-    in_order = bool(indices_are_sorted) and _keeps_order(aval.shape, idx)
-    flat = sh.reshape(xv, (aval.size,))
-    dn = ix.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-                                    scatter_dims_to_operand_dims=(0,))
-    out = prim.bind(flat, sh.reshape(pos, pshape + (1,)), v, dimension_numbers=dn,
-                    indices_are_sorted=in_order, unique_indices=unique, mode=_FILL)
-    out = sh.reshape(out, aval.shape)
+
+    def scatter(positions, pshape, promises):
+        v = values
+        if isinstance(v, int) and not isinstance(v, bool) and aval.dtype.kind in "iu" and \
+                np.iinfo(aval.dtype).min <= v <= np.iinfo(aval.dtype).max:
+            v = np.asarray(v, aval.dtype)
+        xv, v = promote(x, asarray(v))
+        try:
+            v = broadcast_to(v, pshape)
+        except ValueError:
+            raise ValueError(f"at[].{method}: values of shape {get_aval(v).shape} cannot be "
+                             f"broadcast to the indexed shape {pshape}") from None
+        return prim.bind(sh.reshape(xv, (aval.size,)), positions, v,
+                         dimension_numbers=_FLAT_SCATTER, mode=_FILL, **promises)
+
+    out = _scatter_at(x, idx, mode, normalize, indices_are_sorted, unique_indices, scatter)
     return ew.convert_element_type(out, aval.dtype, weak_type=aval.weak_type)
+
+
+def _scatter_apply(x, idx, func, mode, indices_are_sorted, unique_indices, normalize):
+    """`func` applied at the positions x[idx] reads, once per occurrence of each."""
+    x = asarray(x)
+
+    def scatter(positions, pshape, promises):
+        return scatter_apply(sh.reshape(x, (get_aval(x).size,)), positions, func,
+                             _FLAT_SCATTER, update_shape=pshape, mode=_FILL, **promises)
+
+    return _scatter_at(x, idx, mode, normalize, indices_are_sorted, unique_indices, scatter)

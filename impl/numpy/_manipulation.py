@@ -12,7 +12,7 @@ from impl.api import vmap
 from impl.core import get_aval
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
-from impl.numpy._indexing import concatenate, flip, split, take
+from impl.numpy._indexing import concatenate, flip, joined_arrays, split, take
 from impl.numpy._util import asarray, broadcast_to, canonicalize_axis
 from impl.primitives import indexing as ix
 from impl.primitives import shape as sh
@@ -23,10 +23,6 @@ __all__ = ["append", "array_split", "hsplit", "vsplit", "dsplit", "atleast_3d",
            "unstack", "resize", "block", "select", "piecewise", "ix_", "unravel_index",
            "fromfunction", "apply_along_axis", "apply_over_axes", "delete", "fill_diagonal",
            "frombuffer", "fromstring", "load", "mgrid", "ogrid"]
-
-
-def _arr(x):
-    return x if isinstance(x, core.Tracer) else asarray(x)
 
 
 def _concrete(x, what):
@@ -41,13 +37,13 @@ def _concrete(x, what):
 def append(arr, values, axis=None):
     """arr with values added at the end (both flattened when axis is None)."""
     if axis is None:
-        return concatenate([c.ravel(_arr(arr)), c.ravel(_arr(values))], 0)
-    return concatenate([_arr(arr), _arr(values)], axis)
+        return concatenate([c.ravel(asarray(arr)), c.ravel(asarray(values))], 0)
+    return concatenate([asarray(arr), asarray(values)], axis)
 
 
 def array_split(ary, indices_or_sections, axis=0):
     """split, also into sections of unequal size: the first n % k get one more."""
-    x = _arr(ary)
+    x = asarray(ary)
     axis = canonicalize_axis(axis, get_aval(x).ndim)
     if isinstance(indices_or_sections, (int, np.integer)):
         k, n = int(indices_or_sections), get_aval(x).shape[axis]
@@ -60,7 +56,7 @@ def array_split(ary, indices_or_sections, axis=0):
 
 def _split_along(name, axis_for_ndim):
     def split_fn(ary, indices_or_sections):
-        x = _arr(ary)
+        x = asarray(ary)
         nd = get_aval(x).ndim
         axis = axis_for_ndim(nd)
         if axis is None:
@@ -77,7 +73,7 @@ dsplit = _split_along("dsplit", lambda nd: 2 if nd >= 3 else None)
 
 
 def _atleast_3d(a):
-    x = _arr(a)
+    x = asarray(a)
     shape = get_aval(x).shape
     if len(shape) == 0:
         return sh.reshape(x, (1, 1, 1))
@@ -96,8 +92,8 @@ def atleast_3d(*arys):
 def column_stack(tup):
     """1-d arrays become columns; 2-d ones are joined along their second axis."""
     cols = []
-    for a in tup:
-        x = _arr(a)
+    for a in joined_arrays(tup, "column_stack"):
+        x = asarray(a)
         if get_aval(x).ndim < 2:
             x = sh.reshape(x, (get_aval(x).size, 1))
         cols.append(x)
@@ -105,7 +101,7 @@ def column_stack(tup):
 
 
 def dstack(tup, dtype=None):
-    return concatenate([_atleast_3d(a) for a in tup], 2, dtype)
+    return concatenate([_atleast_3d(a) for a in joined_arrays(tup, "dstack")], 2, dtype)
 
 
 def concat(arrays, /, *, axis=0):
@@ -122,17 +118,17 @@ def _at_least(name, x, nd):
 
 
 def fliplr(m):
-    return flip(_at_least("fliplr", _arr(m), 2), 1)
+    return flip(_at_least("fliplr", asarray(m), 2), 1)
 
 
 def flipud(m):
-    return flip(_at_least("flipud", _arr(m), 1), 0)
+    return flip(_at_least("flipud", asarray(m), 1), 0)
 
 
 def rot90(m, k=1, axes=(0, 1)):
     """Rotate by 90 degrees k times in the plane of `axes` (from the first toward the
     second)."""
-    x = _arr(m)
+    x = asarray(m)
     nd = get_aval(x).ndim
     if len(axes) != 2:
         raise ValueError(f"rot90: axes must name 2 axes, got {axes}")
@@ -151,7 +147,7 @@ def rot90(m, k=1, axes=(0, 1)):
 
 def rollaxis(a, axis, start=0):
     """Move `axis` to stand before `start` (NumPy's older moveaxis)."""
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     axis = canonicalize_axis(axis, nd)
     if not -nd <= start <= nd:
@@ -164,17 +160,17 @@ def rollaxis(a, axis, start=0):
 
 
 def diagflat(v, k=0):
-    return c.diag(c.ravel(_arr(v)), k)
+    return c.diag(c.ravel(asarray(v)), k)
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of consecutive elements of the flattened array, with extra values."""
-    x = c.ravel(_arr(ary))
+    x = c.ravel(asarray(ary))
     n = get_aval(x).shape[0]
-    parts = [c.ravel(_arr(to_begin))] if to_begin is not None else []
+    parts = [c.ravel(asarray(to_begin))] if to_begin is not None else []
     parts.append(uf.subtract(ix.slice(x, [1], [max(n, 1)]), ix.slice(x, [0], [max(n - 1, 0)])))
     if to_end is not None:
-        parts.append(c.ravel(_arr(to_end)))
+        parts.append(c.ravel(asarray(to_end)))
     dtype = get_aval(x).dtype
     return concatenate([c.astype(p, dtype) for p in parts], 0) if len(parts) > 1 else parts[0]
 
@@ -187,7 +183,7 @@ def empty_like(prototype, dtype=None, shape=None):
 # ------------------------------------------------------------ linear algebra helpers
 
 def matrix_transpose(x, /):
-    x = _arr(x)
+    x = asarray(x)
     nd = get_aval(x).ndim
     if nd < 2:
         raise ValueError(f"matrix_transpose requires at least 2 dimensions; got ndim={nd}")
@@ -196,19 +192,19 @@ def matrix_transpose(x, /):
 
 def matvec(x1, x2, /):
     """Matrix (last two axes of x1) times vector (last axis of x2), batched."""
-    v = c.expand_dims(_arr(x2), -1)
+    v = c.expand_dims(asarray(x2), -1)
     return c.squeeze(c.matmul(x1, v), -1)
 
 
 def vecmat(x1, x2, /):
     """Conjugated vector (last axis of x1) times matrix (last two axes of x2), batched."""
     from impl.numpy._math import conj
-    v = c.expand_dims(conj(_arr(x1)), -2)
+    v = c.expand_dims(conj(asarray(x1)), -2)
     return c.squeeze(c.matmul(v, x2), -2)
 
 
 def unstack(x, /, *, axis=0):
-    x = _arr(x)
+    x = asarray(x)
     nd = get_aval(x).ndim
     if nd == 0:
         raise ValueError("unstack requires an array of at least 1 dimension")
@@ -219,7 +215,7 @@ def unstack(x, /, *, axis=0):
 
 def resize(a, new_shape):
     """The flattened array repeated (or cut) to fill `new_shape`."""
-    x = c.ravel(_arr(a))
+    x = c.ravel(asarray(a))
     shape = (int(new_shape),) if isinstance(new_shape, (int, np.integer)) else \
         tuple(int(d) for d in new_shape)
     if any(d < 0 for d in shape):
@@ -236,16 +232,20 @@ def resize(a, new_shape):
 def block(arrays):
     """An array assembled from nested lists of blocks (innermost list: last axis)."""
     def depth(a):
-        return 1 + depth(a[0]) if isinstance(a, list) and a else (1 if isinstance(a, list)
-                                                                      else 0)
-    if isinstance(arrays, tuple):
-        raise TypeError("block: arrays must be a nested list, not a tuple")
+        if isinstance(a, tuple):
+            raise ValueError(f"jax.numpy.block does not allow tuples, got {a}")
+        if not isinstance(a, list):
+            return 0
+        depths = {depth(b) for b in a}
+        if len(depths) > 1:
+            raise ValueError("Mismatched list depths in jax.numpy.block")
+        return 1 + (depths.pop() if depths else 0)
     levels = depth(arrays)
-    nd = builtins.max([levels] + [get_aval(_arr(b)).ndim for b in _leaves(arrays)])
+    nd = builtins.max([levels] + [get_aval(asarray(b)).ndim for b in _leaves(arrays)])
 
     def assemble(a, level):
         if not isinstance(a, list):
-            x = _arr(a)
+            x = asarray(a)
             return sh.reshape(x, (1,) * (nd - get_aval(x).ndim) + get_aval(x).shape)
         if not a:
             raise ValueError("block: lists cannot be empty")
@@ -268,7 +268,7 @@ def select(condlist, choicelist, default=0):
                          f"{len(condlist)} and {len(choicelist)}")
     if not condlist:
         raise ValueError("select: condlist must be non-empty")
-    conds = [_arr(cnd) for cnd in condlist]
+    conds = [asarray(cnd) for cnd in condlist]
     for i, cnd in enumerate(conds):
         if get_aval(cnd).dtype != np.bool_:
             raise TypeError(f"select: condlist[{i}] must be boolean, got "
@@ -283,7 +283,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     """funclist[i] (a function of x, given *args and **kw, or a constant) where
     condlist[i] holds, a later condition winning; elsewhere an extra last entry of
     funclist, or 0."""
-    x = _arr(x)
+    x = asarray(x)
     n = len(condlist)
     if len(funclist) not in (n, n + 1):
         raise ValueError(f"piecewise: with {n} conditions, funclist must have {n} or {n + 1} "
@@ -292,10 +292,10 @@ def piecewise(x, condlist, funclist, *args, **kw):
 
     def value(fn):
         out = fn(x, *args, **kw) if callable(fn) else fn
-        return broadcast_to(c.astype(_arr(out), dtype), shape)
+        return broadcast_to(c.astype(asarray(out), dtype), shape)
     out = value(funclist[n]) if len(funclist) == n + 1 else c.zeros_like(x)
     for i in range(n):
-        out = uf.where(broadcast_to(_arr(condlist[i]), shape), value(funclist[i]), out)
+        out = uf.where(broadcast_to(asarray(condlist[i]), shape), value(funclist[i]), out)
     return out
 
 
@@ -304,7 +304,7 @@ def ix_(*args):
     out = []
     n = len(args)
     for i, a in enumerate(args):
-        x = _arr(a)
+        x = asarray(a)
         if get_aval(x).ndim != 1:
             raise ValueError(f"ix_: arguments must be 1-dimensional, got shape "
                              f"{get_aval(x).shape}")
@@ -315,7 +315,7 @@ def ix_(*args):
 def unravel_index(indices, shape):
     """The coordinates of flat indices in an array of `shape` (out-of-range indices are
     clipped into range, as in JAX)."""
-    idx = _arr(indices)
+    idx = asarray(indices)
     if get_aval(idx).dtype.kind not in "iu":
         raise TypeError(f"unravel_index: indices must be integers, got "
                         f"{get_aval(idx).dtype}")
@@ -339,7 +339,7 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """func1d applied to every 1-d slice along `axis` (vmapped over the other axes)."""
-    x = _arr(arr)
+    x = asarray(arr)
     nd = get_aval(x).ndim
     axis = canonicalize_axis(axis, nd)
 
@@ -354,9 +354,9 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
 
 def apply_over_axes(func, a, axes):
     """func(a, axis) for each axis in turn, keeping the reduced axes (size 1)."""
-    x = _arr(a)
+    x = asarray(a)
     for axis in axes:
-        out = _arr(func(x, axis))
+        out = asarray(func(x, axis))
         if get_aval(out).ndim == get_aval(x).ndim - 1:
             out = c.expand_dims(out, axis)
         elif get_aval(out).ndim != get_aval(x).ndim:
@@ -368,7 +368,7 @@ def apply_over_axes(func, a, axes):
 
 def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     """arr without the entries at the (concrete) indices or slice `obj` along axis."""
-    x = _arr(arr)
+    x = asarray(arr)
     if axis is None:
         x, axis = c.ravel(x), 0
     axis = canonicalize_axis(axis, get_aval(x).ndim)
@@ -396,14 +396,14 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
         raise NotImplementedError("JAX arrays are immutable, must use inplace=False")
     if wrap:
         raise NotImplementedError("wrap=True is not implemented, must use wrap=False")
-    x = _arr(a)
+    x = asarray(a)
     shape = get_aval(x).shape
     if len(shape) < 2:
         raise ValueError("array must be at least 2-d")
     if len(shape) > 2 and len(set(shape)) != 1:
         raise ValueError("All dimensions of input must be of equal length")
     n = builtins.min(shape)
-    values = c.astype(_arr(val), get_aval(x).dtype)
+    values = c.astype(asarray(val), get_aval(x).dtype)
     if get_aval(values).ndim:
         values = resize(values, (n,))
     diagonal = np.arange(n, dtype=np.int32)

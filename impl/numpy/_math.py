@@ -2,12 +2,13 @@
 hyperbolic functions, complex parts, sign and exponent helpers, bit shifts."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
-from impl import core
 from impl.core import get_aval
+from impl.custom_derivatives import custom_jvp
 from impl.numpy import _ufuncs as uf
 from impl.numpy._util import asarray, broadcast_operands, check_no_out
 from impl.primitives import complex_parts as cp
@@ -19,10 +20,6 @@ __all__ = ["arcsinh", "arccosh", "arctanh", "asinh", "acosh", "atanh", "cbrt", "
            "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift",
            "bitwise_invert", "pow", "real", "imag", "conj", "conjugate", "angle", "iscomplex",
            "isreal", "isneginf", "isposinf"]
-
-
-def _arr(x):
-    return x if isinstance(x, core.Tracer) else asarray(x)
 
 
 def _real_float(name, x):
@@ -75,7 +72,7 @@ def float_power(x, y, /):
 
 def ldexp(x1, x2, /):
     """x1 * 2 ** x2 for an integer exponent x2."""
-    x2 = _arr(x2)
+    x2 = asarray(x2)
     if get_aval(x2).dtype.kind not in "iub":
         raise ValueError(f"ldexp: the exponent x2 must be an integer array, got dtype "
                          f"{get_aval(x2).dtype}")
@@ -104,12 +101,34 @@ def divmod(x1, x2, /):  # noqa: A001  (jax.numpy's name)
 
 
 def sinc(x, /):
-    """sin(pi x) / (pi x), 1 at 0 (where its derivative is 0)."""
-    x = _real_float("sinc", x)
-    zero = uf.equal(x, 0)
-    safe = uf.where(zero, ew.full_like(x, 1.0), x)
-    pix = uf.multiply(safe, math.pi)
-    return uf.where(zero, ew.full_like(x, 1.0), uf.true_divide(uf.sin(pix), pix))
+    """sin(pi x) / (pi x), 1 at 0. At 0 the value and every derivative come from the
+    series of sin(y)/y, so grad of grad of sinc at 0 is -pi**2/3, not 0. Constants are
+    typed as JAX's are (`constant_like`), so a weakly typed array gives a strong result
+    and a strong cotangent."""
+    x = uf._float_operand(x)
+    # lax-level mul/div, as JAX's sinc: jnp's would make a weakly typed x strong by a
+    # conversion, whose transpose gives the cotangent x's weak type back.
+    at_zero = ew.eq(x, ew.constant_like(x, 0))
+    pi_x = ew.mul(ew.constant_like(x, math.pi), x)
+    safe_pi_x = uf.where(at_zero, ew.constant_like(x, 1), pi_x)
+    return uf.where(at_zero, _sin_over_y_derivative_at_zero(0, pi_x),
+                    ew.div(ew.sin(safe_pi_x), safe_pi_x))
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(0,))
+def _sin_over_y_derivative_at_zero(k, y):
+    """The k-th derivative of sin(y)/y at y = 0 ((-1)**(k/2) / (k+1) for even k, 0 for
+    odd k), shaped and typed as y; y * 0 keeps it a function of y, so that its own
+    derivative (the next term, times y's tangent) is taken."""
+    zero = uf.multiply(y, 0)
+    return zero if k % 2 else uf.add(zero, ew.constant_like(y, (-1) ** (k // 2) / (k + 1)))
+
+
+@_sin_over_y_derivative_at_zero.defjvp
+def _sin_over_y_next_term(k, primals, tangents):
+    (y,), (y_dot,) = primals, tangents
+    return (_sin_over_y_derivative_at_zero(k, y),
+            uf.multiply(_sin_over_y_derivative_at_zero(k + 1, y), y_dot))
 
 
 def nextafter(x, y, /):
@@ -154,17 +173,17 @@ def _is_complex(x):
 
 
 def real(val, /):
-    x = _arr(val)
+    x = asarray(val)
     return cp.real(x) if _is_complex(x) else x
 
 
 def imag(val, /):
-    x = _arr(val)
+    x = asarray(val)
     return cp.imag(x) if _is_complex(x) else ew.zeros_like(x)
 
 
 def conjugate(x, /):
-    x = _arr(x)
+    x = asarray(x)
     return cp.conj(x) if _is_complex(x) else x
 
 
@@ -173,7 +192,7 @@ conj = conjugate
 
 def angle(z, deg=False):
     """The argument of z (in degrees if deg)."""
-    z = _arr(z)
+    z = asarray(z)
     if _is_complex(z):
         out = uf.arctan2(cp.imag(z), cp.real(z))
     else:
@@ -193,13 +212,13 @@ def isreal(x):
 
 def isneginf(x, /, out=None):
     check_no_out("isneginf", out)
-    x = _arr(x)
+    x = asarray(x)
     return uf.equal(x, -np.inf) if get_aval(x).dtype.kind == "f" else ew.full_like(
         ew.ne_p.bind(x, x), False)
 
 
 def isposinf(x, /, out=None):
     check_no_out("isposinf", out)
-    x = _arr(x)
+    x = asarray(x)
     return uf.equal(x, np.inf) if get_aval(x).dtype.kind == "f" else ew.full_like(
         ew.ne_p.bind(x, x), False)

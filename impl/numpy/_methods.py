@@ -36,10 +36,9 @@ _METHODS = {
     "transpose": lambda self, *axes: c.transpose(self, axes[0] if len(axes) == 1 and
                                                  not isinstance(axes[0], int) else
                                                  (axes or None)),
-    "squeeze": c.squeeze, "ravel": c.ravel, "flatten": c.ravel, "astype": c.astype,
-    "dot": c.dot, "swapaxes": c.swapaxes, "clip": uf.clip,
+    "squeeze": c.squeeze, "astype": c.astype, "dot": c.dot, "clip": uf.clip,
     "max": red.max, "min": red.min, "prod": red.prod, "argmax": red.argmax,
-    "argmin": red.argmin, "cumsum": red.cumsum, "all": red.all, "any": red.any,
+    "argmin": red.argmin, "all": red.all, "any": red.any,
 }
 
 core.tracer_methods.update(_OPERATORS)
@@ -64,10 +63,12 @@ def _numpy_method(name):
     return method
 
 
-for _name in ("conj", "conjugate", "round", "sort", "argsort", "cumprod", "diagonal", "repeat",
-              "take", "trace", "searchsorted", "nonzero", "ptp", "compress", "argpartition",
-              "copy"):
+# (Those taking static arguments must be impl.numpy's public functions, which check them.)
+for _name in ("conj", "conjugate", "round", "sort", "argsort", "cumsum", "cumprod", "diagonal",
+              "repeat", "take", "trace", "searchsorted", "nonzero", "ptp", "compress",
+              "argpartition", "copy", "ravel", "swapaxes"):
     core.tracer_methods.setdefault(_name, _numpy_method(_name))
+core.tracer_methods.setdefault("flatten", _numpy_method("ravel"))
 core.tracer_methods.setdefault("choose", lambda self, choices, out=None, mode="raise":
                                _numpy_method("choose")(self, choices, out=out, mode=mode))
 for _name, _fn in (("real", "real"), ("imag", "imag"), ("mT", "matrix_transpose")):

@@ -38,13 +38,9 @@ __all__ = ["insert", "gcd", "lcm", "r_", "c_", "put_along_axis", "ravel_multi_in
            "histogram2d", "histogramdd"]
 
 
-def _arr(x):
-    return x if isinstance(x, Tracer) else asarray(x)
-
-
 def _set(x, index, values, mode=None):
     """x.at[index].set(values) with impl's scatter (also for concrete x)."""
-    return ix._IndexUpdateRef(_arr(x), index).set(values, mode=mode)
+    return ix._IndexUpdateRef(asarray(x), index).set(values, mode=mode)
 
 
 def _static(value, what):
@@ -86,7 +82,7 @@ def insert(arr, obj, values, axis=None):
     """arr with values placed before the given indices (obj may be traced: only its
     shape fixes the output shape)."""
     _no_sequences("insert", arr, 0 if isinstance(obj, slice) else obj, values)
-    a = _arr(arr)
+    a = asarray(arr)
     if axis is None:
         a, axis = c.ravel(a), 0
     axis = canonicalize_axis(_static(axis, "axis argument of jnp.insert()"),
@@ -95,7 +91,7 @@ def insert(arr, obj, values, axis=None):
     if isinstance(obj, slice):
         where_ = asarray(np.arange(*obj.indices(n)))
     else:
-        where_ = _arr(obj)
+        where_ = asarray(obj)
     if get_aval(where_).ndim > 1:
         raise ValueError("jnp.insert(): obj must be a slice, a one-dimensional array, or a "
                          f"scalar; got {obj}")
@@ -104,7 +100,7 @@ def insert(arr, obj, values, axis=None):
             where_ = c.astype(where_, _default_int())
         else:
             raise ValueError(f"jnp.insert(): index array must be integer typed; got {obj}")
-    vals = c.astype(_arr(values), get_aval(a).dtype)
+    vals = c.astype(asarray(values), get_aval(a).dtype)
     while get_aval(vals).ndim < get_aval(a).ndim:
         vals = c.expand_dims(vals, 0)
     if get_aval(where_).size == 1:
@@ -139,7 +135,7 @@ def _inplace_error(name, inplace):
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     """arr with values written at the positions take_along_axis would read."""
     _inplace_error("put_along_axis", inplace)
-    a, idx = _arr(arr), _arr(indices)
+    a, idx = asarray(arr), asarray(indices)
     shape = get_aval(a).shape
     if axis is None:
         if get_aval(idx).ndim != 1:
@@ -164,8 +160,8 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
 def put(a, ind, v, mode=None, *, inplace=True):
     """a (flattened indices ind) with the values v written there; v repeats as needed."""
     _inplace_error("put", inplace)
-    x = _arr(a)
-    ind, v = c.ravel(_arr(ind)), c.ravel(_arr(v))
+    x = asarray(a)
+    ind, v = c.ravel(asarray(ind)), c.ravel(asarray(v))
     n_ind = get_aval(ind).shape[0]
     if not n_ind:
         return x
@@ -189,9 +185,9 @@ def place(arr, mask, vals, *, inplace=True):
     """arr with its entries where mask holds replaced by vals in order (repeating vals
     as needed): the k-th selected entry takes vals[k % len(vals)], so mask may be traced."""
     _inplace_error("place", inplace)
-    x = _arr(arr)
-    m = c.ravel(broadcast_to(c.astype(_arr(mask), bool), get_aval(x).shape))
-    v = c.ravel(c.astype(_arr(vals), get_aval(x).dtype))
+    x = asarray(arr)
+    m = c.ravel(broadcast_to(c.astype(asarray(mask), bool), get_aval(x).shape))
+    v = c.ravel(c.astype(asarray(vals), get_aval(x).dtype))
     nv = get_aval(v).shape[0]
     if nv == 0:
         if not isinstance(m, Tracer) and not np.asarray(m).any():
@@ -205,7 +201,7 @@ def place(arr, mask, vals, *, inplace=True):
 # ------------------------------------------------------------------ integer math
 
 def _integers(name, *xs):
-    xs = promote(*[_arr(x) for x in xs])
+    xs = promote(*[asarray(x) for x in xs])
     if get_aval(xs[0]).dtype.kind not in "iu":
         raise ValueError(f"Arguments to jax.numpy.{name} must be integers.")
     return xs
@@ -236,7 +232,7 @@ def lcm(x1, x2, /):
 
 def bitwise_count(x, /):
     """The number of 1 bits in |x|, as uint8 (NumPy's convention)."""
-    x = _arr(x)
+    x = asarray(x)
     if get_aval(x).dtype.kind not in "iub":
         raise TypeError(f"bitwise_count requires an integer or boolean input, got "
                         f"{get_aval(x).dtype}")
@@ -254,7 +250,7 @@ def _check_bitorder(bitorder):
 
 def packbits(a, axis=None, bitorder="big"):
     """Groups of 8 truth values along axis packed into uint8 bytes (zero-padded)."""
-    x = _arr(a)
+    x = asarray(a)
     if get_aval(x).dtype.kind not in "iub":
         raise TypeError("Expected an input array of integer or boolean data type")
     shifts = _check_bitorder(bitorder)
@@ -272,7 +268,7 @@ def packbits(a, axis=None, bitorder="big"):
 
 def unpackbits(a, axis=None, count=None, bitorder="big"):
     """The bits of uint8 bytes along axis, 8 per byte (the first `count` of them)."""
-    x = _arr(a)
+    x = asarray(a)
     if get_aval(x).dtype != np.uint8:
         raise TypeError("Expected an input array of unsigned byte data type")
     shifts = _check_bitorder(bitorder)
@@ -302,7 +298,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
 def frexp(x, /):
     """Mantissa in [0.5, 1) (in magnitude) and int32 exponent with x = m * 2**e,
     read from the bits; subnormals are first scaled into the normal range."""
-    x = uf._float_operand(_arr(x))
+    x = uf._float_operand(asarray(x))
     dtype = get_aval(x).dtype
     if dtype.kind == "c":
         raise TypeError("frexp does not support complex-valued inputs")
@@ -327,7 +323,7 @@ def frexp(x, /):
 
 def spacing(x, /):
     """The distance from x to the next representable number away from zero."""
-    x = uf._float_operand(_arr(x))
+    x = uf._float_operand(asarray(x))
     dtype = get_aval(x).dtype
     if dtype.kind == "c":
         raise ValueError("jnp.spacing is not defined for complex inputs.")
@@ -347,7 +343,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
         raise ValueError(f"len(multi_index)={len(multi_index)} != len(dims)={len(dims)}")
     dims = tuple(operator.index(_static(d, "dims argument of ravel_multi_index()"))
                  for d in dims)
-    coords = [_arr(i) for i in multi_index]
+    coords = [asarray(i) for i in multi_index]
     if dtype is None:
         from impl.numpy._util import result_dtype
         dtype = result_dtype(1, *coords)[0] if coords else _default_int()
@@ -430,7 +426,7 @@ class _Concatenator:
         elif isinstance(item, str):
             raise ValueError("string directive must be placed at the beginning")
         else:
-            x = _arr(item)
+            x = asarray(item)
         nd = get_aval(x).ndim
         if nd < ndmin:
             x = c.reshape(x, (1,) * (ndmin - nd) + get_aval(x).shape)
@@ -452,8 +448,8 @@ def choose(a, choices, out=None, mode="raise"):
     """Elementwise, the entry of choices[a] (after broadcasting all of them)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
-    which = _arr(a)
-    options = [_arr(ch) for ch in choices]
+    which = asarray(a)
+    options = [asarray(ch) for ch in choices]
     if get_aval(which).dtype.kind not in "iu":
         raise ValueError("`a` array must be integer typed")
     n = len(options)
@@ -477,10 +473,10 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     """The slices of a along axis where the 1-D condition holds."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
-    cond = _arr(condition)
+    cond = asarray(condition)
     if get_aval(cond).ndim != 1:
         raise ValueError("condition must be a 1D array")
-    x = _arr(a)
+    x = asarray(a)
     if axis is None:
         x, axis = c.ravel(x), 0
     axis = canonicalize_axis(axis, get_aval(x).ndim)
@@ -502,7 +498,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
         position, filled = _first_true_positions(cond, operator.index(size))
         picked = ix.take(x, position, axis=0, mode="clip")
         filled = c.reshape(filled, (-1,) + (1,) * (get_aval(x).ndim - 1))
-        picked = uf.where(filled, picked, c.astype(_arr(fill_value), get_aval(x).dtype))
+        picked = uf.where(filled, picked, c.astype(asarray(fill_value), get_aval(x).dtype))
     return c.moveaxis(picked, 0, axis)
 
 
@@ -512,7 +508,7 @@ def trim_zeros(filt, trim="fb"):
 
 
 def _trimmed(filt, trim, name, is_zero):
-    x = _arr(filt)
+    x = asarray(filt)
     v = _concrete_or_error(x, name)
     if v.ndim != 1:
         raise ValueError(f"{name} requires a 1-D input, got shape {v.shape}")
@@ -524,7 +520,7 @@ def _trimmed(filt, trim, name, is_zero):
 
 
 def _partition_setup(name, a, kth, axis):
-    x = _arr(a)
+    x = asarray(a)
     if get_aval(x).dtype.kind == "c":
         raise NotImplementedError(f"jnp.{name} for complex dtype is not implemented.")
     axis = canonicalize_axis(axis, get_aval(x).ndim)
@@ -556,7 +552,7 @@ def argpartition(a, kth, axis=-1):
 
 def sort_complex(a):
     """a sorted (along its last axis) as complex numbers."""
-    x = red.sort(_arr(a))
+    x = red.sort(asarray(a))
     dtype = get_aval(x).dtype
     if dtype.kind != "c":
         dtype = np.complex64 if dtype.itemsize <= 4 else np.complex128
@@ -599,7 +595,7 @@ def _gradient_along(y, h, axis):
                          "at least (edge_order + 1) elements are required.")
     sl = lambda lo, hi: ix.take(y, np.arange(lo, hi % n if hi < 0 else hi),  # noqa: E731
                                 axis=axis)
-    h = _arr(h)
+    h = asarray(h)
     if get_aval(h).ndim == 0:
         inner = uf.true_divide(uf.subtract(sl(2, n), sl(0, n - 2)), uf.multiply(2, h))
         first = uf.true_divide(uf.subtract(sl(1, 2), sl(0, 1)), h)
@@ -624,7 +620,7 @@ def _gradient_along(y, h, axis):
 
 def i0(x):
     """The modified Bessel function of the first kind, order 0: exp(|x|) * i0e(x)."""
-    x = uf._float_operand(_arr(x))
+    x = uf._float_operand(asarray(x))
     if get_aval(x).dtype.kind == "c":
         raise ValueError("i0 does not support complex-valued inputs")
     return uf.multiply(uf.exp(uf.absolute(x)), lc.bessel_i0e(x))
@@ -638,7 +634,7 @@ def kaiser(M, beta):
         return c.ones(max(M, 0), dtype)
     alpha = 0.5 * (M - 1)
     t = ((np.arange(M) - alpha) / alpha).astype(dtype)
-    beta = c.astype(_arr(beta), dtype)
+    beta = c.astype(asarray(beta), dtype)
     return uf.true_divide(i0(uf.multiply(beta, uf.sqrt(uf.subtract(1, uf.multiply(t, t))))),
                           i0(beta))
 
@@ -659,7 +655,7 @@ def _gather_kept(s, keep, size, fill_value, default_fill):
         c.zeros(size, get_aval(s).dtype)
     if fill_value is None:
         fill_value = default_fill(values, filled)
-    return uf.where(filled, values, c.astype(_arr(fill_value), get_aval(s).dtype))
+    return uf.where(filled, values, c.astype(asarray(fill_value), get_aval(s).dtype))
 
 
 def _smallest_kept(values, filled):
@@ -667,7 +663,7 @@ def _smallest_kept(values, filled):
 
 
 def _flat_pair(ar1, ar2):
-    return promote(c.ravel(_arr(ar1)), c.ravel(_arr(ar2)))
+    return promote(c.ravel(asarray(ar1)), c.ravel(asarray(ar2)))
 
 
 def _static_size(size, name):
@@ -677,7 +673,7 @@ def _static_size(size, name):
 def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """The sorted unique values of ar1 that are not in ar2."""
     size = _static_size(size, "setdiff1d")
-    a, b = c.ravel(_arr(ar1)), c.ravel(_arr(ar2))
+    a, b = c.ravel(asarray(ar1)), c.ravel(asarray(ar2))
     if size is None:
         va = _concrete_or_error(a, "setdiff1d", _SIZE_HINT)
         out = np.setdiff1d(va, np.asarray(b) if not isinstance(b, Tracer) else
@@ -771,7 +767,7 @@ def _unique_parts(x, size, fill_value):
     position, filled = _first_true_positions(first, size)
     fill = red.min(s) if fill_value is None else fill_value
     values = uf.where(filled, ix.take(s, position, mode="clip"),
-                      c.astype(_arr(fill), get_aval(s).dtype))
+                      c.astype(asarray(fill), get_aval(s).dtype))
     index = ix.take(perm, position, mode="clip")
     index = uf.where(filled, index, index[0])
     starts = uf.where(filled, position, n)
@@ -784,14 +780,14 @@ def _unique_parts(x, size, fill_value):
 
 def unique_inverse(x, /, *, size=None, fill_value=None):
     """The unique values of x and, for each entry of x, the index of its value."""
-    values, _, inverse, _ = _unique_parts(_arr(x), _static_size(size, "unique_inverse"),
+    values, _, inverse, _ = _unique_parts(asarray(x), _static_size(size, "unique_inverse"),
                                           fill_value)
     return _UniqueInverseResult(values, inverse)
 
 
 def unique_all(x, /, *, size=None, fill_value=None):
     """Unique values, first indices, inverse indices and counts (the array API)."""
-    return _UniqueAllResult(*_unique_parts(_arr(x), _static_size(size, "unique_all"),
+    return _UniqueAllResult(*_unique_parts(asarray(x), _static_size(size, "unique_all"),
                                            fill_value))
 
 
@@ -916,8 +912,8 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
         edges.append(e)
         shape.append(nb)
     total = int(np.prod(shape))
-    count_dtype = _default_int() if weights is None else get_aval(_arr(weights)).dtype
-    w = np.ones((), count_dtype) if weights is None else c.ravel(_arr(weights))
+    count_dtype = _default_int() if weights is None else get_aval(asarray(weights)).dtype
+    w = np.ones((), count_dtype) if weights is None else c.ravel(asarray(weights))
     w = uf.where(inside, w, np.zeros((), count_dtype))
     onehot = uf.equal(c.reshape(flat, (-1, 1)), np.arange(total, dtype=np.int32))
     w = c.reshape(broadcast_to(w, (n,)), (-1, 1))

@@ -22,13 +22,9 @@ __all__ = ["polyval", "polyadd", "polysub", "polymul", "polyder", "polyint", "va
            "geomspace", "cov", "corrcoef", "bincount", "union1d", "unwrap"]
 
 
-def _arr(x):
-    return x if isinstance(x, core.Tracer) else asarray(x)
-
-
 def _inexact(*xs):
     """The operands in their common dtype, made floating (JAX's promote_dtypes_inexact)."""
-    xs = promote(*[_arr(x) for x in xs])
+    xs = promote(*[asarray(x) for x in xs])
     dtype = uf.inexact_dtype(get_aval(xs[0]).dtype)
     return [ew.convert_element_type(x, dtype, weak_type=get_aval(x).weak_type) for x in xs]
 
@@ -44,7 +40,7 @@ def _static_int(value, what):
 
 def polyval(p, x):
     """The polynomial with coefficients p at x (Horner's rule)."""
-    p, x = promote(_arr(p), _arr(x))
+    p, x = promote(asarray(p), asarray(x))
     y = c.zeros_like(x)
     for i in range(get_aval(p).shape[0]):
         y = uf.add(uf.multiply(y, x), p[i])
@@ -57,13 +53,13 @@ def _padded_front(a, n):
 
 
 def polyadd(a1, a2):
-    a1, a2 = promote(_arr(a1), _arr(a2))
+    a1, a2 = promote(asarray(a1), asarray(a2))
     n = max(get_aval(a1).shape[0], get_aval(a2).shape[0])
     return uf.add(_padded_front(a1, n), _padded_front(a2, n))
 
 
 def polysub(a1, a2):
-    a1, a2 = promote(_arr(a1), _arr(a2))
+    a1, a2 = promote(asarray(a1), asarray(a2))
     return polyadd(a1, uf.negative(a2))
 
 
@@ -112,7 +108,7 @@ def polyint(p, m=1, k=None):
 
 def vander(x, N=None, increasing=False):
     """The columns are powers of x (decreasing unless `increasing`)."""
-    x = _arr(x)
+    x = asarray(x)
     if get_aval(x).ndim != 1:
         raise ValueError("x must be a one-dimensional array")
     n = get_aval(x).shape[0] if N is None else _static_int(N, "'N' argument of jnp.vander()")
@@ -127,7 +123,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     """The integral of y by the trapezoidal rule (sample points x, or spacing dx)."""
     if x is None:
         (y,) = _inexact(y)
-        spacing = _arr(dx)
+        spacing = asarray(dx)
     else:
         y, x = _inexact(y, x)
         spacing = diff(x) if get_aval(x).ndim == 1 else c.moveaxis(diff(x, axis=axis), axis, -1)
@@ -169,7 +165,7 @@ def blackman(M):
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """base ** linspace(start, stop): num points evenly spaced on a log scale."""
     exponents = c.linspace(start, stop, num, endpoint, dtype=None, axis=axis)
-    out = uf.power(c.astype(_arr(base), get_aval(exponents).dtype), exponents)
+    out = uf.power(c.astype(asarray(base), get_aval(exponents).dtype), exponents)
     return out if dtype is None else c.astype(out, dtype)
 
 
@@ -187,14 +183,14 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, dtype=None):
     """The covariance matrix of the variables (rows unless not rowvar)."""
-    x = _arr(m)
+    x = asarray(m)
     if get_aval(x).ndim > 2:
         raise ValueError("m has more than 2 dimensions")
     x = c.atleast_2d(x)
     if not rowvar and get_aval(x).shape[0] != 1:
         x = c.transpose(x)
     if y is not None:
-        y = c.atleast_2d(_arr(y))
+        y = c.atleast_2d(asarray(y))
         if not rowvar and get_aval(y).shape[0] != 1:
             y = c.transpose(y)
         x = concatenate(promote(x, y), 0)
@@ -224,7 +220,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     """Occurrences (or summed weights) of each non-negative integer in x. The output
     length is x.max() + 1 (at least minlength), which must then be concrete, or `length`
     (values beyond it are dropped, as in JAX)."""
-    x = _arr(x)
+    x = asarray(x)
     if get_aval(x).dtype.kind not in "iub":
         raise TypeError(f"x argument to bincount must have an integer type; got "
                         f"{get_aval(x).dtype}")
@@ -246,14 +242,14 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     hits = uf.equal(c.expand_dims(x, 1), c.expand_dims(asarray(bins), 0))
     if weights is None:
         return c.sum(hits, axis=0, dtype=core.canonical_dtype(np.int64))
-    w = _arr(weights)
+    w = asarray(weights)
     return c.sum(uf.where(hits, c.expand_dims(w, 1), c.zeros((), get_aval(w).dtype)), axis=0)
 
 
 def union1d(ar1, ar2, *, size=None, fill_value=None):
     """The sorted unique values of both arrays."""
     from impl.numpy._searching import unique
-    joined = concatenate([c.ravel(_arr(ar1)), c.ravel(_arr(ar2))], 0)
+    joined = concatenate([c.ravel(asarray(ar1)), c.ravel(asarray(ar2))], 0)
     return unique(joined, size=size, fill_value=fill_value)
 
 

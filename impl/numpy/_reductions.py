@@ -19,10 +19,6 @@ __all__ = ["max", "amax", "min", "amin", "prod", "argmax", "argmin", "cumsum", "
            "cumulative_prod", "lexsort"]
 
 
-def _arr(x):
-    return x if isinstance(x, core.Tracer) else asarray(x)
-
-
 def _keepdims(out, shape, axes):
     return sh.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
@@ -42,7 +38,7 @@ def _lowest(dtype, largest):
 
 def _extremum(name, reduce_fn, combine_prim, a, axis, out, keepdims, initial, where):
     check_no_out(name, out)
-    x = _arr(a)
+    x = asarray(a)
     aval = get_aval(x)
     axes = canonicalize_axes(axis, aval.ndim)
     if initial is None and builtins.any(aval.shape[i] == 0 for i in axes):
@@ -89,9 +85,11 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
          promote_integers=True):
     """The product of the elements along `axis` (all axes if None)."""
     check_no_out("prod", out)
-    x = _arr(a)
+    x = asarray(a)
     aval = get_aval(x)
     if dtype is not None:
+        dtype = core.user_dtype(dtype, "prod")
+        ew.warn_if_complex_to_real(aval.dtype, dtype)
         x = ew.convert_element_type(x, dtype)
     elif promote_integers:
         x = ew.convert_element_type(x, promoted_integer(aval.dtype))
@@ -105,7 +103,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
 # ------------------------------------------------------------ argmax / argmin
 
 def _arg_extremum(fn, a, axis, keepdims):
-    x = _arr(a)
+    x = asarray(a)
     aval = get_aval(x)
     index_dtype = core.canonical_dtype(np.int64)
     if axis is None:
@@ -140,7 +138,7 @@ def _cumulative(name, fn, a, axis, dtype, out=None, nan_to=None, promote_integer
     """A running reduction along `axis` (of the flattened array if None), with JAX's
     dtypes: bools accumulate as integers, dtype=bool means 'is any so far nonzero'."""
     check_no_out(name, out)
-    x = _arr(a)
+    x = asarray(a)
     if axis is None or get_aval(x).ndim == 0:
         x = sh.reshape(x, (get_aval(x).size,))
     axis = canonicalize_axis(0 if axis is None else axis, get_aval(x).ndim)
@@ -157,7 +155,7 @@ def _cumulative(name, fn, a, axis, dtype, out=None, nan_to=None, promote_integer
             x = ew.ne_p.bind(x, np.zeros((), aval.dtype))
         compute = promoted_integer(result)
     else:
-        result = compute = core.canonical_dtype(dtype)
+        result = compute = core.user_dtype(dtype, name)
     out = fn(ew.convert_element_type(x, compute), axis)
     return ew.convert_element_type(out, result)
 
@@ -183,7 +181,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 
 def _array_api_cumulative(name, fn, x, axis, dtype, include_initial, initial, promote):
-    x = _arr(x)
+    x = asarray(x)
     nd = get_aval(x).ndim
     what = "sum" if initial == 0 else "product"
     if nd == 0:
@@ -226,7 +224,7 @@ def _sort_axis(name, a, axis, kind, order):
                         "stable=False to specify sort stability.")
     if order is not None:
         raise TypeError(f"'order' argument to {name} is not supported.")
-    return flat_or_axis(_arr(a), axis)
+    return flat_or_axis(asarray(a), axis)
 
 
 def _rev(x, axis):
@@ -264,7 +262,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False,
 
 def lexsort(keys, axis=-1):
     """The indices that sort by the last key, then by the one before it, and so on."""
-    keys = [_arr(k) for k in keys]
+    keys = [asarray(k) for k in keys]
     if not keys:
         raise TypeError("need sequence of keys with len > 0 in lexsort")
     if len({get_aval(k).shape for k in keys}) > 1:
@@ -289,7 +287,7 @@ def _as_bool(x):
 
 def _logical(reduce_fn, name, a, axis, out, keepdims, where):
     check_no_out(name, out)
-    x = _as_bool(_arr(a))
+    x = _as_bool(asarray(a))
     aval = get_aval(x)
     axes = canonicalize_axes(axis, aval.ndim)
     res = reduce_fn(mask_where(x, where, name == "all"), axes)

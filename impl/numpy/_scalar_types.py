@@ -13,7 +13,7 @@ import jax.numpy as _jax_jnp
 import numpy as np
 from numpy import (generic, number, integer, signedinteger, unsignedinteger,  # noqa: F401
                    inexact, floating, complexfloating, character, flexible, object_,
-                   uint16, uint64, can_cast, iterable, array_repr, array_str, index_exp, s_,
+                   can_cast, iterable, array_repr, array_str, index_exp, s_,
                    euler_gamma, save, savez, get_printoptions, set_printoptions,
                    printoptions)
 from numpy.exceptions import ComplexWarning  # noqa: F401
@@ -21,25 +21,59 @@ from numpy.exceptions import ComplexWarning  # noqa: F401
 from impl import core
 
 __all__ = ["generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact",
-           "floating", "complexfloating", "character", "flexible", "object_", "uint16",
-           "uint64", "can_cast", "iterable", "array_repr", "array_str", "index_exp", "s_",
+           "floating", "complexfloating", "character", "flexible", "object_", "can_cast", "iterable", "array_repr", "array_str", "index_exp", "s_",
            "euler_gamma", "save", "savez", "get_printoptions", "set_printoptions",
            "printoptions", "ComplexWarning", "bool", "int_", "uint", "single", "double",
            "csingle", "cdouble", "complex_", "isdtype", "issubdtype", "ndarray", "isscalar",
            "iscomplexobj", "isrealobj"]
 
-bool = np.bool_  # noqa: A001  (jax.numpy's name)
-int_, uint = np.int64, np.uint64
-single, double = np.float32, np.float64
-csingle, cdouble = np.complex64, np.complex128
-complex_ = np.complex128
+class _ScalarMeta(type):
+    """A jax.numpy scalar type: it names a dtype (NumPy reads its `dtype`; it hashes and
+    compares as the NumPy scalar type), and calling it makes a rank-0 array of that dtype
+    (traced when its argument is), as JAX's scalar types do, not a NumPy scalar."""
 
-_NARROW = ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
-           "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
-           "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4", "uint1", "uint2",
-           "uint4")
-globals().update({name: np.dtype(getattr(_jax_jnp, name)).type for name in _NARROW})
-__all__ += list(_NARROW)
+    @property
+    def __numpy_dtype__(cls):
+        return cls.dtype
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __eq__(cls, other):
+        return cls is other or cls.dtype.type == other
+
+    def __ne__(cls, other):
+        return not cls == other
+
+    def __call__(cls, x):
+        from impl.numpy._util import to_array
+        return to_array(x, cls.dtype, "asarray")
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)
+
+
+def _scalar_type(dtype):
+    scalar_type = _ScalarMeta(np.dtype(dtype).name, (object,), {"dtype": np.dtype(dtype)})
+    scalar_type.__module__ = "impl.numpy"
+    return scalar_type
+
+
+_SCALAR_TYPES = {name: _scalar_type(getattr(_jax_jnp, name).dtype) for name in (
+    "bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+    "bfloat16", "float16", "float32", "float64", "complex64", "complex128", "float4_e2m1fn",
+    "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+    "int1", "int2", "int4", "uint1", "uint2", "uint4") if hasattr(_jax_jnp, name)}
+globals().update(_SCALAR_TYPES)
+# jax.numpy's other names of them
+_SCALAR_TYPES.update(bool=_SCALAR_TYPES["bool_"], int_=_SCALAR_TYPES["int64"],
+                     uint=_SCALAR_TYPES["uint64"], float_=_SCALAR_TYPES["float64"],
+                     single=_SCALAR_TYPES["float32"], double=_SCALAR_TYPES["float64"],
+                     csingle=_SCALAR_TYPES["complex64"], cdouble=_SCALAR_TYPES["complex128"],
+                     complex_=_SCALAR_TYPES["complex128"])
+globals().update(_SCALAR_TYPES)
+__all__ = sorted(set(__all__) | set(_SCALAR_TYPES))
 
 # Predicates on dtypes (not arrays): JAX's own, which also know its extended dtypes.
 isdtype, issubdtype = _jax_jnp.isdtype, _jax_jnp.issubdtype

@@ -19,10 +19,6 @@ __all__ = ["nansum", "nanprod", "nanmax", "nanmin", "nanargmax", "nanargmin", "n
            "nanpercentile", "nanmedian", "average", "ptp", "count_nonzero"]
 
 
-def _arr(x):
-    return x if isinstance(x, core.Tracer) else asarray(x)
-
-
 def _floating(x):
     return core.is_float_dtype(get_aval(x).dtype) or np.issubdtype(get_aval(x).dtype,
                                                                    np.complexfloating)
@@ -38,18 +34,18 @@ def _nan_to(x, value):
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """The sum treating NaNs as zero."""
     check_no_out("nansum", out)
-    return c.sum(_nan_to(_arr(a), 0), axis, dtype, None, keepdims, initial, where)
+    return c.sum(_nan_to(asarray(a), 0), axis, dtype, None, keepdims, initial, where)
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """The product treating NaNs as one."""
     check_no_out("nanprod", out)
-    return red.prod(_nan_to(_arr(a), 1), axis, dtype, None, keepdims, initial, where)
+    return red.prod(_nan_to(asarray(a), 1), axis, dtype, None, keepdims, initial, where)
 
 
 def _nan_extremum(name, reduce_fn, fill, a, axis, out, keepdims, initial, where):
     check_no_out(name, out)
-    x = _arr(a)
+    x = asarray(a)
     if not _floating(x):
         return reduce_fn(x, axis, None, keepdims, initial, where)
     nan = uf.isnan(x)
@@ -71,7 +67,7 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 def _nan_arg_extremum(name, arg_fn, fill, a, axis, out, keepdims):
     check_no_out(name, out)
-    x = _arr(a)
+    x = asarray(a)
     if not _floating(x):
         return arg_fn(x, axis, None, keepdims)
     nan = uf.isnan(x)
@@ -96,7 +92,7 @@ def _not_nan_count(x, axis, keepdims, where, dtype):
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """The mean of the non-NaN elements."""
     check_no_out("nanmean", out)
-    x = _arr(a)
+    x = asarray(a)
     if not _floating(x):
         return c.mean(x, axis, dtype, None, keepdims, where=where)
     x = c._inexact(x, dtype)
@@ -110,7 +106,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     """The variance of the non-NaN elements, divided by (count - ddof); `mean` (with
     keepdims' shape) saves recomputing the mean."""
     check_no_out("nanvar", out)
-    x = c._inexact(_arr(a), dtype)
+    x = c._inexact(asarray(a), dtype)
     if mean is None:
         mean = nanmean(x, axis, None, None, True, where)
     # NaNs go before squaring: their cotangent is then exactly zero, not 0 * NaN.
@@ -137,8 +133,8 @@ _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
-    x = c._inexact(_arr(a), None)
-    q = _arr(q)
+    x = c._inexact(asarray(a), None)
+    q = asarray(q)
     if get_aval(q).ndim > 1:
         raise ValueError(f"q must be have rank <= 1, got shape {get_aval(q).shape}")
     q = c.astype(q, get_aval(x).dtype)   # the result has a's dtype whatever q's, as in JAX
@@ -212,7 +208,7 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 
 
 def _percent(q):
-    return uf.true_divide(_arr(q), 100.0)
+    return uf.true_divide(asarray(q), 100.0)
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
@@ -245,14 +241,14 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
     """The (weighted) mean; with `returned`, also the sum of the weights."""
-    x = _arr(a)
+    x = asarray(a)
     if weights is None:
         avg = c.mean(x, axis, keepdims=keepdims)
         count = np.prod([get_aval(x).shape[i] for i in
                          canonicalize_axes(axis, get_aval(x).ndim)], dtype=np.int64)
         total = c.full_like(avg, count)
     else:
-        w = _arr(weights)
+        w = asarray(weights)
         xs, ws = get_aval(x).shape, get_aval(w).shape
         if xs != ws:
             if axis is None:
@@ -275,14 +271,14 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 def ptp(a, axis=None, out=None, keepdims=False):
     """The range (maximum minus minimum) along `axis`."""
     check_no_out("ptp", out)
-    x = _arr(a)
+    x = asarray(a)
     return uf.subtract(red.max(x, axis, keepdims=keepdims), red.min(x, axis,
                                                                     keepdims=keepdims))
 
 
 def count_nonzero(a, axis=None, keepdims=False):
     """How many elements along `axis` are not zero (in the default integer type)."""
-    x = _arr(a)
+    x = asarray(a)
     nonzero = uf.not_equal(x, np.zeros((), get_aval(x).dtype))
     return c.sum(nonzero, axis, core.canonical_dtype(np.int64), keepdims=keepdims)
 

@@ -276,7 +276,7 @@ def power(x, y):
 
 @compiled_when_eager
 def square(x):
-    return ew.integer_pow_p.bind(asarray(x), y=2)
+    return ew.square_p.bind(asarray(x))
 
 
 @compiled_when_eager
@@ -339,7 +339,14 @@ def log2(x):
 
 @compiled_when_eager
 def log10(x):
-    return _log_base(x, 10)
+    """log(x) times the constant 1/log(10) (as JAX computes it, not log(x)/log(10),
+    so values round as JAX's); complex logarithms part by part."""
+    x = _float_operand(x)
+    r = log(x)
+    inv_ln10 = np.array(1 / np.log(10), cp.real_dtype_of(get_aval(x).dtype))
+    if get_aval(x).dtype.kind == "c":
+        return cp.complex(ew.mul(cp.real(r), inv_ln10), ew.mul(cp.imag(r), inv_ln10))
+    return ew.mul(r, inv_ln10)
 
 
 def _float_pair(x, y, op):

@@ -37,19 +37,31 @@ def check_arraylike(fun_name, *args):
 
 def asarray(a, dtype=None):
     """A value impl's primitives accept: tracers stay as they are, the rest become arrays."""
-    x = a
+    return to_array(a, dtype, "asarray")
+
+
+def to_array(x, dtype, fun_name):
+    """`asarray` for the public function `fun_name` (named in JAX's dtype warnings)."""
+    if dtype is not None:
+        dtype = core.user_dtype(dtype, fun_name)
     if isinstance(x, Tracer):
         return x if dtype is None else ew.convert_element_type(x, dtype)
+    if isinstance(x, (list, tuple)):
+        leaves = jax.tree_util.tree_leaves(x)
+        if any(isinstance(e, Tracer) for e in leaves):
+            # A (nested) sequence holding tracers: each element converted to the
+            # (strongly typed) result dtype, then stacked along a new axis, as JAX does.
+            return _stacked(x, result_dtype(*leaves)[0] if dtype is None else dtype)
+    return jax_jnp.asarray(x, dtype=dtype)
+
+
+def _stacked(x, dtype):
+    """A nested sequence as one array: the parts holding no tracer are constants."""
+    if isinstance(x, Tracer):
+        return ew.convert_element_type(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer)
                                             for e in jax.tree_util.tree_leaves(x)):
-        # A (nested) sequence holding tracers: stack its elements along a new axis.
-        elems = [asarray(e, dtype) for e in x]
-        common, _ = result_dtype(*elems)
-        elems = [e if get_aval(e).dtype == common else ew.convert_element_type(e, common)
-                 for e in elems]
-        return ix.concatenate([sh.expand_dims(e, (0,)) for e in elems], 0)
-    if dtype is not None:
-        dtype = core.canonical_dtype(dtype)
+        return ix.concatenate([sh.expand_dims(_stacked(e, dtype), (0,)) for e in x], 0)
     return jax_jnp.asarray(x, dtype=dtype)
 
 
@@ -280,24 +292,68 @@ ACCEPT_SEQUENCES = frozenset({
 })
 
 
-def require_arraylike(fn):
-    """`fn` raising JAX's TypeError when a list or tuple is passed where an array goes
-    (a parameter named in ARRAY_PARAMETERS), before anything is computed."""
+# The parameters JAX's jax.numpy functions take as static arguments of their jit: the
+# value keys JAX's cache, so an unhashable one (a traced value, an array, a list) is
+# JAX's ValueError before anything is computed.
+STATIC_PARAMETERS = {
+    "allclose": ("equal_nan",), "angle": ("deg",), "append": ("axis",),
+    "argpartition": ("kth", "axis"),
+    "argsort": ("axis", "kind", "order", "stable", "descending", "dtype"),
+    "around": ("decimals",), "convolve": ("mode", "precision", "preferred_element_type"),
+    "corrcoef": ("rowvar", "dtype"),
+    "correlate": ("mode", "precision", "preferred_element_type"),
+    "count_nonzero": ("axis", "keepdims"), "cov": ("rowvar", "bias", "ddof", "dtype"),
+    "cross": ("axisa", "axisb", "axisc", "axis"), "cumprod": ("axis", "dtype"),
+    "cumsum": ("axis", "dtype"), "diagonal": ("offset", "axis1", "axis2"),
+    "diff": ("n", "axis"), "digitize": ("right", "method"),
+    "gradient": ("axis", "edge_order"), "inner": ("precision", "preferred_element_type"),
+    "isclose": ("equal_nan",), "lexsort": ("axis",),
+    "median": ("axis", "overwrite_input", "keepdims"), "nancumprod": ("axis", "dtype"),
+    "nancumsum": ("axis", "dtype"), "nanmax": ("axis", "keepdims"),
+    "nanmean": ("axis", "dtype", "keepdims"),
+    "nanmedian": ("axis", "overwrite_input", "keepdims"), "nanmin": ("axis", "keepdims"),
+    "nanpercentile": ("axis", "overwrite_input", "keepdims", "method"),
+    "nanprod": ("axis", "dtype", "keepdims"),
+    "nanquantile": ("axis", "overwrite_input", "keepdims", "method"),
+    "nanstd": ("axis", "dtype", "keepdims"), "nansum": ("axis", "dtype", "keepdims"),
+    "nanvar": ("axis", "dtype", "keepdims"), "packbits": ("axis", "bitorder"),
+    "partition": ("kth", "axis"),
+    "percentile": ("axis", "overwrite_input", "keepdims", "method", "out_sharding"),
+    "polyder": ("m",), "polyfit": ("deg", "rcond", "full", "cov"), "polyint": ("m",),
+    "polyval": ("unroll",), "put_along_axis": ("axis", "inplace", "mode"),
+    "quantile": ("axis", "overwrite_input", "keepdims", "method"),
+    "ravel": ("order", "out_sharding"), "resize": ("new_shape",),
+    "rollaxis": ("axis", "start"), "rot90": ("k", "axes"), "round": ("decimals",),
+    "searchsorted": ("side", "method"),
+    "sort": ("axis", "kind", "order", "stable", "descending"),
+    "swapaxes": ("axis1", "axis2"), "trace": ("axis1", "axis2", "dtype"),
+    "trapezoid": ("axis",), "tril": ("k",), "triu": ("k",),
+    "unpackbits": ("axis", "count", "bitorder"), "unstack": ("axis",), "unwrap": ("axis",),
+    "vander": ("N", "increasing"), "vdot": ("precision", "preferred_element_type"),
+}
+
+
+def checking_arguments(fn):
+    """`fn` raising JAX's errors for the arguments JAX refuses before computing: a list
+    or tuple where an array goes (a parameter named in ARRAY_PARAMETERS; TypeError), an
+    unhashable value for a static parameter (STATIC_PARAMETERS; ValueError)."""
     import functools
     import inspect
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return fn
+    name = fn.__name__
+    kind = inspect.Parameter
+    named = (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD, kind.KEYWORD_ONLY)
     checked = {p.name: i for i, p in enumerate(params)
-               if p.name in ARRAY_PARAMETERS and p.kind in (p.POSITIONAL_ONLY,
-                                                            p.POSITIONAL_OR_KEYWORD,
-                                                            p.KEYWORD_ONLY)}
+               if p.name in ARRAY_PARAMETERS and p.kind in named}
+    static = {p.name: i for i, p in enumerate(params)
+              if p.name in STATIC_PARAMETERS.get(name, ()) and p.kind in named}
     varargs = next((i for i, p in enumerate(params)
                     if p.kind == p.VAR_POSITIONAL and p.name in ARRAY_VARARGS), None)
-    if not checked and varargs is None:
+    if not checked and not static and varargs is None:
         return fn
-    name = fn.__name__
     # Called on every jax.numpy call: positional arguments by index, keywords only when
     # given (a parameter filled positionally cannot also come as a keyword).
     positions = tuple(checked.values())
@@ -315,6 +371,11 @@ def require_arraylike(fn):
             for i in range(varargs, nargs):
                 if isinstance(args[i], (list, tuple)):
                     raise _not_arraylike(name, args[i], i)
+        for pname, i in static.items():
+            if i < nargs:
+                core.check_static_hashable(args[i])
+            elif pname in kwargs:
+                core.check_static_hashable(kwargs[pname])
 
     with_check = getattr(fn, "with_argument_check", None)
     if with_check is not None:   # compiled when eager: its array-only path needs no check

@@ -26,10 +26,6 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rf
 _NORMS = (None, "backward", "ortho", "forward")
 
 
-def _arr(x):
-    return x if isinstance(x, core.Tracer) else asarray(x)
-
-
 def _operand(name, kind, x):
     """Cast to the dtype the transform takes: real floating for rfft, complex else."""
     dtype = get_aval(x).dtype
@@ -94,7 +90,7 @@ def _transform(name, kind, a, s, axes, norm):
     if norm not in _NORMS:
         raise ValueError(f'{full}: invalid norm value {norm!r}; should be "backward", '
                          '"ortho" or "forward".')
-    x = _arr(a)
+    x = asarray(a)
     nd = get_aval(x).ndim
     if s is not None:
         s = tuple(operator.index(n) for n in s)
@@ -164,7 +160,7 @@ def irfft(a, n=None, axis=-1, norm=None):
 
 def hfft(a, n=None, axis=-1, norm=None):
     """The real spectrum of a signal with Hermitian symmetry (given by its first half)."""
-    x = cp.conj(_operand("hfft", "fft", _arr(a)))
+    x = cp.conj(_operand("hfft", "fft", asarray(a)))
     axis = _one_axis("hfft", axis)
     length = (get_aval(x).shape[axis[0]] - 1) * 2 if n is None else n
     out = _transform("hfft", "irfft", x, _lengths(n), axis, norm)
@@ -173,7 +169,7 @@ def hfft(a, n=None, axis=-1, norm=None):
 
 def ihfft(a, n=None, axis=-1, norm=None):
     """The inverse of hfft: half the spectrum of a real signal, conjugated, over n."""
-    x = _arr(a)
+    x = asarray(a)
     axis = _one_axis("ihfft", axis)
     length = get_aval(x).shape[axis[0]] if n is None else n
     out = cp.conj(_transform("ihfft", "rfft", x, _lengths(n), axis, norm))
@@ -225,7 +221,7 @@ def _check_freq_args(name, n, d):
 def _frequencies(k, n, d, dtype):
     dtype = core.canonical_dtype(dtype or np.float64)
     work = np.finfo(inexact_dtype(dtype)).dtype
-    spacing = ew.mul(ew.convert_element_type(_arr(d), work), np.asarray(n, work))
+    spacing = ew.mul(ew.convert_element_type(asarray(d), work), np.asarray(n, work))
     out = ew.div(asarray(k.astype(work)), spacing)
     return ew.convert_element_type(out, dtype)
 
@@ -244,7 +240,7 @@ def rfftfreq(n, d=1.0, *, dtype=None):
 
 
 def _shifted(x, axes, sign):
-    x = _arr(x)
+    x = asarray(x)
     shape = get_aval(x).shape
     if axes is None:
         axes = tuple(range(len(shape)))

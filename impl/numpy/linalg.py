@@ -18,7 +18,7 @@ from impl.numpy import _arrays
 from impl.numpy import _core as c
 from impl.numpy import _reductions as red
 from impl.numpy import _ufuncs as uf
-from impl.numpy._util import broadcast_shapes, broadcast_to, canonicalize_axes, promote
+from impl.numpy._util import asarray, broadcast_shapes, broadcast_to, canonicalize_axes, promote
 from impl.primitives import elementwise as ew
 from impl.primitives import indexing as ix
 from impl.primitives import linalg_decompositions as dec
@@ -74,7 +74,7 @@ def _square(name, a):
 
 def matrix_transpose(x):
     """Swap the last two axes."""
-    x = c._arr(x)
+    x = asarray(x)
     nd = get_aval(x).ndim
     if nd < 2:
         raise ValueError(f"matrix_transpose: x must be at least two-dimensional, got shape "
@@ -378,7 +378,7 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     if m == 0 or n == 0:
         return c.zeros(shape[:-2] + (n, m), dtype)
     u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
-    rtol = np.asarray(_default_rtol(a), dtype) if rtol is None else c.astype(c._arr(rtol),
+    rtol = np.asarray(_default_rtol(a), dtype) if rtol is None else c.astype(asarray(rtol),
                                                                              dtype)
     if get_aval(rtol).ndim:
         rtol = c.expand_dims(rtol, -1)
@@ -442,7 +442,7 @@ def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
     if tol is not None:
         if rtol is not None:
             raise ValueError("matrix_rank: only one of rtol and tol may be specified.")
-        cutoff = c._arr(tol)
+        cutoff = asarray(tol)
     else:
         rtol = _default_rtol(M) if rtol is None else rtol
         cutoff = uf.multiply(red.max(s, axis=-1), rtol)
@@ -453,7 +453,7 @@ def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
 
 def matrix_power(a, n):
     """a raised to the integer power n (n < 0: powers of the inverse)."""
-    a = c._arr(a)
+    a = asarray(a)
     _square("matrix_power", a)
     try:
         n = operator.index(n)
@@ -476,7 +476,7 @@ def matrix_power(a, n):
 def multi_dot(arrays, *, precision=None):
     """The chained product of the arrays, multiplied in the cheapest order (the first
     and last may be vectors)."""
-    arrays = [c._arr(x) for x in arrays]
+    arrays = [asarray(x) for x in arrays]
     if len(arrays) < 2:
         raise ValueError(f"multi_dot requires at least two arrays, got {len(arrays)}")
     first_vec = get_aval(arrays[0]).ndim == 1
@@ -554,7 +554,7 @@ def cond(x, p=None):
 
 def cross(x1, x2, /, *, axis=-1):
     """The cross product of 3-vectors along `axis`."""
-    x1, x2 = c._arr(x1), c._arr(x2)
+    x1, x2 = asarray(x1), asarray(x2)
     n1, n2 = _shape(x1)[axis], _shape(x2)[axis]
     if n1 != 3 or n2 != 3:
         raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
@@ -564,7 +564,7 @@ def cross(x1, x2, /, *, axis=-1):
 
 def outer(x1, x2, /):
     """The outer product of two vectors."""
-    x1, x2 = c._arr(x1), c._arr(x2)
+    x1, x2 = asarray(x1), asarray(x2)
     if get_aval(x1).ndim != 1 or get_aval(x2).ndim != 1:
         raise ValueError(f"Input arrays must be one-dimensional, but they are "
                          f"x1.ndim={get_aval(x1).ndim} and x2.ndim={get_aval(x2).ndim}")

@@ -107,7 +107,8 @@ def _build(rule, prim):
 
 
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
-           transpose=None, partial_eval=None, dce=None, impl=None, multiple_results=False,
+           transpose=None, partial_eval=None, dce=None, dce_fully_used=False,
+           recomputed_known=None, impl=None, multiple_results=False,
            collective=False, effectful=False, operands=None,
            sharding_rule=None, unreduced_rule=None, vma_rule=None, operand_dtypes=None,
            on_context_mesh=False, replayed_by_remat=False) -> core.Primitive:
@@ -126,7 +127,11 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
     partial_eval: `(trace, args, **params) -> outs` for call-like primitives that must
         be split, not staged whole, when some inputs are known.
     dce: `(used_outputs, eqn) -> eqn`, for equations that dead-code removal may rewrite
-        when only some of their outputs are used.
+        when only some of their outputs are used (also when all are, if
+        `dce_fully_used`).
+    recomputed_known: `(trace, args, **params) -> outs`, how a checkpoint's known half
+        evaluates the primitive when the policy saves none of its outputs (those the
+        recomputation needs are computed again there anyway); None from it: as usual.
     impl: eager evaluation when it differs from the lowering (a call primitive compiles
         its program; a collective outside vmap raises).
     collective: the primitive names vmap axes (`axis_name=`); its batching rule also
@@ -193,6 +198,10 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
                         (pe.partial_eval_rules, partial_eval), (pe.dce_rules, dce)):
         if rule is not None:
             table[prim] = _build(rule, prim)
+    if dce_fully_used:
+        pe.dce_fully_used.add(prim)
+    if recomputed_known is not None:
+        pe.recomputed_known_rules[prim] = recomputed_known
     if effectful:
         pe.effectful.add(prim)
     if replayed_by_remat:

@@ -18,6 +18,7 @@ from jax import tree_util
 from impl import core
 from impl.core import RuleMaker, ShapedArray, get_aval
 from impl.interpreters import batching
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.indexing import concatenate, index_in_dim
 from impl.primitives.shape import expand_dims
@@ -55,7 +56,8 @@ def _define_host_call(name, lowering):
         transpose=lambda cts, *args, **params: [None] * len(args),
         multiple_results=True, effectful=True, replayed_by_remat=True,
         vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
-        sharding_rule=lambda *avals, **params: [])   # no results: any operands
+        sharding_rule=lambda *avals, **params: [],   # no results: any operands
+        unreduced_rule=sharding_rules.host_call_unreduced)
 
 
 def split_static(args, kwargs):
@@ -147,7 +149,7 @@ inspect_sharding_p = define(
     jvp=lambda primals, tangents, **params: (inspect_sharding_p.bind(*primals, **params), []),
     batching=_inspect_sharding_batch, transpose=lambda cts, x, **params: [None],
     multiple_results=True, effectful=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
-    sharding_rule=lambda x, **params: [])
+    sharding_rule=lambda x, **params: [], unreduced_rule=sharding_rules.no_results_unreduced)
 
 
 def inspect_sharding(x, callback):
@@ -209,6 +211,49 @@ pure_callback_p = define(
     abstract_eval=lambda *avals, callback, result_avals, vmap_method: list(result_avals),
     lowering=_pure_callback_lower, jvp=_pure_callback_jvp, batching=_pure_callback_batch,
     multiple_results=True)
+
+
+# ------------------------------------------------------------------ io_callback
+# An impure host call with results: effectful (kept when unread), and under vmap called
+# once per element in order, which an ordered one refuses, as JAX's.
+
+def _io_callback_lower(*args, callback, result_avals, ordered):
+    shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in result_avals]
+    from jax.experimental import io_callback
+    return list(io_callback(callback, shapes, *args, ordered=ordered))
+
+
+def _io_callback_batch(axis_data, vals, dims, *, callback, result_avals, ordered):
+    if ordered:
+        raise ValueError("Cannot `vmap` ordered IO callback.")
+    per_index = _unrolled(
+        lambda *xs: io_callback_p.bind(*xs, callback=callback, result_avals=result_avals,
+                                       ordered=False),
+        vals, dims, _axis_size(vals, dims))
+    outs = [concatenate([expand_dims(r[k], (0,)) for r in per_index], 0)
+            for k in range(len(result_avals))]
+    return outs, [0] * len(outs)
+
+
+def _io_callback_jvp(primals, tangents, **params):
+    raise ValueError("IO callbacks do not support JVP.")
+
+
+def _io_callback_transpose(cts, *args, **params):
+    raise ValueError("IO callbacks do not support transpose.")
+
+
+io_callback_p = define(
+    "io_callback",
+    abstract_eval=lambda *avals, callback, result_avals, ordered: list(result_avals),
+    lowering=_io_callback_lower, jvp=_io_callback_jvp, batching=_io_callback_batch,
+    transpose=_io_callback_transpose, multiple_results=True, effectful=True,
+    vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
+
+
+def io_callback(flat_callback, leaves, result_avals, ordered):
+    return io_callback_p.bind(*leaves, callback=flat_callback,
+                              result_avals=tuple(result_avals), ordered=bool(ordered))
 
 
 def pure_callback(flat_callback, leaves, result_avals, vmap_method):

@@ -27,7 +27,10 @@ collectives' `vma_rule`s say how they change the axes: `psum_invariant` (psum th
 psum_scatter, all_to_all, ppermute and pbroadcast need an operand varying over their
 axes and keep its type; `axis_index` varies over its axis. As in JAX, the API functions
 first cast an invariant operand to vary over the collective's axes. Over vmap axes (no
-types to track) psum is `psum`, whose transpose is itself.
+types to track) psum is `psum`, whose transpose is itself. Values may also be unreduced
+or reduced over manual axes (the section "unreduced and reduced manual axes" below):
+`pcast` casts to and from those states, psum and psum_scatter of an unreduced value add
+its parts up, and all_gather gathers to an invarying or a reduced value when asked.
 """
 from __future__ import annotations
 
@@ -124,10 +127,20 @@ def _tracked(axes):
     return tuple(a for a in axes if a in tracked)
 
 
+def _axis_state(aval, axis):
+    if axis in aval.vma:
+        return "varying"
+    if axis in aval.manual_unreduced:
+        return "unreduced"
+    if axis in aval.manual_reduced:
+        return "reduced"
+    return "invarying"
+
+
 def _manual_state(aval, axes, api_name):
-    """'varying' or 'invarying': how `aval` varies over every axis of `axes` (JAX
-    refuses axes it varies over only in part)."""
-    states = {"varying" if a in aval.vma else "invarying" for a in axes}
+    """'varying', 'unreduced', 'reduced' or 'invarying': the state of `aval` over every
+    manual axis of `axes` (JAX refuses axes in different states)."""
+    states = {_axis_state(aval, a) for a in axes}
     if len(states) > 1:
         raise ValueError(
             f"{api_name} can only accept axis_name which corresponds to one of varying, "
@@ -165,6 +178,19 @@ def _pvary_vma(x, *, axes):
     return x.vma + tuple(a for a in axes if a not in x.vma)
 
 
+def _not_unreduced(api_name):
+    """The unreduced rule of a collective (or cast) over `axes`: its operand may be
+    neither unreduced nor reduced over them (JAX's ValueError), and its other
+    unreduced and reduced axes stay, as in JAX."""
+    def rule(x, *, axes, **params):
+        for kind in ("unreduced", "reduced"):
+            if getattr(x, f"manual_{kind}") and set(getattr(x, f"manual_{kind}")) & set(axes):
+                raise ValueError(f"{api_name} cannot accept args which are {kind}. Got "
+                                 f"{x.str_short()} and axes={set(axes)}")
+        return x.unreduced, x.reduced
+    return rule
+
+
 def _pvary_lower(x, *, axes):
     # The value is unchanged; JAX's type is cast where JAX tracks types too.
     have = jax.typeof(x).mat.varying
@@ -187,7 +213,8 @@ def _pvary_batch(axis_data, vals, dims, *, axes):
 
 
 pvary_p = define(
-    "pvary", abstract_eval=_pvary_aval, vma_rule=_pvary_vma, lowering=_pvary_lower,
+    "pvary", abstract_eval=_pvary_aval, vma_rule=_pvary_vma,
+    unreduced_rule=_not_unreduced("pvary"), lowering=_pvary_lower,
     impl=_pvary_eager, jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes: [
         None if type(ct) is Zero else psum_invariant_p.bind(ct, axes=axes)],
@@ -243,7 +270,8 @@ def _allreduce_batch(prim, reduce_mapped, reduce_unmapped):
 
 
 psum_p = define(
-    "psum", collective=True, abstract_eval=_same_type("psum"),
+    "psum", collective=True,
+    unreduced_rule=_not_unreduced("psum"), abstract_eval=_same_type("psum"),
     lowering=lambda x, *, axes: jax.lax.psum(x, axes),
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes: [None if type(ct) is Zero else psum_p.bind(ct, axes=axes)],
@@ -252,7 +280,8 @@ psum_p = define(
 # psum where types track varying manual axes: from varying to invariant over the axes,
 # so its transpose casts the (invariant) cotangent back to varying.
 psum_invariant_p = define(
-    "psum_invariant", collective=True, abstract_eval=_same_type("psum"),
+    "psum_invariant", collective=True,
+    unreduced_rule=_not_unreduced("psum"), abstract_eval=_same_type("psum"),
     vma_rule=_reduced_vma, lowering=lambda x, *, axes: jax.lax.psum(x, axes),
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes: [
@@ -286,13 +315,15 @@ _pchooser_jvp = core.RuleMaker(_make_pchooser_jvp)
 
 
 pmax_p = define(
-    "pmax", collective=True, abstract_eval=_same_type("pmax"), vma_rule=_reduced_vma,
+    "pmax", collective=True,
+    unreduced_rule=_not_unreduced("pmax"), abstract_eval=_same_type("pmax"), vma_rule=_reduced_vma,
     lowering=lambda x, *, axes: jax.lax.pmax(x, axes),
     jvp=_pchooser_jvp,
     batching=core.RuleMaker(lambda p: _allreduce_batch(p, red.reduce_max, lambda x, n: x)))
 
 pmin_p = define(
-    "pmin", collective=True, abstract_eval=_same_type("pmin"), vma_rule=_reduced_vma,
+    "pmin", collective=True,
+    unreduced_rule=_not_unreduced("pmin"), abstract_eval=_same_type("pmin"), vma_rule=_reduced_vma,
     lowering=lambda x, *, axes: jax.lax.pmin(x, axes),
     jvp=_pchooser_jvp,
     batching=core.RuleMaker(lambda p: _allreduce_batch(p, red.reduce_min, lambda x, n: x)))
@@ -352,11 +383,16 @@ def _all_gather_batch(axis_data, vals, dims, *, axes, axis, tiled):
     return g, None
 
 
+def _lower_all_gather(x, *, axes, axis, tiled):
+    # also all_gather_invariant's and all_gather_reduced's: the same data moves
+    return jax.lax.all_gather(x, axes, axis=axis, tiled=tiled)
+
+
 all_gather_p = define(
-    "all_gather", collective=True, abstract_eval=_all_gather_aval,
+    "all_gather", collective=True,
+    unreduced_rule=_not_unreduced("all_gather"), abstract_eval=_all_gather_aval,
     vma_rule=_collective_vma("all_gather"),
-    lowering=lambda x, *, axes, axis, tiled: jax.lax.all_gather(x, axes, axis=axis,
-                                                                tiled=tiled),
+    lowering=_lower_all_gather,
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes, axis, tiled: [
         None if type(ct) is Zero else
@@ -406,11 +442,16 @@ def _psum_scatter_batch(axis_data, vals, dims, *, axes, scatter_dimension, tiled
     return y, 0
 
 
+def _lower_psum_scatter(x, *, axes, scatter_dimension, tiled):
+    # also unreduced_reduce_scatter's: the same sums
+    return jax.lax.psum_scatter(x, axes, scatter_dimension=scatter_dimension, tiled=tiled)
+
+
 psum_scatter_p = define(
-    "psum_scatter", collective=True, abstract_eval=_psum_scatter_aval,
+    "psum_scatter", collective=True,
+    unreduced_rule=_not_unreduced("reduce_scatter"), abstract_eval=_psum_scatter_aval,
     vma_rule=_collective_vma("reduce_scatter"),
-    lowering=lambda x, *, axes, scatter_dimension, tiled: jax.lax.psum_scatter(
-        x, axes, scatter_dimension=scatter_dimension, tiled=tiled),
+    lowering=_lower_psum_scatter,
     jvp=ad.linear_jvp,
     transpose=lambda ct, x, *, axes, scatter_dimension, tiled: [
         None if type(ct) is Zero else
@@ -471,7 +512,8 @@ def _all_to_all_batch(axis_data, vals, dims, *, axes, split_axis, concat_axis):
 
 
 all_to_all_p = define(
-    "all_to_all", collective=True, abstract_eval=_all_to_all_aval,
+    "all_to_all", collective=True,
+    unreduced_rule=_not_unreduced("all_to_all"), abstract_eval=_all_to_all_aval,
     vma_rule=_collective_vma("all_to_all"),
     lowering=lambda x, *, axes, split_axis, concat_axis: jax.lax.all_to_all(
         x, axes, split_axis, concat_axis, tiled=True),
@@ -538,7 +580,8 @@ def _ppermute_batch(axis_data, vals, dims, *, axes, perm):
 
 
 ppermute_p = define(
-    "ppermute", collective=True, abstract_eval=_ppermute_aval,
+    "ppermute", collective=True,
+    unreduced_rule=_not_unreduced("ppermute"), abstract_eval=_ppermute_aval,
     vma_rule=_collective_vma("ppermute"),
     lowering=lambda x, *, axes, perm: jax.lax.ppermute(x, axes, perm),
     jvp=ad.linear_jvp,
@@ -588,9 +631,188 @@ def _pbroadcast_transpose(ct, x, *, axes, source):
 
 
 pbroadcast_p = define(
-    "pbroadcast", collective=True, abstract_eval=_pbroadcast_aval, lowering=_pbroadcast_lower,
+    "pbroadcast", collective=True,
+    unreduced_rule=_not_unreduced("pbroadcast"), abstract_eval=_pbroadcast_aval,
+    lowering=_pbroadcast_lower,
     vma_rule=_collective_vma("pbroadcast"),
     jvp=ad.linear_jvp, transpose=_pbroadcast_transpose, batching=_pbroadcast_batch)
+
+
+# ------------------------------------------- unreduced and reduced manual axes
+# Inside a shard_map body with check_vma=True a value may be, over a manual mesh axis,
+# varying, unreduced (each device holds its part of a sum over the axis, still to be
+# added up), reduced (replicated, with a cotangent that is unreduced) or invarying
+# (replicated). As JAX's, the casts between these states move no data (but
+# `unreduced_psum`, which adds the parts up) and transpose into one another:
+#   pvary (invarying -> varying)          <-> psum_invariant (varying -> invarying)
+#   preduced (invarying -> reduced)       <-> unreduced_psum (unreduced -> invarying)
+#   vary_unreduced_cast (varying -> unreduced) <-> reduced_vary_cast (reduced -> varying)
+#   all_gather_reduced (varying -> reduced) <-> unreduced_reduce_scatter (unreduced -> varying)
+# and all_gather_invariant gathers varying blocks into an invarying value (its
+# transpose takes each device's block of the cotangent). vmap refuses the casts and
+# the collectives of unreduced and reduced values, as JAX's does.
+
+_STATE_FIELD = {"varying": "vma", "unreduced": "manual_unreduced",
+                "reduced": "manual_reduced"}
+
+
+def _moved(name, x, axes, source, target):
+    """The fields of `x`'s type with the manual axes `axes`, all in state `source`
+    (else JAX's ValueError), moved to state `target`."""
+    for a in axes:
+        batching.axis_size(a, name)
+    if {_axis_state(x, a) for a in axes} != {source}:
+        raise ValueError(f"{name} casts manual axes from {source} to {target}: the axes "
+                         f"{axes} must all be {source} in its operand's type, got "
+                         f"{x.str_short()}")
+    fields = {}
+    if source in _STATE_FIELD:
+        field = _STATE_FIELD[source]
+        fields[field] = tuple(n for n in getattr(x, field) if n not in axes)
+    if target in _STATE_FIELD:
+        field = _STATE_FIELD[target]
+        fields[field] = core.ordered_vma(getattr(x, field) + tuple(axes))
+    return fields
+
+
+def _cast_aval(name, source, target):
+    return lambda x, *, axes: x.update(**_moved(name, x, axes, source, target))
+
+
+def _refuse_vmap(name):
+    def rule(axis_data, vals, dims, **params):
+        raise NotImplementedError(f"vmap of {name} (a collective of unreduced or reduced "
+                                  "manual axes) is not supported, as in JAX")
+    return rule
+
+
+def _define_cast(name, source, target, lowering=None):
+    """A cast between states of manual axes: no data moves unless `lowering` says."""
+    lowering = lowering or (lambda x, *, axes: x)
+
+    def eager(x, *, axes):
+        if isinstance(x, jax.core.Tracer):   # impl code running inside JAX's own shard_map
+            return lowering(x, axes=axes)
+        raise ValueError(f"{name.removesuffix('_p')} should be called under jax.shard_map.")
+    return define(
+        name, abstract_eval=_cast_aval(name, source, target),
+        vma_rule=core.TYPED_BY_ABSTRACT_EVAL, lowering=lowering, impl=eager,
+        jvp=ad.linear_jvp, batching=_refuse_vmap(name))
+
+
+preduced_p = _define_cast("preduced", "invarying", "reduced")
+unreduced_psum_p = _define_cast("unreduced_psum", "unreduced", "invarying",
+                                lowering=lambda x, *, axes: jax.lax.psum(x, axes))
+# JAX's names, as programs print them
+vary_unreduced_cast_p = _define_cast("vary_unreduced_cast_p", "varying", "unreduced")
+reduced_vary_cast_p = _define_cast("reduced_vary_cast_p", "reduced", "varying")
+
+
+def _cast_transpose(inverse):
+    return lambda ct, x, *, axes: [None if type(ct) is Zero else inverse.bind(ct, axes=axes)]
+
+
+for _prim, _inverse in ((preduced_p, unreduced_psum_p), (unreduced_psum_p, preduced_p),
+                        (vary_unreduced_cast_p, reduced_vary_cast_p),
+                        (reduced_vary_cast_p, vary_unreduced_cast_p)):
+    ad.transpose_rules[_prim] = _cast_transpose(_inverse)
+
+
+def _implicit_reduced_vary_cast(x, axes):
+    return reduced_vary_cast_p.bind(x, axes=tuple(axes))
+
+
+core.ops.reduced_vary_cast = _implicit_reduced_vary_cast   # Primitive.bind's casts
+
+
+def _all_gather_invariant_aval(x, *, axes, axis, tiled):
+    _not_unreduced("all_gather_invariant")(x, axes=axes)
+    return _all_gather_aval(x, axes=axes, axis=axis, tiled=tiled).update(
+        vma=tuple(n for n in x.vma if n not in axes))
+
+
+def _all_gather_reduced_aval(x, *, axes, axis, tiled):
+    """JAX's conditions: the operand varies over some of the axes and is reduced over
+    none of them; the result is reduced over all of them. (Over vmap axes, whose
+    variation no type tracks, vmap refuses it first, as JAX's.)"""
+    out = _all_gather_aval(x, axes=axes, axis=axis, tiled=tiled)
+    if not set(axes) <= set(core.current_manual_axes()):
+        return out
+    if not x.vma:
+        raise ValueError(f"all_gather_reduced only accepts inputs that are varying. Got "
+                         f"{x.str_short()}")
+    if not set(x.vma) & set(axes):
+        raise ValueError(
+            "all_gather_reduced is a Varying -> Reduced collective. This means that the "
+            f"axis_name={axes} passed to `all_gather_reduced` must be present in "
+            f"jax.typeof(x).mat.varying={frozenset(x.vma)}")
+    if set(x.manual_reduced) & set(axes):
+        raise ValueError("all_gather_reduced's input cannot be reduced across the axis_name "
+                         f"provided. Got x={x.str_short()} and axis_name={axes}")
+    return out.update(vma=tuple(n for n in x.vma if n not in axes),
+                      manual_reduced=core.ordered_vma(x.manual_reduced + axes))
+
+
+def _all_gather_invariant_transpose(ct, x, *, axes, axis, tiled):
+    """Each device takes its own block of the (invarying) cotangent."""
+    if type(ct) is Zero:
+        return [None]
+    shape = get_aval(ct).shape
+    size = shape[axis] // _size(axes, "all_gather")
+    starts = [np.int32(0)] * len(shape)
+    starts[axis] = ew.mul(_linear_index(axes), np.int32(size))
+    block = ix.dynamic_slice(ct, starts, shape[:axis] + (size,) + shape[axis + 1:])
+    return [block if tiled else sh.squeeze(block, (axis,))]
+
+
+def _all_gather_invariant_batch(axis_data, vals, dims, *, axes, axis, tiled):
+    """Over another axis than the vmapped one, as all_gather. Over the vmapped axis it
+    is refused: no type says the cotangent is the same in every element, which its
+    transpose (taking each element's own block) needs."""
+    if axis_data.name in axes:
+        raise NotImplementedError(
+            f"all_gather(..., to='invarying') over the vmap axis {axis_data.name!r} is not "
+            "supported (JAX 0.10.2 fails inside): use to='varying'")
+    (x,), (d,) = vals, dims
+    return _outward(all_gather_invariant_p, x, d, dict(axes=axes, axis=axis, tiled=tiled),
+                    ("axis",))
+
+
+all_gather_invariant_p = define(
+    "all_gather_invariant", collective=True,
+    abstract_eval=_all_gather_invariant_aval,
+    vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
+    lowering=_lower_all_gather,
+    jvp=ad.linear_jvp, transpose=_all_gather_invariant_transpose,
+    batching=_all_gather_invariant_batch)
+
+all_gather_reduced_p = define(
+    "all_gather_reduced", collective=True,
+    abstract_eval=_all_gather_reduced_aval,
+    vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
+    lowering=_lower_all_gather,
+    jvp=ad.linear_jvp, batching=_refuse_vmap("all_gather_reduced"))
+
+
+def _unreduced_scatter_aval(x, *, axes, scatter_dimension, tiled):
+    return _psum_scatter_aval(x, axes=axes, scatter_dimension=scatter_dimension,
+                              tiled=tiled).update(**_moved("unreduced_reduce_scatter", x, axes,
+                                                           "unreduced", "varying"))
+
+
+unreduced_reduce_scatter_p = define(
+    "unreduced_reduce_scatter", collective=True, abstract_eval=_unreduced_scatter_aval,
+    vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
+    lowering=_lower_psum_scatter,
+    jvp=ad.linear_jvp,
+    transpose=lambda ct, x, *, axes, scatter_dimension, tiled: [
+        None if type(ct) is Zero else
+        all_gather_reduced_p.bind(ct, axes=axes, axis=scatter_dimension, tiled=tiled)],
+    batching=_refuse_vmap("unreduced_reduce_scatter"))
+
+ad.transpose_rules[all_gather_reduced_p] = lambda ct, x, *, axes, axis, tiled: [
+    None if type(ct) is Zero else
+    unreduced_reduce_scatter_p.bind(ct, axes=axes, scatter_dimension=axis, tiled=tiled)]
 
 
 # ------------------------------------------------ reduce_axes: cotangent sums
@@ -667,8 +889,8 @@ def _is_traced(v):
 def _psum_leaf(v, axes, api_name):
     if not axes:
         return v
-    if _tracked(axes):
-        _manual_state(get_aval(v), axes, "jax.lax.psum")
+    if _tracked(axes) and _manual_state(get_aval(v), axes, "jax.lax.psum") == "unreduced":
+        return unreduced_psum_p.bind(v, axes=core.ordered_vma(axes))
     if not _is_traced(v):
         # A constant is the same in every element: its sum is known now, as in JAX
         # (so `psum(1, 'i')` is the axis size, a Python int, even under jit).
@@ -742,9 +964,6 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
     if to not in ("varying", "reduced", "invarying"):
         raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
                          "values are: {'varying', 'reduced', 'invarying'}")
-    if to != "varying":
-        raise NotImplementedError(f"all_gather: to={to!r} is not supported by impl "
-                                  "(only 'varying')")
     axes = _axes(axis_name, "all_gather", axis_index_groups)
 
     def one(v):
@@ -752,7 +971,10 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
             return v
         ndim = get_aval(v).ndim
         a = _canonical_axis(axis, ndim if tiled else ndim + 1)
-        return all_gather_p.bind(_vary_over(v, axes), axes=axes, axis=a, tiled=bool(tiled))
+        if to == "reduced":
+            return all_gather_reduced_p.bind(v, axes=axes, axis=a, tiled=bool(tiled))
+        prim = all_gather_p if to == "varying" else all_gather_invariant_p
+        return prim.bind(_vary_over(v, axes), axes=axes, axis=a, tiled=bool(tiled))
     return _leafwise(one, x)
 
 
@@ -764,6 +986,10 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         if not axes:
             return v
         sd = _canonical_axis(scatter_dimension, get_aval(v).ndim)
+        if (_tracked(axes) and _manual_state(get_aval(v), axes, "jax.lax.psum_scatter")
+                == "unreduced"):
+            return unreduced_reduce_scatter_p.bind(v, axes=axes, scatter_dimension=sd,
+                                                   tiled=bool(tiled))
         return psum_scatter_p.bind(_vary_over(v, axes), axes=axes, scatter_dimension=sd,
                                    tiled=bool(tiled))
     return _leafwise(one, x)
@@ -839,9 +1065,11 @@ _PCAST_TO = ("unreduced", "reduced", "varying")
 
 
 def pcast(x, axis_name, *, to):
-    """Cast the type of `x` (each leaf of a pytree) inside a shard_map body:
-    `to='varying'` makes a value invariant over the manual mesh axes `axis_name` vary
-    over them (no data moves; under differentiation the cotangent is summed over them)."""
+    """Cast the type of `x` (each leaf of a pytree) over the manual mesh axes
+    `axis_name` inside a shard_map body (no data moves): from invarying to `'varying'`
+    (under differentiation the cotangent is summed over the axes) or to `'reduced'`
+    (the cotangent stays unreduced), from varying to `'unreduced'` (each device's value
+    becomes its part of a sum), from reduced to `'varying'`."""
     if isinstance(axis_name, (set, frozenset)):
         raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
     axes = axis_name if isinstance(axis_name, tuple) else (axis_name,)
@@ -855,8 +1083,12 @@ def pcast(x, axis_name, *, to):
         state = _manual_state(get_aval(v), axes, "jax.lax.pcast")
         if state == "invarying" and to == "varying":
             return _pvary(v, axes)
-        if (state, to) in (("invarying", "reduced"), ("varying", "unreduced")):
-            raise NotImplementedError(f"impl.lax.pcast: to={to!r} (reduced and unreduced "
-                                      "manual axes in types) is not supported")
-        raise ValueError(f"Unsupported pcast from={state}, to={to!r}")
+        casts = {("invarying", "reduced"): preduced_p, ("varying", "unreduced"):
+                 vary_unreduced_cast_p, ("reduced", "varying"): reduced_vary_cast_p}
+        prim = casts.get((state, to))
+        if prim is None:
+            raise ValueError(f"Unsupported pcast from={state}, to={to!r}")
+        if not core.tracked_vma_axes() and all(a in core.current_manual_axes() for a in axes):
+            return v      # check_vma=False: types do not track these axes
+        return prim.bind(v, axes=core.ordered_vma(axes))
     return _leafwise(one, x)

@@ -20,6 +20,7 @@ from jax import tree_util
 from impl import core
 from impl.interpreters import ad, batching
 from impl.interpreters.ad import Zero
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 
 
@@ -57,7 +58,8 @@ def _barrier_batch(axis_data, vals, dims):
 optimization_barrier_p = define(
     "optimization_barrier", abstract_eval=lambda *avals: list(avals),
     lowering=_barrier_lower, jvp=_barrier_jvp, transpose=_barrier_transpose,
-    batching=_barrier_batch, multiple_results=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
+    batching=_barrier_batch, multiple_results=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 def optimization_barrier(operand, /):
@@ -89,7 +91,8 @@ reduce_precision_p = define(
     "reduce_precision", abstract_eval=_reduce_precision_aval,
     lowering=lambda x, *, exponent_bits, mantissa_bits: jax.lax.reduce_precision(
         x, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits),
-    jvp=ad.linear_jvp, transpose=_reduce_precision_transpose, batching=batching.vectorized)
+    jvp=ad.linear_jvp, transpose=_reduce_precision_transpose, batching=batching.vectorized,
+    sharding_rule=sharding_rules.same_as_operand, unreduced_rule=sharding_rules.keeps_unreduced)
 
 
 def _static_index(value, what):

@@ -51,7 +51,8 @@ def _real_transpose(ct, x):
 
 real_p = define("real", abstract_eval=_to_real_aval("real"), lowering=lax.real,
                 jvp=ad.linear_jvp, transpose=_real_transpose, batching=batching.vectorized,
-                sharding_rule=sharding_rules.same_as_operand)
+                sharding_rule=sharding_rules.same_as_operand,
+                unreduced_rule=sharding_rules.unary_unreduced("real"))
 
 
 def real(x):
@@ -68,7 +69,8 @@ def _imag_transpose(ct, x):
 
 imag_p = define("imag", abstract_eval=_to_real_aval("imag"), lowering=lax.imag,
                 jvp=ad.linear_jvp, transpose=_imag_transpose, batching=batching.vectorized,
-                sharding_rule=sharding_rules.same_as_operand)
+                sharding_rule=sharding_rules.same_as_operand,
+                unreduced_rule=sharding_rules.unary_unreduced("imag"))
 
 
 def imag(x):
@@ -95,7 +97,8 @@ def _conj_transpose(ct, x):
 
 conj_p = define("conj", abstract_eval=_conj_aval, lowering=lax.conj, jvp=ad.linear_jvp,
                 transpose=_conj_transpose, batching=batching.vectorized,
-                sharding_rule=sharding_rules.same_as_operand)
+                sharding_rule=sharding_rules.same_as_operand,
+                unreduced_rule=sharding_rules.unary_unreduced("conj"))
 
 
 def conj(x):
@@ -130,6 +133,7 @@ def _complex_batch(axis_data, vals, dims):
 complex_p = define("complex", abstract_eval=_complex_aval, lowering=lax.complex,
                    jvp=ad.linear_jvp, transpose=_complex_transpose, batching=_complex_batch,
                    sharding_rule=sharding_rules.elementwise("complex"),
+                   unreduced_rule=sharding_rules.nary_unreduced("complex"),
                    operand_dtypes=_COMPLEX_DTYPES)
 
 

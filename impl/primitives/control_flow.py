@@ -32,7 +32,7 @@ from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
 from impl.primitives._define import define
-from impl.primitives.elementwise import eq, select_n, stop_gradient_p
+from impl.primitives.elementwise import convert_element_type, eq, select_n, stop_gradient_p
 from impl.primitives.reductions import reduce_max
 from impl.primitives.shape import broadcast_in_dim, reduce_sum
 
@@ -167,7 +167,11 @@ def _cond_aval(index, *ops, branches):
 def _cond_impl(index, *ops, branches):
     _cond_aval(get_aval(index), *[get_aval(x) for x in ops], branches=branches)
     i = min(max(int(index), 0), len(branches) - 1)
-    return eval_eagerly(branches[i], *ops)
+    outs = eval_eagerly(branches[i], *ops)
+    # typed as the first branch's outputs (the cond's type), as when compiled
+    return [o if get_aval(o).weak_type == a.weak_type
+            else convert_element_type(o, a.dtype, weak_type=a.weak_type)
+            for o, a in zip(outs, branches[0].out_avals)]
 
 
 try:  # JAX's own cond primitive: jax.lax.switch would clamp the index once more

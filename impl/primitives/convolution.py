@@ -113,8 +113,9 @@ def _transpose_lhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_d
         dimension_numbers=dn, feature_group_count=groups, batch_group_count=1,
         precision=precision, preferred_element_type=preferred_element_type,
         # the cotangent goes back to the input's type (contracting sharded features)
-        out_sharding=(None if batch_group_count > 1 else sharding_rules.cotangent_sharding(
-            lhs.aval, range(lhs.aval.ndim), ct, rhs)))
+        out_sharding=(None if batch_group_count > 1 else
+                      sharding_rules.cotangent_sharding_in_layout(
+                          lhs.aval, range(lhs.aval.ndim), ct, rhs)))
     if batch_group_count > 1:
         # The output features hold the batch groups (major): back into the batch axis.
         out = _split_axis(out, lhs_spec[1], batch_group_count)
@@ -143,8 +144,8 @@ def _transpose_rhs(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_d
         batch_group_count=feature_group_count, precision=precision,
         preferred_element_type=preferred_element_type,
         # the kernel's cotangent contracts the (maybe sharded) batch: the kernel's type
-        out_sharding=sharding_rules.cotangent_sharding(rhs.aval, range(rhs.aval.ndim), ct,
-                                                       lhs))
+        out_sharding=sharding_rules.cotangent_sharding_in_layout(
+            rhs.aval, range(rhs.aval.ndim), ct, lhs))
     return _cast_like(out, rhs.aval)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 
 import jax
 import numpy as np
@@ -25,7 +26,7 @@ from impl.primitives import sharding_rules
 from impl.primitives.sharding import reshard_p
 from impl.primitives import _operand_dtypes as dt
 from impl.primitives._define import cast_to, define
-from impl.primitives.shape import broadcast_in_dim, reduce_sum
+from impl.primitives.shape import broadcast_in_dim, reduce_sum, reshape
 
 
 # ------------------------------------------------------------------ type rules
@@ -164,26 +165,33 @@ by_parts = ad.jvp_by_parts
 
 
 # ------------------------------------------------------------- unary primitives
+# The derivative rules compute in the order of JAX's (the same operations on the same
+# operands, `square` included), so derivatives round as JAX's do and print as its
+# programs print; a Python 1 stands for JAX's `_one(x)` (weak when x is), constant_like
+# for its `_const(x, c)`.
 
 neg_p = _unop("neg", lax.neg, ad.linear_jvp, dt.NUMBER, transpose=lambda ct, x: [neg(ct)])
 sin_p = _unop("sin", lax.sin, by_parts(lambda t, x: mul(t, cos(x))))
 cos_p = _unop("cos", lax.cos, by_parts(lambda t, x: neg(mul(t, sin(x)))))
 tan_p = _unop("tan", lax.tan,
-              by_parts(lambda t, ans, x: mul(t, add(constant_like(x, 1), mul(ans, ans))),
+              by_parts(lambda t, ans, x: mul(t, add(constant_like(x, 1), square(ans))),
                        use_output=True))
 asin_p = _unop("asin", lax.asin, by_parts(
-    lambda t, x: mul(t, rsqrt(sub(constant_like(x, 1), mul(x, x))))))
+    lambda t, x: mul(t, rsqrt(sub(constant_like(x, 1), square(x))))))
 acos_p = _unop("acos", lax.acos,
-               by_parts(lambda t, x: neg(mul(t, rsqrt(sub(constant_like(x, 1), mul(x, x)))))))
+               by_parts(lambda t, x: mul(t, neg(rsqrt(sub(constant_like(x, 1), square(x)))))))
 atan_p = _unop("atan", lax.atan, by_parts(
-    lambda t, x: div(t, add(constant_like(x, 1), mul(x, x)))))
+    lambda t, x: div(t, add(constant_like(x, 1), square(x)))))
 sinh_p = _unop("sinh", lax.sinh, by_parts(lambda t, x: mul(t, cosh(x))))
 cosh_p = _unop("cosh", lax.cosh, by_parts(lambda t, x: mul(t, sinh(x))))
+# (t + t*ans) * (1 - ans), not t * (1 - ans**2): JAX's order of operations, so that
+# derivatives through tanh round as JAX's do.
 tanh_p = _unop("tanh", lax.tanh,
-               by_parts(lambda t, ans, x: mul(t, sub(1, mul(ans, ans))), use_output=True))
+               by_parts(lambda t, ans, x: mul(add(t, mul(t, ans)), sub(1, ans)),
+                        use_output=True))
 exp_p = _unop("exp", lax.exp, by_parts(lambda t, ans, x: mul(t, ans), use_output=True))
 log_p = _unop("log", lax.log, by_parts(lambda t, x: div(t, x)))
-log1p_p = _unop("log1p", lax.log1p, by_parts(lambda t, x: div(t, add(1, x))))
+log1p_p = _unop("log1p", lax.log1p, by_parts(lambda t, x: div(t, add(x, 1))))
 expm1_p = _unop("expm1", lax.expm1,
                 by_parts(lambda t, ans, x: mul(t, add(ans, 1)), use_output=True))
 sqrt_p = _unop("sqrt", lax.sqrt,
@@ -195,7 +203,7 @@ rsqrt_p = _unop("rsqrt", lax.rsqrt,
 logistic_p = _unop("logistic", lax.logistic,
                    by_parts(lambda t, ans, x: mul(t, mul(ans, sub(1, ans))), use_output=True))
 erf_p = _unop("erf", lax.erf, by_parts(
-    lambda t, x: mul(t, mul(constant_like(x, 2 / math.sqrt(math.pi)), exp(neg(mul(x, x)))))),
+    lambda t, x: mul(constant_like(x, 2 / math.sqrt(math.pi)), mul(t, exp(neg(square(x)))))),
     dt.FLOATING)
 # t where x >= 0, else -t: the derivative at 0 is 1, as in JAX (sign(0) would give 0).
 abs_p = _unop("abs", lax.abs,
@@ -234,6 +242,38 @@ def _sub_transpose(ct, x, y):
             unbroadcast(neg(ct), y.aval) if is_undefined_primal(y) else None]
 
 
+def _as_output_tangent(t, out):
+    """The tangent of one operand as the output's, the other's being zero: in its dtype
+    (the weak type kept), broadcast to its shape and sharding as JAX broadcasts it (axes
+    of size 1 squeezed out first), varying as it does."""
+    t_aval, out_aval = get_aval(t), get_aval(out)
+    if t_aval.dtype != out_aval.dtype:
+        t = convert_element_type(t, out_aval.dtype, t_aval.weak_type)
+    sharding = out_aval.explicit_sharding
+    if t_aval.shape != out_aval.shape or (sharding is not None
+                                          and t_aval.explicit_sharding != sharding):
+        dims = [i for i, (a, b) in enumerate(zip(t_aval.shape, out_aval.shape)) if a == b]
+        if len(dims) != t_aval.ndim:
+            t = reshape(t, tuple(t_aval.shape[i] for i in dims))
+        t = broadcast_in_dim(t, out_aval.shape, tuple(dims), out_sharding=sharding)
+    return vary_as(t, out_aval)
+
+
+def _additive_jvp(prim, negate_second):
+    """add and sub: a zero tangent adds nothing (no zeros are made, as in JAX)."""
+    def rule(primals, tangents):
+        out = prim.bind(*primals)
+        tx, ty = tangents
+        if type(tx) is Zero and type(ty) is Zero:
+            return out, Zero(ad.tangent_aval(get_aval(out)))
+        if type(ty) is Zero:
+            return out, _as_output_tangent(tx, out)
+        if type(tx) is Zero:
+            return out, _as_output_tangent(neg(ty) if negate_second else ty, out)
+        return out, prim.bind(tx, ty)
+    return rule
+
+
 def _div_jvp(primals, tangents):
     x, y = primals
     tx, ty = tangents
@@ -267,8 +307,8 @@ def _pow_jvp_x(t, ans, x, y):
 
 
 def _pow_jvp_y(t, ans, x, y):
-    safe_log = select_n(eq(x, 0), log(x), zeros_like(x))
-    return mul(t, mul(ans, safe_log))
+    # log of x with its zeros replaced by ones: 0 ** y contributes nothing
+    return mul(t, mul(log(select_n(eq(x, 0), x, full_like(x, 1))), ans))
 
 
 def _pow_dtypes_agree(x, y):
@@ -302,13 +342,14 @@ def _minmax_jvp(pick):
 
 
 def _atan2_denominator(x, y):
-    return add(mul(x, x), mul(y, y))
+    return add(square(x), square(y))
 
 
-add_p = _binop("add", lax.add, ad.linear_jvp, dt.NUMBER, transpose=_add_transpose,
-               jnp_name="add", unreduced_rule=sharding_rules.add_unreduced)
-sub_p = _binop("sub", lax.sub, ad.linear_jvp, dt.NUMBER, transpose=_sub_transpose,
-               jnp_name="subtract")
+add_p = _binop("add", lax.add, core.RuleMaker(lambda p: _additive_jvp(p, False)), dt.NUMBER,
+               transpose=_add_transpose, jnp_name="add",
+               unreduced_rule=sharding_rules.add_unreduced)
+sub_p = _binop("sub", lax.sub, core.RuleMaker(lambda p: _additive_jvp(p, True)), dt.NUMBER,
+               transpose=_sub_transpose, jnp_name="subtract")
 mul_p = _binop("mul", lax.mul, ad.bilinear_jvp, dt.NUMBER, jnp_name="multiply",
                unreduced_rule=sharding_rules.mul_unreduced,
                transpose=ad.bilinear_transpose(
@@ -325,7 +366,7 @@ max_p = _binop("max", lax.max, _minmax_jvp(lambda a, b: gt(a, b)), jnp_name="max
 min_p = _binop("min", lax.min, _minmax_jvp(lambda a, b: lt(a, b)), jnp_name="minimum")
 atan2_p = _binop("atan2", lax.atan2, by_parts(
     lambda t, x, y: mul(t, div(y, _atan2_denominator(x, y))),
-    lambda t, x, y: neg(mul(t, div(x, _atan2_denominator(x, y))))), dt.INEXACT,
+    lambda t, x, y: mul(t, div(neg(x), _atan2_denominator(x, y)))), dt.INEXACT,
     jnp_name="arctan2")
 and_p = _binop("and", lax.bitwise_and, ad.zero_jvp, dt.INT_OR_BOOL)
 or_p = _binop("or", lax.bitwise_or, ad.zero_jvp, dt.INT_OR_BOOL)
@@ -382,6 +423,13 @@ integer_pow_p = define(
     "integer_pow", abstract_eval=lambda x, *, y: _unop_aval("integer_pow", dt.NUMBER)(x),
     lowering=lambda x, *, y: lax.integer_pow(x, y), jvp=by_parts(_integer_pow_jvp),
     batching=batching.vectorized, sharding_rule=sharding_rules.same_as_operand)
+# x * x, a primitive of its own as in JAX (jnp.square and the derivative rules bind it)
+square_p = _unop("square", lax.square,
+                 by_parts(lambda t, x: mul(t, mul(constant_like(x, 2), x))), dt.NUMBER)
+
+
+def square(x):
+    return square_p.bind(x)
 
 
 # ---------------------------------------------------------------- select_n
@@ -535,8 +583,21 @@ clamp_p = define("clamp", abstract_eval=_clamp_aval, lowering=_clamp_lower, jvp=
 # -------------------------------------------------------- convert_element_type
 
 def _convert_lower(x, *, new_dtype, weak_type=False):
-    out = lax.convert_element_type(x, new_dtype)
-    return _mark_weak(out) if weak_type else out
+    if _jax_convert is None:  # pragma: no cover
+        out = lax.convert_element_type(x, new_dtype)
+        return _mark_weak(out) if weak_type else out
+    # The primitive, as JAX's rules bind it: no ComplexWarning (the public functions
+    # that convert warn, as JAX's do)
+    return _jax_convert(x, new_dtype, weak_type=bool(weak_type),
+                        warn_on_complex_to_real_cast=False)
+
+
+def warn_if_complex_to_real(dtype, new_dtype):
+    """The warning of JAX's public conversions (lax.convert_element_type, a reduction's
+    dtype=): a complex value cast to a real dtype loses its imaginary part."""
+    if np.dtype(dtype).kind == "c" and np.dtype(new_dtype).kind != "c":
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=3)
 
 
 def _convert_aval(x, *, new_dtype, weak_type=False):
@@ -548,6 +609,16 @@ def convert_element_type(x, dtype, weak_type=False):
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak_type:
         return x
+    if (isinstance(x, (bool, int, float, complex, np.generic)) and not weak_type
+            and core.current_trace() is not core.eval_trace
+            and not (dtype.kind in "iu" and isinstance(x, (float, complex, np.inexact))
+                     and not np.isfinite(x))):
+        # A Python or NumPy scalar converted now, as JAX converts one inside a
+        # transformation: a constant of the new dtype, not an equation
+        try:
+            return np.asarray(x).astype(dtype) if type(x) is int else np.asarray(x, dtype)
+        except OverflowError:
+            pass
     return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=bool(weak_type))
 
 
@@ -594,7 +665,8 @@ core.ops.zeros = _zeros
 stop_gradient_p = define("stop_gradient", abstract_eval=lambda x: x,
                          lowering=lax.stop_gradient, jvp=ad.zero_jvp,
                          batching=batching.vectorized,
-                         sharding_rule=sharding_rules.same_as_operand)
+                         sharding_rule=sharding_rules.same_as_operand,
+                         unreduced_rule=sharding_rules.keeps_unreduced)
 
 
 # ------------------------------------------------------------------ helpers
@@ -647,7 +719,7 @@ clz_p = _unop("clz", lax.clz, ad.zero_jvp, dt.INTEGER)
 # JAX defines no derivative for nextafter (callers stop gradients before it).
 nextafter_p = _binop("nextafter", lax.nextafter, None, dt.FLOATING, jnp_name="nextafter")
 erf_inv_p = _unop("erf_inv", lax.erf_inv, by_parts(
-    lambda t, ans, x: mul(t, mul(constant_like(x, math.sqrt(math.pi) / 2), exp(mul(ans, ans)))),
+    lambda t, ans, x: mul(constant_like(x, math.sqrt(math.pi) / 2), mul(t, exp(square(ans)))),
     use_output=True), dt.FLOATING)
 
 

@@ -95,7 +95,8 @@ def _fft_batch(axis_data, vals, dims, *, fft_type, fft_lengths):
 # stay divisible.
 fft_p = define("fft", abstract_eval=_fft_aval, lowering=_lower_fft, jvp=ad.linear_jvp,
                transpose=_fft_transpose, batching=_fft_batch,
-               sharding_rule=sharding_rules.same_as_operand)
+               sharding_rule=sharding_rules.same_as_operand,
+               unreduced_rule=sharding_rules.fft_unreduced)
 
 
 def fft(x, fft_type, fft_lengths):

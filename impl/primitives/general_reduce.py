@@ -150,10 +150,7 @@ def _trace_computation(computation, init_avals, tree):
     """`computation((accumulated...), (next...))` (pytrees shaped like the initial values)
     staged on scalars, as a flat program; cached per function and types."""
     key = (tuple(init_avals), tree)
-    try:
-        per_fn = _programs.setdefault(computation, {})
-    except TypeError:   # not weakly referenceable: trace every time
-        per_fn = {}
+    per_fn = pe.programs_of(_programs, computation)
     hit = per_fn.get(key)
     if hit is not None:
         return hit

@@ -392,7 +392,8 @@ dynamic_slice_p = define(
     "dynamic_slice", abstract_eval=_dynamic_slice_aval, lowering=_dynamic_slice_lower,
     jvp=ad.linear_in_jvp((0,)), transpose=_dynamic_slice_transpose,
     batching=_dynamic_slice_batch,
-    sharding_rule=sharding_rules.dynamic_slice)
+    sharding_rule=sharding_rules.dynamic_slice,
+    unreduced_rule=sharding_rules.unary_unreduced("dynamic_slice"))
 
 
 # -------------------------------------------------------- dynamic_update_slice
@@ -457,6 +458,7 @@ dynamic_update_slice_p = define(
     lowering=_dynamic_update_slice_lower, jvp=ad.linear_in_jvp((0, 1)),
     transpose=_dynamic_update_slice_transpose, batching=_dynamic_update_slice_batch,
     sharding_rule=sharding_rules.dynamic_update_slice,
+    unreduced_rule=sharding_rules.dynamic_update_slice_unreduced,
     operand_dtypes=_DYNAMIC_UPDATE_SLICE_DTYPES)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 from jax import lax
 
+from impl import core
 from impl.core import get_aval
 from impl.interpreters import ad, batching
 from impl.primitives import sharding_rules
@@ -61,7 +62,8 @@ def _transpose_lhs(ct, x, y, *, dimension_numbers, precision=None,
     layout = list(x_batch) + x_free + x_contract_in_y_order
     out = dot_general(ct, y, dims, precision=precision,
                       preferred_element_type=preferred_element_type,
-                      out_sharding=sharding_rules.cotangent_sharding(x.aval, layout, ct, y))
+                      out_sharding=sharding_rules.cotangent_sharding_in_layout(
+                          x.aval, layout, ct, y))
     out = transpose(out, tuple(int(i) for i in np.argsort(layout)))
     dtype = x.aval.dtype
     if get_aval(out).dtype != dtype:
@@ -127,3 +129,22 @@ dot_general_p = define(
     jvp=ad.bilinear_jvp, transpose=ad.bilinear_transpose(_transpose_lhs, _transpose_rhs),
     batching=_dot_general_batch, sharding_rule=sharding_rules.dot_general,
     unreduced_rule=sharding_rules.dot_general_unreduced)
+
+
+class _AsList(tuple):
+    """Axis numbers printed as a list, as JAX prints dot_general's."""
+
+    def __repr__(self):
+        return repr(list(self))
+
+
+def _dot_general_printed_params(eqn, namer):
+    """As JAX prints it: the dimension numbers as lists, without the parameters that
+    are None and without the sharding (the result's type shows it)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    params = {k: v for k, v in eqn.params.items() if v is not None and k != "out_sharding"}
+    params["dimension_numbers"] = ((_AsList(lc), _AsList(rc)), (_AsList(lb), _AsList(rb)))
+    return sorted(params.items())
+
+
+core.pp_params_rules[dot_general_p] = _dot_general_printed_params

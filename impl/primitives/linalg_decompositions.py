@@ -242,9 +242,10 @@ def cholesky(x, *, symmetrize_input=True):
 
 
 def symmetrize(x):
-    """(x + x^H) / 2 over the last two axes."""
+    """(x + x^H) / 2 over the last two axes (divided by 2, as JAX's, so that the
+    operations' rules refuse what JAX's refuse)."""
     _check_matrix("symmetrize", get_aval(x), square=True, complex_ok=True)
-    return ew.mul(ew.add(x, _mH(x)), np.asarray(0.5, get_aval(x).dtype))
+    return ew.div(ew.add(x, _mH(x)), np.asarray(2, get_aval(x).dtype))
 
 
 # ----------------------------------------------------------- triangular_solve

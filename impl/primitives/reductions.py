@@ -578,7 +578,12 @@ iota_p = define("iota", abstract_eval=_iota_aval,
                 lowering=lambda *, dtype, shape, dimension, out_sharding=None:
                     lax.broadcasted_iota(dtype, shape, dimension, out_sharding=out_sharding),
                 jvp=ad.zero_jvp, batching=None,  # no operands: vmap never batches it
-                sharding_rule=lambda *, out_sharding, **params: out_sharding)
+                sharding_rule=lambda *, out_sharding, **params: out_sharding,
+                unreduced_rule=sharding_rules.created_unreduced)
+# As JAX prints it: its sharding parameter is named sharding
+core.pp_params_rules[iota_p] = lambda eqn, namer: [
+    *sorted((k, v) for k, v in eqn.params.items() if k != "out_sharding"),
+    ("sharding", eqn.params.get("out_sharding"))]
 
 
 def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
@@ -641,7 +646,8 @@ def _sort_batch(axis_data, vals, dims, *, dimension, is_stable, num_keys):
 
 sort_p = define("sort", multiple_results=True, abstract_eval=_sort_aval,
                 lowering=_sort_lower, jvp=_sort_jvp, batching=_sort_batch,
-                sharding_rule=sharding_rules.sort)
+                sharding_rule=sharding_rules.sort,
+                unreduced_rule=sharding_rules.sort_unreduced)
 
 
 def sort(operand, dimension=-1, is_stable=True, num_keys=1):
@@ -696,7 +702,8 @@ def _top_k_batch(axis_data, vals, dims, *, k, axis):
 top_k_p = define("top_k", multiple_results=True, abstract_eval=_top_k_aval,
                  lowering=lambda x, *, k, axis: list(lax.top_k(x, k, axis=axis)),
                  jvp=_top_k_jvp, batching=_top_k_batch,
-                 sharding_rule=sharding_rules.top_k)
+                 sharding_rule=sharding_rules.top_k,
+                 unreduced_rule=sharding_rules.top_k_unreduced)
 
 
 def top_k(operand, k, *, axis=-1):

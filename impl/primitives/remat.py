@@ -18,6 +18,7 @@ from impl.core import get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero, is_undefined_primal
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.control_flow import eval_eagerly
 
@@ -144,4 +145,4 @@ def _name_jvp(primals, tangents, *, name):
 name_p = define(
     "name", abstract_eval=lambda x, *, name: x, lowering=lambda x, *, name: x,
     jvp=_name_jvp, transpose=lambda ct, x, *, name: [ct], batching=batching.vectorized,
-    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL, unreduced_rule=sharding_rules.keeps_unreduced)

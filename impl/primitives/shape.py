@@ -168,6 +168,16 @@ reshape_p = define(
     sharding_rule=_reshape_sharding, unreduced_rule=sharding_rules.reshape_unreduced)
 
 
+def _reshape_printed_params(eqn, namer):
+    """As JAX prints reshape: its parameters `dimensions` (None: impl's reshape takes
+    none), `new_sizes` and `sharding` (the requested result sharding, or None)."""
+    return [("dimensions", None), ("new_sizes", eqn.params["new_sizes"]),
+            ("sharding", eqn.params.get("out_sharding"))]
+
+
+core.pp_params_rules[reshape_p] = _reshape_printed_params
+
+
 # ------------------------------------------------------------------ transpose
 
 def _transpose_aval(x, *, permutation):
@@ -217,46 +227,31 @@ def squeeze(array, dimensions):
     return squeeze_p.bind(array, dimensions=dimensions)
 
 
-def _make_dimensions_batch(prim):
-    """Batching of squeeze and expand_dims: the batch axis moved to the front, and every
-    axis named in `dimensions` shifted past it."""
-    def rule(axis_data, vals, dims, *, dimensions):
-        (x,), (d,) = vals, dims
-        x = batching.moveaxis(x, d, 0)
-        return prim.bind(x, dimensions=tuple(a + 1 for a in dimensions)), 0
-    return rule
-
-
-_dimensions_batch = core.RuleMaker(_make_dimensions_batch)
+def _squeeze_batch(axis_data, vals, dims, *, dimensions):
+    """The batch axis moved to the front, every squeezed axis shifted past it."""
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return squeeze_p.bind(x, dimensions=tuple(a + 1 for a in dimensions)), 0
 
 
 squeeze_p = define(
     "squeeze", abstract_eval=_squeeze_aval,
     lowering=lambda x, *, dimensions: lax.squeeze(x, dimensions),
-    jvp=ad.linear_jvp, transpose=_operand_layout, batching=_dimensions_batch,
+    jvp=ad.linear_jvp, transpose=_operand_layout, batching=_squeeze_batch,
     sharding_rule=sharding_rules.squeeze, unreduced_rule=sharding_rules.keeps_unreduced)
 
 
-def _expand_dims_aval(x, *, dimensions):
-    shape = list(x.shape)
-    for d in sorted(dimensions):
-        if not 0 <= d <= len(shape):
-            raise TypeError(f"expand_dims: dimension {d} out of range for shape {x.shape}")
-        shape.insert(d, 1)
-    return ShapedArray(shape, x.dtype, x.weak_type)
-
-
 def expand_dims(array, dimensions):
-    out_ndim = get_aval(array).ndim + len(dimensions)
-    dimensions = tuple(sorted(int(d) % out_ndim for d in dimensions))
-    return expand_dims_p.bind(array, dimensions=dimensions)
-
-
-expand_dims_p = define(
-    "expand_dims", abstract_eval=_expand_dims_aval,
-    lowering=lambda x, *, dimensions: lax.expand_dims(x, dimensions),
-    jvp=ad.linear_jvp, transpose=_operand_layout, batching=_dimensions_batch,
-    sharding_rule=sharding_rules.expand_dims, unreduced_rule=sharding_rules.keeps_unreduced)
+    """`array` with axes of size 1 inserted at `dimensions`: a broadcast_in_dim, as
+    jax.lax.expand_dims stages it."""
+    aval = get_aval(array)
+    out_ndim = aval.ndim + len(dimensions)
+    dimensions = sorted(int(d) % out_ndim for d in dimensions)
+    shape = list(aval.shape)
+    for d in dimensions:
+        shape.insert(d, 1)
+    kept = tuple(i for i in range(out_ndim) if i not in dimensions)
+    return broadcast_in_dim(array, tuple(shape), kept)
 
 
 # ------------------------------------------------------------------ reduce_sum
@@ -289,6 +284,10 @@ reduce_sum_p = define(
     lowering=lambda x, *, axes: lax.reduce_sum(x, axes),
     jvp=ad.linear_jvp, transpose=_reduce_sum_transpose, batching=batching.reducer,
     sharding_rule=sharding_rules.drop_axes("axes"), unreduced_rule=sharding_rules.keeps_unreduced)
+# As JAX prints it, with its parameter out_sharding (impl's reduce_sum takes none: its
+# result's sharding follows from the operand's)
+core.pp_params_rules[reduce_sum_p] = lambda eqn, namer: [("axes", eqn.params["axes"]),
+                                                         ("out_sharding", None)]
 
 
 # --------------------------------------------------- ops for the interpreters

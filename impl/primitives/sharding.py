@@ -40,9 +40,11 @@ def spec_entry(names):
 
 
 def insert_spec_entry(spec, dim, entry):
-    """`spec` with `entry` inserted at array axis `dim` (padded with None to reach it)."""
-    entries = tuple(spec) + (None,) * max(0, dim - len(spec))
-    return P(*entries[:dim], entry, *entries[dim:])
+    """`spec` with `entry` inserted at array axis `dim` (padded with None to reach it);
+    its unreduced and reduced axes kept."""
+    entries = tuple(spec.partitions) + (None,) * max(0, dim - len(spec))
+    return P(*entries[:dim], entry, *entries[dim:], unreduced=spec.unreduced,
+             reduced=spec.reduced)
 
 
 def spec_of(sharding):
@@ -55,7 +57,7 @@ def spec_of(sharding):
 
 
 def check_spmd_unused(spmd_name, spec, what):
-    used = {n for entry in spec for n in spec_names(entry)}
+    used = {n for entry in spec.partitions for n in spec_names(entry)}
     if set(spmd_name) & used:
         raise ValueError(f"vmap spmd_axis_name {spmd_name} cannot appear in {what} spec, "
                          f"but got spec {spec}")
@@ -153,7 +155,8 @@ sharding_constraint_p = define(
     "sharding_constraint", abstract_eval=_constraint_aval,
     lowering=lambda x, *, sharding: jax.lax.with_sharding_constraint(x, sharding),
     jvp=ad.linear_jvp, transpose=_constraint_transpose, batching=_constraint_batch,
-    sharding_rule=sharding_rules.same_as_operand)
+    sharding_rule=sharding_rules.same_as_operand,
+    unreduced_rule=sharding_rules.constraint_unreduced)
 
 
 # ----------------------------------------------------------------------- reshard

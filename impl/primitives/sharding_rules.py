@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from jax.sharding import NamedSharding, PartitionSpec, Sharding, get_abstract_mesh
 
-from impl.core import (ShardingTypeError, common_mesh, explicit_sharding_of, get_aval,
-                       shape_str)
-from impl.core import cotangent_sharding as core_cotangent_sharding
+from impl.core import (ShardingTypeError, common_mesh, cotangent_sharding, current_manual_axes,
+                       explicit_sharding_of, get_aval, shape_str, tracked_vma_axes)
 
 
 def spec(aval):
@@ -122,14 +121,6 @@ def transpose(x, *, permutation):
 def squeeze(x, *, dimensions):
     drop = {d % x.ndim for d in dimensions}
     return tuple(e for i, e in enumerate(spec(x)) if i not in drop)
-
-
-def expand_dims(x, *, dimensions):
-    out = list(spec(x))
-    ndim = x.ndim + len(dimensions)
-    for d in sorted(d % ndim for d in dimensions):
-        out.insert(d, None)
-    return tuple(out)
 
 
 def drop_axes(param):
@@ -259,17 +250,18 @@ def dot_general(lhs, rhs, *, dimension_numbers, out_sharding=None, **params):
     return lbs + lfree + rfree
 
 
-def cotangent_sharding(x_aval, layout, *others):
+def cotangent_sharding_in_layout(x_aval, layout, *others):
     """With explicit shardings, a cotangent takes its primal's sharding (the contraction
     that computes it may contract sharded axes): the primal's spec in the contraction's
-    output layout. None when no operand is explicitly sharded."""
+    output layout (`layout`: the primal's axis at each output axis). None when no
+    operand is explicitly sharded."""
     if x_aval.explicit_sharding is None and all(
             get_aval(o).explicit_sharding is None for o in others):
         return None
     mesh = common_mesh([x_aval] + [get_aval(o) for o in others])
     x_spec = spec(x_aval)
     entries = tuple(x_spec[i] for i in layout)
-    swapped = core_cotangent_sharding(x_aval)   # unreduced and reduced axes swapped
+    swapped = cotangent_sharding(x_aval)   # unreduced and reduced axes swapped
     return NamedSharding(mesh, PartitionSpec(*entries) if swapped is None
                          else swapped.spec.update(partitions=entries))
 
@@ -581,17 +573,17 @@ def keeps_unreduced(x, *rest, **params):
 def unary_unreduced(name):
     """Elementwise operations of one operand keep its reduced axes; an unreduced
     operand is refused (f(a + b) is not f(a) + f(b))."""
-    def rule(x, **params):
+    def rule(x, *rest, **params):
         if x.unreduced:
             raise NotImplementedError(f"unreduced rule for {name} is not implemented. The "
                                       f"operand {x.str_short()} must be reduced first "
-                                      "(reshard it).")
+                                      "(reshard it, or psum it inside shard_map).")
         return NONE, x.reduced
     return rule
 
 
-def _replicated_axes(aval, mesh):
-    return frozenset(mesh.axis_names) - (
+def _replicated_axes(aval, axis_names):
+    return frozenset(axis_names) - (
         frozenset(n for e in spec(aval) for n in entry_names(e))
         | aval.unreduced | aval.reduced | frozenset(aval.vma))
 
@@ -599,7 +591,8 @@ def _replicated_axes(aval, mesh):
 def common_reduced(*avals):
     """The axes the operands of an elementwise operation are reduced over, which must
     be the same for all of them: the others may be neither replicated nor sharded
-    there (a scalar replicated there takes part as reduced)."""
+    (nor varying) there. Over Explicit axes a scalar replicated there takes part as
+    reduced (JAX reshards it); inside a shard_map body it does not."""
     reduced = {a.reduced for a in avals if a.reduced}
     if len(reduced) > 1:
         raise ShardingTypeError("All inputs should be reduced across the same mesh axes. Got "
@@ -607,13 +600,15 @@ def common_reduced(*avals):
     out = reduced.pop() if reduced else NONE
     if not out:
         return out
-    mesh = common_mesh(avals)
+    manual = out <= frozenset(tracked_vma_axes())
+    names = current_manual_axes() if manual else common_mesh(avals).axis_names
     for a in avals:
         if a.reduced == out:
             continue
-        if a.ndim == 0 and not a.unreduced and _replicated_axes(a, mesh) >= out:
+        if (not manual and a.ndim == 0 and not a.unreduced
+                and _replicated_axes(a, names) >= out):
             continue
-        if _replicated_axes(a, mesh) & out:
+        if _replicated_axes(a, names) & out:
             raise ShardingTypeError(
                 "Inputs cannot be replicated on the same axes that another input is reduced "
                 f"on. Got input type: {a} and reduced spec: {out}")
@@ -635,7 +630,7 @@ def nary_unreduced(name):
             raise NotImplementedError(
                 f"unreduced rule for {name} is not implemented. Got "
                 f"{', '.join(a.str_short() for a in avals)}: reduce the unreduced operands "
-                "first (reshard them).")
+                "first (reshard them, or psum them inside shard_map).")
         return NONE, reduced
     return rule
 
@@ -683,13 +678,99 @@ def same_unreduced(what):
     def rule(*avals, **params):
         out = []
         for kind in ("unreduced", "reduced"):
-            found = {getattr(a, kind) for a in avals if a.on_mesh and getattr(a, kind)}
+            found = {getattr(a, kind) for a in avals if getattr(a, kind)}
             if len(found) > 1:
                 raise ShardingTypeError(f"All {what} should be {kind} along the same mesh "
                                         f"axes. Got {kind} specs: {found}")
             out.append(found.pop() if found else NONE)
         return tuple(out)
     return rule
+
+
+def dynamic_update_slice_unreduced(x, update, *indices):
+    """The operand and the update unreduced and reduced alike; the result as they are."""
+    for kind in ("unreduced", "reduced"):
+        if getattr(x, kind) != getattr(update, kind):
+            raise ShardingTypeError(
+                f"dynamic_update_slice operand and update must be {kind} along the same axes. "
+                f"Got operand sharding {x.str_short()} and update sharding "
+                f"{update.str_short()}.")
+    return x.unreduced, x.reduced
+
+
+def _refuse_explicit(name, avals):
+    """Operations that keep unreduced or reduced manual axes inside shard_map but whose
+    JAX 0.10.2 counterparts fail on Explicit ones, which impl's lowering goes through."""
+    for a in avals:
+        if (a.unreduced - frozenset(a.manual_unreduced)
+                or a.reduced - frozenset(a.manual_reduced)):
+            raise NotImplementedError(
+                f"{name} of {a.str_short()}: unreduced and reduced Explicit mesh axes are not "
+                "supported (JAX 0.10.2 fails on them); reshard the operand first.")
+
+
+def _reordered_reduced(name, avals):
+    """Sorts and top_k move elements around: inside shard_map reduced operands give
+    reduced results; an unreduced operand is refused (the sum of the sorted parts is
+    not the sorted sum, where JAX 0.10.2 keeps the axes)."""
+    _refuse_explicit(name, avals)
+    for a in avals:
+        if a.unreduced:
+            raise NotImplementedError(
+                f"unreduced rule for {name} is not implemented: the operand {a.str_short()} "
+                "must be reduced first (psum it).")
+    return same_unreduced("operands")(*avals)[1]
+
+
+def sort_unreduced(*avals, **params):
+    reduced = _reordered_reduced("sort", avals)
+    return [NONE] * len(avals), [reduced] * len(avals)
+
+
+def top_k_unreduced(x, **params):
+    reduced = _reordered_reduced("top_k", (x,))
+    return [NONE] * 2, [reduced] * 2
+
+
+def constraint_unreduced(x, **params):
+    """with_sharding_constraint keeps unreduced and reduced manual axes (as JAX's, which
+    fails on Explicit ones)."""
+    _refuse_explicit("with_sharding_constraint", (x,))
+    return x.unreduced, x.reduced
+
+
+def fft_unreduced(x, **params):
+    """An FFT keeps reduced Explicit axes, as JAX's; it refuses unreduced ones (JAX
+    0.10.2 types them, then fails to lower the program) and, as JAX's, any unreduced
+    or reduced manual axes."""
+    if x.manual_unreduced or x.manual_reduced:
+        raise NotImplementedError(f"fft of {x.str_short()}: unreduced or reduced manual mesh "
+                                  "axes are not supported, as in JAX")
+    if x.unreduced:
+        raise NotImplementedError(f"unreduced rule for fft is not implemented: the operand "
+                                  f"{x.str_short()} must be reduced first (reshard it).")
+    return NONE, x.reduced
+
+
+def host_call_unreduced(*avals, **params):
+    """Host callbacks (no results) take reduced values and, inside shard_map, unreduced
+    ones (each device shows its part); over Explicit axes an unreduced value must be
+    reduced first (JAX 0.10.2's compiler aborts the process on it)."""
+    for a in avals:
+        if a.unreduced - frozenset(a.manual_unreduced):
+            raise NotImplementedError(
+                f"a host callback cannot take {a.str_short()}, unreduced over Explicit mesh "
+                "axes: reshard it first.")
+    return [], []
+
+
+def no_results_unreduced(*avals, **params):
+    return [], []
+
+
+def created_unreduced(*, out_sharding, **params):
+    """Values made from nothing (iota): the axes their `out_sharding` names."""
+    return out_sharding.spec.unreduced, out_sharding.spec.reduced
 
 
 def select_unreduced(which, *cases, **params):

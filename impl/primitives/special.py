@@ -14,30 +14,27 @@ from impl.primitives import _operand_dtypes as dt
 from impl.primitives.elementwise import (  # the shared rules of elementwise primitives
     _binop, _unop, abs_p, add, div, exp, log, mul, neg, rsqrt, select_n, sign, sub,
     full_like, constant_like, convert_element_type)
-from impl.primitives.elementwise import gt, integer_pow_p
+from impl.primitives.elementwise import gt, integer_pow_p, square
 
 by_parts = ad.jvp_by_parts
-
-
-def _square(x):
-    return integer_pow_p.bind(x, y=2)
 
 
 def _scalar_like(x, value):
     return full_like(x, value)
 
 
-acosh_p = _unop("acosh", lax.acosh, by_parts(
-    lambda t, x: mul(t, rsqrt(mul(sub(x, 1), add(x, 1))))))
-asinh_p = _unop("asinh", lax.asinh, by_parts(lambda t, x: mul(t, rsqrt(add(_square(x), 1)))))
-atanh_p = _unop("atanh", lax.atanh, by_parts(lambda t, x: div(t, sub(1, _square(x)))))
+# The derivative rules compute in the order of JAX's, so they round as JAX's do.
+acosh_p = _unop("acosh", lax.acosh, by_parts(lambda t, x: mul(t, rsqrt(sub(square(x), 1)))))
+asinh_p = _unop("asinh", lax.asinh, by_parts(lambda t, x: mul(t, rsqrt(add(square(x), 1)))))
+atanh_p = _unop("atanh", lax.atanh, by_parts(
+    lambda t, x: mul(integer_pow_p.bind(add(1, x), y=-1), div(t, sub(1, x)))))
 cbrt_p = _unop("cbrt", lax.cbrt, by_parts(
     lambda t, ans, x: mul(t, mul(constant_like(x, 1 / 3), integer_pow_p.bind(ans, y=-2))),
     use_output=True), dt.FLOATING)
 exp2_p = _unop("exp2", lax.exp2, by_parts(
-    lambda t, ans, x: mul(t, mul(ans, constant_like(x, np.log(2)))), use_output=True))
+    lambda t, ans, x: mul(log(constant_like(x, 2)), mul(t, ans)), use_output=True))
 erfc_p = _unop("erfc", lax.erfc, by_parts(
-    lambda t, x: mul(t, mul(constant_like(x, -2 / np.sqrt(np.pi)), exp(neg(_square(x)))))),
+    lambda t, x: mul(constant_like(x, -2 / np.sqrt(np.pi)), mul(t, exp(neg(square(x)))))),
     dt.FLOATING)
 
 def _polygamma_not_in_m(t, m, x):
