@@ -208,8 +208,8 @@ def mutate(rule, table, operator, took_effect=None):
     """A wrong version of ``rule`` (a rule of ``table``) per ``operator``. ``took_effect``
     (no arguments) is called whenever the wrong rule's change applies to a call -- a term
     dropped that was not already a symbolic zero, two different terms swapped, an axis moved,
-    a result scaled, moved or shifted -- and when a call raises; a call where it is not
-    called returns what the true rule returns."""
+    a result scaled, moved or shifted -- and when a call raises; on the other calls the
+    wrong rule passes the true rule its arguments and returns its results as they are."""
     from impl.interpreters import ad
     from impl.interpreters import batching as bt
     took_effect = took_effect or (lambda: None)
@@ -635,14 +635,14 @@ def run_one(mutant, focus, profile="quick", derivative_only=False, siblings=None
         ran.append(law.name)
         law_start = time.perf_counter()
         caught = {}
+        # from emptied caches, so that what this law's cases use is derived in this law's run:
+        # a rule not called in it has not made anything they use
+        forget_derived_programs()
         called = set()   # the tables whose rule of the primitive the mutant's runs called
         changes = [0]    # the calls of the mutated rule where its change applied
 
         def took_effect():
             changes[0] += 1
-        # from emptied caches, so that what this law's cases use is derived in this law's run:
-        # a rule not called in it has not made anything they use
-        forget_derived_programs()
 
         def killed(case):
             with applied(mutant, took_effect), recording_calls(mutant.primitive, called):
