@@ -51,6 +51,11 @@ EQUIVALENT: dict[str, str] = {
                                              "derivative there, as in JAX); with both zero it swaps zeros"),
     **_each(_ops("jvp", "pure_callback", ("scale", "drop_first", "drop_last", "swap")),
             "pure_callback is not differentiable (as in JAX): " + ALWAYS_RAISES),
+    **_each(_ops("jvp", "io_callback", ("scale", "drop_first", "drop_last", "swap"))
+            + _ops("transpose", "io_callback", ("scale", "drop_first", "swap")),
+            "io_callback has no derivative (as in JAX): " + ALWAYS_RAISES),
+    **_each(_ops("jvp", "scatter_apply", ("scale", "drop_first", "drop_last", "swap")),
+            "x.at[].apply has no derivative (as in JAX): " + ALWAYS_RAISES),
     **_each(_ops("transpose", "while", ("scale", "drop_first", "swap")),
             "while_loop has no reverse mode: " + ALWAYS_RAISES),
     **_each([f"transpose:{p}:swap" for p in (
