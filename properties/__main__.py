@@ -74,7 +74,8 @@ def parse(argv):
                    help="pytest -k expression (with --hunt: a law's name or a part of names)")
     p.add_argument("-n", dest="workers", default=None,
                    help="pytest-xdist workers (a number or 'auto'; default: the usable cores, "
-                        f"at most {DEFAULT_MAX_WORKERS}; 1: one process)")
+                        f"at most {DEFAULT_MAX_WORKERS}, and one process for --hunt; "
+                        "1: one process)")
     p.add_argument("--report-dir", default=os.environ.get("PROPERTIES_REPORT_DIR")
                    or os.path.join(cache_dir(), "reports"),
                    help="where properties-<backend>.{md,json} go (default: %(default)s)")
@@ -121,7 +122,8 @@ def parse(argv):
     if args.hunt is None and args.hunt_seed is not None:
         p.error("--hunt-seed is for --hunt")
     if args.workers is None:
-        args.workers = default_workers()
+        # a hunt's rounds end by being stopped, which one process survives with all it found
+        args.workers = "1" if args.hunt is not None else default_workers()
     if args.workers not in ("0", "1") and importlib.util.find_spec("xdist") is None:
         p.error(f"-n {args.workers} needs pytest-xdist, which is not installed "
                 "(pip install pytest-xdist, or the project's [test] extra); "
