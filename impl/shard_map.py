@@ -169,13 +169,32 @@ def _jax_spec(mesh, spec):
     return spec.update(unreduced=spec.unreduced & explicit, reduced=spec.reduced & explicit)
 
 
-def _shard_map_lowering(*args, jaxpr, mesh, in_specs, out_specs, axis_names, check_vma):
+def _shard_map_lowering(*args, jaxpr, mesh, in_specs, out_specs, axis_names, check_vma,
+                        staged=True):
     def block(*xs):
         return tuple(lowering.eval_jaxpr_lowered(jaxpr.jaxpr, jaxpr.consts, xs))
+    if staged:
+        # JAX's shard_map primitive, unlike its API, takes an operand whose sharding type
+        # differs from its in_spec (a transformation's cotangent, say) and places it as
+        # the spec says; eagerly JAX's API check applies (staged=False), as in JAX.
+        args = [_placed_as_spec(mesh, axis_names, s, x) for s, x in zip(in_specs, args)]
     mapped = jax.shard_map(block, mesh=mesh, in_specs=tuple(_jax_spec(mesh, s) for s in in_specs),
                            out_specs=tuple(_jax_spec(mesh, s) for s in out_specs),
                            axis_names=set(axis_names), check_vma=False)
     return list(mapped(*args))
+
+
+def _placed_as_spec(mesh, axis_names, spec, x):
+    # where JAX's API checks the argument's type (_check_specs_match_types)
+    if (frozenset(mesh.axis_names) != frozenset(axis_names)
+            or any(t != jax.sharding.AxisType.Explicit for t in mesh.axis_types)):
+        return x
+    want = _jax_spec(mesh, spec)
+    have = jax.typeof(x).sharding.spec
+    if (want.unreduced or want.reduced or have.unreduced or have.reduced
+            or have == P(*want.partitions + (None,) * (x.ndim - len(want)))):
+        return x   # (a cast to or from unreduced or reduced is not a placement)
+    return jax.reshard(x, NamedSharding(mesh, want))
 
 
 def _shard_map_impl(*args, jaxpr, **params):
@@ -190,7 +209,8 @@ def _shard_map_impl(*args, jaxpr, **params):
             placed["out_shardings"] = [NamedSharding(mesh, _jax_spec(mesh, s))
                                        for s in out_specs]
         fn = jaxpr._cache[key] = jax.jit(
-            functools.partial(_shard_map_lowering, jaxpr=jaxpr, **params), **placed)
+            functools.partial(_shard_map_lowering, jaxpr=jaxpr, staged=False, **params),
+            **placed)
     return fn(*args)
 
 

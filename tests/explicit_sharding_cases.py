@@ -549,6 +549,31 @@ def case_shard_map_on_explicit_meshes():
     assert [g.sharding.spec for g in got] == [w.sharding.spec for w in want]
 
 
+def case_shard_map_cotangent_typed_otherwise_than_its_out_spec():
+    """The pullback of a shard_map whose result is split over Explicit axes takes a
+    replicated cotangent under jit (JAX's primitive places it as the out_spec says);
+    eagerly both refuse it with JAX's ValueError."""
+    def pullback(lib):
+        g = lib.shard_map(lambda v: v * 2.0, mesh=MESH, in_specs=P("X", "Y"),
+                          out_specs=P("X", "Y"))
+        return lambda a, c: lib.vjp(g, a)[1](c)
+
+    a, c = W, base.rs(8, 4, seed=22)   # c: a NumPy array, replicated
+    def jitted(lib, np_):
+        with jax.set_mesh(MESH):
+            return lib.jit(pullback(lib))(a, c)
+    got, want = base.both(jitted)
+    check_typed(got, want)
+    for lib in (impl, jax):
+        try:
+            with jax.set_mesh(MESH):
+                pullback(lib)(a, c)
+        except ValueError as e:
+            assert "does not match the specs of the input" in str(e), e
+        else:
+            raise AssertionError(f"{lib.__name__}: no ValueError eagerly")
+
+
 def case_vmap_batch_axis_in_types():
     """vmap over an axis sharded on Explicit mesh axes: results whose sharding an
     operation states (reshard, out_sharding) keep the batch axis on those mesh axes, and
