@@ -688,6 +688,52 @@ def case_unreduced_and_reduced_operands_of_each_operation_inside():
     assert not failures, "\n".join(failures)
 
 
+# JAX 0.10.2 runs these programs of UNREDUCED_REFUSED_INSIDE's operations (the rest fail
+# inside it when run: a NotImplementedError about `eq`, or none said).
+JAX_FAILS_RUNNING_INSIDE = {"cumlogsumexp", "cumprod", "sort"}
+
+
+def case_jax_bug_operations_dropping_unreduced_axes_give_wrong_values():
+    """Why impl refuses UNREDUCED_REFUSED_INSIDE's operations of an unreduced operand: JAX
+    0.10.2 types the result of such an operation (its device's part, unreduced over x)
+    as a whole value invariant over x, and its program returns a device's part: the
+    operation of one summand, not of the sum (JAX's own result on the summed value). A
+    minimal program: with x split over 4 devices, `shard_map(lambda a:
+    jnp.flip(lax.pcast(a, 'x', to='unreduced'), 0), in_specs=P('x'), out_specs=P())`
+    gives device 0's block flipped. (sort and top_k keep the axes: a sum of sorted
+    parts.) impl raises NotImplementedError there."""
+    rows = base.rs(32, 6, seed=35)
+    summed = rows.reshape(4, 8, 6).sum(0)
+    operations = base.operations_of_one_operand(jax, jax.numpy)
+    failures = []
+    with jax.set_mesh(EMESH):
+        split = eput(rows, "x")
+        for name in sorted(UNREDUCED_REFUSED_INSIDE):
+            op = operations[name]
+            unreduced_out = name in ("sort", "top_k")
+            body = lambda a, op=op: op(jax.lax.pcast(a, "x", to="unreduced"))  # noqa: E731
+            spec = P(unreduced={"x"}) if unreduced_out else P()
+            try:
+                got = jax.jit(jax.shard_map(body, in_specs=P("x"), out_specs=spec))(split)
+                got = np.asarray(jax.sharding.reshard(got, P()) if unreduced_out else got)
+            except Exception as e:  # noqa: BLE001 - compared below
+                if name not in JAX_FAILS_RUNNING_INSIDE:
+                    failures.append(f"{name}: JAX raised {e!r}")
+                continue
+            if name in JAX_FAILS_RUNNING_INSIDE:
+                failures.append(f"{name}: JAX ran it")
+            elif np.allclose(got, np.asarray(jax.jit(op)(summed)), rtol=1e-4, atol=1e-4):
+                failures.append(f"{name}: JAX's value is the operation of the sum")
+            try:
+                impl.make_jaxpr(esmap(impl, lambda a, op=base.operations_of_one_operand(
+                    impl, impl.numpy)[name]: op(impl.lax.pcast(a, "x", to="unreduced")),
+                    in_specs=P("x"), out_specs=spec))(split)
+                failures.append(f"{name}: impl took the unreduced operand")
+            except NotImplementedError:
+                pass
+    assert not failures, "\n".join(failures)
+
+
 # ------------------------------------------------ the checks catch broken rules
 
 def case_negative_pvary_transpose_averaging_is_caught():
