@@ -107,7 +107,7 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "pmin": named("pmin"),
     "ppermute": named("ppermute"),
     "psum": named("psum"),
-    "psum_scatter": named("psum_scatter"),
+    "reduce_scatter": named("psum_scatter"),
     "psum_invariant": exempt(
         "psum inside shard_map bodies with check_vma=True, drawn by strategies.sharding in the "
         "8-device subprocess of properties.multidevice; tests/test_shard_map_vma.py checks it "
