@@ -851,8 +851,8 @@ def _printed_gather(groups):
         p = eqn.params
         groups_param = [("axis_index_groups", None)] if groups else []
         return [("all_gather_dimension", p["axis"]), *groups_param,
-                ("axis_name", p["axes"]), ("axis_size", _gathered_size(eqn, p["axis"], p["tiled"])),
-                ("tiled", p["tiled"])]
+                ("axis_name", p["axes"]),
+                ("axis_size", _gathered_size(eqn, p["axis"], p["tiled"])), ("tiled", p["tiled"])]
     return rule
 
 
