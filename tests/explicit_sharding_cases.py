@@ -218,6 +218,8 @@ def case_values_off_the_mesh_and_replicated_on_it():
         with jax.set_mesh(MESH):
             return (lib.jit(lambda w, o: lib.lax.select(w > 0, w, o))(W, outside),
                     np_.where(mask, W, 0.0), lib.jit(lambda w: np_.where(mask, w, 0.0))(W),
+                    # a constant made by jnp inside jit is on no mesh, as JAX's
+                    lib.jit(lambda w: np_.where(np_.asarray(mask.tolist()), w, w * 2.0))(W),
                     np_.tril(W), lib.jit(np_.triu)(W),
                     lib.jit(lambda w, o: np_.concatenate([w, o]))(W, outside))
     check_typed(*base.both(accepted))
