@@ -56,25 +56,27 @@ def to_array(x, dtype, fun_name):
     return _constant(x, dtype)
 
 
-def _staged():
-    """Whether an array made now is a constant of a program being staged (jit,
-    make_jaxpr), where JAX's constants are on no mesh."""
+def _staging_trace():
+    """The trace staging a program (jit, make_jaxpr) that values made now are constants
+    of, if any; JAX's constants there are on no mesh."""
     trace = core.current_trace()
     while trace is not None:
         if isinstance(trace, pe.JaxprTrace) and not trace.forward_known:
-            return True
+            return trace
         trace = trace.parent
-    return False
+    return None
 
 
 def _constant(x, dtype):
-    """`x` (no tracer in it) as an array: while staging a program under a mesh, a
-    NumPy array (on no mesh), as JAX's constants are there (an operation's sharding rule
-    then takes it as unsharded, not as replicated on the mesh)."""
+    """`x` (no tracer in it) as an array: while a program is staged under a mesh, one of
+    its constants, typed on no mesh as JAX's are there (an operation's sharding rule then
+    takes it as unsharded, not as replicated on the mesh)."""
     out = jax_jnp.asarray(x, dtype=dtype)
     if (not isinstance(x, jax.Array) and not out.weak_type
-            and not jax.sharding.get_abstract_mesh().empty and _staged()):
-        return np.asarray(out)
+            and not jax.sharding.get_abstract_mesh().empty):
+        trace = _staging_trace()
+        if trace is not None:
+            return trace.instantiate(np.asarray(out))
     return out
 
 
