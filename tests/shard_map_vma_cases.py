@@ -783,7 +783,7 @@ def case_jax_bug_operations_dropping_unreduced_axes_give_wrong_values():
     as a whole value invariant over x, and its program returns a device's part: the
     operation of one summand, not of the sum (JAX's own result on the summed value). A
     minimal program: with x split over 4 devices, `shard_map(lambda a:
-    jnp.flip(lax.pcast(a, 'x', to='unreduced'), 0), in_specs=P('x'), out_specs=P())`
+    jnp.flip(lax.pcast(a, 'x', to='unreduced'), 1), in_specs=P('x'), out_specs=P())`
     gives device 0's block flipped. (sort and top_k keep the axes: a sum of sorted
     parts.) impl raises NotImplementedError there."""
     rows = base.rs(32, 6, seed=35)
