@@ -23,6 +23,7 @@ from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
 from impl.primitives import collectives, mapping
+from impl.primitives import elementwise as ew
 from impl.primitives import shape as shape_ops
 from impl.primitives.call import jit_p
 from impl.primitives.sharding import (broadcast_prefix, check_sharding_leaf,
@@ -215,6 +216,9 @@ class _Pullback(_LinearMap):
                              f"got {ct_tree}")
         for c, a in zip(flat_ct, self.primal_out_avals):
             _check_cotangent_type(c, a)
+        # a cotangent varies over the manual mesh axes its output varies over (JAX casts
+        # a seed of one before the rules see it)
+        flat_ct = [ew.vary_as(c, a) for c, a in zip(flat_ct, self.primal_out_avals)]
         cts = flat_ct + [Zero(a) for a in self.aux_tangent_avals]
         cts_in = self.linearized(residuals).transpose(cts)
         if self.reduce_axes:

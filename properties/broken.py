@@ -572,6 +572,11 @@ def jit_drops_shardings(base):
     return {"jit": jit, "lax": _Patched(base.lax, {"with_sharding_constraint": lambda x, s: x})}
 
 
+def reshard_ignored(base):
+    """reshard returns its operand: values stay right, types keep the operand's sharding."""
+    return {"sharding": _Patched(base.sharding, {"reshard": lambda x, out_sharding: x})}
+
+
 def spmd_axis_name_ignored(base):
     """vmap accepts spmd_axis_name and ignores it."""
     def vmap(f, in_axes=0, out_axes=0, spmd_axis_name=None, **kw):
@@ -792,7 +797,7 @@ BREAKS = {f.__name__: f for f in (
     control_flow_derivative_damped, collectives_wrong, collectives_derivative_damped,
     collectives_transpose_wrong, extrema_by_gather, checkpoint_damped, chunked_vmap, chunks_reordered,
     reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted, materialized_symbolic_zeros,
-    jit_drops_shardings, spmd_axis_name_ignored, custom_vjp_by_transposed_bwd,
+    jit_drops_shardings, reshard_ignored, spmd_axis_name_ignored, custom_vjp_by_transposed_bwd,
     custom_vjp_residuals_constant, grad_strong_types, jit_strong_types, extra_calls, jit_retraces,
     exceptions_changed, vjp_not_pytree, custom_jvp_calls_primal, custom_vjp_calls_primal,
     jit_rejects_python_scalars, jit_refuses_static_argnames)}

@@ -1,11 +1,14 @@
 """Sharding cases over 8 devices: drawn meshes and PartitionSpecs for
 ``jit(in_shardings=, out_shardings=)``, ``with_sharding_constraint``,
-``vmap(spmd_axis_name=)`` and ``shard_map(in_specs=, out_specs=)``.
+``vmap(spmd_axis_name=)``, ``shard_map(in_specs=, out_specs=)`` and explicit
+sharding (inputs placed by their specs on a mesh of ``Explicit`` axes, so their
+types carry them, and the result resharded).
 
 Building a case needs no devices (specs are plain data); running one needs 8
 (``XLA_FLAGS=--xla_force_host_platform_device_count=8`` set before JAX is
 imported). Meshes use ``AxisType.Auto`` axes, the semantics of
-``with_sharding_constraint`` and of XLA's SPMD partitioner.
+``with_sharding_constraint`` and of XLA's SPMD partitioner, but for the
+``explicit`` kind.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ SHARDING_CALLS = {
     "constraint": "g = jax.jit(lambda *xs: jax.lax.with_sharding_constraint(f(*xs), {out}))",
     "spmd": "g = jax.jit(jax.vmap(lambda *xs: jax.lax.with_sharding_constraint(f(*xs), {out}), "
             "spmd_axis_name={axis!r}))",
+    "explicit": "g = jax.jit(lambda *xs: jax.sharding.reshard(f(*xs), {out}))",
 }
 SHARDING_KINDS = tuple(SHARDING_CALLS)
 #: the imports of a reproducing module, with 8 host devices
@@ -41,11 +45,13 @@ MULTIDEVICE_IMPORTS = ("import os\nos.environ['XLA_FLAGS'] = '--xla_force_host_p
                        + IMPORTS)
 
 
-def make_mesh(shape, names):
-    """A ``jax.sharding.Mesh`` with Auto axes (impl takes JAX's sharding objects)."""
+def make_mesh(shape, names, explicit=False):
+    """A ``jax.sharding.Mesh`` with Auto axes, or Explicit ones (impl takes JAX's sharding
+    objects)."""
     import jax
     from jax.sharding import AxisType
-    return jax.make_mesh(tuple(shape), tuple(names), axis_types=(AxisType.Auto,) * len(shape))
+    kind = AxisType.Explicit if explicit else AxisType.Auto
+    return jax.make_mesh(tuple(shape), tuple(names), axis_types=(kind,) * len(shape))
 
 
 def spec_text(spec):
@@ -84,7 +90,9 @@ class ShardingCase(Case):
     kinds: ``jit`` (in_shardings per input, out_shardings for the output),
     ``constraint`` (``with_sharding_constraint`` on the output inside jit),
     ``spmd`` (``vmap(..., spmd_axis_name=batch_axis)`` of the program with a
-    constraint ``out_spec`` inside; the batch axis lands on that mesh axis).
+    constraint ``out_spec`` inside; the batch axis lands on that mesh axis),
+    ``explicit`` (on a mesh of Explicit axes in context, inputs placed by their
+    specs, the jitted program's result resharded to ``out_spec``).
     """
 
     kind: str
@@ -113,6 +121,16 @@ class ShardingCase(Case):
         return self.program.source()
 
     def example(self):
+        if self.kind == "explicit":
+            call = SHARDING_CALLS["explicit"].format(out=spec_text(self.out_spec))
+            return "\n".join([
+                f"mesh = jax.make_mesh({self.mesh_shape!r}, {self.mesh_names!r}, "
+                f"axis_types=(AxisType.Explicit,) * {len(self.mesh_shape)})",
+                "with jax.set_mesh(mesh):",
+                f"    args = [jax.device_put(a, s) for a, s in zip({args_literal(self.args)}, "
+                f"[{', '.join(spec_text(s) for s in self.in_specs)}])]",
+                "    f = lambda *xs: program(jax, *xs)", f"    {call}", "    out = g(*args)",
+                "    print(out, jax.typeof(out))"]) + "\n"
         ins = "(" + ", ".join(f"sharding({spec_text(s)})" for s in self.in_specs) + ",)"
         call = SHARDING_CALLS[self.kind].format(ins=ins, out=f"sharding({spec_text(self.out_spec)})",
                                                 axis=self.batch_axis)
@@ -144,6 +162,9 @@ def _sharding_case(draw, kinds, dtype, max_ops):
         in_specs = tuple(() for _ in args)
     else:
         in_specs = tuple(draw(_spec(base, mesh_shape, names)) for _ in range(n))
+        if kind == "explicit" and draw(st.booleans()):
+            # inputs sharded alike: programs a type system accepts more often
+            in_specs = (in_specs[0],) * n
         out_spec = draw(_spec(program.output_type[0], mesh_shape, names))
         args = tuple(draw(program_args(program)))
     return ShardingCase(kind, mesh_shape, names, program, in_specs, out_spec, args, batch_axis)

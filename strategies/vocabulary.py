@@ -111,7 +111,7 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "pmin": named("pmin"),
     "ppermute": named("ppermute"),
     "psum": named("psum"),
-    "psum_scatter": named("psum_scatter"),
+    "reduce_scatter": named("psum_scatter"),
     "psum_invariant": manual("psum"),
     "pvary": manual("pvary"),
     "preduced": manual("preduced"),

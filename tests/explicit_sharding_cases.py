@@ -19,8 +19,10 @@ import pathlib
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import sharding_cases as base  # noqa: E402  (sets XLA_FLAGS before JAX is imported)
 
+import ast  # noqa: E402
 import functools  # noqa: E402
 import importlib  # noqa: E402
+import inspect  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -64,7 +66,7 @@ def check_typed(got, want, rtol=1e-5, atol=1e-5):
 def _stacked(x):
     """Two examples of `x` along a new leading axis (unsharded), the rest as `x`."""
     spec = tuple(jax.typeof(x).sharding.spec)
-    data = np.stack([np.asarray(x), np.asarray(x) * 0.5 + 1.0])
+    data = np.stack([np.asarray(x), (np.asarray(x) * 0.5 + 1.0).astype(np.asarray(x).dtype)])
     return jax.device_put(data, NamedSharding(MESH, P(None, *spec)))
 
 
@@ -74,24 +76,35 @@ def _is_float(x):
 
 def transformed(lib, fn, args, skip=()):
     """`fn(*args)` under value, jit, jvp, grad and vmap (grad and jvp only for
-    floating results), except the transformations in `skip`."""
+    floating results), except the transformations in `skip` ("derivatives": jvp and
+    grad; "jvp"; "grad"; "vmap")."""
     out = {"value": fn(*args), "jit": lib.jit(fn)(*args)}
     if ("derivatives" not in skip
             and all(_is_float(o) for o in jax.tree_util.tree_leaves(out["value"]))):
-        tangents = tuple(a * 0.5 + 0.25 for a in args)
-        out["jvp"] = lib.jvp(fn, args, tangents)
-        loss = lambda *a: sum((o ** 2).sum() for o in jax.tree_util.tree_leaves(fn(*a)))
-        out["grad"] = lib.grad(loss, argnums=tuple(range(len(args))))(*args)
-        out["jit_grad"] = lib.jit(lib.grad(loss, argnums=tuple(range(len(args)))))(*args)
+        if "jvp" not in skip:
+            tangents = tuple(a * 0.5 + 0.25 for a in args)
+            out["jvp"] = lib.jvp(fn, args, tangents)
+        if "grad" not in skip:
+            loss = lambda *a: sum((o ** 2).sum() for o in jax.tree_util.tree_leaves(fn(*a)))
+            out["grad"] = lib.grad(loss, argnums=tuple(range(len(args))))(*args)
+            out["jit_grad"] = lib.jit(lib.grad(loss, argnums=tuple(range(len(args)))))(*args)
     if "vmap" not in skip:
         out["vmap"] = lib.vmap(fn)(*[_stacked(a) for a in args])
     return out
+
+
+# While a list, check_rules and same_errors record their programs there instead of
+# running them (case_every_sharding_rule_is_tested reads what the groups cover).
+_recording = None
 
 
 def check_rules(ops):
     """Each `(name, make, args[, skip])` (make(lib, numpy) -> fn) under every
     transformation but those in `skip`, impl against JAX; all failures reported
     together."""
+    if _recording is not None:
+        _recording.extend(("rule", op) for op in ops)
+        return
     failures = []
     with jax.set_mesh(MESH):
         for name, make, args, *skip in ops:
@@ -118,6 +131,9 @@ def check_rules(ops):
 
 def same_errors(bad_calls):
     """Each `(name, make)` raises the same exception type with impl and JAX."""
+    if _recording is not None:
+        _recording.extend(("error", call) for call in bad_calls)
+        return
     failures = []
     with jax.set_mesh(MESH):
         for name, make in bad_calls:
@@ -202,6 +218,8 @@ def case_values_off_the_mesh_and_replicated_on_it():
         with jax.set_mesh(MESH):
             return (lib.jit(lambda w, o: lib.lax.select(w > 0, w, o))(W, outside),
                     np_.where(mask, W, 0.0), lib.jit(lambda w: np_.where(mask, w, 0.0))(W),
+                    # a constant made by jnp inside jit is on no mesh, as JAX's
+                    lib.jit(lambda w: np_.where(np_.asarray(mask.tolist()), w, w * 2.0))(W),
                     np_.tril(W), lib.jit(np_.triu)(W),
                     lib.jit(lambda w, o: np_.concatenate([w, o]))(W, outside))
     check_typed(*base.both(accepted))
@@ -420,10 +438,8 @@ def case_fft_rules():
          (put_complex("X", "Y"),)),
         ("rfft2's magnitude", lambda lib, np_: lambda x: np_.abs(np_.fft.rfft2(x)),
          (put(real, "X"),)),
-        # (not differentiated: XLA's CPU FFT fails on the layout its partitioner gives
-        # the jitted gradient of this program, a RET_CHECK, where JAX's program differs)
         ("rfft2's magnitude, a transformed axis sharded", lambda lib, np_: lambda x: np_.abs(
-            np_.fft.rfft2(x)), (put(real, "X", "Y"),), ("derivatives",)),
+            np_.fft.rfft2(x)), (put(real, "X", "Y"),)),
         ("irfft of an rfft, padded", lambda lib, np_: lambda x: np_.fft.irfft(
             np_.fft.rfft(x), n=16), (put(real, "X"),)),
         ("fft along the sharded axis", lambda lib, np_: lambda x: np_.abs(np_.fft.fft(
@@ -431,6 +447,186 @@ def case_fft_rules():
         ("lax.fft", lambda lib, np_: lambda x: lib.lax.fft(x, "FFT", (4, 8)),
          (put_complex("X"),)),
     ])
+
+
+def _unit(seed, *spec, low=0.1, high=0.9):
+    """f32[8,4] values in (low, high), sharded by `spec`."""
+    values = np.random.RandomState(seed).uniform(low, high, (8, 4))
+    return put(values, *spec)
+
+
+def iput(value, *spec):
+    return jax.device_put(np.asarray(value, np.int32), NamedSharding(MESH, P(*spec)))
+
+
+U = _unit(40, "X", "Y")                                  # f32[8@X,4@Y] in (0.1, 0.9)
+U2 = _unit(41, "X", None)                                # f32[8@X,4] in (0.1, 0.9)
+U3 = _unit(42, "X", "Y")
+I = iput(np.arange(32).reshape(8, 4) * 37 % 101, "X", "Y")    # i32[8@X,4@Y]
+SHIFTS = iput(np.arange(32).reshape(8, 4) % 5, "X", None)     # i32[8@X,4]
+
+
+def _lax(name, *transform):
+    """The lax function `name`, its operands first transformed by `transform`."""
+    def make(lib, np_):
+        fn = getattr(lib.lax, name)
+        if not transform:
+            return fn
+        return lambda *args: fn(*[t(a) for t, a in zip(transform, args)])
+    return make
+
+
+def case_every_elementwise_rule():
+    """Each elementwise primitive (one, two or three operands, sharded alike or one
+    unsharded along an axis the other shards) on operands in its domain."""
+    shifted = lambda a: a + 1.0           # noqa: E731  (acosh's domain)
+    no_derivatives = ("derivatives",)
+    check_rules([
+        *[(name, _lax(name), (U,)) for name in (
+            "acos", "asin", "asinh", "atan", "atanh", "bessel_i0e", "cbrt",
+            "ceil", "cosh", "digamma", "erf", "erf_inv", "erfc", "exp2", "expm1", "floor",
+            "is_finite", "lgamma", "log1p", "logistic", "neg", "round", "rsqrt", "sign",
+            "sinh", "square", "tan", "tanh")],
+        ("acosh", _lax("acosh", shifted), (U,)),
+        # (not its grad: JAX 0.10.2's selects with an unsharded constant and raises)
+        ("bessel_i1e", _lax("bessel_i1e"), (U,), ("grad",)),
+        *[(name, _lax(name), (U, U2)) for name in ("atan2", "pow", "ge", "le")],
+        # (operands sharded alike: JAX 0.10.2's derivatives select between them)
+        *[(name, _lax(name), (U, U3)) for name in ("igamma", "igammac")],
+        ("nextafter", _lax("nextafter"), (U, U2), no_derivatives),
+        ("polygamma", lambda lib, np_: lambda x: lib.lax.polygamma(np_.ones_like(x), x), (U,)),
+        ("zeta", lambda lib, np_: lambda x, q: lib.lax.zeta(x + 1.5, q), (U, U2),
+         no_derivatives),
+        # (no derivatives: JAX has none for igamma_grad_a, impl none for
+        # random_gamma_grad, whose jvp JAX has)
+        ("igamma_grad_a", _lax("igamma_grad_a"), (U, U3), no_derivatives),
+        ("random_gamma_grad", _lax("random_gamma_grad"), (U, U3), no_derivatives),
+        ("clamp", lambda lib, np_: lambda x: lib.lax.clamp(np.float32(0.3), x, np.float32(0.6)),
+         (U,)),
+        ("complex and conj", lambda lib, np_: lambda x, y: lib.lax.conj(lib.lax.complex(x, y)),
+         (U, U2)),
+        *[(name, _lax(name), (I,)) for name in ("clz", "population_count", "bitwise_not")],
+        *[(name, _lax(name), (I, SHIFTS)) for name in (
+            "bitwise_or", "bitwise_xor", "shift_left", "shift_right_arithmetic",
+            "shift_right_logical")],
+    ])
+    # JAX 0.10.2's betainc selects with a mask of its own sharding and refuses sharded
+    # operands (ShardingTypeError), as impl's
+    same_errors([("betainc", lambda lib, np_: lib.lax.betainc(U, U3, U))])
+
+
+def _custom_programs(lib):
+    """A custom_jvp, a custom_vmap and a custom_vjp function of one operand."""
+    @lib.custom_jvp
+    def double(x):
+        return x * 2.0
+    double.defjvp(lambda primals, tangents: (double(*primals), tangents[0] * 2.0))
+
+    @lib.custom_vjp
+    def triple(x):
+        return x * 3.0
+    triple.defvjp(lambda x: (x * 3.0, None), lambda _, g: (g * 3.0,))
+
+    @lib.custom_batching.custom_vmap
+    def quadruple(x):
+        return x * 4.0
+    quadruple.def_vmap(lambda axis_size, in_batched, x: (x * 4.0, in_batched[0]))
+    return double, quadruple, triple
+
+
+def case_more_rules():
+    """The rules the other groups do not reach: the other reductions and cumulative
+    operations, rev, the other scatters, compiler controls, checkpoints, custom
+    derivatives and batching, while loops, sharding constraints, shard_map, host
+    callbacks and lu's pivots."""
+    idx = np.array([0, 2])
+    pivots = iput(np.tile(np.array([[1, 3, 2, 3]]), (8, 1)), "X")       # i32[8@X,4]
+    check_rules([
+        ("argmin", lambda lib, np_: lambda a: a.argmin(1), (W,)),
+        *[(f"{name} along an unsharded axis", lambda lib, np_, name=name: lambda a: getattr(
+            lib.lax, name)(a, axis=1), (A,)) for name in ("cummax", "cummin", "cumprod",
+                                                          "cumlogsumexp")],
+        ("rev along a sharded axis", lambda lib, np_: lambda a: np_.flip(a, 0), (W,)),
+        ("at[].multiply, min, max", lambda lib, np_: lambda a: (
+            a.at[:, idx].multiply(2.0), a.at[:, idx].min(0.0), a.at[:, idx].max(0.0)), (A,)),
+        ("stop_gradient, optimization_barrier, reduce_precision",
+         lambda lib, np_: lambda a: lib.lax.reduce_precision(lib.lax.optimization_barrier(
+             a * lib.lax.stop_gradient(a)), 5, 10), (W,)),
+        ("checkpoint and checkpoint_name", lambda lib, np_: lib.checkpoint(
+            lambda a: np_.sin(lib.ad_checkpoint.checkpoint_name(a * 2.0, "doubled"))), (W,)),
+        ("custom_jvp call", lambda lib, np_: _custom_programs(lib)[0], (W,)),
+        # (no grad: JAX's custom_vmap has no reverse mode)
+        ("custom_vmap call", lambda lib, np_: _custom_programs(lib)[1], (W,), ("grad",)),
+        # (no jvp: neither applies forward mode to a custom_vjp function)
+        ("custom_vjp call", lambda lib, np_: _custom_programs(lib)[2], (W,), ("jvp",)),
+        # (no grad: neither reverse-differentiates a while loop)
+        ("while_loop", lambda lib, np_: lambda a: lib.lax.while_loop(
+            lambda c: c.sum() < 100.0, lambda c: c * 2.0 + 1.0, a), (U,), ("grad",)),
+        ("with_sharding_constraint (the type's own)", lambda lib, np_: lambda a:
+            lib.lax.with_sharding_constraint(np_.sin(a), P("X", "Y")), (W,)),
+        ("shard_map with in_specs from the types", lambda lib, np_: lambda a: lib.shard_map(
+            lambda b: np_.sin(b) * 2.0, out_specs=P("X", "Y"))(a), (W,)),
+        ("debug.print and debug.callback", lambda lib, np_: lambda a: (
+            lib.debug.print("{}", a.sum()), lib.debug.callback(lambda v: None, a),
+            a * 2.0)[-1], (W,)),
+        # (not under vmap: impl refuses, JAX 0.10.2 fails with an IndexError)
+        ("inspect_array_sharding", lambda lib, np_: lambda a: (
+            lib.debug.inspect_array_sharding(a, callback=lambda s: None), a * 2.0)[-1], (W,),
+         ("vmap",)),
+        ("lu_pivots_to_permutation", lambda lib, np_: lambda p: (
+            lib.lax.linalg.lu_pivots_to_permutation(p, 4)), (pivots,)),
+    ])
+    same_errors([
+        # a scatter across devices without out_sharding (scatter_apply's rule)
+        ("at[].apply", lambda lib, np_: lib.jit(lambda a: a.at[:, idx].apply(np_.sin))(A)),
+    ])
+
+
+def _fft_programs(lib, np_):
+    """Programs whose FFTs transform axes sharded over the mesh. JAX 0.10.2 compiles the
+    first two into programs XLA's CPU FFT refuses (its layout assignment hands the FFT
+    the layout of the partitioner's all-gathers: a RET_CHECK when run); the gradient it
+    runs, as impl did not before its FFT pinned the layout."""
+    return {
+        "irfft2 of a scaled rfft2": lambda x: np_.fft.irfft2(np_.fft.rfft2(x) * 2.0),
+        "ifftn of a scaled fftn": lambda x: np_.real(np_.fft.ifftn(
+            np_.fft.fftn(x.astype(np.complex64), axes=(1, 2)) * 2.0, axes=(1, 2))),
+        "the gradient of an rfft2's power": lib.grad(
+            lambda x: (np_.abs(np_.fft.rfft2(x)) ** 2).sum()),
+    }
+
+
+JAX_FAILS_TO_RUN = {"irfft2 of a scaled rfft2", "ifftn of a scaled fftn"}
+FFT_OPERANDS = (put(base.rs(8, 4, 8, seed=24), "X", "Y"),
+                put(base.rs(8, 4, 8, seed=24), "Y", "X"))
+
+
+def case_fft_of_sharded_transformed_axes_compiles():
+    """impl's jitted programs run, where JAX 0.10.2's fail for some (checked here):
+    values against JAX's on a replicated operand, result types against JAX's (its
+    tracing types them; only XLA refuses its program)."""
+    failures = []
+    with jax.set_mesh(MESH):
+        for x in FFT_OPERANDS:
+            programs, jax_programs = _fft_programs(impl, inp), _fft_programs(jax, jnp)
+            for name, program in programs.items():
+                where = f"{name} of {impl.typeof(x)}"
+                try:
+                    got = impl.jit(program)(x)
+                    want = jax.jit(jax_programs[name])(impl.reshard(x, P()))
+                    np.testing.assert_allclose(np.asarray(got), np.asarray(want),
+                                               rtol=1e-4, atol=1e-4)
+                    want_type = jax.make_jaxpr(jax_programs[name])(x).out_avals[0]
+                    assert str(impl.typeof(got)) == str(want_type), (impl.typeof(got), want_type)
+                    assert got.sharding == NamedSharding(MESH, want_type.sharding.spec), (
+                        got.sharding)
+                except Exception as e:  # noqa: BLE001 - reported below
+                    failures.append(f"{where}: {type(e).__name__}: {str(e)[:300]}")
+                if name in JAX_FAILS_TO_RUN:
+                    e = base.raises(jax.errors.JaxRuntimeError,
+                                    lambda: np.asarray(jax.jit(jax_programs[name])(x)))
+                    assert "fft_thunk" in str(e), e
+    assert not failures, "\n".join(failures)
 
 
 def case_decomposition_and_fft_types():
@@ -1253,6 +1449,104 @@ def case_compiled_program_is_partitioned():
         assert "all-reduce" not in hlo and "all-gather" not in hlo, hlo[-3000:]
 
 
+# ------------------------------------------------------- every rule has its test
+
+# The cases whose check_rules run their programs under value, jit, jvp, grad and vmap
+# against JAX (results, types and shardings) and whose same_errors compare refusals.
+RULE_GROUPS = ("case_elementwise_and_broadcasting_rules", "case_dot_general_rules",
+               "case_reduction_rules", "case_layout_rules",
+               "case_sorting_and_dynamic_slicing_rules", "case_control_flow_rules",
+               "case_gather_scatter_and_indexing_rules", "case_convolution_and_window_rules",
+               "case_linear_algebra_rules", "case_fft_rules", "case_every_elementwise_rule",
+               "case_more_rules")
+
+# Primitives the transformations bind (derivatives, transposes, batching rules): the
+# groups' jvp, grad and vmap programs reach them.
+ONLY_UNDER_TRANSFORMATIONS = {
+    "add_any", "select_and_gather_add", "select_and_scatter_add",
+    "scatter_add_along_axis", "cumchooser_tangent", "cumchooser_cotangent", "shift",
+    "linear_recurrence"}
+
+# Primitives with a rule the groups do not run, and where they are checked instead.
+CHECKED_ELSEWHERE = {
+    "cholesky": "JAX 0.10.2 fails on batch-sharded matrices: case_decompositions_jax_fails_on",
+    "qr": "JAX 0.10.2 fails on batch-sharded matrices: case_decompositions_jax_fails_on",
+    "regularized_incomplete_beta": "JAX 0.10.2's betainc refuses sharded operands, as "
+                                   "impl's: the error, in case_every_elementwise_rule",
+    "scatter_apply": "refused across devices, as JAX: the error, in case_more_rules",
+    "custom_lin": "bound while grad linearizes a custom_vjp call (case_more_rules), and "
+                  "transposed before the program is staged",
+}
+
+
+def _bound_primitives(jaxpr, found):
+    for eqn in jaxpr.eqns:
+        found.add(eqn.primitive.name)
+        for value in eqn.params.values():
+            for inner in value if isinstance(value, tuple) else (value,):
+                inner = getattr(inner, "jaxpr", inner)
+                if hasattr(inner, "eqns"):
+                    _bound_primitives(inner, found)
+    return found
+
+
+def _traced_programs(fn, args, skip=()):
+    """The programs `transformed` runs, traced by impl: (kind, closed program)."""
+    yield "value", impl.make_jaxpr(fn)(*args)
+    outs = jax.tree_util.tree_leaves(impl.eval_shape(fn, *args))
+    if "derivatives" not in skip and all(np.issubdtype(o.dtype, np.floating) for o in outs):
+        if "jvp" not in skip:
+            yield "jvp", impl.make_jaxpr(lambda *a: impl.jvp(fn, a, a))(*args)
+        if "grad" not in skip:
+            loss = lambda *a: sum((o ** 2).sum() for o in jax.tree_util.tree_leaves(fn(*a)))
+            yield "grad", impl.make_jaxpr(impl.grad(loss, argnums=tuple(range(len(args)))))(
+                *args)
+    if "vmap" not in skip:
+        yield "vmap", impl.make_jaxpr(impl.vmap(fn))(*[_stacked(a) for a in args])
+
+
+def rule_group_coverage():
+    """The names of the primitives the rule groups' programs bind before any
+    transformation, and those their transformed programs bind."""
+    global _recording
+    _recording = recorded = []
+    try:
+        for name in RULE_GROUPS:
+            globals()[name]()
+    finally:
+        _recording = None
+    values, transformed = set(), set()
+    with jax.set_mesh(MESH):
+        for kind, op in recorded:
+            if kind != "rule":
+                continue
+            name, make, args, *skip = op
+            for which, closed in _traced_programs(make(impl, inp), args, *skip):
+                _bound_primitives(closed.jaxpr, values if which == "value" else transformed)
+    return values, transformed
+
+
+def case_every_sharding_rule_is_tested():
+    """Every primitive with a sharding rule is bound by a rule group's program (so its
+    rule runs under value, jit, jvp, grad and vmap against JAX), or only under
+    transformations of them (ONLY_UNDER_TRANSFORMATIONS), or is CHECKED_ELSEWHERE; a
+    new rule without a test fails here, and so does an exemption no longer needed."""
+    core = importlib.import_module("impl.core")
+    ruled = {p.name for p in core.sharding_rules}
+    values, transformed = rule_group_coverage()
+    untested = sorted(ruled - values - (transformed & ONLY_UNDER_TRANSFORMATIONS)
+                      - set(CHECKED_ELSEWHERE))
+    assert not untested, f"primitives whose sharding rule no rule group runs: {untested}"
+    stale = sorted((ONLY_UNDER_TRANSFORMATIONS | set(CHECKED_ELSEWHERE)) & values
+                   | (ONLY_UNDER_TRANSFORMATIONS - transformed)
+                   | (ONLY_UNDER_TRANSFORMATIONS | set(CHECKED_ELSEWHERE)) - ruled)
+    assert not stale, f"exemptions no longer needed: {stale}"
+    calling = {n for n, f in globals().items() if n.startswith("case_")
+               and any(isinstance(c, ast.Call) and getattr(c.func, "id", None) == "check_rules"
+                       for c in ast.walk(ast.parse(inspect.getsource(f))))}
+    assert calling <= set(RULE_GROUPS), calling - set(RULE_GROUPS)
+
+
 # ------------------------------------------------ the checks catch broken rules
 
 _patched = base._patched
@@ -1294,6 +1588,31 @@ def case_negative_a_decomposition_losing_its_batch_sharding_is_caught():
         with _patched(core, "sharding_rules", dict(core.sharding_rules)):
             core.sharding_rules[prim] = replicated
             base.raises(AssertionError, case_decomposition_and_fft_types)
+
+
+def case_negative_an_fft_lowered_as_jax_lowers_it_is_caught():
+    """lax.fft applied directly (JAX's lowering) gives XLA the programs its CPU FFT
+    refuses; the case of FFTs over sharded axes sees it."""
+    fft_p = importlib.import_module("impl.primitives.fft").fft_p
+    lowering = importlib.import_module("impl.interpreters.lowering")
+
+    def as_jax(x, *, fft_type, fft_lengths):
+        return jax.lax.fft(x, fft_type.upper(), fft_lengths)
+    with _patched(lowering, "lowering_rules", dict(lowering.lowering_rules)):
+        lowering.lowering_rules[fft_p] = as_jax
+        base.raises(AssertionError, case_fft_of_sharded_transformed_axes_compiles)
+
+
+def case_negative_a_rule_without_a_test_is_caught():
+    """A primitive given a sharding rule that no rule group runs: the coverage case
+    names it."""
+    core = importlib.import_module("impl.core")
+    untested = core.Primitive("untested_elementwise")
+    rules = importlib.import_module("impl.primitives.sharding_rules")
+    with _patched(core, "sharding_rules", dict(core.sharding_rules)):
+        core.sharding_rules[untested] = rules.same_as_operand
+        base.raises(AssertionError, case_every_sharding_rule_is_tested,
+                    match="untested_elementwise")
 
 
 def case_negative_values_on_the_mesh_taken_for_values_off_it_are_caught():

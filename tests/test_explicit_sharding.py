@@ -30,7 +30,9 @@ NIGHTLY_CASES = {
     "case_negative_a_wrong_rule_is_caught",
     "case_unreduced_and_reduced_axes_under_differentiation",
     "case_negative_unreduced_axes_dropped_are_caught",
-    "case_negative_a_rule_refusing_what_jax_takes_is_caught"}
+    "case_negative_a_rule_refusing_what_jax_takes_is_caught",
+    "case_negative_an_fft_lowered_as_jax_lowers_it_is_caught",
+    "case_every_elementwise_rule", "case_more_rules"}
 
 
 case_results, test_on_8_devices = selected_case_tests(CASES_FILE, __file__, NIGHTLY_CASES)

@@ -264,7 +264,9 @@ def _custom_lin_transpose(cts, *args, num_res, num_consts, bwd, res_avals, ct_av
 custom_lin_p = define("custom_lin", multiple_results=True, impl=_custom_lin_apply,
                       abstract_eval=_custom_lin_abstract_eval, lowering=_custom_lin_lowering,
                       jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
-                      batching=_custom_lin_batch, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
+                      batching=_custom_lin_batch, vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
+                      # the outputs' types are the primal outputs' (their shardings too)
+                      sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)
 
 
 def _custom_lin_printed_params(eqn, namer):

@@ -8,6 +8,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from impl import core
 from impl.core import Tracer, get_aval
+from impl.interpreters import partial_eval as pe
 from impl.primitives import elementwise as ew
 from impl.primitives import indexing as ix
 from impl.primitives import shape as sh
@@ -52,7 +53,31 @@ def to_array(x, dtype, fun_name):
             # A (nested) sequence holding tracers: each element converted to the
             # (strongly typed) result dtype, then stacked along a new axis, as JAX does.
             return _stacked(x, result_dtype(*leaves)[0] if dtype is None else dtype)
-    return jax_jnp.asarray(x, dtype=dtype)
+    return _constant(x, dtype)
+
+
+def _staging_trace():
+    """The trace staging a program (jit, make_jaxpr) that values made now are constants
+    of, if any; JAX's constants there are on no mesh."""
+    trace = core.current_trace()
+    while trace is not None:
+        if isinstance(trace, pe.JaxprTrace) and not trace.forward_known:
+            return trace
+        trace = trace.parent
+    return None
+
+
+def _constant(x, dtype):
+    """`x` (no tracer in it) as an array: while a program is staged under a mesh, one of
+    its constants, typed on no mesh as JAX's are there (an operation's sharding rule then
+    takes it as unsharded, not as replicated on the mesh)."""
+    out = jax_jnp.asarray(x, dtype=dtype)
+    if (not isinstance(x, jax.Array) and not out.weak_type
+            and not jax.sharding.get_abstract_mesh().empty):
+        trace = _staging_trace()
+        if trace is not None:
+            return trace.instantiate(np.asarray(out))
+    return out
 
 
 def _stacked(x, dtype):
@@ -62,7 +87,7 @@ def _stacked(x, dtype):
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer)
                                             for e in jax.tree_util.tree_leaves(x)):
         return ix.concatenate([sh.expand_dims(_stacked(e, dtype), (0,)) for e in x], 0)
-    return jax_jnp.asarray(x, dtype=dtype)
+    return _constant(x, dtype)
 
 
 def result_dtype(*args):

@@ -166,9 +166,19 @@ def _vary_over(x, axes):
     return pvary_p.bind(x, axes=core.ordered_vma(missing)) if missing else x
 
 
-def _pvary_aval(x, *, axes):
+def _check_manual_axes(axes, api_name):
+    """Each of `axes` is bound (a manual mesh axis: the casts have no meaning over vmap
+    axes), else JAX's NameError."""
     for name in axes:
-        batching.axis_size(name, "pvary")
+        try:
+            batching.axis_size(name, api_name)
+        except NameError:
+            raise NameError(f"Found an unbound axis name: {name}. To fix this, please call "
+                            f"{api_name} under `jax.shard_map`.") from None
+
+
+def _pvary_aval(x, *, axes):
+    _check_manual_axes(axes, "pvary")
     return x
 
 
@@ -448,7 +458,7 @@ def _lower_psum_scatter(x, *, axes, scatter_dimension, tiled):
 
 
 psum_scatter_p = define(
-    "psum_scatter", collective=True,
+    "reduce_scatter", collective=True,   # JAX's name, as programs print it
     unreduced_rule=_not_unreduced("reduce_scatter"), abstract_eval=_psum_scatter_aval,
     vma_rule=_collective_vma("reduce_scatter"),
     lowering=_lower_psum_scatter,
@@ -654,13 +664,21 @@ pbroadcast_p = define(
 
 _STATE_FIELD = {"varying": "vma", "unreduced": "manual_unreduced",
                 "reduced": "manual_reduced"}
+# how JAX's messages name the casts
+_JAX_CAST_NAMES = {"vary_unreduced_cast_p": "vary_unreduced_cast",
+                   "reduced_vary_cast_p": "reduced_vary_cast",
+                   "unreduced_reduce_scatter": "unreduced_psum_scatter"}
 
 
 def _moved(name, x, axes, source, target):
     """The fields of `x`'s type with the manual axes `axes`, all in state `source`
     (else JAX's ValueError), moved to state `target`."""
-    for a in axes:
-        batching.axis_size(a, name)
+    _check_manual_axes(axes, name)
+    shown = _JAX_CAST_NAMES.get(name, name)
+    field = _STATE_FIELD.get(source)
+    if field and not getattr(x, field):
+        raise ValueError(f"{shown} only accepts inputs that are {source}. Got "
+                         f"{x.str_short()}")
     if {_axis_state(x, a) for a in axes} != {source}:
         raise ValueError(f"{name} casts manual axes from {source} to {target}: the axes "
                          f"{axes} must all be {source} in its operand's type, got "
@@ -815,6 +833,69 @@ ad.transpose_rules[all_gather_reduced_p] = lambda ct, x, *, axes, axis, tiled: [
     unreduced_reduce_scatter_p.bind(ct, axes=axes, scatter_dimension=axis, tiled=tiled)]
 
 
+# ----------------------------------------------------- printed as JAX prints them
+# JAX's collectives name their parameters otherwise (and carry the axes' size and
+# axis_index_groups, which impl does not support): programs print JAX's names, the
+# size read off the operand's and result's shapes.
+
+def _gathered_size(eqn, axis, tiled):
+    """How many blocks a gather joined along `axis` (a scatter: how many it split into)."""
+    small, big = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+    if eqn.primitive in (psum_scatter_p, unreduced_reduce_scatter_p):
+        small, big = big, small
+    return big[axis] // small[axis] if tiled else big[axis]
+
+
+def _printed_gather(groups):
+    def rule(eqn, namer):
+        p = eqn.params
+        groups_param = [("axis_index_groups", None)] if groups else []
+        return [("all_gather_dimension", p["axis"]), *groups_param,
+                ("axis_name", p["axes"]),
+                ("axis_size", _gathered_size(eqn, p["axis"], p["tiled"])), ("tiled", p["tiled"])]
+    return rule
+
+
+def _printed_scatter(groups):
+    def rule(eqn, namer):
+        p = eqn.params
+        groups_param = [("axis_index_groups", None)] if groups else []
+        return [*groups_param, ("axis_name", p["axes"]),
+                ("axis_size", _gathered_size(eqn, p["scatter_dimension"], p["tiled"])),
+                ("scatter_dimension", p["scatter_dimension"]), ("tiled", p["tiled"])]
+    return rule
+
+
+def _printed_all_to_all(eqn, namer):
+    # JAX keeps the axis name as given: one name prints bare (a tuple of one, given
+    # so, prints bare too in impl); the primitive is the tiled form.
+    axes = eqn.params["axes"]
+    return [("axis_index_groups", None), ("axis_name", axes[0] if len(axes) == 1 else axes),
+            ("concat_axis", eqn.params["concat_axis"]),
+            ("split_axis", eqn.params["split_axis"]), ("tiled", True)]
+
+
+def _printed_with_groups(eqn, namer):
+    return [("axes", eqn.params["axes"]), ("axis_index_groups", None)]
+
+
+for _prim, _rule in (
+        (psum_p, _printed_with_groups), (pmax_p, _printed_with_groups),
+        (pmin_p, _printed_with_groups),
+        (all_gather_p, _printed_gather(groups=True)),
+        (all_gather_invariant_p, _printed_gather(groups=False)),
+        (all_gather_reduced_p, _printed_gather(groups=False)),
+        (psum_scatter_p, _printed_scatter(groups=True)),
+        (unreduced_reduce_scatter_p, _printed_scatter(groups=False)),
+        (all_to_all_p, _printed_all_to_all),
+        (ppermute_p, lambda eqn, namer: [("axis_name", eqn.params["axes"]),
+                                         ("perm", eqn.params["perm"])]),
+        (pbroadcast_p, lambda eqn, namer: [
+            ("axis_name", eqn.params["axes"][0] if len(eqn.params["axes"]) == 1
+             else eqn.params["axes"]), ("source", eqn.params["source"])])):
+    core.pp_params_rules[_prim] = _rule
+
+
 # ------------------------------------------------ reduce_axes: cotangent sums
 
 def _psum_unmapped_aval(primal, ct, *, axes):
@@ -958,12 +1039,15 @@ def axis_index(axis_name):
     return _linear_index(_axes(axis_name, "axis_index"))
 
 
+_ALL_GATHER_TO = {"varying", "reduced", "invarying"}
+
+
 def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
     """Every device's `x`, stacked along a new axis `axis` (concatenated along the
     existing `axis` when `tiled`), in device order."""
-    if to not in ("varying", "reduced", "invarying"):
+    if to not in _ALL_GATHER_TO:
         raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
-                         "values are: {'varying', 'reduced', 'invarying'}")
+                         f"values are: {_ALL_GATHER_TO}")
     axes = _axes(axis_name, "all_gather", axis_index_groups)
 
     def one(v):
@@ -1061,7 +1145,8 @@ def pbroadcast(x, axis_name, source):
     return _leafwise(lambda v: pbroadcast_p.bind(v, axes=axes, source=int(source)), x)
 
 
-_PCAST_TO = ("unreduced", "reduced", "varying")
+# sets, as JAX's (its messages print them)
+_PCAST_TO = {"unreduced", "reduced", "varying"}
 
 
 def pcast(x, axis_name, *, to):
@@ -1076,8 +1161,7 @@ def pcast(x, axis_name, *, to):
     if not axis_name:
         return x
     if to not in _PCAST_TO:
-        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
-                         "{'unreduced', 'reduced', 'varying'}")
+        raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {_PCAST_TO}")
 
     def one(v):
         state = _manual_state(get_aval(v), axes, "jax.lax.pcast")

@@ -236,8 +236,11 @@ def _cond_batch(axis_data, vals, dims, *, branches):
 
 
 def _select_batched(which, *cases):
-    """select_n with a predicate (or index) of one value per batch element (axis 0)."""
-    return select_n(broadcast_in_dim(which, get_aval(cases[0]).shape, (0,)), *cases)
+    """select_n with a predicate (or index) of one value per batch element (axis 0),
+    broadcast to the cases' type (their sharding over Explicit mesh axes included)."""
+    case = get_aval(cases[0])
+    return select_n(broadcast_in_dim(which, case.shape, (0,),
+                                     out_sharding=case.explicit_sharding), *cases)
 
 
 def _zeros(aval):

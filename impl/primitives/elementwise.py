@@ -701,8 +701,9 @@ def full_like(x, value):
     fill = np.array(value, aval.dtype)
     if aval.weak_type and _jax_convert is not None:
         fill = _jax_convert(fill, weak_type=True)
-    return vary_as(broadcast_in_dim(fill, aval.shape, (), out_sharding=aval.explicit_sharding),
-                   aval)
+    # cast before broadcasting, as JAX's programs do (`pvary 1.0` then broadcast_in_dim)
+    return broadcast_in_dim(vary_as(fill, aval), aval.shape, (),
+                            out_sharding=aval.explicit_sharding)
 
 
 # ------------------------------------------------- bit-level and special functions

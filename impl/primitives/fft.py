@@ -52,7 +52,13 @@ def _fft_aval(x, *, fft_type, fft_lengths):
 
 
 def _lower_fft(x, *, fft_type, fft_lengths):
-    return lax.fft(x, fft_type.upper(), fft_lengths)
+    # XLA's CPU layout assignment leaves an FFT's layout free and may hand it the layout
+    # its partitioner's collectives want (a sharded program: `irfft2(rfft2(x) * 2)` with
+    # x split over its transformed axes), which its FFT then refuses (a RET_CHECK: JAX's
+    # own lax.fft fails there). A leading unit axis, reshaped in and out, pins the
+    # default layout; it costs nothing (the reshapes are bitcasts).
+    out = lax.fft(lax.expand_dims(x, (0,)), fft_type.upper(), fft_lengths)
+    return lax.squeeze(out, (0,))
 
 
 def _hermitian_weights(shape, n, dtype, power=1):

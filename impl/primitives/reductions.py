@@ -252,7 +252,8 @@ def _shift_batch(axis_data, vals, dims, *, axis, reverse, fill):
 
 
 shift_p = define("shift", abstract_eval=_shift_aval, lowering=_shift_lower, jvp=_shift_jvp,
-                 transpose=_shift_transpose, batching=_shift_batch)
+                 transpose=_shift_transpose, batching=_shift_batch,
+                 sharding_rule=sharding_rules.alike_along_unsharded_axis("shift"))
 
 
 # --------------------------------------------------------- linear_recurrence
@@ -313,7 +314,8 @@ def _linrec_batch(axis_data, vals, dims, *, axis, reverse):
 
 linear_recurrence_p = define(
     "linear_recurrence", abstract_eval=_linrec_aval, lowering=_linrec_lower, jvp=_linrec_jvp,
-    transpose=_linrec_transpose, batching=_linrec_batch)
+    transpose=_linrec_transpose, batching=_linrec_batch,
+    sharding_rule=sharding_rules.alike_along_unsharded_axis("linear_recurrence"))
 
 
 # ------------------------------------------------------- cumulative reductions
@@ -401,14 +403,16 @@ cumchooser_tangent_p = define(
         jax.jvp(_extremum_scan(kind, axis, reverse), (x,), (t,))[1],
     jvp=ad.linear_in_jvp((0,)),
     transpose=_make_cumchooser_map_transpose(lambda: cumchooser_cotangent_p),
-    batching=_cumchooser_map_batch(lambda: cumchooser_tangent_p))
+    batching=_cumchooser_map_batch(lambda: cumchooser_tangent_p),
+    sharding_rule=sharding_rules.alike_along_unsharded_axis("cumchooser_tangent"))
 cumchooser_cotangent_p = define(
     "cumchooser_cotangent", abstract_eval=_cumchooser_map_aval,
     lowering=lambda ct, x, *, kind, axis, reverse:
         jax.vjp(_extremum_scan(kind, axis, reverse), x)[1](ct)[0],
     jvp=ad.linear_in_jvp((0,)),
     transpose=_make_cumchooser_map_transpose(lambda: cumchooser_tangent_p),
-    batching=_cumchooser_map_batch(lambda: cumchooser_cotangent_p))
+    batching=_cumchooser_map_batch(lambda: cumchooser_cotangent_p),
+    sharding_rule=sharding_rules.alike_along_unsharded_axis("cumchooser_cotangent"))
 
 
 def _cumchooser_jvp(kind):

@@ -146,8 +146,14 @@ def _constraint_transpose(ct, x, *, sharding):
 
 def _constraint_batch(axis_data, vals, dims, *, sharding):
     (x,), (d,) = vals, dims
+    unmapped = P.UNCONSTRAINED
+    mesh = getattr(sharding, "mesh", None) or jax.sharding.get_abstract_mesh()
+    if d is not None and jax.sharding.AxisType.Auto not in mesh.axis_types:
+        # UNCONSTRAINED needs an Auto axis; without one (the constraint asserts the
+        # type) the batch axis keeps the sharding the operand's type gives it
+        unmapped = sharding_rules.spec(get_aval(x))[d]
     new = batch_sharding(sharding, d, axis_data.spmd_name, what="with_sharding_constraint",
-                         unmapped_entry=P.UNCONSTRAINED)
+                         unmapped_entry=unmapped)
     return sharding_constraint_p.bind(x, sharding=new), d
 
 

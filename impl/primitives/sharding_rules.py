@@ -142,6 +142,20 @@ def along_unsharded_axis(x, *rest, axis, **params):
     return s
 
 
+def alike_along_unsharded_axis(name):
+    """Ops of operands of one shape along an axis (the tangent maps and recurrences of
+    the cumulative ops): sharded alike, and not along the axis."""
+    alike = elementwise(name)
+
+    def rule(*avals, axis, **params):
+        out = alike(*avals)
+        if out[axis % len(out)] is not None:
+            raise ShardingTypeError("Input should be unsharded over the axis being reduced. "
+                                    f"Got input type={type_str(avals[0])} and axis={axis}")
+        return out
+    return rule
+
+
 def concatenate(*operands, dimension):
     """The operands on a mesh (replicated ones included) sharded alike."""
     typed = [spec(o) for o in operands if o.on_mesh]

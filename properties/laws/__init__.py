@@ -300,6 +300,8 @@ LAWS = [
     # negative tests run together in one subprocess, in CI)
     Law(sharding.sharded_jit_matches_unsharded, lambda: cases.shardings(kinds=("jit", "constraint")),
         reaches=REV, devices=sharding.DEVICES, negatives=(Breaks("jit_drops_shardings", tier=CI),)),
+    Law(sharding.explicit_sharding_matches_jax, lambda: cases.shardings(kinds=("explicit",)),
+        devices=sharding.DEVICES, negatives=(Breaks("reshard_ignored", tier=CI),)),
     Law(sharding.spmd_axis_name_places_batch_axis, lambda: cases.shardings(kinds=("spmd",)),
         reaches=("batching",), devices=sharding.DEVICES,
         negatives=(Breaks("spmd_axis_name_ignored", tier=CI),)),

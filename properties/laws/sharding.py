@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
+from jax._src.core import ShardingTypeError   # JAX's class, not exported under jax.errors
 
 from .. import features
 from ..backends import LawSkipped
@@ -72,6 +73,49 @@ def sharded_jit_matches_unsharded(backend, case):
     require_finite(want, what="gradient")
     got = evaluate(backend.jit(backend.grad(scalarize(backend, g, y), argnums=argnums)), *args)
     assert_close(case, "grad of the sharded program vs grad of f", got, want)
+
+
+def _explicitly_sharded_run(lib, case, mesh):
+    """The case's program of inputs placed by their specs on the Explicit `mesh` (in
+    context), jitted, its result resharded to the case's out_spec: (result, its type)."""
+    from jax.sharding import NamedSharding, PartitionSpec
+    f = case.program.build(lib)
+    with jax.set_mesh(mesh):
+        args = [jax.device_put(a, NamedSharding(mesh, PartitionSpec(*s)))
+                for a, s in zip(case.args, case.in_specs)]
+        g = lib.jit(lambda *xs: lib.sharding.reshard(f(*xs), PartitionSpec(*case.out_spec)))
+        out = g(*args)
+        return out, lib.typeof(out)
+
+
+def explicit_sharding_matches_jax(backend, case):
+    """On a mesh of Explicit axes, a program of inputs sharded by their types, its
+    result resharded: the result's type (its sharding) and array sharding are JAX's and
+    its value the unsharded program's; where JAX refuses the program, the backend raises
+    JAX's exception type."""
+    require_devices()
+    from strategies.sharding import make_mesh
+    mesh = make_mesh(case.mesh_shape, case.mesh_names, explicit=True)
+    y = check_conditioning(case.program.build(backend), case.args)
+    try:
+        want, want_type = _explicitly_sharded_run(jax, case, mesh)
+    except (ShardingTypeError, TypeError, ValueError) as refused:   # JAX's typing errors
+        try:
+            _explicitly_sharded_run(backend, case, mesh)
+        except type(refused):
+            return
+        except Exception as e:  # noqa: BLE001 - reported
+            fail(case, f"JAX raised {type(refused).__name__}: {refused}\n  the backend "
+                       f"{type(e).__name__}: {e}")
+        fail(case, f"JAX raised {type(refused).__name__}: {refused}; the backend ran it")
+    try:
+        got, got_type = _explicitly_sharded_run(backend, case, mesh)
+    except Exception as e:  # noqa: BLE001 - reported
+        fail(case, f"the backend raised {type(e).__name__}: {e}; JAX gives {want_type}")
+    assert_close(case, "explicitly sharded f vs f", evaluate(lambda: got), y)
+    if str(got_type) != str(want_type) or got.sharding != want.sharding:
+        fail(case, f"result type {got_type} placed {got.sharding}, JAX's {want_type} placed "
+                   f"{want.sharding}")
 
 
 def spmd_axis_name_places_batch_axis(backend, case):
