@@ -19,7 +19,7 @@ def _ops(table, prim, ops):
 
 # why a mutant is equivalent: the rule's inputs it could change are never there
 INTEGER_TANGENT = ("the operand it drops is integer (indices, a start index, a predicate, a "
-                   "branch index): its tangent is always a symbolic zero, which the rule never reads")
+                   "branch index, PRNG key data): its tangent is always a symbolic zero, which the rule never reads")
 INTEGER_SWAP = ("the two operands have one type only when both are integer, and then both "
                 "tangents are symbolic zeros: the swap changes nothing")
 ONE_LINEAR_OPERAND = ("the rule returns None for the operand that is never linear (indices, "
@@ -32,13 +32,17 @@ SUM_OF_TANGENTS = ("the tangent is the sum of the two operands' tangents, and th
 LINEAR_IN_FIRST = ("the rule is linear in operand 0 only (ad.linear_in_jvp((0,))) and never "
                    "reads operand 1's tangent (the values that select)")
 ALWAYS_RAISES = "the rule always raises, before the mutant's change could apply: the same error"
+KEY_AND_PARAMETER = ("the first two operands are the key data (uint32, as the abstract evaluation "
+                     "requires) and a float parameter: never of one type, so the swap never applies")
 NO_OUTPUTS = ("debug_callback and debug_print have no outputs and their rules never read "
               "tangents or return cotangents: there is nothing to scale, drop, swap or move")
 
 EQUIVALENT: dict[str, str] = {
     **_each(["jvp:gather:drop_last", "jvp:dynamic_slice:drop_last", "jvp:take_along_axis:drop_last",
-             "jvp:scatter_add_along_axis:drop_last", "jvp:cond:drop_first", "jvp:select_n:drop_first"],
+             "jvp:scatter_add_along_axis:drop_last", "jvp:cond:drop_first", "jvp:select_n:drop_first",
+             "jvp:random_gamma:drop_first"],
             INTEGER_TANGENT),
+    "jvp:random_gamma:swap": KEY_AND_PARAMETER,
     "jvp:psum_unmapped:drop_first": ("psum_unmapped reads its first operand only for the axes it "
                                      "is mapped along, never its tangent"),
     **_each([f"jvp:{p}:swap" for p in ("gather", "dynamic_slice", "scatter", "scatter_add", "scatter_mul",
@@ -56,7 +60,7 @@ EQUIVALENT: dict[str, str] = {
     **_each([f"transpose:{p}:swap" for p in (
         "scatter_add_along_axis", "scatter_add", "scatter", "scatter_mul", "take_along_axis", "gather",
         "dynamic_slice", "div", "cond", "select_n", "psum_unmapped", "mul", "dot_general",
-        "conv_general_dilated", "triangular_solve", "linear_recurrence", "select_and_gather_add",
+        "conv_general_dilated", "triangular_solve", "tridiagonal_solve", "linear_recurrence", "select_and_gather_add",
         "cumchooser_tangent", "cumchooser_cotangent", "select_and_scatter_add")], ONE_LINEAR_OPERAND),
     **_each(["transpose:add:swap", "transpose:add_any:swap"], SAME_COTANGENTS),
     "batching:axis_index:move_batch_axis": ("axis_index's result is one number per member: batched, it "
@@ -106,6 +110,11 @@ OPEN_GAPS: dict[str, str] = {
             "pads (strategies.ops.Pad) take operands of one axis or more"),
     "jvp:sort:swap": ("applies only to a sort of two same-typed operands (lax.sort of a tuple); the drawn "
                       "programs sort one array"),
+    **_each(_ops("jvp", "random_gamma", ("scale", "drop_last")),
+            "the sampler's derivative in a is the implicit reparameterization one (at a fixed CDF "
+            "value), which no finite difference of the drawn samples shows; the other laws derive "
+            "vjp, linearize and jacobians from the same rule, so they agree with a consistently wrong "
+            "one (tests/test_random_dists.py checks it against JAX and the gamma CDF)"),
     "batching:pmax:move_batch_axis": ("needs pmax over the outer of two named vmaps on a value batched "
                                       "along the inner one; the quick profile's focused cases draw none "
                                       "(the default profile kills it)"),
