@@ -43,6 +43,11 @@ def upto(n: int) -> st.SearchStrategy[int]:
     return _UPTO[n] if n <= MAX_SIZE else st.integers(0, n)
 
 
+def _power_of_two_below(bound, limit):
+    """The largest 2^-k (k >= 0) with ``2^-k * bound <= limit``: an exact scaling."""
+    return 2.0 ** -max(0, math.ceil(math.log2(max(bound, 1e-9) / limit)))
+
+
 @dataclass(frozen=True)
 class Node:
     """One op application: ``name = expr`` in the program's source."""
@@ -352,7 +357,7 @@ class Mix(Op):
             matrix[0, 1] = -matrix[0, 1]  # never symmetric (constants are nonzero)
         # a power-of-two scale keeps the literal exact and the result within [-4, 4]
         raw = t.bound * float(np.max(np.sum(np.abs(matrix), axis=0)))
-        scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9) / 4.0)))
+        scale = _power_of_two_below(raw, 4.0)
         bound = raw * scale
         text = f"jnp.asarray({matrix.tolist()!r}, jnp.{t.dtype})"
         operand = f"jnp.reshape({ctx.name(a)}, (-1,))" if whole else ctx.name(a)
@@ -725,9 +730,8 @@ class BoundedUnary(Unary):
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
-        k = max(0, math.ceil(math.log2(max(t.bound, 1e-9) / self.limit)))
-        scale = 2.0 ** -k
-        inner = ctx.name(a) if k == 0 else f"{scale!r} * {ctx.name(a)}"
+        scale = _power_of_two_below(t.bound, self.limit)
+        inner = ctx.name(a) if scale == 1.0 else f"{scale!r} * {ctx.name(a)}"
         ends = [self.fn(t.lo * scale), self.fn(t.hi * scale)]
         return Node(self.name, (a,), f"{self.template}({inner})", t.with_(lo=min(ends), hi=max(ends)))
 
@@ -1142,7 +1146,7 @@ class Conv(Op):
                              max_size=math.prod(rhs_shape)))
         taps = rhs_sizes["I"] * math.prod(kernel.values())
         raw = t.bound * taps * max(abs(c) for c in flat)
-        scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9) / 4.0)))
+        scale = _power_of_two_below(raw, 4.0)
         bound = raw * scale
         # the operand's own dtype: conv takes no mixed dtypes (laws re-run programs in float64)
         kernel_text = f"jnp.asarray({np.array(flat).reshape(rhs_shape).tolist()!r}, {ctx.name(a)}.dtype)"
@@ -1213,7 +1217,7 @@ def _square_matrix(draw, ctx, a):
         n = t.shape[-1]
         const, cmax = ctx.const_literal(draw, (n, n), t.dtype)
         text, batch, raw = f"{x}[..., None, :] * {const}", t.shape[:-1], t.bound * cmax
-    scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9))))
+    scale = _power_of_two_below(raw, 1.0)
     return (text if scale == 1.0 else f"{scale!r} * {text}"), batch, t.shape[-1]
 
 
@@ -1457,9 +1461,8 @@ class DomainFunction(Op):
     def make(self, draw, ctx, a):
         t = ctx.values[a]
         x = ctx.name(a)
-        k = max(0, math.ceil(math.log2(max(t.bound, 1e-9) / self.radius)))
-        scale = 2.0 ** -k
-        y = f"{self.center!r} + {x}" if k == 0 else f"{self.center!r} + {scale!r} * {x}"
+        scale = _power_of_two_below(t.bound, self.radius)
+        y = f"{self.center!r} + {x}" if scale == 1.0 else f"{self.center!r} + {scale!r} * {x}"
         c = ctx.pick(draw, list(self.consts))
         lo, hi = self.bounds(self.center + scale * t.lo, self.center + scale * t.hi, c)
         expr = self.template.format(y=y, x=x, c=c)
@@ -1560,7 +1563,7 @@ class Fourier(Op):
         re = draw(st.lists(st.sampled_from(CONSTANTS), min_size=n, max_size=n))
         im = draw(st.lists(st.sampled_from(CONSTANTS), min_size=n, max_size=n))
         peak = max(math.hypot(r, i) for r, i in zip(re, im))
-        scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw * peak, 1e-9) / 4.0)))
+        scale = _power_of_two_below(raw * peak, 4.0)
         parts = [f"jnp.asarray({np.array(v).reshape(shape).tolist()!r}, {x}.dtype)" for v in (re, im)]
         if scale != 1.0:
             parts = [f"{p} * {scale!r}" for p in parts]
@@ -1719,11 +1722,6 @@ SOLVER_PREAMBLES = {
 
 
 PREAMBLES.update(SOLVER_PREAMBLES)
-
-
-def _power_of_two_below(bound, limit):
-    """The largest 2^-k (k >= 0) with ``2^-k * bound <= limit``: an exact scaling."""
-    return 2.0 ** -max(0, math.ceil(math.log2(max(bound, 1e-9) / limit)))
 
 
 class ComplexProduct(Op):

@@ -82,6 +82,11 @@ OPEN_GAPS: dict[str, str] = {
     **_each(["jvp:polygamma:drop_first", "jvp:regularized_incomplete_beta:drop_first"],
             "turns JAX's (and impl's) error for a derivative in m or a into a silent zero; laws "
             "must pass on JAX, so none perturbs it (tests/test_lax_operations.py checks the error)"),
+    "jvp:reduce:drop_last": ("drops the tangent of the last initial value, which is a symbolic zero "
+                             "wherever the rule does not raise (a nonzero one raises NotImplementedError, "
+                             "as in JAX): it turns that error into a silent zero; laws must pass on JAX, "
+                             "so none perturbs an initial value (tests/test_lax_reduce_solve_barrier.py "
+                             "checks the error)"),
     **_each(_ops("jvp", "select_and_gather_add", ("scale", "drop_first", "swap"))
             + _ops("jvp", "cumchooser_tangent", ("scale", "drop_first", "swap", "axis_off_by_one")),
             "runs only in second-order forward derivatives of pooling or cummax, which no law takes "
@@ -108,6 +113,12 @@ OPEN_GAPS: dict[str, str] = {
     **_each(["jvp:pad:swap", "transpose:pad:swap"],
             "the swap applies only to an operand of the padding value's type, a 0-d one, and the drawn "
             "pads (strategies.ops.Pad) take operands of one axis or more"),
+    "jvp:custom_linear_solve:swap": ("applies to two same-typed constants of the solve's programs with different "
+                                     "tangents; the drawn solves (strategies.ops.LinearSolve) close over one "
+                                     "matrix, the same value in each program, so the two tangents are one"),
+    "transpose:custom_linear_solve:swap": ("applies only to a solve without constants and two same-typed right-hand "
+                                           "sides (b a pytree): the rule returns None for each constant, and the "
+                                           "drawn solves close over their matrix and solve one array"),
     "jvp:sort:swap": ("applies only to a sort of two same-typed operands (lax.sort of a tuple); the drawn "
                       "programs sort one array"),
     **_each(_ops("jvp", "random_gamma", ("scale", "drop_last")),
