@@ -108,7 +108,8 @@ def test_drawn_cases_run_on_jax(options):
 
 
 @pytest.mark.parametrize("op", ["optimization_barrier", "reduce_precision", "reduce", "tridiagonal_solve",
-                                "custom_linear_solve"])
+                                # each program compiles two LU solves: seconds
+                                pytest.param("custom_linear_solve", marks=pytest.mark.slow)])
 def test_compiler_control_reduce_and_solver_ops_keep_their_promises(op):
     """Programs of the op alone run on JAX with the promised type, within the proven bounds;
     drawn linear (the linear ops), they are linear (a x + b y maps to a f(x) + b f(y))."""
