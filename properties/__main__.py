@@ -73,7 +73,9 @@ def parse(argv):
     p.add_argument("-k", dest="keyword", default=None,
                    help="pytest -k expression (with --hunt: a law's name or a part of names)")
     p.add_argument("-n", dest="workers", default=None,
-                   help="pytest-xdist workers (a number or 'auto')")
+                   help="pytest-xdist workers (a number or 'auto'; default: the usable cores, "
+                        f"at most {DEFAULT_MAX_WORKERS}, and one process for --hunt; "
+                        "1: one process)")
     p.add_argument("--report-dir", default=os.environ.get("PROPERTIES_REPORT_DIR")
                    or os.path.join(cache_dir(), "reports"),
                    help="where properties-<backend>.{md,json} go (default: %(default)s)")
@@ -119,11 +121,31 @@ def parse(argv):
         p.error("--time-limit with --hunt: a hunt's MINUTES are its time limit")
     if args.hunt is None and args.hunt_seed is not None:
         p.error("--hunt-seed is for --hunt")
-    if args.workers not in (None, "0", "1") and importlib.util.find_spec("xdist") is None:
+    if args.workers is None:
+        # a hunt's rounds end by being stopped, which one process survives with all it found
+        args.workers = "1" if args.hunt is not None else default_workers()
+    if args.workers not in ("0", "1") and importlib.util.find_spec("xdist") is None:
         p.error(f"-n {args.workers} needs pytest-xdist, which is not installed "
                 "(pip install pytest-xdist, or the project's [test] extra); "
                 "without -n the laws run in one process")
     return args
+
+
+#: More workers than this cost more CPU than they save time: each imports JAX and compiles
+#: the operations the laws share again.
+DEFAULT_MAX_WORKERS = 4
+
+
+def default_workers():
+    """The cores this process may use, at most DEFAULT_MAX_WORKERS ("1": one process,
+    also when pytest-xdist is not installed)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        cores = os.cpu_count() or 1
+    if cores < 2 or importlib.util.find_spec("xdist") is None:
+        return "1"
+    return str(min(cores, DEFAULT_MAX_WORKERS))
 
 
 def law_suites():
@@ -150,7 +172,7 @@ def command(args):
         cmd += ["--fast-compile"]
     if args.keyword:
         cmd += ["-k", args.keyword]
-    if args.workers not in (None, "0", "1"):
+    if args.workers not in ("0", "1"):
         cmd += ["-n", str(args.workers)]
     return cmd + list(args.pytest_args)
 

@@ -103,6 +103,7 @@ class Focus:
     named: tuple | None = None
     control: tuple | None = None
     families: tuple = ()
+    manual: tuple | None = None
 
 
 #: the focus in effect where a strategy is made (None: every case); a context variable,
@@ -111,7 +112,7 @@ _focus: contextvars.ContextVar[Focus | None] = contextvars.ContextVar("focus", d
 
 
 @contextlib.contextmanager
-def focus(*, ops=None, named=None, control=None, families=()):
+def focus(*, ops=None, named=None, control=None, families=(), manual=None):
     """Restrict every case strategy made meanwhile to the cases that exercise
     one primitive (``tools.mutation``). ``ops``: the vocabulary ops of
     program-based strategies (None: those strategies are out of focus);
@@ -119,10 +120,12 @@ def focus(*, ops=None, named=None, control=None, families=()):
     other strategy families kept whole ("custom", "remat", "prng", the samplers' "prng_gamma",
     "prng_poisson" and "prng_binomial", "piles", "sharding"),
     and the wrappers of programs of any ops ("chunked": vmap's chunk_size, "reduce_axes":
-    grad's reduce_axes), which bind primitives of their own.
+    grad's reduce_axes), which bind primitives of their own; ``manual``: the steps of the
+    one-device shard_map cases (``strategies.manual``).
     A strategy with nothing left in focus raises :class:`Irrelevant`."""
     token = _focus.set(Focus(None if ops is None else tuple(ops), None if named is None else tuple(named),
-                             None if control is None else tuple(control), tuple(families)))
+                             None if control is None else tuple(control), tuple(families),
+                             None if manual is None else tuple(manual)))
     try:
         yield
     finally:
@@ -360,6 +363,20 @@ def shard_maps(**options):
     _whole("sharding")
     options.setdefault("ops", NAMED_SMOOTH_OPS)
     return _real.shard_map_cases(**options)
+
+
+def manual_axes(**options):
+    """strategies.manual_axis_cases: shard_map over a one-device mesh, the manual axis's
+    casts and collectives (in focus: each body applies one of the focused steps)."""
+    f = _focus.get()
+    if f is None:
+        return _real.manual_axis_cases(**options)
+    if not f.manual:
+        raise Irrelevant("manual axes")
+    # the first of a drawn order: a short run's cases spread over the steps, where drawing
+    # the step itself keeps to the first few (hypothesis' preference for simple choices)
+    return st.permutations(f.manual).flatmap(
+        lambda order: _real.manual_axis_cases(**options, require=(order[0],)))
 
 
 def remats(**options):

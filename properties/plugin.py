@@ -101,6 +101,9 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "law(name): the pytest test of a law")
+    # a law of the nightly tier (the repository's pyproject declares it too; the CLI's
+    # suite.ini does not)
+    config.addinivalue_line("markers", "slow: a law of the nightly tier")
     if config.getoption("--fast-compile"):
         from . import xla_options
         xla_options.fast_compile()

@@ -8,7 +8,7 @@ Layers, bottom up: ``types`` (abstract values), ``array_strategies``,
 primitive: what draws it), ``source`` (the one builder and printer of cases),
 ``programs``, ``axes`` (vmap cases), ``linear`` (linear functions for linear_call)
 and the case kinds around programs (``control``, ``named``, ``remat``,
-``custom_rules``, ``prng``, ``ragged``, ``sharding``), ``parameters`` (the table of JAX's
+``custom_rules``, ``prng``, ``ragged``, ``sharding``, ``manual``), ``parameters`` (the table of JAX's
 transformation parameters), ``corners`` (dtype and shape corners) and ``stacks``
 (transformations over transformations); ``coverage`` checks the
 primitive table against a backend.
@@ -22,6 +22,7 @@ from .ragged import PileCase, pile_cases
 from .prng import PRNGCase, prng_cases
 from .custom_rules import CUSTOM_WRAPPER_KINDS, RULES, CustomWrapperCase, custom_wrapper_cases
 from .sharding import MESHES, SHARDING_KINDS, ShardingCase, ShardMapCase, shard_map_cases, sharding_cases
+from .manual import MANUAL_OPS, ManualAxisCase, manual_axis_cases
 from .axes import VmapCase, nested_vmap_cases, vmap_cases
 from .linear import LINEAR_KINDS, LinearFunction, linear_functions
 from .corners import Corner, corners
@@ -58,4 +59,6 @@ __all__ = [
     "Corner", "Layer", "SIGNATURES", "StackCase", "corners", "transformation_stacks",
     # sharding over 8 devices
     "MESHES", "SHARDING_KINDS", "ShardingCase", "ShardMapCase", "shard_map_cases", "sharding_cases",
+    # shard_map over one device: the manual axis's casts and collectives
+    "MANUAL_OPS", "ManualAxisCase", "manual_axis_cases",
 ]

@@ -14,7 +14,7 @@ import contextlib
 
 import numpy as np
 
-from . import control, custom_rules, named, prng, programs, remat
+from . import control, custom_rules, manual, named, prng, programs, remat
 from .ops import CUSTOM_KINDS
 from .vocabulary import PRIMITIVES, VOCABULARY, Drawn
 
@@ -99,9 +99,11 @@ def sources():
     """Every source of drawn cases the strategies have, as a key of :func:`reach`:
     ``("op", name)`` per vocabulary op, ``("named", op)`` per collective,
     ``("control", kind)`` per control-flow kind, ``("family", name)`` per
-    family of case strategies traced whole (:data:`FAMILIES`)."""
+    family of case strategies traced whole (:data:`FAMILIES`), ``("manual", step)`` per
+    step of the one-device shard_map cases."""
     return (tuple(("op", n) for n in VOCABULARY) + tuple(("named", c) for c in named.COLLECTIVES)
-            + tuple(("control", k) for k in control.CONTROL_KINDS) + tuple(("family", f) for f in FAMILIES))
+            + tuple(("control", k) for k in control.CONTROL_KINDS) + tuple(("family", f) for f in FAMILIES)
+            + tuple(("manual", s) for s in manual.MANUAL_OPS))
 
 
 #: case families traced whole: how to draw them, how to build a case for a backend, and
@@ -162,6 +164,8 @@ def _trace_source(backend, source, draws, per_strategy, names):
                               lambda c, b: c.program(b), per_strategy)
     elif kind == "control":
         strategy, build, n = control.control_flow_cases(kinds=(name,)), (lambda c, b: c.build(b)), per_strategy
+    elif kind == "manual":
+        strategy, build, n = manual.manual_axis_cases(require=(name,)), (lambda c, b: c.program(b)), per_strategy
     else:
         make, build, times = FAMILY_CASES[name]
         strategy, n = make(), times * per_strategy or 1

@@ -3,7 +3,8 @@
 :data:`PRIMITIVES` has one entry per primitive of a backend's registry (impl's
 ``impl.primitives._define.registry``), saying what draws it: a vocabulary op of
 the random programs, a collective of the named-axis cases, a control-flow kind,
-a family of case strategies, or an exemption with its reason. An entry may hold
+a step of the one-device shard_map cases, a family of case strategies, or an
+exemption with its reason. An entry may hold
 the op itself (a new primitive's op is declared right there) or name an op
 declared in ``strategies/ops.py``. The program vocabulary and the coverage test
 (tests/test_strategies.py, through ``strategies.coverage.check_table``, which
@@ -44,6 +45,11 @@ def op(o: str | Op) -> Drawn:
 def named(collective: str) -> Drawn:
     """Drawn by a named-axis case applying ``collective`` (``strategies.named.COLLECTIVES``)."""
     return Drawn(("named", collective))
+
+
+def manual(step: str) -> Drawn:
+    """Drawn by a one-device shard_map case applying ``step`` (``strategies.manual.MANUAL_OPS``)."""
+    return Drawn(("manual", step))
 
 
 def control(kind: str) -> Drawn:
@@ -100,44 +106,22 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "all_gather": named("all_gather"),
     "all_to_all": named("all_to_all"),
     "axis_index": named("axis_index"),
-    "pbroadcast": exempt(
-        "not drawn yet: JAX 0.10.2's pbroadcast jvp under vmap is broken (strict xfail in "
-        "tests/test_collectives.py), so no reference-checked law draws it; impl's own tests cover "
-        "it"),
+    # the manual axis's casts and collectives: the one-device shard_map cases (strategies.manual)
+    "pbroadcast": manual("pbroadcast"),
     "pmax": named("pmax"),
     "pmin": named("pmin"),
     "ppermute": named("ppermute"),
     "psum": named("psum"),
     "psum_scatter": named("psum_scatter"),
-    "psum_invariant": exempt(
-        "psum inside shard_map bodies with check_vma=True, drawn by strategies.sharding in the "
-        "8-device subprocess of properties.multidevice; tests/test_shard_map_vma.py checks it "
-        "against JAX"),
-    "pvary": exempt(
-        "the cast to varying manual axes inside shard_map bodies with check_vma=True (bound "
-        "by lax.pcast and implicitly), drawn by strategies.sharding in the 8-device subprocess "
-        "of properties.multidevice; tests/test_shard_map_vma.py checks it against JAX"),
-    "preduced": exempt(
-        "the cast to reduced manual axes (lax.pcast(..., to='reduced')) inside shard_map bodies "
-        "on Explicit meshes: not drawn yet; tests/test_shard_map_vma.py checks it against JAX"),
-    "reduced_vary_cast_p": exempt(
-        "the cast from reduced to varying manual axes (lax.pcast, and implicitly): not drawn "
-        "yet; tests/test_shard_map_vma.py checks it against JAX"),
-    "vary_unreduced_cast_p": exempt(
-        "the cast from varying to unreduced manual axes (lax.pcast, and the out_specs' "
-        "unreduced axes): not drawn yet; tests/test_shard_map_vma.py checks it against JAX"),
-    "unreduced_psum": exempt(
-        "psum of a value unreduced over manual axes: not drawn yet; "
-        "tests/test_shard_map_vma.py checks it against JAX"),
-    "unreduced_reduce_scatter": exempt(
-        "psum_scatter of a value unreduced over manual axes: not drawn yet; "
-        "tests/test_shard_map_vma.py checks it against JAX"),
-    "all_gather_invariant": exempt(
-        "all_gather(..., to='invarying'): not drawn yet; tests/test_shard_map_vma.py checks "
-        "it against JAX inside shard_map (JAX 0.10.2 fails on it under vmap)"),
-    "all_gather_reduced": exempt(
-        "all_gather(..., to='reduced') inside shard_map bodies on Explicit meshes: not drawn "
-        "yet; tests/test_shard_map_vma.py checks it against JAX"),
+    "psum_invariant": manual("psum"),
+    "pvary": manual("pvary"),
+    "preduced": manual("preduced"),
+    "reduced_vary_cast_p": manual("reduced_to_varying"),
+    "vary_unreduced_cast_p": manual("to_unreduced"),
+    "unreduced_psum": manual("unreduced_psum"),
+    "unreduced_reduce_scatter": manual("unreduced_psum_scatter"),
+    "all_gather_invariant": manual("all_gather_invariant"),
+    "all_gather_reduced": manual("all_gather_reduced"),
     "psum_unmapped": exempt(
         "internal to reduce_axes (sums a cotangent over the named axes); drawn through "
         "properties.cases.reduce_axes_cases for reduce_axes_matches_summed_grads"),
@@ -305,9 +289,7 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "squeeze": op("index"),
     "transpose": op("transpose"),
     # primitives.sharding
-    "reshard": exempt(
-        "not drawn yet: explicit sharding needs meshes with Explicit axes on 8 devices; "
-        "tests/test_explicit_sharding.py checks it against JAX under jit, jvp, grad and vmap"),
+    "reshard": manual("preduced"),   # on an Explicit mesh, a is resharded onto it
     "sharding_constraint": exempt(
         "drawn by strategies.sharding (8 devices, properties.multidevice)"),
     # primitives.windows
@@ -317,9 +299,8 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "select_and_gather_add": op("max_pool"),
     "select_and_scatter_add": op("max_pool"),
     # shard_map
-    "shard_map": exempt(
-        "drawn by strategies.sharding, whose meshes need 8 devices: traced in the subprocess of "
-        "properties.multidevice, not in this process"),
+    # every one-device case; strategies.sharding draws 8-device meshes (properties.multidevice)
+    "shard_map": manual("scale"),
 }
 
 

@@ -177,7 +177,7 @@ def test_a_wrapper_primitive_is_focused_on_its_wrapping_law(cov):
     whose programs never bind them do not run; programs of any op are drawn for it."""
     from properties import cases
     assert mutation.focus_for("chunk_map", cov) == {"ops": None, "named": None, "control": None,
-                                                    "families": ["chunked"]}
+                                                    "families": ["chunked"], "manual": None}
     assert mutation.focus_for("psum_unmapped", cov)["families"] == ["reduce_axes"]
     assert "chunked" not in mutation.focus_for("sin", cov)["families"]
     with cases.focus(**mutation.focus_for("chunk_map", cov)):

@@ -590,6 +590,10 @@ def test_custom_wrapper_weighted_sums_save_no_residual():
     (lambda: S.linear_functions(kinds=("x",)), ValueError),
     (lambda: S.linear_functions(wrong_transpose=1), TypeError),
     (lambda: S.prng_cases(samplers=("gamma", "nope")), ValueError),
+    (lambda: S.manual_axis_cases(ops=("nope",)), ValueError),
+    (lambda: S.manual_axis_cases(ops=("sin",), require=("preduced",)), ValueError),
+    (lambda: S.manual_axis_cases(max_steps=0), ValueError),
+    (lambda: S.manual_axis_cases(dtype="int32"), ValueError),
 ])
 def test_bad_input_is_refused_clearly(call, error):
     with pytest.raises(error):
@@ -717,3 +721,20 @@ def test_some_remat_bodies_are_linear_in_two_same_typed_inputs():
         f = case.body.build(jax)
         x = [np.asarray(a) for a in case.args]
         np.testing.assert_allclose(f(*[2.0 * a for a in x]), 2.0 * np.asarray(f(*x)), rtol=1e-9, atol=1e-12)
+
+
+# ----------------------------------------------------------------- one-device shard_map
+
+
+@pytest.mark.parametrize("step", ["all_gather_invariant", "unreduced_psum_scatter", "all_gather_reduced",
+                                  "reduced_to_varying"])
+def test_manual_axis_cases_apply_the_required_step_and_match_jax(step):
+    """A case drawn with require=(step,) applies it, on an Explicit mesh when the step needs
+    one, and JAX's shard_map computes the NumPy reference (values only: the laws check the rest)."""
+    from strategies.manual import MANUAL_OPS
+    for case in sample(S.manual_axis_cases(require=(step,), dtype="float64"), 2, seed=7):
+        assert step in case.ops
+        assert case.axis_type == "Explicit" or not MANUAL_OPS[step].explicit
+        assert (case.batch is None) == any(not MANUAL_OPS[s].vmappable for s in case.ops)
+        got = jax.jit(case.program(jax))(*case.args)
+        np.testing.assert_allclose(np.asarray(got), case.reference(*case.args), rtol=1e-12)

@@ -25,7 +25,8 @@ from . import (ad, batching, behaviour, control, custom, differential, jit, line
                remat, sharding, vmap)
 from ._common import CaseFiltered, discard
 from .jax_bugs import (CHECKPOINT_SAVEABLE_POLICY_COMPLEX, CLAMP_SCALAR_BOUND_JVP,
-                       DYNAMIC_UPDATE_SLICE_OF_OWN_SLICE, JACREV_ALLOW_INT_OF_BOOL, NAMED_AXIS_BUGS,
+                       DYNAMIC_UPDATE_SLICE_OF_OWN_SLICE, EAGER_UNREDUCED_PSUM,
+                       JACREV_ALLOW_INT_OF_BOOL, NAMED_AXIS_BUGS, PBROADCAST_ON_CPU,
                        SHARD_MAP_ALL_TO_ALL_TRANSPOSE, JaxBug)
 
 #: tiers: a CI test runs in the README's test command; a nightly one is marked ``slow``
@@ -305,6 +306,10 @@ LAWS = [
     Law(sharding.shard_map_matches_reference, lambda: cases.shard_maps(), reaches=BATCH,
         references=BATCH, needs=("shard_map",), devices=sharding.DEVICES,
         negatives=(Breaks("collectives_wrong", tier=CI),), jax_bugs=(SHARD_MAP_ALL_TO_ALL_TRANSPOSE,)),
+    # the manual axis's casts and collectives inside shard_map, on a mesh of one device
+    Law(sharding.one_device_shard_map_matches_reference, lambda: cases.manual_axes(), reaches=BATCH,
+        references=BATCH, needs=("shard_map",), negatives=(Breaks("forward_drops_term"),),
+        jax_bugs=(PBROADCAST_ON_CPU, EAGER_UNREDUCED_PSUM)),
     # transformation stacks of depth up to 4, drawn parameters, dtype and shape corners: a
     # crash is a failure (jit_refuses_static_argnames), as is a wrong value.  Deep stacks
     # take seconds each (nightly); one-layer stacks keep their negative tests in CI

@@ -144,6 +144,37 @@ def _jacrev_allow_int_of_bool():
     assert np.asarray(jac).dtype == jax.dtypes.float0 and np.shape(jac) == (), jac
 
 
+
+def _one_device_mesh(axis_type):
+    import jax
+    from jax.sharding import AxisType
+    return jax.make_mesh((1,), ("x",), axis_types=(getattr(AxisType, axis_type),))
+
+
+def _pbroadcast_on_cpu():
+    import jax
+    import numpy as np
+    from jax import lax
+    from jax.sharding import PartitionSpec as P
+    f = jax.shard_map(lambda v: lax.pbroadcast(v, "x", source=0), mesh=_one_device_mesh("Auto"),
+                      in_specs=P("x"), out_specs=P("x"))
+    x = np.array([0.5, 1.5])
+    # JAX: NotImplementedError, no MLIR translation rule for pbroadcast on cpu
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x)), x)   # one device: its own value
+
+
+def _eager_unreduced_psum():
+    import jax
+    import numpy as np
+    from jax import lax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    mesh = _one_device_mesh("Explicit")
+    f = jax.shard_map(lambda v: lax.psum(lax.pcast(v, "x", to="unreduced"), "x"), mesh=mesh,
+                      in_specs=P("x"), out_specs=P())
+    x = jax.sharding.reshard(np.array([0.5, 1.5]), NamedSharding(mesh, P("x")))
+    # JAX: AssertionError (expected last op to be sdy.sharding_constraint); under jit it works
+    np.testing.assert_array_equal(np.asarray(f(x)), [0.5, 1.5])   # the sum over one device
+
 ALL_TO_ALL_OF_UNBATCHED = JaxBug(
     "all_to_all of a value unbatched over its axis returns a wrong shape under vmap",
     _all_to_all_of_unbatched, "filtered")
@@ -170,6 +201,14 @@ SHARD_MAP_ALL_TO_ALL_TRANSPOSE = JaxBug(
     "vjp of shard_map through an untiled all_to_all whose split and concat axes differ raises "
     "ValueError (shard_map_matches_reference skips its vjp check on JAX for such bodies)",
     _shard_map_all_to_all_transpose, "avoided")
+PBROADCAST_ON_CPU = JaxBug(
+    "pbroadcast has no lowering on CPU (NotImplementedError: JAX lowers it on GPU only; "
+    "one_device_shard_map_matches_reference discards the bodies with one on JAX)",
+    _pbroadcast_on_cpu, "avoided")
+EAGER_UNREDUCED_PSUM = JaxBug(
+    "shard_map of a value unreduced over a manual axis fails eagerly (AssertionError in its "
+    "lowering; under jit it works: one_device_shard_map_matches_reference evaluates under jit)",
+    _eager_unreduced_psum, "avoided")
 CHECKPOINT_SAVEABLE_POLICY_COMPLEX = JaxBug(
     "grad of checkpoint with policy everything_saveable or save_anything_except_these_names "
     "raises TypeError on a complex intermediate value (strategies.stacks draws those policies "

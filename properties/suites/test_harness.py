@@ -195,6 +195,23 @@ def test_cli_says_that_workers_need_xdist(monkeypatch, capsys):
     assert cli.parse(["-n", "1"]).workers == "1"  # one process needs no xdist
 
 
+def test_cli_runs_on_the_usable_cores_by_default(monkeypatch):
+    cli = importlib.import_module("properties.__main__")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert cli.parse([]).workers == str(cli.DEFAULT_MAX_WORKERS)
+    assert "-n" in cli.command(cli.parse([]))
+    assert "-n" not in cli.command(cli.parse(["-n", "1"]))
+    assert cli.parse(["--hunt", "5"]).workers == "1"
+    assert cli.parse(["--hunt", "5", "-n", "2"]).workers == "2"
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert cli.parse([]).workers == "1"
+    real = importlib.util.find_spec
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "xdist" else real(name, *a))
+    assert cli.parse([]).workers == "1"   # without pytest-xdist: one process
+
+
 def test_cli_runs_the_laws_and_self_checks_only_on_request():
     cli = importlib.import_module("properties.__main__")
     laws = cli.command(cli.parse(["--report-dir", "r"]))

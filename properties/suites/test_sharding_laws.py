@@ -1,13 +1,17 @@
 """The sharding laws: sharded programs equal unsharded ones and carry their shardings.
 
-These laws need 8 devices. One subprocess with 8 host devices runs all of
+The law on a one-device mesh runs here, one test as for every topic; the others need
+8 devices. One subprocess with 8 host devices runs all of
 them (properties.multidevice), once, whatever the number of xdist workers;
 each law's record joins the report. A law that failed fails the test; a law
 that was skipped makes the test a skip naming it (never a pass)."""
 import pytest
 
 from properties.multidevice import device_laws, run_in_subprocess
+from properties.plugin import law_tests
 from properties.runner import RECORDS, LawRecord
+
+globals().update(law_tests("sharding"))
 
 
 def _record(rec, nodeid):

@@ -395,7 +395,8 @@ def coverage(per_source=3, seed=0):
     """{source: primitives}: what each strategy source binds in impl.
 
     Sources: ("op", name) for each vocabulary op, ("named", op) for each
-    named-axis op, ("control", kind), whole families ("custom", "remat",
+    named-axis op, ("control", kind), ("manual", step) for each step of the one-device
+    shard_map cases, whole families ("custom", "remat",
     "prng", "piles", "sharding") and wrappers ("chunked", "reduce_axes"); and
     ``PRIMAL``: what they bind without differentiating."""
     import impl
@@ -464,6 +465,14 @@ def coverage(per_source=3, seed=0):
     by_ops = set().union(*(names for source, names in out.items() if source[0] == "op"))
     for wrapper, names in wrapped.items():
         out[(wrapper,)] = names - by_ops
+    # the one-device shard_map cases, by step: what they bind beyond the ops (the elementwise
+    # steps and the products with w bind primitives whose own ops the program laws draw)
+    for step in S.MANUAL_OPS:
+        names = set()
+        for c in draws(S.manual_axis_cases(require=(step,)), per_source):
+            with contextlib.suppress(Exception):
+                trace(names, c.program(impl), c.args)
+        out[("manual", step)] = names - by_ops
     from properties.laws.batching import _pile_run
 
     def prng_map(c):   # what prng_vmap_matches_loop runs: vmap over the split keys
@@ -503,7 +512,9 @@ def focus_for(primitive, cov):
     named = sorted(s[1] for s, names in cov.items() if s[0] == "named" and primitive in names)
     control = sorted(s[1] for s, names in cov.items() if s[0] == "control" and primitive in names)
     fams = sorted(s[0] for s, names in cov.items() if len(s) == 1 and primitive in names)
-    return {"ops": ops or None, "named": named or None, "control": control or None, "families": fams}
+    manual = sorted(s[1] for s, names in cov.items() if s[0] == "manual" and primitive in names)
+    return {"ops": ops or None, "named": named or None, "control": control or None, "families": fams,
+            "manual": manual or None}
 
 
 # ------------------------------------------------------------------ running one mutant
@@ -692,7 +703,7 @@ def _message(exc):
 
 
 def _reachable(focus):
-    return any([focus["ops"], focus["named"], focus["control"], focus["families"]])
+    return any([focus["ops"], focus["named"], focus["control"], focus["families"], focus["manual"]])
 
 
 def _sample(mutants, n, seed, cov=None):

@@ -34,8 +34,13 @@ LINEAR_IN_FIRST = ("the rule is linear in operand 0 only (ad.linear_in_jvp((0,))
 ALWAYS_RAISES = "the rule always raises, before the mutant's change could apply: the same error"
 KEY_AND_PARAMETER = ("the first two operands are the key data (uint32, as the abstract evaluation "
                      "requires) and a float parameter: never of one type, so the swap never applies")
-NO_OUTPUTS = ("debug_callback and debug_print have no outputs and their rules never read "
-              "tangents or return cotangents: there is nothing to scale, drop, swap or move")
+NO_OUTPUTS = ("debug_callback, debug_print and inspect_sharding have no outputs and their rules never "
+              "read tangents or return cotangents: there is nothing to scale, drop, swap or move")
+NAMED_AXES = ("its `axes` are mesh axis names, which JAX lowers only as strings, and the mutant "
+              "shifts integer axes only: it changes nothing")
+#: the casts and collectives of unreduced and reduced manual axes, which vmap refuses (as JAX's)
+REFUSED_UNDER_VMAP = ("preduced", "reduced_vary_cast_p", "vary_unreduced_cast_p", "unreduced_psum",
+                      "unreduced_reduce_scatter", "all_gather_reduced")
 
 EQUIVALENT: dict[str, str] = {
     **_each(["jvp:gather:drop_last", "jvp:dynamic_slice:drop_last", "jvp:take_along_axis:drop_last",
@@ -55,6 +60,11 @@ EQUIVALENT: dict[str, str] = {
                                              "derivative there, as in JAX); with both zero it swaps zeros"),
     **_each(_ops("jvp", "pure_callback", ("scale", "drop_first", "drop_last", "swap")),
             "pure_callback is not differentiable (as in JAX): " + ALWAYS_RAISES),
+    **_each(_ops("jvp", "io_callback", ("scale", "drop_first", "drop_last", "swap"))
+            + _ops("transpose", "io_callback", ("scale", "drop_first", "swap")),
+            "io_callback has no derivative (as in JAX): " + ALWAYS_RAISES),
+    **_each(_ops("jvp", "scatter_apply", ("scale", "drop_first", "drop_last", "swap")),
+            "x.at[].apply has no derivative (as in JAX): " + ALWAYS_RAISES),
     **_each(_ops("transpose", "while", ("scale", "drop_first", "swap")),
             "while_loop has no reverse mode: " + ALWAYS_RAISES),
     **_each([f"transpose:{p}:swap" for p in (
@@ -65,6 +75,16 @@ EQUIVALENT: dict[str, str] = {
     **_each(["transpose:add:swap", "transpose:add_any:swap"], SAME_COTANGENTS),
     "batching:axis_index:move_batch_axis": ("axis_index's result is one number per member: batched, it "
                                             "has the batch axis alone, which there is nowhere to move"),
+    **_each([f"{t}:{p}:axis_off_by_one" for p in ("pvary", "preduced", "reduced_vary_cast_p",
+                                                  "vary_unreduced_cast_p", "unreduced_psum")
+             for t in ("jvp", "transpose", "batching") if not (t == "batching" and p in REFUSED_UNDER_VMAP)],
+            NAMED_AXES),
+    **_each([op for p in REFUSED_UNDER_VMAP for op in _ops("batching", p, (
+        "move_batch_axis", "shift_batch", "axis_off_by_one"))],
+            "vmap of a value unreduced or reduced over a manual axis is refused, as by JAX: " + ALWAYS_RAISES),
+    **_each(_ops("jvp", "inspect_sharding", ("scale", "drop_first")) + _ops("transpose", "inspect_sharding", (
+        "scale", "drop_first")) + _ops("batching", "inspect_sharding", ("move_batch_axis", "shift_batch")),
+            NO_OUTPUTS),
     **_each([op for p in ("debug_callback", "debug_print") for op in (
         _ops("jvp", p, ("scale", "drop_first", "drop_last", "swap"))
         + _ops("transpose", p, ("scale", "drop_first", "swap"))
@@ -95,9 +115,6 @@ OPEN_GAPS: dict[str, str] = {
             "only vmap of igamma's derivative in a reaches it, and the vmap-of-grad laws draw smooth programs"),
     "jvp:pad:drop_last": ("a traced padding value is drawn only by strategies.ops.Pad, seldom among "
                           "pad's focused cases"),
-    **_each(["jvp:shard_map:swap", "transpose:shard_map:swap"],
-            "the drawn shard_map cases take one input: there is no second to swap"),
-    **_each(_ops("batching", "shard_map", ("move_batch_axis", "shift_batch")), "no law vmaps a shard_map"),
     **_each([f"jvp:{p}:{op}" for p in ("custom_jvp_call", "custom_vjp_call")
              for op in ("scale", "drop_first", "drop_last", "swap")],
             "the table's rule runs only where a custom_jvp or custom_vjp function is staged (jit, checkpoint) "
@@ -126,6 +143,11 @@ OPEN_GAPS: dict[str, str] = {
             "value), which no finite difference of the drawn samples shows; the other laws derive "
             "vjp, linearize and jacobians from the same rule, so they agree with a consistently wrong "
             "one (tests/test_random_dists.py checks it against JAX and the gamma CDF)"),
+    **_each(_ops("jvp", "unreduced_reduce_scatter", ("axis_off_by_one",))
+            + _ops("transpose", "unreduced_reduce_scatter", ("axis_off_by_one",)),
+            "with one device only an untiled psum_scatter of an unreduced value shows the dimension "
+            "scattered (a size-1 one beside a larger one); the quick profile's focused cases seldom "
+            "draw it (strategies.manual)"),
     "batching:pmax:move_batch_axis": ("needs pmax over the outer of two named vmaps on a value batched "
                                       "along the inner one; the quick profile's focused cases draw none "
                                       "(the default profile kills it)"),
