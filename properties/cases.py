@@ -117,7 +117,8 @@ def focus(*, ops=None, named=None, control=None, families=(), manual=None):
     one primitive (``tools.mutation``). ``ops``: the vocabulary ops of
     program-based strategies (None: those strategies are out of focus);
     ``named``: named-axis ops; ``control``: control-flow kinds; ``families``:
-    other strategy families kept whole ("custom", "remat", "prng", "piles", "sharding"),
+    other strategy families kept whole ("custom", "remat", "prng", the samplers' "prng_gamma",
+    "prng_poisson" and "prng_binomial", "piles", "sharding"),
     and the wrappers of programs of any ops ("chunked": vmap's chunk_size, "reduce_axes":
     grad's reduce_axes), which bind primitives of their own; ``manual``: the steps of the
     one-device shard_map cases (``strategies.manual``).
@@ -331,7 +332,16 @@ def piles(**options):
 
 
 def prngs(**options):
-    """strategies.prng_cases: keys, splits, fold_in and draws around a float input."""
+    """strategies.prng_cases: keys, splits, fold_in and draws around a float input. The
+    rejection samplers (gamma, its derivative, poisson, binomial) take seconds of XLA
+    compile per case, so only a focus on one of their families
+    (``strategies.prng.SAMPLER_FAMILIES``) draws them (tests/test_random_dists.py runs
+    the law on them against JAX)."""
+    f = _focus.get()
+    samplers = tuple(s for fam in (f.families if f is not None else ())
+                     for s in _real.prng.SAMPLER_FAMILIES.get(fam, ()))
+    if samplers:
+        return _real.prng_cases(samplers=samplers, **options)
     _whole("prng")
     return _real.prng_cases(**options)
 

@@ -14,7 +14,7 @@ import contextlib
 
 import numpy as np
 
-from . import control, custom_rules, manual, named, programs, remat
+from . import control, custom_rules, manual, named, prng, programs, remat
 from .ops import CUSTOM_KINDS
 from .vocabulary import PRIMITIVES, VOCABULARY, Drawn
 
@@ -115,6 +115,10 @@ FAMILY_CASES = {
     # custom_vjp's optimize_remat=True, which one draw in four or so makes
     "custom_optimize_remat": (lambda: custom_rules.custom_wrapper_cases(kinds=("custom_vjp",), rules=("true",))
                               .filter(lambda c: c.optimize_remat), lambda c, b: c.make(b)[0], 0),
+    # the rejection samplers, mapped over split keys as prng_vmap_matches_loop maps them
+    **{fam: (lambda samplers=samplers: prng.prng_cases(samplers=samplers),
+             lambda c, b: lambda x: b.vmap(c.program(b), in_axes=(0, None))(c.keys(b), x), 1)
+       for fam, samplers in prng.SAMPLER_FAMILIES.items()},
 }
 FAMILIES = tuple(FAMILY_CASES)
 

@@ -43,6 +43,11 @@ def upto(n: int) -> st.SearchStrategy[int]:
     return _UPTO[n] if n <= MAX_SIZE else st.integers(0, n)
 
 
+def _power_of_two_below(bound, limit):
+    """The largest 2^-k (k >= 0) with ``2^-k * bound <= limit``: an exact scaling."""
+    return 2.0 ** -max(0, math.ceil(math.log2(max(bound, 1e-9) / limit)))
+
+
 @dataclass(frozen=True)
 class Node:
     """One op application: ``name = expr`` in the program's source."""
@@ -352,7 +357,7 @@ class Mix(Op):
             matrix[0, 1] = -matrix[0, 1]  # never symmetric (constants are nonzero)
         # a power-of-two scale keeps the literal exact and the result within [-4, 4]
         raw = t.bound * float(np.max(np.sum(np.abs(matrix), axis=0)))
-        scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9) / 4.0)))
+        scale = _power_of_two_below(raw, 4.0)
         bound = raw * scale
         text = f"jnp.asarray({matrix.tolist()!r}, jnp.{t.dtype})"
         operand = f"jnp.reshape({ctx.name(a)}, (-1,))" if whole else ctx.name(a)
@@ -725,9 +730,8 @@ class BoundedUnary(Unary):
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
-        k = max(0, math.ceil(math.log2(max(t.bound, 1e-9) / self.limit)))
-        scale = 2.0 ** -k
-        inner = ctx.name(a) if k == 0 else f"{scale!r} * {ctx.name(a)}"
+        scale = _power_of_two_below(t.bound, self.limit)
+        inner = ctx.name(a) if scale == 1.0 else f"{scale!r} * {ctx.name(a)}"
         ends = [self.fn(t.lo * scale), self.fn(t.hi * scale)]
         return Node(self.name, (a,), f"{self.template}({inner})", t.with_(lo=min(ends), hi=max(ends)))
 
@@ -1142,7 +1146,7 @@ class Conv(Op):
                              max_size=math.prod(rhs_shape)))
         taps = rhs_sizes["I"] * math.prod(kernel.values())
         raw = t.bound * taps * max(abs(c) for c in flat)
-        scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9) / 4.0)))
+        scale = _power_of_two_below(raw, 4.0)
         bound = raw * scale
         # the operand's own dtype: conv takes no mixed dtypes (laws re-run programs in float64)
         kernel_text = f"jnp.asarray({np.array(flat).reshape(rhs_shape).tolist()!r}, {ctx.name(a)}.dtype)"
@@ -1213,7 +1217,7 @@ def _square_matrix(draw, ctx, a):
         n = t.shape[-1]
         const, cmax = ctx.const_literal(draw, (n, n), t.dtype)
         text, batch, raw = f"{x}[..., None, :] * {const}", t.shape[:-1], t.bound * cmax
-    scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw, 1e-9))))
+    scale = _power_of_two_below(raw, 1.0)
     return (text if scale == 1.0 else f"{scale!r} * {text}"), batch, t.shape[-1]
 
 
@@ -1457,9 +1461,8 @@ class DomainFunction(Op):
     def make(self, draw, ctx, a):
         t = ctx.values[a]
         x = ctx.name(a)
-        k = max(0, math.ceil(math.log2(max(t.bound, 1e-9) / self.radius)))
-        scale = 2.0 ** -k
-        y = f"{self.center!r} + {x}" if k == 0 else f"{self.center!r} + {scale!r} * {x}"
+        scale = _power_of_two_below(t.bound, self.radius)
+        y = f"{self.center!r} + {x}" if scale == 1.0 else f"{self.center!r} + {scale!r} * {x}"
         c = ctx.pick(draw, list(self.consts))
         lo, hi = self.bounds(self.center + scale * t.lo, self.center + scale * t.hi, c)
         expr = self.template.format(y=y, x=x, c=c)
@@ -1560,7 +1563,7 @@ class Fourier(Op):
         re = draw(st.lists(st.sampled_from(CONSTANTS), min_size=n, max_size=n))
         im = draw(st.lists(st.sampled_from(CONSTANTS), min_size=n, max_size=n))
         peak = max(math.hypot(r, i) for r, i in zip(re, im))
-        scale = 2.0 ** -max(0, math.ceil(math.log2(max(raw * peak, 1e-9) / 4.0)))
+        scale = _power_of_two_below(raw * peak, 4.0)
         parts = [f"jnp.asarray({np.array(v).reshape(shape).tolist()!r}, {x}.dtype)" for v in (re, im)]
         if scale != 1.0:
             parts = [f"{p} * {scale!r}" for p in parts]
@@ -1641,6 +1644,168 @@ def _fourier_ops():
     """FFTs of all four kinds (fft, ifft, rfft, irfft) and the complex parts (complex,
     real, imag, conj) inside compositions whose values are real."""
     return [RfftFilter(), FftFilter(), PowerSpectrum()]
+
+
+# ------------------------------------ compiler controls, general reductions, solvers
+
+
+def _same_typed_partner(draw, ctx, a):
+    """Another value of ``a``'s shape and dtype, preferring recent ones, or ``a`` itself:
+    a rule that swaps or drops one of two same-typed operands shows only with two."""
+    t = ctx.values[a]
+    others = [b for b in ctx.recent() if b != a and ctx.values[b].shape == t.shape
+              and ctx.values[b].dtype == t.dtype]
+    return ctx.pick(draw, others) if others else a
+
+
+class OptimizationBarrier(Op):
+    """``lax.optimization_barrier`` of the operand and a value of its type (the identity,
+    as a pair), then ``p - 0.5 q`` of the pair: linear, each operand weighed differently."""
+
+    name, linear, category = "optimization_barrier", True, "compiler control"
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        b = _same_typed_partner(draw, ctx, a)
+        u = ctx.values[b]
+        lo, hi = t.lo - 0.5 * u.hi, t.hi - 0.5 * u.lo
+        if not fits(t.shape, lo, hi):
+            b, u, lo, hi = a, t, 0.5 * t.lo, 0.5 * t.hi
+        expr = f"(lambda p, q: p - 0.5 * q)(*lax.optimization_barrier(({ctx.name(a)}, {ctx.name(b)})))"
+        return Node(self.name, (a, b), expr, ValueType(t.shape, t.dtype, lo, hi, t.deps | u.deps))
+
+
+class ReducePrecision(Op):
+    """``lax.reduce_precision`` to at least the operand dtype's own exponent and mantissa
+    bits (``jnp.finfo`` of the dtype at trace time, so a float32 program re-run in
+    float64 keeps float64's): the identity, so smooth and linear, as JAX differentiates
+    it. Fewer bits would round: piecewise constant, where JAX's linear derivative is not
+    the derivative finite differences see."""
+
+    name, linear, category = "reduce_precision", True, "compiler control"
+
+    def make(self, draw, ctx, a):
+        extra_exponent, extra_mantissa = draw(upto(2)), draw(upto(2))
+        x = ctx.name(a)
+        expr = (f"lax.reduce_precision({x}, exponent_bits=jnp.finfo({x}.dtype).nexp + {extra_exponent}, "
+                f"mantissa_bits=jnp.finfo({x}.dtype).nmant + {extra_mantissa})")
+        return Node(self.name, (a,), expr, ctx.values[a],
+                    (("extra_exponent", extra_exponent), ("extra_mantissa", extra_mantissa)))
+
+
+SOLVER_PREAMBLES = {
+    "complex_product": """\
+    def complex_product(re, im, axes):
+        # the product of the complex numbers re + i im over axes, as (real, imaginary):
+        # lax.reduce with a computation no dedicated reduction has (associative, commutative)
+        def times(p, q):
+            return p[0] * q[0] - p[1] * q[1], p[0] * q[1] + p[1] * q[0]
+        one, zero = jnp.ones((), re.dtype), jnp.zeros((), re.dtype)
+        return lax.reduce((re, im), (one, zero), times, axes)
+""",
+    "linear_solve": """\
+    def linear_solve(a, b, symmetric):
+        # x with a x = b, differentiated through the equation by lax.custom_linear_solve;
+        # the transposed solve is given unless a is symmetric
+        def matvec(v):
+            return jnp.matmul(a, v)
+
+        def solve(_, r):
+            return jnp.linalg.solve(a, r)
+
+        def transpose_solve(_, r):
+            return jnp.linalg.solve(jnp.swapaxes(a, -1, -2), r)
+        return lax.custom_linear_solve(matvec, b, solve, None if symmetric else transpose_solve,
+                                       symmetric=symmetric)
+""",
+}
+
+
+PREAMBLES.update(SOLVER_PREAMBLES)
+
+
+class ComplexProduct(Op):
+    """``lax.reduce`` with a computation of its own (the complex product of pairs) over
+    drawn axes of ``1 + s x`` and ``s y`` (y another value of x's type, or x), then
+    ``real + 0.5 imag``. ``s`` (a power of two) keeps every factor within 1/(2N) of 1 for
+    N reduced elements, so the product stays within [-2.1, 2.1]. Smooth, not linear."""
+
+    name, category = "reduce", "reduction"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        b = _same_typed_partner(draw, ctx, a)
+        u = ctx.values[b]
+        axes = tuple(i for i in range(t.rank) if draw(_BOOL)) or (t.rank - 1,)
+        count = math.prod(t.shape[i] for i in axes)
+        s = _power_of_two_below(max(t.bound, u.bound), 1.0 / (2 * count))
+        shape = tuple(n for i, n in enumerate(t.shape) if i not in axes)
+        expr = (f"(lambda p: p[0] + 0.5 * p[1])(complex_product(1.0 + {s!r} * {ctx.name(a)}, "
+                f"{s!r} * {ctx.name(b)}, {axes!r}))")
+        # |1 + s x + i s y| <= 1 + 1/(sqrt(2) N): the product's modulus is below e^0.71 < 2.1,
+        # so real + 0.5 imag within 1.5 * 2.1
+        return Node(self.name, (a, b), expr, ValueType(shape, t.dtype, -3.2, 3.2, t.deps | u.deps),
+                    (("axes", axes),), needs=("complex_product",))
+
+
+class TridiagonalSolve(Op):
+    """``lax.linalg.tridiagonal_solve`` of the operand (``[..., m, n]``, rank 2 or more)
+    for a strictly diagonally dominant tridiagonal matrix (diagonal in [1.75, 2.25],
+    off-diagonals within 1/4: |solution| <= |operand|): in linear programs its diagonals
+    are constants, otherwise they are made from the operand's first and last columns,
+    each diagonal a different multiple so that none stands for another."""
+
+    name, linear, category = "tridiagonal_solve", True, "linear algebra"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 2
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        x = ctx.name(a)
+        if ctx.linear:
+            diagonals = []
+            for _ in range(3):
+                const, cmax = ctx.const_literal(draw, t.shape[:-1], t.dtype)
+                diagonals.append(f"{0.25 / cmax!r} * {const}")
+            dl, d, du = diagonals
+            d = f"2.0 + {d}"
+        else:
+            s = _power_of_two_below(t.bound, 0.25)
+            first, last = f"{s!r} * {x}[..., 0]", f"{s!r} * {x}[..., -1]"
+            dl, d, du = first, f"2.0 - {first}", f"-{last}"
+        expr = f"lax.linalg.tridiagonal_solve({dl}, {d}, {du}, {x})"
+        return Node(self.name, (a,), expr, t.with_(lo=-t.bound, hi=t.bound))
+
+
+class LinearSolve(Op):
+    """``lax.custom_linear_solve`` of ``A x = m`` (m from the operand, entries in [-1, 1],
+    as for ``solve``): A is ``dominant(m)`` or, drawn symmetric, ``spd(m)`` (no transposed
+    solve given: the solve is its own transpose); in linear programs A is made from a
+    constant matrix instead, so the solution is linear in the operand. |x| <= 1 either way
+    (dominant: |A^-1| <= 1 by rows; spd: eigenvalues >= n)."""
+
+    name, linear, category = "custom_linear_solve", True, "linear algebra"
+
+    def accepts(self, t, ctx):
+        return _matrix_ok(t)
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        m, batch, n = _square_matrix(draw, ctx, a)
+        symmetric = draw(_BOOL)
+        helper = "spd" if symmetric else "dominant"
+        if ctx.linear:
+            const, cmax = ctx.const_literal(draw, (n, n), t.dtype)
+            matrix = f"{helper}({1.0 / cmax!r} * {const})"
+        else:
+            matrix = f"{helper}({m})"
+        expr = f"linear_solve({matrix}, {m}, {symmetric})"
+        return Node(self.name, (a,), expr, t.with_(shape=batch + (n, n), lo=-1.0, hi=1.0),
+                    (("symmetric", symmetric),), needs=(helper, "linear_solve"))
 
 
 # ----------------------------------------------------------------- vocabulary

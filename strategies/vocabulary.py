@@ -17,7 +17,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from .ops import Op, base_ops
+from .ops import (ComplexProduct, LinearSolve, Op, OptimizationBarrier, ReducePrecision,
+                  TridiagonalSolve, base_ops)
 
 
 @dataclass(frozen=True)
@@ -125,11 +126,8 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
         "internal to reduce_axes (sums a cotangent over the named axes); drawn through "
         "properties.cases.reduce_axes_cases for reduce_axes_matches_summed_grads"),
     # primitives.compiler_controls
-    "optimization_barrier": exempt(
-        "not drawn yet: tests/test_lax_reduce_solve_barrier.py covers it against JAX"),
-    "reduce_precision": exempt(
-        "not drawn yet (piecewise constant: no smooth law applies); tests/test_lax_reduce_solve_barrier.py "
-        "covers it against JAX"),
+    "optimization_barrier": op(OptimizationBarrier()),
+    "reduce_precision": op(ReducePrecision()),
     # primitives.complex_parts
     "complex": op("fft_filter"),
     "conj": op("power_spectrum"),
@@ -197,10 +195,7 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "polygamma": op("polygamma"),
     "population_count": op("population_count"),
     "pow": op("pow"),
-    "random_gamma_grad": exempt(
-        "only the derivative of random_gamma (no derivative itself, as in JAX): "
-        "tests/test_random_dists.py compares gamma's vjp with JAX's and float64 finite "
-        "differences of the gamma CDF"),
+    "random_gamma_grad": family("prng_gamma"),
     "regularized_incomplete_beta": op("betainc"),
     "rem": op("rem"),
     "round": op("round"),
@@ -223,9 +218,7 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     # primitives.fft
     "fft": op("fft_filter"),
     # primitives.general_reduce
-    "reduce": exempt(
-        "not drawn yet: lax.reduce with a general computation; tests/test_lax_reduce_solve_barrier.py covers it "
-        "against JAX and finite differences"),
+    "reduce": op(ComplexProduct()),
     # primitives.indexing
     "concatenate": op("concatenate"),
     "dynamic_slice": op("dynamic_slice"),
@@ -249,25 +242,18 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "qr": op("qr"),
     "svd": op("svd"),
     "triangular_solve": op("triangular_solve"),
-    "tridiagonal_solve": exempt(
-        "not drawn yet: tests/test_program_names.py checks lax.linalg.tridiagonal_solve against "
-        "JAX"),
+    "tridiagonal_solve": op(TridiagonalSolve()),
     # primitives.linear_solve
-    "custom_linear_solve": exempt(
-        "not drawn yet: tests/test_lax_reduce_solve_barrier.py covers it against JAX and finite differences"),
+    "custom_linear_solve": op(LinearSolve()),
     # primitives.mapping
     "chunk_map": exempt(
         "bound by vmap(..., chunk_size=k): properties.cases.chunked_vmaps draws the chunk size (a "
         "vmap parameter, not a program op) for chunked_vmap_matches_vmap"),
     # primitives.prng
-    "random_binomial": exempt(
-        "rejection sampler lowered to JAX's: tests/test_random_dists.py against JAX"),
+    "random_binomial": family("prng_binomial"),
     "random_bits": op("random"),
-    "random_gamma": exempt(
-        "rejection sampler lowered to JAX's (~1 s of XLA compile per draw): "
-        "tests/test_random_dists.py against JAX under jit, vmap, vjp and grad"),
-    "random_poisson": exempt(
-        "rejection sampler lowered to JAX's: tests/test_random_dists.py against JAX"),
+    "random_gamma": family("prng_gamma"),
+    "random_poisson": family("prng_poisson"),
     "threefry2x32": op("random"),
     # primitives.reductions
     "argmax": op("take_argmax"),

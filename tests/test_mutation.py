@@ -190,6 +190,19 @@ def test_a_wrapper_primitive_is_focused_on_its_wrapping_law(cov):
     assert {op for c in drawn for op in c.program.ops} <= {"sin"}
 
 
+def test_a_sampler_is_focused_on_its_family_of_prng_cases(cov):
+    """The rejection samplers are bound only by the PRNG cases of their sampler family (which
+    compile for seconds, so only such a focus draws them): their focus is that family, and
+    under it the PRNG law's cases hold the sampler."""
+    from properties import cases
+    for primitive, fam in (("random_gamma", "prng_gamma"), ("random_gamma_grad", "prng_gamma"),
+                           ("random_poisson", "prng_poisson"), ("random_binomial", "prng_binomial")):
+        assert mutation.focus_for(primitive, cov)["families"] == [fam], primitive
+    with cases.focus(**mutation.focus_for("random_poisson", cov)):
+        drawn = draw_examples(cases.prngs(), 4, random.Random(0))
+    assert drawn and all("poisson" in {s[0] for s in c.steps} for c in drawn)
+
+
 def test_a_primitive_bound_only_in_derivatives_gets_the_differentiating_laws_first(cov):
     """add_any is bound only in derivative programs: the laws that vmap without
     differentiating cannot bind it, so its batching mutants try those that differentiate

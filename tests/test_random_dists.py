@@ -255,6 +255,33 @@ def test_random_gamma_grad_under_vmap_matches_jax():
                 jax.lax.random_gamma_grad(a, np.full(3, x[1])))
 
 
+@pytest.mark.slow   # every case compiles its rejection loops, seconds each
+@pytest.mark.parametrize("backend", ["impl", "jax"])
+@pytest.mark.parametrize("family", ["prng_gamma", "prng_poisson", "prng_binomial"])
+def test_prng_law_holds_on_the_sampler_cases(family, backend):
+    """The PRNG cases that only a mutation focus on a sampler family draws (gamma, its
+    derivative, poisson, binomial mapped over split keys) pass prng_vmap_matches_loop on
+    impl and on JAX, and hold the family's samplers."""
+    from hypothesis import HealthCheck, given, settings
+
+    from properties import cases
+    from properties.backends import load_backend
+    from properties.laws import LAWS
+    from strategies.prng import SAMPLER_FAMILIES
+    law = next(law for law in LAWS if law.name == "prng_vmap_matches_loop")
+    loaded = load_backend(backend)
+    with cases.focus(families=(family,)):
+        strategy = law.cases()
+
+    @settings(max_examples=2, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def holds(case):
+        assert {s[0] for s in case.steps} & set(SAMPLER_FAMILIES[family]), case
+        law(loaded, case)
+    holds()
+
+
 # ------------------------------------------------------------------- errors
 
 ERRORS = [

@@ -107,6 +107,41 @@ def test_drawn_cases_run_on_jax(options):
     assert len(failures) <= 0.01 * len(cases), "\n\n".join(failures[:3])
 
 
+@pytest.mark.parametrize("op", ["optimization_barrier", "reduce_precision", "reduce", "tridiagonal_solve",
+                                # each program compiles two LU solves: seconds
+                                pytest.param("custom_linear_solve", marks=pytest.mark.slow)])
+def test_compiler_control_reduce_and_solver_ops_keep_their_promises(op):
+    """Programs of the op alone run on JAX with the promised type, within the proven bounds;
+    drawn linear (the linear ops), they are linear (a x + b y maps to a f(x) + b f(y))."""
+    for linear in (False, True) if VOCABULARY[op].linear else (False,):
+        # a draw whose inputs the op does not accept (e.g. scalars) is a program without it
+        drawn = [(p, a) for p, a in sample(S.program_cases(ops=(op,), dtype="float64", linear=linear), 10, seed=5)
+                 if op in p.ops]
+        assert len(drawn) >= 3, f"{op} drawn in {len(drawn)} of 10 programs"
+        for program, args in drawn:
+            f = jax.jit(program.build(jax))
+            out = np.asarray(f(*args))
+            assert out.shape == program.output_type[0] and out.dtype == np.float64
+            lo, hi = program.output_bounds
+            assert np.all((out >= lo - 1e-9) & (out <= hi + 1e-9)), (out, program.output_bounds, program)
+            if linear:
+                other = [np.cos(3.0 * np.asarray(a)) for a in args]
+                mixed = np.asarray(f(*[0.5 * a - 1.5 * b for a, b in zip(args, other)]))
+                np.testing.assert_allclose(mixed, 0.5 * out - 1.5 * np.asarray(f(*other)), rtol=1e-9, atol=1e-9)
+
+
+def test_prng_cases_draw_the_samplers_only_on_request():
+    """Without ``samplers`` no case holds a rejection sampler (they compile for seconds);
+    with some, every case holds one of them and no other."""
+    from strategies.prng import SAMPLER_TEMPLATES
+    for case in sample(S.prng_cases(), 30, seed=7):
+        assert not {s[0] for s in case.steps} & set(SAMPLER_TEMPLATES), case
+    for samplers in (("poisson",), ("gamma_grad", "gamma"), ("binomial",)):
+        for case in sample(S.prng_cases(samplers=samplers), 10, seed=7):
+            drawn = {s[0] for s in case.steps} & set(SAMPLER_TEMPLATES)
+            assert drawn and drawn <= set(samplers), case
+
+
 def test_every_op_appears_across_a_few_hundred_draws():
     seen = set()
     for program in sample(S.random_programs(custom_rules=True), 300, seed=2):
@@ -554,6 +589,7 @@ def test_custom_wrapper_weighted_sums_save_no_residual():
     (lambda: S.VmapCase(None, (np.ones(2),), (0, 0), (0,), (2,)), ValueError),   # levels disagree
     (lambda: S.linear_functions(kinds=("x",)), ValueError),
     (lambda: S.linear_functions(wrong_transpose=1), TypeError),
+    (lambda: S.prng_cases(samplers=("gamma", "nope")), ValueError),
     (lambda: S.manual_axis_cases(ops=("nope",)), ValueError),
     (lambda: S.manual_axis_cases(ops=("sin",), require=("preduced",)), ValueError),
     (lambda: S.manual_axis_cases(max_steps=0), ValueError),

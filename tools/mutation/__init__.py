@@ -481,6 +481,8 @@ def coverage(per_source=3, seed=0):
     family_cases = {"custom": (S.custom_wrapper_cases(), lambda c: c.make(impl)[0], lambda c: c.args),
                     "remat": (S.remat_cases(), lambda c: c.build(impl), lambda c: c.args),
                     "prng": (S.prng_cases(), prng_map, lambda c: c.args),
+                    **{fam: (S.prng_cases(samplers=samplers), prng_map, lambda c: c.args)
+                       for fam, samplers in S.prng.SAMPLER_FAMILIES.items()},
                     "piles": (S.pile_cases(), lambda c: lambda w: _pile_run(load_backend("impl"), c, w),
                               lambda c: (c.w,))}
     for fam, (strategy, build, args) in family_cases.items():

@@ -19,7 +19,7 @@ def _ops(table, prim, ops):
 
 # why a mutant is equivalent: the rule's inputs it could change are never there
 INTEGER_TANGENT = ("the operand it drops is integer (indices, a start index, a predicate, a "
-                   "branch index): its tangent is always a symbolic zero, which the rule never reads")
+                   "branch index, PRNG key data): its tangent is always a symbolic zero, which the rule never reads")
 INTEGER_SWAP = ("the two operands have one type only when both are integer, and then both "
                 "tangents are symbolic zeros: the swap changes nothing")
 ONE_LINEAR_OPERAND = ("the rule returns None for the operand that is never linear (indices, "
@@ -32,6 +32,8 @@ SUM_OF_TANGENTS = ("the tangent is the sum of the two operands' tangents, and th
 LINEAR_IN_FIRST = ("the rule is linear in operand 0 only (ad.linear_in_jvp((0,))) and never "
                    "reads operand 1's tangent (the values that select)")
 ALWAYS_RAISES = "the rule always raises, before the mutant's change could apply: the same error"
+KEY_AND_PARAMETER = ("the first two operands are the key data (uint32, as the abstract evaluation "
+                     "requires) and a float parameter: never of one type, so the swap never applies")
 NO_OUTPUTS = ("debug_callback, debug_print and inspect_sharding have no outputs and their rules never "
               "read tangents or return cotangents: there is nothing to scale, drop, swap or move")
 NAMED_AXES = ("its `axes` are mesh axis names, which JAX lowers only as strings, and the mutant "
@@ -42,8 +44,10 @@ REFUSED_UNDER_VMAP = ("preduced", "reduced_vary_cast_p", "vary_unreduced_cast_p"
 
 EQUIVALENT: dict[str, str] = {
     **_each(["jvp:gather:drop_last", "jvp:dynamic_slice:drop_last", "jvp:take_along_axis:drop_last",
-             "jvp:scatter_add_along_axis:drop_last", "jvp:cond:drop_first", "jvp:select_n:drop_first"],
+             "jvp:scatter_add_along_axis:drop_last", "jvp:cond:drop_first", "jvp:select_n:drop_first",
+             "jvp:random_gamma:drop_first"],
             INTEGER_TANGENT),
+    "jvp:random_gamma:swap": KEY_AND_PARAMETER,
     "jvp:psum_unmapped:drop_first": ("psum_unmapped reads its first operand only for the axes it "
                                      "is mapped along, never its tangent"),
     **_each([f"jvp:{p}:swap" for p in ("gather", "dynamic_slice", "scatter", "scatter_add", "scatter_mul",
@@ -66,7 +70,7 @@ EQUIVALENT: dict[str, str] = {
     **_each([f"transpose:{p}:swap" for p in (
         "scatter_add_along_axis", "scatter_add", "scatter", "scatter_mul", "take_along_axis", "gather",
         "dynamic_slice", "div", "cond", "select_n", "psum_unmapped", "mul", "dot_general",
-        "conv_general_dilated", "triangular_solve", "linear_recurrence", "select_and_gather_add",
+        "conv_general_dilated", "triangular_solve", "tridiagonal_solve", "linear_recurrence", "select_and_gather_add",
         "cumchooser_tangent", "cumchooser_cotangent", "select_and_scatter_add")], ONE_LINEAR_OPERAND),
     **_each(["transpose:add:swap", "transpose:add_any:swap"], SAME_COTANGENTS),
     "batching:axis_index:move_batch_axis": ("axis_index's result is one number per member: batched, it "
@@ -98,6 +102,11 @@ OPEN_GAPS: dict[str, str] = {
     **_each(["jvp:polygamma:drop_first", "jvp:regularized_incomplete_beta:drop_first"],
             "turns JAX's (and impl's) error for a derivative in m or a into a silent zero; laws "
             "must pass on JAX, so none perturbs it (tests/test_lax_operations.py checks the error)"),
+    "jvp:reduce:drop_last": ("drops the tangent of the last initial value, which is a symbolic zero "
+                             "wherever the rule does not raise (a nonzero one raises NotImplementedError, "
+                             "as in JAX): it turns that error into a silent zero; laws must pass on JAX, "
+                             "so none perturbs an initial value (tests/test_lax_reduce_solve_barrier.py "
+                             "checks the error)"),
     **_each(_ops("jvp", "select_and_gather_add", ("scale", "drop_first", "swap"))
             + _ops("jvp", "cumchooser_tangent", ("scale", "drop_first", "swap", "axis_off_by_one")),
             "runs only in second-order forward derivatives of pooling or cummax, which no law takes "
@@ -121,8 +130,19 @@ OPEN_GAPS: dict[str, str] = {
     **_each(["jvp:pad:swap", "transpose:pad:swap"],
             "the swap applies only to an operand of the padding value's type, a 0-d one, and the drawn "
             "pads (strategies.ops.Pad) take operands of one axis or more"),
+    "jvp:custom_linear_solve:swap": ("applies to two same-typed constants of the solve's programs with different "
+                                     "tangents; the drawn solves (strategies.ops.LinearSolve) close over one "
+                                     "matrix, the same value in each program, so the two tangents are one"),
+    "transpose:custom_linear_solve:swap": ("applies only to a solve without constants and two same-typed right-hand "
+                                           "sides (b a pytree): the rule returns None for each constant, and the "
+                                           "drawn solves close over their matrix and solve one array"),
     "jvp:sort:swap": ("applies only to a sort of two same-typed operands (lax.sort of a tuple); the drawn "
                       "programs sort one array"),
+    **_each(_ops("jvp", "random_gamma", ("scale", "drop_last")),
+            "the sampler's derivative in a is the implicit reparameterization one (at a fixed CDF "
+            "value), which no finite difference of the drawn samples shows; the other laws derive "
+            "vjp, linearize and jacobians from the same rule, so they agree with a consistently wrong "
+            "one (tests/test_random_dists.py checks it against JAX and the gamma CDF)"),
     **_each(_ops("jvp", "unreduced_reduce_scatter", ("axis_off_by_one",))
             + _ops("transpose", "unreduced_reduce_scatter", ("axis_off_by_one",)),
             "with one device only an untiled psum_scatter of an unreduced value shows the dimension "
