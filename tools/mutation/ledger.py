@@ -89,11 +89,6 @@ OPEN_GAPS: dict[str, str] = {
     **_each(["jvp:shard_map:swap", "transpose:shard_map:swap"],
             "the drawn shard_map cases take one input: there is no second to swap"),
     **_each(_ops("batching", "shard_map", ("move_batch_axis", "shift_batch")), "no law vmaps a shard_map"),
-    **_each([f"jvp:{p}:{op}" for p in ("custom_jvp_call", "custom_vjp_call")
-             for op in ("scale", "drop_first", "drop_last", "swap")],
-            "the table's rule runs only where a custom_jvp or custom_vjp function is staged (jit, checkpoint) "
-            "and then differentiated: impl differentiates a custom function called directly by running the "
-            "user's rule, and no drawn custom-rule case stages it first (grad(jit(f)) shows the wrong rule)"),
     "jvp:conv_general_dilated:drop_last": ("the drawn convolutions (strategies.ops.Conv) take a constant kernel, "
                                            "whose tangent is always the symbolic zero the mutant puts there"),
     "jvp:dynamic_update_slice:drop_last": ("the last operand is a start index, whose tangent the rule (linear in "
