@@ -183,6 +183,11 @@ PIECEWISE_OPS = tuple(o for o in _real.VOCABULARY
                       if o not in ("stop_gradient", "nextafter", "zeta") and o not in _real.CUSTOM_KINDS)
 
 
+#: the piecewise ops whose jvp JAX differentiates again: igamma's derivative in a
+#: (igamma_grad_a) has no derivative, in JAX as in impl
+SECOND_ORDER_PIECEWISE_OPS = tuple(o for o in PIECEWISE_OPS if o != "igamma_in_a")
+
+
 def _out_ndim(program):
     return len(program.output_type[0])
 

@@ -193,6 +193,9 @@ LAWS = [
     Law(ad.hessian_matches_finite_differences,
         lambda: cases.programs(smooth=True, dense=True, dtype="float64"), reaches=BATCH,
         references=FWD, negatives=(Breaks("hessian_drops_term"),)),
+    Law(ad.piecewise_second_jvp_matches_finite_differences,
+        lambda: cases.programs(ops=cases.SECOND_ORDER_PIECEWISE_OPS, dtype="float64"), reaches=FWD,
+        references=FWD, negatives=(Breaks("forward_drops_term"),)),
     # linear_transpose and linear_call
     Law(linear.linear_transpose_dot_product, lambda: cases.programs(linear=True),
         reaches=("transpose",), references=("transpose",),
