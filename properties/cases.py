@@ -144,7 +144,8 @@ def _program_options(smooth=False, linear=False, **options):
         raise Irrelevant("programs")
     vocabulary = _real.VOCABULARY
     allowed = [o for o in f.ops if o in vocabulary and o not in _real.CUSTOM_KINDS
-               and (not smooth or vocabulary[o].smooth) and (not linear or vocabulary[o].linear)]
+               and (not smooth or vocabulary[o].smooth) and (not linear or vocabulary[o].linear)
+               and (options.get("forward_only_ops") or vocabulary[o].reverse)]
     allowed = [o for o in allowed if o in options.get("ops", allowed)]
     if not allowed:
         raise Irrelevant(f"programs (smooth={smooth}, linear={linear})")
@@ -166,21 +167,25 @@ def _wrapped_program_cases(wrapper, **options):
     return _program_cases(**options)
 
 
-def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False, ops=None):
+def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False, ops=None,
+             forward_only_ops=False):
     """(program, args) cases from strategies.program_cases (``dense``: ending
     in a constant non-symmetric matrix, so Jacobians are dense and non-square;
-    ``ops``: only these vocabulary ops)."""
+    ``ops``: only these vocabulary ops; ``forward_only_ops``: also the ops without
+    reverse mode, for laws that never take it)."""
     options = {} if ops is None else {"ops": tuple(ops)}
     return _program_cases(
-        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops, dense=dense, **options).map(
+        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops, dense=dense,
+        forward_only_ops=forward_only_ops, **options).map(
         lambda pa: ProgramCase(pa[0], tuple(pa[1])))
 
 
 #: ops whose jvp is the derivative wherever finite differences see one: every op
-#: but those whose gradient is stopped by definition (stop_gradient; nextafter and
-#: zeta, drawn of a stopped gradient: JAX defines no derivative for them)
+#: but those whose gradient is stopped by definition (stop_gradient; nextafter, zeta
+#: and pure_callback, drawn of a stopped gradient: JAX defines no derivative for them)
 PIECEWISE_OPS = tuple(o for o in _real.VOCABULARY
-                      if o not in ("stop_gradient", "nextafter", "zeta") and o not in _real.CUSTOM_KINDS)
+                      if o not in ("stop_gradient", "nextafter", "zeta", "pure_callback")
+                      and o not in _real.CUSTOM_KINDS)
 
 
 #: the piecewise ops whose jvp JAX differentiates again: igamma's derivative in a
@@ -266,9 +271,11 @@ def reduce_axes_cases(*, dtype=None, max_ops=5):
         "reduce_axes", smooth=True, dtype=dtype, max_ops=max_ops, num_inputs=n)))
 
 
-def vmaps(*, smooth=False, dtype=None, max_ops=6):
-    """Programs with batched arguments and a random in_axes / out_axes spec."""
-    return _vmap_cases(_program_cases(smooth=smooth, dtype=dtype, max_ops=max_ops))
+def vmaps(*, smooth=False, dtype=None, max_ops=6, forward_only_ops=False):
+    """Programs with batched arguments and a random in_axes / out_axes spec
+    (``forward_only_ops``: as for :func:`programs`)."""
+    return _vmap_cases(_program_cases(smooth=smooth, dtype=dtype, max_ops=max_ops,
+                                      forward_only_ops=forward_only_ops))
 
 
 @st.composite
@@ -283,9 +290,9 @@ def _nested_cases(draw, program_cases):
     return VmapCase(program, full, (outer_axes, inner_axes), (outer_out, inner_out), (outer_size, inner_size))
 
 
-def nested_vmaps(*, dtype=None, max_ops=5):
+def nested_vmaps(*, dtype=None, max_ops=5, forward_only_ops=False):
     """Programs under two vmaps: axes are given per level as (outer, inner)."""
-    return _nested_cases(_program_cases(dtype=dtype, max_ops=max_ops))
+    return _nested_cases(_program_cases(dtype=dtype, max_ops=max_ops, forward_only_ops=forward_only_ops))
 
 
 def pytree_vmaps(*, max_depth=3):

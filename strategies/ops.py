@@ -91,6 +91,7 @@ class Op:
     name = ""
     linear = False  # linear in its array operands (constants aside)
     smooth = True  # differentiable on every operand it accepts in smooth mode
+    reverse = True  # JAX differentiates it in reverse mode too (else: forward mode only)
     category = ""
 
     def accepts(self, t: ValueType, ctx: Context) -> bool:
@@ -1348,6 +1349,60 @@ class NextAfter(Op):
         x = ctx.name(a)
         expr = f"lax.nextafter(lax.stop_gradient({x}), jnp.asarray({c!r}, {x}.dtype))"
         return Node(self.name, (a,), expr, t.with_(lo=t.lo - ulp, hi=t.hi + ulp), (("c", c),))
+
+
+class CustomVmap(Op):
+    """``x * tanh(y)`` of the operand and a value of its type (or the operand again) as a
+    ``custom_vmap`` function with a correct batching rule (the same product, batched where
+    either operand is). JAX differentiates it in forward mode only."""
+
+    name, reverse, category = "custom_vmap", False, "custom batching"
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        partners = [b for b in ctx.recent() if b != a and ctx.values[b].shape == t.shape
+                    and ctx.values[b].dtype == t.dtype]
+        b = ctx.pick(draw, partners + [a])
+        u = ctx.values[b]
+        out = t.with_(lo=-t.bound, hi=t.bound, deps=t.deps | u.deps)
+        return Node(self.name, (a, b), f"batched_product({ctx.name(a)}, {ctx.name(b)})", out,
+                    needs=("custom_vmap",))
+
+
+class PureCallback(Op):
+    """``cos`` computed by NumPy in a ``pure_callback`` with a drawn ``vmap_method``, of a
+    stopped gradient (a host callback has no derivative, in JAX as in impl)."""
+
+    name, smooth, category = "pure_callback", False, "host callback"
+    VMAP_METHODS = ("sequential", "expand_dims", "broadcast_all")
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        method = draw(st.sampled_from(self.VMAP_METHODS))
+        x = ctx.name(a)
+        expr = (f"backend.pure_callback(host_cos, backend.ShapeDtypeStruct({x}.shape, {x}.dtype), "
+                f"lax.stop_gradient({x}), vmap_method={method!r})")
+        return Node(self.name, (a,), expr, t.with_(lo=-1.0, hi=1.0), (("vmap_method", method),),
+                    needs=("host_cos",))
+
+
+PREAMBLES.update({
+    "custom_vmap": """\
+    @backend.custom_batching.custom_vmap
+    def batched_product(x, y):
+        return x * jnp.tanh(y)
+
+    @batched_product.def_vmap
+    def batched_product_rule(axis_size, in_batched, x, y):
+        # elementwise: an unbatched operand broadcasts against the batched one's leading axis
+        return x * jnp.tanh(y), in_batched[0] or in_batched[1]
+""",
+    "host_cos": """\
+    def host_cos(a):
+        import numpy   # runs on the host, on NumPy arrays
+        return numpy.cos(a).astype(a.dtype)
+""",
+})
 
 
 class RandomNoise(Op):

@@ -71,6 +71,10 @@ OPEN_GAPS: dict[str, str] = {
     **_each(_ops("transpose", "name", ("scale", "drop_first")),
             "only linear_transpose of a named linear value reaches it, and JAX has no transpose of "
             "`name`, so no law that must pass on JAX draws it (tests/test_remat.py checks the rule)"),
+    **_each(_ops("transpose", "custom_vmap_call", ("scale", "drop_first", "swap")),
+            "only linear_transpose of a custom_vmap function reaches it, and JAX has no transpose of "
+            "custom_vmap_call (NotImplementedError), so no law that must pass on JAX draws it "
+            "(tests/test_custom_batching.py checks the rule)"),
     **_each(["jvp:chunk_map:swap", "transpose:chunk_map:swap"],
             "applies to two same-typed leading operands of chunk_map, which the chunked cases seldom draw"),
     "jvp:clamp:drop_first": ("shows only where a traced lower bound clamps and reaches the output; "
