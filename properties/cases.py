@@ -242,19 +242,42 @@ class ChunkedVmapCase(VmapCase):
 
 
 @st.composite
-def _chunked_cases(draw, program_cases):
-    program, args = draw(program_cases)
-    size = draw(st.integers(1, 5))
-    in_axes, batched = draw(_batched_axes(args, size))
+def _chunked_cases(draw, program_cases, paired_cases):
+    # one case in three: a linear program of two same-typed inputs batched along one axis,
+    # so the chunked map's two leading operands have one type, and so do those of its
+    # linearization, which has no residual (a rule mixing them up shows)
+    paired = draw(st.integers(0, 2)) == 0
+    program, args = draw(paired_cases if paired else program_cases)
+    size = draw(st.integers(2 if paired else 1, 5))
+    # a paired case maps in two chunks or more (one chunk is a plain vmap)
+    chunk_size = draw(st.integers(1, size - 1 if paired else size + 1))
+    if paired:
+        axis = draw(st.integers(-(np.ndim(args[0]) + 1), np.ndim(args[0])))
+        in_axes = (axis, axis)
+        batched = tuple(draw(_real.batched_arrays(size, np.asarray(a).dtype, np.shape(a), axis=axis))
+                        for a in args)
+    else:
+        in_axes, batched = draw(_batched_axes(args, size))
     nd = _out_ndim(program)
     out_axes = draw(st.integers(-(nd + 1), nd))
-    return ChunkedVmapCase(program, batched, (in_axes,), (out_axes,), (size,),
-                           chunk_size=draw(st.integers(1, size + 1)))
+    return ChunkedVmapCase(program, batched, (in_axes,), (out_axes,), (size,), chunk_size=chunk_size)
+
+
+@st.composite
+def _paired_input_types(draw, dtype):
+    shape = draw(_real.shapes(max_dims=2, max_side=3))
+    dt = dtype or draw(st.sampled_from(_real.array_strategies.FLOAT_DTYPES))
+    return ((shape, dt), (shape, dt))
 
 
 def chunked_vmaps(*, smooth=True, dtype=None, max_ops=5):
-    """vmap cases (batch sizes 1 to 5) with a chunk size from 1 to one past the batch size."""
-    return _chunked_cases(_wrapped_program_cases("chunked", smooth=smooth, dtype=dtype, max_ops=max_ops))
+    """vmap cases (batch sizes 1 to 5) with a chunk size from 1 to one past the batch size;
+    one in three maps a linear program of two same-typed inputs, both batched along one axis."""
+    options = dict(dtype=dtype, max_ops=max_ops)
+    return _chunked_cases(
+        _wrapped_program_cases("chunked", smooth=smooth, **options),
+        _paired_input_types(dtype).flatmap(
+            lambda types: _wrapped_program_cases("chunked", linear=True, input_types=types, **options)))
 
 
 @st.composite

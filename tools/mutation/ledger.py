@@ -75,8 +75,6 @@ OPEN_GAPS: dict[str, str] = {
             "only linear_transpose of a custom_vmap function reaches it, and JAX has no transpose of "
             "custom_vmap_call (NotImplementedError), so no law that must pass on JAX draws it "
             "(tests/test_custom_batching.py checks the rule)"),
-    **_each(["jvp:chunk_map:swap", "transpose:chunk_map:swap"],
-            "applies to two same-typed leading operands of chunk_map, which the chunked cases seldom draw"),
     "jvp:clamp:drop_first": ("shows only where a traced lower bound clamps and reaches the output; "
                              "the focused programs seldom hold such a case"),
     **_each(["jvp:polygamma:drop_first", "jvp:regularized_incomplete_beta:drop_first"],
