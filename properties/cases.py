@@ -197,25 +197,36 @@ def _out_ndim(program):
     return len(program.output_type[0])
 
 
+def _input_bounds(program, first=0):
+    """The ranges the program's inputs are drawn from, from input ``first`` on."""
+    return [program.bounds_of_input(i) for i in range(first, program.num_inputs)]
+
+
+def _batched(x, size, axis, bounds):
+    """strategies.batched_arrays like ``x`` with a batch axis, within ``bounds`` (lo, hi)."""
+    dtype = np.asarray(x).dtype
+    lo, hi = bounds
+    return _real.batched_arrays(size, dtype, np.shape(x), axis=axis,
+                                elements=_real.elements(dtype, min_value=lo, max_value=hi))
+
+
 @st.composite
-def _batched_axes(draw, args, size):
+def _batched_axes(draw, args, size, bounds):
     """Per-argument batch axis (None = shared) and the batched arguments.
 
     At least one argument is batched.  Batched arrays come from
     strategies.batched_arrays: every slice differs, so a vmap that mixes up
-    batch elements cannot hide behind equal slices.
+    batch elements cannot hide behind equal slices; their elements stay in the range the
+    program's input is drawn from (``bounds``: (lo, hi) per argument), so ops that need
+    positive operands (log, sqrt) see them batched too.
     """
     axes = [draw(st.one_of(st.none(), st.integers(-(np.ndim(x) + 1), np.ndim(x))))
             for x in args]
     if all(a is None for a in axes):
         axes[draw(st.integers(0, len(args) - 1))] = 0
     batched = []
-    for x, ax in zip(args, axes):
-        if ax is None:
-            batched.append(x)
-        else:
-            batched.append(draw(_real.batched_arrays(size, np.asarray(x).dtype, np.shape(x),
-                                                     axis=ax)))
+    for x, ax, b in zip(args, axes, bounds):
+        batched.append(x if ax is None else draw(_batched(x, size, ax, b)))
     return tuple(axes), tuple(batched)
 
 
@@ -223,7 +234,7 @@ def _batched_axes(draw, args, size):
 def _vmap_cases(draw, program_cases):
     program, args = draw(program_cases)
     size = draw(st.integers(1, 3))
-    in_axes, batched = draw(_batched_axes(args, size))
+    in_axes, batched = draw(_batched_axes(args, size, _input_bounds(program)))
     nd = _out_ndim(program)
     out_axes = draw(st.integers(-(nd + 1), nd))
     return VmapCase(program, batched, (in_axes,), (out_axes,), (size,))
@@ -254,10 +265,9 @@ def _chunked_cases(draw, program_cases, paired_cases):
     if paired:
         axis = draw(st.integers(-(np.ndim(args[0]) + 1), np.ndim(args[0])))
         in_axes = (axis, axis)
-        batched = tuple(draw(_real.batched_arrays(size, np.asarray(a).dtype, np.shape(a), axis=axis))
-                        for a in args)
+        batched = tuple(draw(_batched(a, size, axis, b)) for a, b in zip(args, _input_bounds(program)))
     else:
-        in_axes, batched = draw(_batched_axes(args, size))
+        in_axes, batched = draw(_batched_axes(args, size, _input_bounds(program)))
     nd = _out_ndim(program)
     out_axes = draw(st.integers(-(nd + 1), nd))
     return ChunkedVmapCase(program, batched, (in_axes,), (out_axes,), (size,), chunk_size=chunk_size)
@@ -284,7 +294,7 @@ def chunked_vmaps(*, smooth=True, dtype=None, max_ops=5):
 def _reduce_axes_cases(draw, program_cases):
     program, args = draw(program_cases)
     size = draw(st.integers(1, 3))
-    axes, batched = draw(_batched_axes(args[1:], size))
+    axes, batched = draw(_batched_axes(args[1:], size, _input_bounds(program, 1)))
     return VmapCase(program, (args[0],) + batched, ((None,) + axes,), (0,), (size,))
 
 
@@ -305,8 +315,9 @@ def vmaps(*, smooth=False, dtype=None, max_ops=6, forward_only_ops=False):
 def _nested_cases(draw, program_cases):
     program, args = draw(program_cases)
     outer_size, inner_size = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    inner_axes, mid = draw(_batched_axes(args, inner_size))
-    outer_axes, full = draw(_batched_axes(mid, outer_size))
+    bounds = _input_bounds(program)
+    inner_axes, mid = draw(_batched_axes(args, inner_size, bounds))
+    outer_axes, full = draw(_batched_axes(mid, outer_size, bounds))
     nd = _out_ndim(program)
     inner_out = draw(st.integers(-(nd + 1), nd))
     outer_out = draw(st.integers(-(nd + 2), nd + 1))

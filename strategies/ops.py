@@ -535,12 +535,10 @@ class DynamicUpdateSlice(Op):
 
 class Pad(Op):
     """``lax.pad`` with drawn low/high/interior padding and, as padding value, a constant
-    (0.0 in linear programs) or another scalar value of the program (linear in both)."""
+    (0.0 in linear programs) or another scalar value of the program (linear in both). A 0-d
+    operand takes no padding: the operand and the padding value then have one type."""
 
     name, linear, category = "pad", True, "shape"
-
-    def accepts(self, t, ctx):
-        return t.rank >= 1
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
@@ -993,6 +991,10 @@ def _more_ops():
         Unary("sign", "jnp.sign({})", lambda lo, hi: (-1.0, 1.0), smooth=False),
         Unary("stop_gradient", "lax.stop_gradient({})", lambda lo, hi: (lo, hi), smooth=False),
         Unary("is_finite", "jnp.where(jnp.isfinite({0}), {0}, 0.0)", lambda lo, hi: (min(lo, 0.0), max(hi, 0.0))),
+        # the operand where log(max(x, 0)) is finite (x > 0), else 0: is_finite of values
+        # that are not all finite (a relu, not smooth at 0)
+        Unary("relu_by_is_finite", "jnp.where(jnp.isfinite(jnp.log(jnp.maximum({0}, 0.0))), {0}, 0.0)",
+              lambda lo, hi: (max(lo, 0.0), max(hi, 0.0)), smooth=False),
         Clamp(),
         Astype(),
         Binary("arctan2", "arctan2", lambda t, u: (-math.pi / 2, math.pi / 2), partner_ok=lambda u: u.lo >= MARGIN),
@@ -1004,6 +1006,7 @@ def _more_ops():
         Cumulative("cummax", _running_extreme_bounds, smooth=False),
         Cumulative("cummin", _running_extreme_bounds, smooth=False),
         AlongAxis("sort", "jnp.sort({x}, axis={axis})"),
+        SortPair(),
         AlongAxis("flip", "jnp.flip({x}, axis={axis})", smooth=True, linear=True),
         AlongAxis("take_argmax", "jnp.take_along_axis({x}, jnp.argmax({x}, axis={axis}, keepdims=True), "
                   "axis={axis})", axis_after="one"),
@@ -1015,6 +1018,29 @@ def _more_ops():
         AddIota(),
         Select(),
     ]
+
+
+class SortPair(Op):
+    """``lax.sort((x, y), num_keys=1)[1]``: a value of the operand's type (or twice the
+    operand) sorted along a drawn axis by the operand's order (not smooth at ties)."""
+
+    name, smooth, category = "sort_pair", False, "reduction"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        partners = [b for b in ctx.recent() if b != a and ctx.values[b].shape == t.shape
+                    and ctx.values[b].dtype == t.dtype]
+        b = ctx.pick(draw, [None] + partners)
+        axis = draw(st.integers(0, t.rank - 1))
+        if b is None:   # the values differ from the keys, and so do their tangents
+            values, u, inputs = f"2.0 * {ctx.name(a)}", t.with_(lo=2 * t.lo, hi=2 * t.hi), (a,)
+        else:
+            values, u, inputs = ctx.name(b), ctx.values[b], (a, b)
+        expr = f"lax.sort(({ctx.name(a)}, {values}), dimension={axis}, num_keys=1)[1]"
+        return Node(self.name, inputs, expr, u.with_(deps=t.deps | u.deps), (("axis", axis),))
 
 
 class TopK(Op):
@@ -1094,8 +1120,9 @@ class Pool(Op):
 
 class Conv(Op):
     """``lax.conv_general_dilated`` of a rank-3 or rank-4 value with a constant
-    kernel (so linear): drawn dimension numbers, strides, padding, lhs and rhs
-    dilation and feature groups."""
+    kernel (so linear; outside linear programs sometimes scaled by a function of the
+    operand): drawn dimension numbers, strides, padding, lhs and rhs dilation and
+    feature groups."""
 
     name, linear, category = "conv", True, "linear algebra"
 
@@ -1149,6 +1176,11 @@ class Conv(Op):
         kernel_text = f"jnp.asarray({np.array(flat).reshape(rhs_shape).tolist()!r}, {ctx.name(a)}.dtype)"
         if scale != 1.0:
             kernel_text += f" * {scale!r}"
+        # outside linear programs, half the kernels are scaled by a factor in [0.75, 1.25] made
+        # from the operand: the kernel is then differentiated too
+        if not ctx.linear and draw(_BOOL):
+            kernel_text = f"({kernel_text}) * (1.0 + 0.25 * jnp.tanh(jnp.mean({ctx.name(a)})))"
+            bound *= 1.25
         pad_text = repr(padding) if isinstance(padding, str) else repr((padding,) * len(spatial))
         extras = ""
         if any(ld > 1 for ld in lhs_dil):

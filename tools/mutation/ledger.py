@@ -87,18 +87,9 @@ OPEN_GAPS: dict[str, str] = {
     **_each(["jvp:shard_map:swap", "transpose:shard_map:swap"],
             "the drawn shard_map cases take one input: there is no second to swap"),
     **_each(_ops("batching", "shard_map", ("move_batch_axis", "shift_batch")), "no law vmaps a shard_map"),
-    "jvp:conv_general_dilated:drop_last": ("the drawn convolutions (strategies.ops.Conv) take a constant kernel, "
-                                           "whose tangent is always the symbolic zero the mutant puts there"),
     "jvp:dynamic_update_slice:drop_last": ("the last operand is a start index, whose tangent the rule (linear in "
                                            "the operand and the update) never reads, except for a 0-d operand "
                                            "(no start index: the update replaces it), which no strategy draws"),
-    "batching:is_finite:shift_batch": ("is_finite is True on every element the laws keep (they filter "
-                                       "non-finite values), so a batch of Trues shifted is the same batch"),
-    **_each(["jvp:pad:swap", "transpose:pad:swap"],
-            "the swap applies only to an operand of the padding value's type, a 0-d one, and the drawn "
-            "pads (strategies.ops.Pad) take operands of one axis or more"),
-    "jvp:sort:swap": ("applies only to a sort of two same-typed operands (lax.sort of a tuple); the drawn "
-                      "programs sort one array"),
     "batching:pmax:move_batch_axis": ("needs pmax over the outer of two named vmaps on a value batched "
                                       "along the inner one; the quick profile's focused cases draw none "
                                       "(the default profile kills it)"),
