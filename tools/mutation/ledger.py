@@ -80,8 +80,6 @@ OPEN_GAPS: dict[str, str] = {
     **_each(["jvp:polygamma:drop_first", "jvp:regularized_incomplete_beta:drop_first"],
             "turns JAX's (and impl's) error for a derivative in m or a into a silent zero; laws "
             "must pass on JAX, so none perturbs it (tests/test_lax_operations.py checks the error)"),
-    **_each(_ops("batching", "igamma_grad_a", ("move_batch_axis", "shift_batch")),
-            "only vmap of igamma's derivative in a reaches it, and the vmap-of-grad laws draw smooth programs"),
     "jvp:pad:drop_last": ("a traced padding value is drawn only by strategies.ops.Pad, seldom among "
                           "pad's focused cases"),
     **_each(["jvp:shard_map:swap", "transpose:shard_map:swap"],
