@@ -509,7 +509,9 @@ class DynamicUpdateSlice(Op):
         t = ctx.values[a]
         options = [b for b in ctx.recent() if ctx.values[b].rank == t.rank and not ctx.values[b].deps & t.deps
                    and all(m <= n for m, n in zip(ctx.values[b].shape, t.shape))]
-        b = ctx.pick(draw, [None] + options)
+        # a 0-d operand is replaced whole: by another value where there is one (a constant
+        # would hide the operand and the update's derivative alike)
+        b = ctx.pick(draw, options if t.rank == 0 and options else [None] + options)
         limit = t.shape if b is None else ctx.values[b].shape
         sizes = [draw(st.integers(1, m)) for m in limit]
         if t.size > 1 and tuple(sizes) == t.shape:   # a whole overwrite hides the operand

@@ -85,9 +85,6 @@ OPEN_GAPS: dict[str, str] = {
     **_each(["jvp:shard_map:swap", "transpose:shard_map:swap"],
             "the drawn shard_map cases take one input: there is no second to swap"),
     **_each(_ops("batching", "shard_map", ("move_batch_axis", "shift_batch")), "no law vmaps a shard_map"),
-    "jvp:dynamic_update_slice:drop_last": ("the last operand is a start index, whose tangent the rule (linear in "
-                                           "the operand and the update) never reads, except for a 0-d operand "
-                                           "(no start index: the update replaces it), which no strategy draws"),
     "batching:pmax:move_batch_axis": ("needs pmax over the outer of two named vmaps on a value batched "
                                       "along the inner one; the quick profile's focused cases draw none "
                                       "(the default profile kills it)"),
