@@ -257,7 +257,7 @@ def _chunked_cases(draw, program_cases, paired_cases):
     # one case in three: a linear program of two same-typed inputs batched along one axis,
     # so the chunked map's two leading operands have one type, and so do those of its
     # linearization, which has no residual (a rule mixing them up shows)
-    paired = draw(st.integers(0, 2)) == 0
+    paired = paired_cases is not None and draw(st.integers(0, 2)) == 0
     program, args = draw(paired_cases if paired else program_cases)
     size = draw(st.integers(2 if paired else 1, 5))
     # a paired case maps in two chunks or more (one chunk is a plain vmap)
@@ -284,10 +284,14 @@ def chunked_vmaps(*, smooth=True, dtype=None, max_ops=5):
     """vmap cases (batch sizes 1 to 5) with a chunk size from 1 to one past the batch size;
     one in three maps a linear program of two same-typed inputs, both batched along one axis."""
     options = dict(dtype=dtype, max_ops=max_ops)
-    return _chunked_cases(
-        _wrapped_program_cases("chunked", smooth=smooth, **options),
-        _paired_input_types(dtype).flatmap(
-            lambda types: _wrapped_program_cases("chunked", linear=True, input_types=types, **options)))
+    try:   # a focus may leave no linear program
+        _wrapped_program_cases("chunked", linear=True, **options)
+    except Irrelevant:
+        paired = None
+    else:
+        paired = _paired_input_types(dtype).flatmap(
+            lambda types: _wrapped_program_cases("chunked", linear=True, input_types=types, **options))
+    return _chunked_cases(_wrapped_program_cases("chunked", smooth=smooth, **options), paired)
 
 
 @st.composite
