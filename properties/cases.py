@@ -148,7 +148,8 @@ def _program_options(smooth=False, linear=False, **options):
         raise Irrelevant("programs")
     vocabulary = _real.VOCABULARY
     allowed = [o for o in f.ops if o in vocabulary and o not in _real.CUSTOM_KINDS
-               and (not smooth or vocabulary[o].smooth) and (not linear or vocabulary[o].linear)]
+               and (not smooth or vocabulary[o].smooth) and (not linear or vocabulary[o].linear)
+               and (options.get("forward_only_ops") or vocabulary[o].reverse)]
     allowed = [o for o in allowed if o in options.get("ops", allowed)]
     if not allowed:
         raise Irrelevant(f"programs (smooth={smooth}, linear={linear})")
@@ -170,46 +171,66 @@ def _wrapped_program_cases(wrapper, **options):
     return _program_cases(**options)
 
 
-def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False, ops=None):
+def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False, ops=None,
+             forward_only_ops=False):
     """(program, args) cases from strategies.program_cases (``dense``: ending
     in a constant non-symmetric matrix, so Jacobians are dense and non-square;
-    ``ops``: only these vocabulary ops)."""
+    ``ops``: only these vocabulary ops; ``forward_only_ops``: also the ops without
+    reverse mode, for laws that never take it)."""
     options = {} if ops is None else {"ops": tuple(ops)}
     return _program_cases(
-        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops, dense=dense, **options).map(
+        smooth=smooth, linear=linear, dtype=dtype, max_ops=max_ops, dense=dense,
+        forward_only_ops=forward_only_ops, **options).map(
         lambda pa: ProgramCase(pa[0], tuple(pa[1])))
 
 
 #: ops whose jvp is the derivative wherever finite differences see one: every op
-#: but those whose gradient is stopped by definition (stop_gradient; nextafter and
-#: zeta, drawn of a stopped gradient: JAX defines no derivative for them)
+#: but those whose gradient is stopped by definition (stop_gradient; nextafter, zeta
+#: and pure_callback, drawn of a stopped gradient: JAX defines no derivative for them)
 PIECEWISE_OPS = tuple(o for o in _real.VOCABULARY
-                      if o not in ("stop_gradient", "nextafter", "zeta") and o not in _real.CUSTOM_KINDS)
+                      if o not in ("stop_gradient", "nextafter", "zeta", "pure_callback")
+                      and o not in _real.CUSTOM_KINDS)
+
+
+#: the piecewise ops whose jvp JAX differentiates again: igamma's derivative in a
+#: (igamma_grad_a) has no derivative, in JAX as in impl
+SECOND_ORDER_PIECEWISE_OPS = tuple(o for o in PIECEWISE_OPS if o != "igamma_in_a")
 
 
 def _out_ndim(program):
     return len(program.output_type[0])
 
 
+def _input_bounds(program, first=0):
+    """The ranges the program's inputs are drawn from, from input ``first`` on."""
+    return [program.bounds_of_input(i) for i in range(first, program.num_inputs)]
+
+
+def _batched(x, size, axis, bounds):
+    """strategies.batched_arrays like ``x`` with a batch axis, within ``bounds`` (lo, hi)."""
+    dtype = np.asarray(x).dtype
+    lo, hi = bounds
+    return _real.batched_arrays(size, dtype, np.shape(x), axis=axis,
+                                elements=_real.elements(dtype, min_value=lo, max_value=hi))
+
+
 @st.composite
-def _batched_axes(draw, args, size):
+def _batched_axes(draw, args, size, bounds):
     """Per-argument batch axis (None = shared) and the batched arguments.
 
     At least one argument is batched.  Batched arrays come from
     strategies.batched_arrays: every slice differs, so a vmap that mixes up
-    batch elements cannot hide behind equal slices.
+    batch elements cannot hide behind equal slices; their elements stay in the range the
+    program's input is drawn from (``bounds``: (lo, hi) per argument), so ops that need
+    positive operands (log, sqrt) see them batched too.
     """
     axes = [draw(st.one_of(st.none(), st.integers(-(np.ndim(x) + 1), np.ndim(x))))
             for x in args]
     if all(a is None for a in axes):
         axes[draw(st.integers(0, len(args) - 1))] = 0
     batched = []
-    for x, ax in zip(args, axes):
-        if ax is None:
-            batched.append(x)
-        else:
-            batched.append(draw(_real.batched_arrays(size, np.asarray(x).dtype, np.shape(x),
-                                                     axis=ax)))
+    for x, ax, b in zip(args, axes, bounds):
+        batched.append(x if ax is None else draw(_batched(x, size, ax, b)))
     return tuple(axes), tuple(batched)
 
 
@@ -217,7 +238,7 @@ def _batched_axes(draw, args, size):
 def _vmap_cases(draw, program_cases):
     program, args = draw(program_cases)
     size = draw(st.integers(1, 3))
-    in_axes, batched = draw(_batched_axes(args, size))
+    in_axes, batched = draw(_batched_axes(args, size, _input_bounds(program)))
     nd = _out_ndim(program)
     out_axes = draw(st.integers(-(nd + 1), nd))
     return VmapCase(program, batched, (in_axes,), (out_axes,), (size,))
@@ -236,26 +257,52 @@ class ChunkedVmapCase(VmapCase):
 
 
 @st.composite
-def _chunked_cases(draw, program_cases):
-    program, args = draw(program_cases)
-    size = draw(st.integers(1, 5))
-    in_axes, batched = draw(_batched_axes(args, size))
+def _chunked_cases(draw, program_cases, paired_cases):
+    # one case in three: a linear program of two same-typed inputs batched along one axis,
+    # so the chunked map's two leading operands have one type, and so do those of its
+    # linearization, which has no residual (a rule mixing them up shows)
+    paired = paired_cases is not None and draw(st.integers(0, 2)) == 0
+    program, args = draw(paired_cases if paired else program_cases)
+    size = draw(st.integers(2 if paired else 1, 5))
+    # a paired case maps in two chunks or more (one chunk is a plain vmap)
+    chunk_size = draw(st.integers(1, size - 1 if paired else size + 1))
+    if paired:
+        axis = draw(st.integers(-(np.ndim(args[0]) + 1), np.ndim(args[0])))
+        in_axes = (axis, axis)
+        batched = tuple(draw(_batched(a, size, axis, b)) for a, b in zip(args, _input_bounds(program)))
+    else:
+        in_axes, batched = draw(_batched_axes(args, size, _input_bounds(program)))
     nd = _out_ndim(program)
     out_axes = draw(st.integers(-(nd + 1), nd))
-    return ChunkedVmapCase(program, batched, (in_axes,), (out_axes,), (size,),
-                           chunk_size=draw(st.integers(1, size + 1)))
+    return ChunkedVmapCase(program, batched, (in_axes,), (out_axes,), (size,), chunk_size=chunk_size)
+
+
+@st.composite
+def _paired_input_types(draw, dtype):
+    shape = draw(_real.shapes(max_dims=2, max_side=3))
+    dt = dtype or draw(st.sampled_from(_real.array_strategies.FLOAT_DTYPES))
+    return ((shape, dt), (shape, dt))
 
 
 def chunked_vmaps(*, smooth=True, dtype=None, max_ops=5):
-    """vmap cases (batch sizes 1 to 5) with a chunk size from 1 to one past the batch size."""
-    return _chunked_cases(_wrapped_program_cases("chunked", smooth=smooth, dtype=dtype, max_ops=max_ops))
+    """vmap cases (batch sizes 1 to 5) with a chunk size from 1 to one past the batch size;
+    one in three maps a linear program of two same-typed inputs, both batched along one axis."""
+    options = dict(dtype=dtype, max_ops=max_ops)
+    try:   # a focus may leave no linear program
+        _wrapped_program_cases("chunked", linear=True, **options)
+    except Irrelevant:
+        paired = None
+    else:
+        paired = _paired_input_types(dtype).flatmap(
+            lambda types: _wrapped_program_cases("chunked", linear=True, input_types=types, **options))
+    return _chunked_cases(_wrapped_program_cases("chunked", smooth=smooth, **options), paired)
 
 
 @st.composite
 def _reduce_axes_cases(draw, program_cases):
     program, args = draw(program_cases)
     size = draw(st.integers(1, 3))
-    axes, batched = draw(_batched_axes(args[1:], size))
+    axes, batched = draw(_batched_axes(args[1:], size, _input_bounds(program, 1)))
     return VmapCase(program, (args[0],) + batched, ((None,) + axes,), (0,), (size,))
 
 
@@ -265,26 +312,29 @@ def reduce_axes_cases(*, dtype=None, max_ops=5):
         "reduce_axes", smooth=True, dtype=dtype, max_ops=max_ops, num_inputs=n)))
 
 
-def vmaps(*, smooth=False, dtype=None, max_ops=6):
-    """Programs with batched arguments and a random in_axes / out_axes spec."""
-    return _vmap_cases(_program_cases(smooth=smooth, dtype=dtype, max_ops=max_ops))
+def vmaps(*, smooth=False, dtype=None, max_ops=6, forward_only_ops=False):
+    """Programs with batched arguments and a random in_axes / out_axes spec
+    (``forward_only_ops``: as for :func:`programs`)."""
+    return _vmap_cases(_program_cases(smooth=smooth, dtype=dtype, max_ops=max_ops,
+                                      forward_only_ops=forward_only_ops))
 
 
 @st.composite
 def _nested_cases(draw, program_cases):
     program, args = draw(program_cases)
     outer_size, inner_size = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    inner_axes, mid = draw(_batched_axes(args, inner_size))
-    outer_axes, full = draw(_batched_axes(mid, outer_size))
+    bounds = _input_bounds(program)
+    inner_axes, mid = draw(_batched_axes(args, inner_size, bounds))
+    outer_axes, full = draw(_batched_axes(mid, outer_size, bounds))
     nd = _out_ndim(program)
     inner_out = draw(st.integers(-(nd + 1), nd))
     outer_out = draw(st.integers(-(nd + 2), nd + 1))
     return VmapCase(program, full, (outer_axes, inner_axes), (outer_out, inner_out), (outer_size, inner_size))
 
 
-def nested_vmaps(*, dtype=None, max_ops=5):
+def nested_vmaps(*, dtype=None, max_ops=5, forward_only_ops=False):
     """Programs under two vmaps: axes are given per level as (outer, inner)."""
-    return _nested_cases(_program_cases(dtype=dtype, max_ops=max_ops))
+    return _nested_cases(_program_cases(dtype=dtype, max_ops=max_ops, forward_only_ops=forward_only_ops))
 
 
 def pytree_vmaps(*, max_depth=3):

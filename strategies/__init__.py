@@ -20,7 +20,7 @@ from .named import COLLECTIVES, NamedAxisCase, named_axis_cases
 from .remat import POLICIES, RematCase, remat_cases
 from .ragged import PileCase, pile_cases
 from .prng import PRNGCase, prng_cases
-from .custom_rules import CUSTOM_WRAPPER_KINDS, RULES, CustomWrapperCase, custom_wrapper_cases
+from .custom_rules import CUSTOM_WRAPPER_KINDS, RULES, STAGINGS, CustomWrapperCase, custom_wrapper_cases
 from .sharding import MESHES, SHARDING_KINDS, ShardingCase, ShardMapCase, shard_map_cases, sharding_cases
 from .manual import MANUAL_OPS, ManualAxisCase, manual_axis_cases
 from .axes import VmapCase, nested_vmap_cases, vmap_cases
@@ -54,7 +54,7 @@ __all__ = [
     # ragged piles, PRNG programs
     "PileCase", "pile_cases", "PRNGCase", "prng_cases",
     # custom rules around drawn programs
-    "CUSTOM_WRAPPER_KINDS", "RULES", "CustomWrapperCase", "custom_wrapper_cases",
+    "CUSTOM_WRAPPER_KINDS", "RULES", "STAGINGS", "CustomWrapperCase", "custom_wrapper_cases",
     # transformation stacks with drawn parameters, dtype and shape corners
     "Corner", "Layer", "SIGNATURES", "StackCase", "corners", "transformation_stacks",
     # sharding over 8 devices

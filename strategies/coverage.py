@@ -149,7 +149,7 @@ def drawn_primitives(backend, per_strategy=3, seed=0) -> set[str]:
 def _trace_source(backend, source, draws, per_strategy, names):
     kind, name = source
     if kind == "op":
-        kw = dict(custom_rules=(name,)) if name in CUSTOM_KINDS else dict(ops=(name,), min_ops=1)
+        kw = dict(custom_rules=(name,)) if name in CUSTOM_KINDS else dict(ops=(name,), min_ops=1, forward_only_ops=True)
         # only programs the op made it into (some ops need operands a draw may lack, e.g. log1p)
         strategy = programs.program_cases(max_ops=3, **kw).filter(lambda case: name in case[0].ops)
         for p, args in draws(strategy, per_strategy):

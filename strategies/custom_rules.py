@@ -12,6 +12,11 @@ operands are the two input tangents alone and mixing them up is visible.
 
 ``make(backend, seen)`` returns the wrapped function and the rule's parts;
 ``seen`` is a list the symbolic-zero rules append their observations to.
+
+Some cases call the custom function through a staging transformation (``staging``: a
+``jit``, a ``checkpoint`` or both branches of a ``cond``): differentiating that stages the
+custom function into a program first, and then the program's custom-rule call is
+differentiated, which is another path than differentiating the function called directly.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from .types import CONSTANTS, FLOAT_DTYPES
 
 CUSTOM_WRAPPER_KINDS = ("custom_jvp", "custom_vjp")
 RULES = ("true", "scaled", "symbolic_zeros")
+#: how the wrapped function is called: directly (""), or staged by a transformation first
+STAGINGS = ("", "jit", "checkpoint", "cond")
 
 
 @dataclass(frozen=True, repr=False)
@@ -45,6 +52,7 @@ class CustomWrapperCase(Case):
     claims_true: bool
     optimize_remat: bool = False  # custom_vjp's defvjp(..., optimize_remat=True)
     weights: tuple[float, ...] = ()  # (w0, w1): the body is w0 * x0 + w1 * x1, no residual
+    staging: str = ""  # a STAGINGS entry: the transformation the custom function is called through
 
     label = "custom_rules"
 
@@ -75,8 +83,9 @@ class CustomWrapperCase(Case):
                           '"SymbolicZero" else t for t in tangents)']
             lines += ["        out, t = backend.jvp(body, primals, tangents)",
                       f"        return out, {k}t", "",
-                      f"    f.defjvp(f_jvp{', symbolic_zeros=True' if symbolic else ''})",
-                      "    return f, f_jvp"]
+                      f"    f.defjvp(f_jvp{', symbolic_zeros=True' if symbolic else ''})"]
+            lines += self._staging_lines(params)
+            lines.append("    return f, f_jvp")
         else:
             lines.append(f"    def f_fwd({params}):")
             if symbolic:
@@ -93,9 +102,22 @@ class CustomWrapperCase(Case):
                           "        cts = backend.vjp(body, *res)[1](g)",
                           f"        return tuple({k}c for c in cts)", ""]
             lines += [f"    f.defvjp(f_fwd, f_bwd{', symbolic_zeros=True' if symbolic else ''}"
-                      f"{', optimize_remat=True' if self.optimize_remat else ''})",
-                      "    return f, (f_fwd, f_bwd)"]
+                      f"{', optimize_remat=True' if self.optimize_remat else ''})"]
+            lines += self._staging_lines(params)
+            lines.append("    return f, (f_fwd, f_bwd)")
         return "\n".join(lines) + "\n"
+
+    def _staging_lines(self, params):
+        """``f`` rebound to the custom function called through the staging transformation."""
+        if self.staging == "jit":
+            return ["    f = backend.jit(f)"]
+        if self.staging == "checkpoint":
+            return ["    f = backend.checkpoint(f)"]
+        if self.staging == "cond":   # a traced predicate, true unless x0 holds a NaN
+            return ["    custom = f", "",
+                    f"    def f({params}):",
+                    "        return lax.cond(jnp.all(x0 == x0), custom, custom, " + params + ")"]
+        return []
 
     def make(self, backend, seen=None):
         """(wrapped function, rule): the rule is f_jvp, or (f_fwd, f_bwd)."""
@@ -103,9 +125,10 @@ class CustomWrapperCase(Case):
 
     def describe(self):
         shapes = ", ".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in self.args)
+        staged = f", called through {self.staging}" if self.staging else ""
         return (f"{self.kind}{' (optimize_remat)' if self.optimize_remat else ''} with a {self.rule} rule (scale {self.scale}"
                 f"{', claimed true' if self.claims_true and self.rule == 'scaled' else ''}) around "
-                f"{self._body_text()} on ({shapes}), perturbed {self.perturbed}")
+                f"{self._body_text()} on ({shapes}), perturbed {self.perturbed}{staged}")
 
     def _body_text(self):
         if self.weights:
@@ -145,13 +168,16 @@ def _wrapper_case(draw, kinds, rules, claims_true, dtype, max_ops):
     claims = rule != "scaled" if claims_true is None else claims_true
     # JAX's optimize_remat takes no symbolic-zero rule
     optimize_remat = kind == "custom_vjp" and rule != "symbolic_zeros" and draw(st.booleans())
-    return CustomWrapperCase(program, kind, rule, scale, args, perturbed, claims, optimize_remat, weights)
+    staging = draw(st.sampled_from(STAGINGS))
+    return CustomWrapperCase(program, kind, rule, scale, args, perturbed, claims, optimize_remat, weights,
+                             staging)
 
 
 def custom_wrapper_cases(*, kinds=CUSTOM_WRAPPER_KINDS, rules=RULES, claims_true=None, dtype=None,
                          max_ops=4):
     """Draw a :class:`CustomWrapperCase` (smooth programs, and one case in
-    three a residual-free weighted sum of two same-typed inputs;
+    three a residual-free weighted sum of two same-typed inputs; called directly or
+    through a drawn staging transformation, ``STAGINGS``;
     ``claims_true`` defaults to whether the rule is the derivative, so a law
     told a scaled rule is true must catch it)."""
     bad = [k for k in kinds if k not in CUSTOM_WRAPPER_KINDS] + [r for r in rules if r not in RULES]

@@ -96,6 +96,7 @@ class Op:
     name = ""
     linear = False  # linear in its array operands (constants aside)
     smooth = True  # differentiable on every operand it accepts in smooth mode
+    reverse = True  # JAX differentiates it in reverse mode too (else: forward mode only)
     category = ""
 
     def accepts(self, t: ValueType, ctx: Context) -> bool:
@@ -513,7 +514,9 @@ class DynamicUpdateSlice(Op):
         t = ctx.values[a]
         options = [b for b in ctx.recent() if ctx.values[b].rank == t.rank and not ctx.values[b].deps & t.deps
                    and all(m <= n for m, n in zip(ctx.values[b].shape, t.shape))]
-        b = ctx.pick(draw, [None] + options)
+        # a 0-d operand is replaced whole: by another value where there is one (a constant
+        # would hide the operand and the update's derivative alike)
+        b = ctx.pick(draw, options if t.rank == 0 and options else [None] + options)
         limit = t.shape if b is None else ctx.values[b].shape
         sizes = [draw(st.integers(1, m)) for m in limit]
         if t.size > 1 and tuple(sizes) == t.shape:   # a whole overwrite hides the operand
@@ -539,12 +542,10 @@ class DynamicUpdateSlice(Op):
 
 class Pad(Op):
     """``lax.pad`` with drawn low/high/interior padding and, as padding value, a constant
-    (0.0 in linear programs) or another scalar value of the program (linear in both)."""
+    (0.0 in linear programs) or another scalar value of the program (linear in both). A 0-d
+    operand takes no padding: the operand and the padding value then have one type."""
 
     name, linear, category = "pad", True, "shape"
-
-    def accepts(self, t, ctx):
-        return t.rank >= 1
 
     def make(self, draw, ctx, a):
         t = ctx.values[a]
@@ -996,6 +997,10 @@ def _more_ops():
         Unary("sign", "jnp.sign({})", lambda lo, hi: (-1.0, 1.0), smooth=False),
         Unary("stop_gradient", "lax.stop_gradient({})", lambda lo, hi: (lo, hi), smooth=False),
         Unary("is_finite", "jnp.where(jnp.isfinite({0}), {0}, 0.0)", lambda lo, hi: (min(lo, 0.0), max(hi, 0.0))),
+        # the operand where log(max(x, 0)) is finite (x > 0), else 0: is_finite of values
+        # that are not all finite (a relu, not smooth at 0)
+        Unary("relu_by_is_finite", "jnp.where(jnp.isfinite(jnp.log(jnp.maximum({0}, 0.0))), {0}, 0.0)",
+              lambda lo, hi: (max(lo, 0.0), max(hi, 0.0)), smooth=False),
         Clamp(),
         Astype(),
         Binary("arctan2", "arctan2", lambda t, u: (-math.pi / 2, math.pi / 2), partner_ok=lambda u: u.lo >= MARGIN),
@@ -1007,6 +1012,7 @@ def _more_ops():
         Cumulative("cummax", _running_extreme_bounds, smooth=False),
         Cumulative("cummin", _running_extreme_bounds, smooth=False),
         AlongAxis("sort", "jnp.sort({x}, axis={axis})"),
+        SortPair(),
         AlongAxis("flip", "jnp.flip({x}, axis={axis})", smooth=True, linear=True),
         AlongAxis("take_argmax", "jnp.take_along_axis({x}, jnp.argmax({x}, axis={axis}, keepdims=True), "
                   "axis={axis})", axis_after="one"),
@@ -1018,6 +1024,29 @@ def _more_ops():
         AddIota(),
         Select(),
     ]
+
+
+class SortPair(Op):
+    """``lax.sort((x, y), num_keys=1)[1]``: a value of the operand's type (or twice the
+    operand) sorted along a drawn axis by the operand's order (not smooth at ties)."""
+
+    name, smooth, category = "sort_pair", False, "reduction"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        partners = [b for b in ctx.recent() if b != a and ctx.values[b].shape == t.shape
+                    and ctx.values[b].dtype == t.dtype]
+        b = ctx.pick(draw, [None] + partners)
+        axis = draw(st.integers(0, t.rank - 1))
+        if b is None:   # the values differ from the keys, and so do their tangents
+            values, u, inputs = f"2.0 * {ctx.name(a)}", t.with_(lo=2 * t.lo, hi=2 * t.hi), (a,)
+        else:
+            values, u, inputs = ctx.name(b), ctx.values[b], (a, b)
+        expr = f"lax.sort(({ctx.name(a)}, {values}), dimension={axis}, num_keys=1)[1]"
+        return Node(self.name, inputs, expr, u.with_(deps=t.deps | u.deps), (("axis", axis),))
 
 
 class TopK(Op):
@@ -1097,8 +1126,9 @@ class Pool(Op):
 
 class Conv(Op):
     """``lax.conv_general_dilated`` of a rank-3 or rank-4 value with a constant
-    kernel (so linear): drawn dimension numbers, strides, padding, lhs and rhs
-    dilation and feature groups."""
+    kernel (so linear; outside linear programs sometimes scaled by a function of the
+    operand): drawn dimension numbers, strides, padding, lhs and rhs dilation and
+    feature groups."""
 
     name, linear, category = "conv", True, "linear algebra"
 
@@ -1152,6 +1182,11 @@ class Conv(Op):
         kernel_text = f"jnp.asarray({np.array(flat).reshape(rhs_shape).tolist()!r}, {ctx.name(a)}.dtype)"
         if scale != 1.0:
             kernel_text += f" * {scale!r}"
+        # outside linear programs, half the kernels are scaled by a factor in [0.75, 1.25] made
+        # from the operand: the kernel is then differentiated too
+        if not ctx.linear and draw(_BOOL):
+            kernel_text = f"({kernel_text}) * (1.0 + 0.25 * jnp.tanh(jnp.mean({ctx.name(a)})))"
+            bound *= 1.25
         pad_text = repr(padding) if isinstance(padding, str) else repr((padding,) * len(spatial))
         extras = ""
         if any(ld > 1 for ld in lhs_dil):
@@ -1352,6 +1387,60 @@ class NextAfter(Op):
         x = ctx.name(a)
         expr = f"lax.nextafter(lax.stop_gradient({x}), jnp.asarray({c!r}, {x}.dtype))"
         return Node(self.name, (a,), expr, t.with_(lo=t.lo - ulp, hi=t.hi + ulp), (("c", c),))
+
+
+class CustomVmap(Op):
+    """``x * tanh(y)`` of the operand and a value of its type (or the operand again) as a
+    ``custom_vmap`` function with a correct batching rule (the same product, batched where
+    either operand is). JAX differentiates it in forward mode only."""
+
+    name, reverse, category = "custom_vmap", False, "custom batching"
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        partners = [b for b in ctx.recent() if b != a and ctx.values[b].shape == t.shape
+                    and ctx.values[b].dtype == t.dtype]
+        b = ctx.pick(draw, partners + [a])
+        u = ctx.values[b]
+        out = t.with_(lo=-t.bound, hi=t.bound, deps=t.deps | u.deps)
+        return Node(self.name, (a, b), f"batched_product({ctx.name(a)}, {ctx.name(b)})", out,
+                    needs=("custom_vmap",))
+
+
+class PureCallback(Op):
+    """``cos`` computed by NumPy in a ``pure_callback`` with a drawn ``vmap_method``, of a
+    stopped gradient (a host callback has no derivative, in JAX as in impl)."""
+
+    name, smooth, category = "pure_callback", False, "host callback"
+    VMAP_METHODS = ("sequential", "expand_dims", "broadcast_all")
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        method = draw(st.sampled_from(self.VMAP_METHODS))
+        x = ctx.name(a)
+        expr = (f"backend.pure_callback(host_cos, backend.ShapeDtypeStruct({x}.shape, {x}.dtype), "
+                f"lax.stop_gradient({x}), vmap_method={method!r})")
+        return Node(self.name, (a,), expr, t.with_(lo=-1.0, hi=1.0), (("vmap_method", method),),
+                    needs=("host_cos",))
+
+
+PREAMBLES.update({
+    "custom_vmap": """\
+    @backend.custom_batching.custom_vmap
+    def batched_product(x, y):
+        return x * jnp.tanh(y)
+
+    @batched_product.def_vmap
+    def batched_product_rule(axis_size, in_batched, x, y):
+        # elementwise: an unbatched operand broadcasts against the batched one's leading axis
+        return x * jnp.tanh(y), in_batched[0] or in_batched[1]
+""",
+    "host_cos": """\
+    def host_cos(a):
+        import numpy   # runs on the host, on NumPy arrays
+        return numpy.cos(a).astype(a.dtype)
+""",
+})
 
 
 class RandomNoise(Op):

@@ -187,8 +187,9 @@ def _check_int(name, v, lo, hi):
 
 
 def _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops, num_inputs, ops=None,
-             dense=False) -> _Options:
-    for name, v in (("smooth", smooth), ("linear", linear), ("wrong_rules", wrong_rules), ("dense", dense)):
+             dense=False, forward_only_ops=False) -> _Options:
+    for name, v in (("smooth", smooth), ("linear", linear), ("wrong_rules", wrong_rules), ("dense", dense),
+                    ("forward_only_ops", forward_only_ops)):
         _check_bool(name, v)
     if dense and wrong_rules:
         raise ValueError("dense=True ends a program with a 'mix' node; wrong_rules=True ends it with "
@@ -233,6 +234,8 @@ def _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops,
         names = [n for n in names if VOCABULARY[n].linear]
     if smooth:
         names = [n for n in names if VOCABULARY[n].smooth]
+    if not forward_only_ops:
+        names = [n for n in names if VOCABULARY[n].reverse]
     return _Options(smooth, linear, kinds, wrong_rules, dtype, min_ops, max_ops, num_inputs, tuple(names) + kinds,
                     dense)
 
@@ -346,19 +349,22 @@ def _check_input_types(input_types):
 
 def random_programs(*, smooth=False, linear=False, custom_rules=False, wrong_rules=False, dtype=None,
                     min_ops=1, max_ops=8, num_inputs=None, input_types=None, ops=None,
-                    dense=False) -> st.SearchStrategy[Program]:
+                    dense=False, forward_only_ops=False) -> st.SearchStrategy[Program]:
     """Random well-typed :class:`Program` objects (see :func:`program_cases`).
 
     ``input_types`` fixes the inputs as ``((shape, dtype), ...)``; ``ops``
     restricts the ordinary vocabulary to the named ops (a program ends early,
     below ``min_ops``, if none of them accepts any value); ``dense=True`` ends
     the program with a ``mix`` node (a constant non-symmetric matrix on the
-    flattened value), so its Jacobian is dense, non-square and non-symmetric.
+    flattened value), so its Jacobian is dense, non-square and non-symmetric;
+    ``forward_only_ops=True`` also draws the ops JAX differentiates in forward mode only
+    (``Op.reverse`` false: ``custom_vmap``), for laws that never take reverse mode.
 
     >>> p = random_programs(max_ops=3).example()
     >>> print(p.source())            # doctest: +SKIP
     """
-    opts = _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops, num_inputs, ops, dense)
+    opts = _options(smooth, linear, custom_rules, wrong_rules, dtype, min_ops, max_ops, num_inputs, ops, dense,
+                    forward_only_ops)
     if input_types is not None:
         input_types = _check_input_types(input_types)
         if opts.dtype is not None and input_types[0][1] != opts.dtype:
@@ -378,7 +384,8 @@ def program_args(program: Program) -> st.SearchStrategy[tuple]:
 
 
 def program_cases(*, smooth=False, linear=False, custom_rules=False, wrong_rules=False, dtype=None,
-                  min_ops=1, max_ops=8, num_inputs=None, input_types=None, ops=None, dense=False):
+                  min_ops=1, max_ops=8, num_inputs=None, input_types=None, ops=None, dense=False,
+                  forward_only_ops=False):
     """Draw ``(program, args)``: a random program and numpy arguments for it.
 
     Options: ``smooth`` (differentiable at the drawn args: no floor, max,
@@ -390,7 +397,8 @@ def program_cases(*, smooth=False, linear=False, custom_rules=False, wrong_rules
     autodiff through it differs from the true derivative), ``dtype``
     (float32/float64; default both), ``min_ops``/``max_ops`` (node count),
     ``num_inputs`` (default 1 to 3), ``dense`` (end with a ``mix`` node: a
-    dense, non-square, non-symmetric Jacobian).
+    dense, non-square, non-symmetric Jacobian), ``forward_only_ops`` (also the ops JAX
+    differentiates in forward mode only: for laws without reverse mode).
 
     Note JAX itself cannot apply forward mode to custom_vjp nodes nor vmap
     linear_call; pick ``custom_rules`` kinds to suit the law.
@@ -404,5 +412,5 @@ def program_cases(*, smooth=False, linear=False, custom_rules=False, wrong_rules
     """
     progs = random_programs(smooth=smooth, linear=linear, custom_rules=custom_rules, wrong_rules=wrong_rules,
                      dtype=dtype, min_ops=min_ops, max_ops=max_ops, num_inputs=num_inputs,
-                     input_types=input_types, ops=ops, dense=dense)
+                     input_types=input_types, ops=ops, dense=dense, forward_only_ops=forward_only_ops)
     return progs.flatmap(lambda p: program_args(p).map(lambda args: (p, args)))

@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from .ops import (ComplexProduct, LinearSolve, Op, OptimizationBarrier, ReducePrecision,
-                  TridiagonalSolve, base_ops)
+from .ops import (ComplexProduct, CustomVmap, LinearSolve, Op, OptimizationBarrier,
+                  PureCallback, ReducePrecision, TridiagonalSolve, base_ops)
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,7 @@ def exempt(reason: str) -> Exempt:
 #: the source whose cases bind it most directly; others may bind it too.
 PRIMITIVES: dict[str, Drawn | Exempt] = {
     # custom_batching
-    "custom_vmap_call": exempt(
-        "custom_vmap's batching rule is user code; JAX cannot differentiate a custom_vmap "
-        "function without a custom jvp, so no law that must pass on JAX draws it "
-        "(tests/test_custom_derivatives.py covers it against JAX)"),
+    "custom_vmap_call": op(CustomVmap()),
     # custom_derivatives.jvp
     "custom_jvp_call": family("custom"),
     # custom_derivatives.linear
@@ -99,9 +96,7 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "io_callback": exempt(
         "an effectful host callback (impl.experimental.io_callback), not differentiable: "
         "tests/test_toplevel.py against JAX eagerly, under jit and vmap, ordered or not"),
-    "pure_callback": exempt(
-        "a host callback (impl.pure_callback), not differentiable: tests/test_toplevel.py against "
-        "JAX under jit and each vmap_method"),
+    "pure_callback": op(PureCallback()),
     # primitives.collectives
     "all_gather": named("all_gather"),
     "all_to_all": named("all_to_all"),

@@ -327,3 +327,24 @@ def test_differentiating_a_value_a_custom_vmap_function_closes_over():
                 m.grad(lambda y: np_.sum(m.vmap(lambda x: _closing_over(m, np_, y, x))(X)))(
                     F32(2.)))
     check_against_jax(program)
+
+
+def test_linear_transpose_of_a_linear_custom_vmap_function():
+    """impl transposes a linear custom_vmap function as its program (JAX has no transpose of
+    custom_vmap_call: NotImplementedError); the reference is JAX's transpose of the plain
+    function. Both operands have one type, so cotangents given to the wrong operand show."""
+    def plain(x, y):
+        return 2. * x - 0.5 * y
+
+    def linear(m):
+        f = _cv(m)(plain)
+
+        @f.def_vmap
+        def rule(axis_size, in_batched, x, y):
+            return plain(x, y), any(in_batched)
+        return f
+
+    got = impl.linear_transpose(linear(impl), X, Y)(X)
+    assert_trees_close(got, jax.linear_transpose(plain, X, Y)(X))
+    with pytest.raises(NotImplementedError):
+        jax.linear_transpose(linear(jax), X, Y)(X)

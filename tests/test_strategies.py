@@ -8,6 +8,7 @@ differences. Statistics over many programs use independent seeded draws
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 import re
@@ -144,7 +145,7 @@ def test_prng_cases_draw_the_samplers_only_on_request():
 
 def test_every_op_appears_across_a_few_hundred_draws():
     seen = set()
-    for program in sample(S.random_programs(custom_rules=True), 300, seed=2):
+    for program in sample(S.random_programs(custom_rules=True, forward_only_ops=True), 300, seed=2):
         seen.update(program.ops)
     assert seen == set(S.OP_NAMES), f"never drawn: {set(S.OP_NAMES) - seen}"
 
@@ -185,6 +186,12 @@ def test_options_shape_the_programs():
         assert set(p.ops) <= {"transpose", "sum"}
     for p in sample(S.random_programs(ops=("transpose",), input_types=[((), "float32")]), 5, seed=25):
         assert p.ops == () and p.output_type == ((), "float32")  # nothing fits a scalar
+    forward_only = {n for n, o in S.VOCABULARY.items() if not o.reverse}
+    assert forward_only, "no op without reverse mode: forward_only_ops tests nothing"
+    for p in sample(S.random_programs(ops=("sin", *forward_only)), 30, seed=26):
+        assert not set(p.ops) & forward_only
+    drawn = sample(S.random_programs(ops=("sin", *forward_only), forward_only_ops=True), 30, seed=26)
+    assert any(set(p.ops) & forward_only for p in drawn)
 
 
 def test_smooth_programs_agree_with_float64_finite_differences():
@@ -542,6 +549,19 @@ def test_linear_function_pair_kind_has_no_residual():
 # ----------------------------------------------------------------- custom wrappers
 
 
+def test_custom_wrapper_staging_calls_the_custom_function_through_a_transformation():
+    """A staged wrapper (jit, checkpoint, cond) computes what the unstaged one does, and its
+    trace holds the staging transformation's primitive around the custom-rule call."""
+    drawn = sample(S.custom_wrapper_cases(), 40, seed=27)
+    assert set(S.STAGINGS) <= {c.staging for c in drawn}
+    primitive = {"jit": "jit[", "checkpoint": "checkpoint[", "cond": "cond["}
+    for c in [c for c in drawn if c.staging][:6]:
+        f, _ = c.make(jax)
+        plain, _ = dataclasses.replace(c, staging="").make(jax)
+        assert _leaves_close(f(*c.args), plain(*c.args)), c
+        assert primitive[c.staging] in str(jax.make_jaxpr(f)(*c.args)), c
+
+
 def test_custom_wrapper_weighted_sums_save_no_residual():
     """One drawn wrapper in three is w0 * x0 + w1 * x1 (w0 != w1, same-typed
     inputs) whose custom_vjp fwd saves no residual; its source runs, and vjp
@@ -568,6 +588,7 @@ def test_custom_wrapper_weighted_sums_save_no_residual():
     (lambda: S.program_cases(max_ops=-1), ValueError),
     (lambda: S.program_cases(min_ops=5, max_ops=2), ValueError),
     (lambda: S.program_cases(smooth="yes"), TypeError),
+    (lambda: S.program_cases(forward_only_ops=1), TypeError),
     (lambda: S.program_cases(custom_rules=("bogus",)), ValueError),
     (lambda: S.program_cases(custom_rules="custom_jvp"), TypeError),
     (lambda: S.program_cases(dtype="int32"), ValueError),

@@ -234,6 +234,38 @@ def hessian_matches_finite_differences(backend, case):
                  flat_v @ H @ flat_u, want, kind="reference")
 
 
+def piecewise_second_jvp_matches_finite_differences(backend, case):
+    """The second directional derivative, jvp of jvp(f)(.; u) along v, equals float64 central
+    differences of jvp(f)(.; u) along v, also for programs with piecewise-smooth ops, at
+    points away from their kinks: forward over forward mode differentiates the tangent maps
+    of pooling and running extrema (select_and_gather_add, cumchooser_tangent), which only
+    second-order forward derivatives reach. The program runs on its inputs mapped by
+    x -> 2 sin(pi x / 4), which keeps the drawn input intervals ([-2, 2], [0.5, 2]): a
+    program of piecewise-linear ops alone has a zero second derivative, in which a wrong
+    rule of those tangent maps would not show."""
+    program = case.program.build(backend)
+    jnp = backend.numpy
+
+    def f(*xs):
+        return program(*[2.0 * jnp.sin(x * (np.pi / 4)) for x in xs])
+
+    check_conditioning(f, case.args)
+    u = directions(case.args, salt=13)
+    v = directions(case.args, salt=14)
+
+    def first(*xs):
+        return backend.jvp(f, xs, tuple(np.asarray(t, x.dtype) for t, x in zip(u, xs)))[1]
+
+    directional = backend.jit(first)
+    require_no_kink(directional, case.args, v)
+    got = evaluate_compiled(backend, lambda *xs: backend.jvp(first, xs, tuple(
+        np.asarray(t, x.dtype) for t, x in zip(v, xs)))[1], *case.args)
+    require_finite(got, what="second derivative")
+    want = fd_jvp(directional, case.args, v)
+    assert_close(case, "jvp of jvp(f)(.; u) along v vs FD of jvp(f)(.; u) along v", got, want,
+                 kind="reference")
+
+
 def _flat(xs):
     return np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in xs])
 

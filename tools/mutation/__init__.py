@@ -424,7 +424,7 @@ def coverage(per_source=3, seed=0):
 
     for op in S.OP_NAMES:
         names = set()
-        kw = dict(custom_rules=(op,)) if op in S.CUSTOM_KINDS else dict(ops=(op,), min_ops=1)
+        kw = dict(custom_rules=(op,)) if op in S.CUSTOM_KINDS else dict(ops=(op,), min_ops=1, forward_only_ops=True)
         drawn = draws(S.program_cases(max_ops=3, **kw), 4 * per_source)
         # a draw whose inputs the op does not accept (e.g. scalars) is a program without it
         for p, args in [(p, a) for p, a in drawn if op in p.ops + p.custom_ops][:per_source]:

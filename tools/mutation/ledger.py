@@ -95,8 +95,10 @@ OPEN_GAPS: dict[str, str] = {
     **_each(_ops("transpose", "name", ("scale", "drop_first")),
             "only linear_transpose of a named linear value reaches it, and JAX has no transpose of "
             "`name`, so no law that must pass on JAX draws it (tests/test_remat.py checks the rule)"),
-    **_each(["jvp:chunk_map:swap", "transpose:chunk_map:swap"],
-            "applies to two same-typed leading operands of chunk_map, which the chunked cases seldom draw"),
+    **_each(_ops("transpose", "custom_vmap_call", ("scale", "drop_first", "swap")),
+            "only linear_transpose of a custom_vmap function reaches it, and JAX has no transpose of "
+            "custom_vmap_call (NotImplementedError), so no law that must pass on JAX draws it "
+            "(tests/test_custom_batching.py checks the rule)"),
     "jvp:clamp:drop_first": ("shows only where a traced lower bound clamps and reaches the output; "
                              "the focused programs seldom hold such a case"),
     **_each(["jvp:polygamma:drop_first", "jvp:regularized_incomplete_beta:drop_first"],
@@ -107,37 +109,14 @@ OPEN_GAPS: dict[str, str] = {
                              "as in JAX): it turns that error into a silent zero; laws must pass on JAX, "
                              "so none perturbs an initial value (tests/test_lax_reduce_solve_barrier.py "
                              "checks the error)"),
-    **_each(_ops("jvp", "select_and_gather_add", ("scale", "drop_first", "swap"))
-            + _ops("jvp", "cumchooser_tangent", ("scale", "drop_first", "swap", "axis_off_by_one")),
-            "runs only in second-order forward derivatives of pooling or cummax, which no law takes "
-            "(the Hessian laws draw smooth programs)"),
-    **_each(_ops("batching", "igamma_grad_a", ("move_batch_axis", "shift_batch")),
-            "only vmap of igamma's derivative in a reaches it, and the vmap-of-grad laws draw smooth programs"),
     "jvp:pad:drop_last": ("a traced padding value is drawn only by strategies.ops.Pad, seldom among "
                           "pad's focused cases"),
-    **_each([f"jvp:{p}:{op}" for p in ("custom_jvp_call", "custom_vjp_call")
-             for op in ("scale", "drop_first", "drop_last", "swap")],
-            "the table's rule runs only where a custom_jvp or custom_vjp function is staged (jit, checkpoint) "
-            "and then differentiated: impl differentiates a custom function called directly by running the "
-            "user's rule, and no drawn custom-rule case stages it first (grad(jit(f)) shows the wrong rule)"),
-    "jvp:conv_general_dilated:drop_last": ("the drawn convolutions (strategies.ops.Conv) take a constant kernel, "
-                                           "whose tangent is always the symbolic zero the mutant puts there"),
-    "jvp:dynamic_update_slice:drop_last": ("the last operand is a start index, whose tangent the rule (linear in "
-                                           "the operand and the update) never reads, except for a 0-d operand "
-                                           "(no start index: the update replaces it), which no strategy draws"),
-    "batching:is_finite:shift_batch": ("is_finite is True on every element the laws keep (they filter "
-                                       "non-finite values), so a batch of Trues shifted is the same batch"),
-    **_each(["jvp:pad:swap", "transpose:pad:swap"],
-            "the swap applies only to an operand of the padding value's type, a 0-d one, and the drawn "
-            "pads (strategies.ops.Pad) take operands of one axis or more"),
     "jvp:custom_linear_solve:swap": ("applies to two same-typed constants of the solve's programs with different "
                                      "tangents; the drawn solves (strategies.ops.LinearSolve) close over one "
                                      "matrix, the same value in each program, so the two tangents are one"),
     "transpose:custom_linear_solve:swap": ("applies only to a solve without constants and two same-typed right-hand "
                                            "sides (b a pytree): the rule returns None for each constant, and the "
                                            "drawn solves close over their matrix and solve one array"),
-    "jvp:sort:swap": ("applies only to a sort of two same-typed operands (lax.sort of a tuple); the drawn "
-                      "programs sort one array"),
     **_each(_ops("jvp", "random_gamma", ("scale", "drop_last")),
             "the sampler's derivative in a is the implicit reparameterization one (at a fixed CDF "
             "value), which no finite difference of the drawn samples shows; the other laws derive "
