@@ -554,7 +554,7 @@ def test_custom_wrapper_staging_calls_the_custom_function_through_a_transformati
     trace holds the staging transformation's primitive around the custom-rule call."""
     drawn = sample(S.custom_wrapper_cases(), 40, seed=27)
     assert set(S.STAGINGS) <= {c.staging for c in drawn}
-    primitive = {"jit": "jit[", "checkpoint": "checkpoint[", "cond": "cond["}
+    primitive = {"jit": "jit[", "checkpoint": "remat2[", "cond": "cond["}   # JAX's names
     for c in [c for c in drawn if c.staging][:6]:
         f, _ = c.make(jax)
         plain, _ = dataclasses.replace(c, staging="").make(jax)
