@@ -1295,6 +1295,16 @@ class Tracer:
     def __float__(self):
         return float(self._number("float"))
 
+    def item(self, *args):
+        return np.asarray(self._concrete(
+            "Abstract tracer value encountered where concrete value is expected: {}",
+            detail="This occurred in the item() method of jax.Array")).item(*args)
+
+    def tolist(self):
+        return np.asarray(self._concrete(
+            "Abstract tracer value encountered where concrete value is expected: {}",
+            detail="The tolist() method was called on a traced array.")).tolist()
+
     def __int__(self):
         return int(self._number("int"))
 

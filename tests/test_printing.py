@@ -98,6 +98,20 @@ PROGRAMS = {
         lambda J, N, L: lambda a, n: L.fori_loop(0, n, lambda i, c: c + N.ones(a.shape) * 3. + a,
                                                  a + N.ones(a.shape)),
         (np.ones(4, np.float32), 5)),
+    "arrays made inside a transformation are its constants, their methods staged": (
+        lambda J, N, L: lambda x: (N.array(x.shape).prod() * x, N.asarray(3).astype(N.float32),
+                                   N.asarray(3) + x, N.array([1., 2.]) * x[0, 0],
+                                   N.asarray(np.arange(3.)) + 1, N.float32(3) * x, N.zeros(()) + x,
+                                   N.full((), 2) + x, N.array([1, 2]), N.asarray(2.),
+                                   N.array(True), N.ones(()) * x, N.arange(3.).mean()),
+        (np.ones((2, 3), np.float32),)),
+    "jnp.array and jnp.copy copy a traced or concrete array with an equation": (
+        lambda J, N, L: (lambda c: lambda x: (
+            N.array(x), N.copy(x), N.array(x, copy=False), N.asarray(x), x.copy(),
+            N.array(c) * x, N.asarray(c) * x, N.asarray(c, dtype=N.int32),
+            N.array(x, N.int32), J.grad(lambda x: N.array(x).sum())(x),
+            J.vmap(N.array)(x)))(N.ones(2)),
+        (np.ones(2, np.float32),)),
     "vmap of debug.print slices each element": (
         lambda J, N, L: J.vmap(lambda x: J.debug.print("x={x}", x=x)),
         (np.ones(2, np.float32),)),
@@ -179,4 +193,50 @@ def test_tracers_print_as_jax(capsys):
     want = _printed_tracers(jax, jjnp, capsys)
     got = _printed_tracers(impl, inp, capsys)
     assert "JitTracer(~int" in want and "GradTracer(" in want
+    assert got == want
+
+
+def _made_inside_jit(J, N, capsys):
+    @J.jit
+    def f(x):
+        shape = N.array(x.shape)
+        print(shape, N.asarray(3).astype(N.float32), N.float32(2), shape.prod(),
+              N.zeros(()), N.full((), 2), N.array(np.arange(2.)) + 1, N.copy(x))
+        return x * shape.prod()
+    out = f(N.ones((2, 3)))
+    print(out)
+    # outside any transformation the same calls make concrete arrays
+    c = N.ones(2)
+    print(type(N.array([1, 2])).__name__, N.array(c) is c, N.asarray(c) is c,
+          N.copy(c) is c, N.array(c, copy=False) is c, N.float32(2))
+    return capsys.readouterr().out
+
+
+def test_arrays_made_inside_jit_print_as_jax_tracers(capsys):
+    want = _made_inside_jit(jax, jjnp, capsys)
+    got = _made_inside_jit(impl, inp, capsys)
+    assert "JitTracer(int64[2])" in want and "ArrayImpl" in want   # (tests run with x64)
+    assert got == want
+
+
+def _concrete_value_errors(J, N):
+    attempts = {"int": lambda x: int(N.array(3)), "bool": lambda x: bool(N.array(True)),
+                "item": lambda x: N.array(x.shape).prod().item(),
+                "tolist": lambda x: N.array([1, 2]).tolist(),
+                "numpy": lambda x: np.asarray(N.array([1, 2])),
+                "reshape": lambda x: N.reshape(x, N.array([3, 1])),
+                "zeros": lambda x: N.zeros(N.array(3))}
+    raised = {}
+    for name, fn in attempts.items():
+        try:
+            J.jit(fn)(N.ones(3))
+            raised[name] = None
+        except Exception as e:   # noqa: BLE001  (the exception type is compared)
+            raised[name] = type(e).__name__
+    return raised
+
+
+def test_arrays_made_inside_jit_have_no_concrete_value():
+    want, got = _concrete_value_errors(jax, jjnp), _concrete_value_errors(impl, inp)
+    assert all(want.values())
     assert got == want

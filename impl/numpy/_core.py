@@ -20,8 +20,8 @@ from impl.primitives import reductions as _red
 from impl.primitives.sharding import reshard
 from impl.numpy import _ufuncs as uf
 from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonicalize_axis,
-                              check_no_out, mask_where, promote, result_dtype, strong,
-                              to_array)
+                              check_no_out, mask_where, promote, result_dtype,
+                              staged_constant, strong)
 
 
 # ------------------------------------------------------------------ reductions
@@ -136,6 +136,10 @@ def reshape(a, shape, order="C", *, out_sharding=None):
         raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
+    if isinstance(shape, core.Tracer) or any(isinstance(d, core.Tracer) for d in shape):
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {shape}.\nIf using `jit`, try using `static_argnums` or "
+                        "applying `jit` to smaller subfunctions.")
     shape = [int(d) for d in shape]
     total = get_aval(x).size
     # JAX reports a bad shape as a TypeError, except for a NumPy array (NumPy's ValueError).
@@ -415,14 +419,16 @@ def _zeros(shape, dtype, device, out_sharding, fun_name):
     dtype = core.user_dtype(dtype or float, fun_name)
     if _staged(device, _static_shape(shape)):
         return _filled(_static_shape(shape), 0, dtype, out_sharding)
-    return jax_jnp.zeros(shape, dtype, device=device, out_sharding=out_sharding)
+    return staged_constant(jax_jnp.zeros(shape, dtype, device=device,
+                                         out_sharding=out_sharding))
 
 
 def ones(shape, dtype=None, *, device=None, out_sharding=None):
     dtype = core.user_dtype(dtype or float, "ones")
     if _staged(device, _static_shape(shape)):
         return _filled(_static_shape(shape), 1, dtype, out_sharding)
-    return jax_jnp.ones(shape, dtype, device=device, out_sharding=out_sharding)
+    return staged_constant(jax_jnp.ones(shape, dtype, device=device,
+                                        out_sharding=out_sharding))
 
 
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
@@ -440,7 +446,8 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
                                        out_sharding=out_sharding)
         return _filled(_static_shape(shape), fill_value, core.user_dtype(dtype, "full"),
                        out_sharding)
-    return jax_jnp.full(shape, fill_value, dtype, device=device, out_sharding=out_sharding)
+    return staged_constant(jax_jnp.full(shape, fill_value, dtype, device=device,
+                                        out_sharding=out_sharding))
 
 
 def empty(shape, dtype=None):
@@ -460,7 +467,7 @@ def _eye(N, M, k, dtype, fun_name):
         rows = _red.broadcasted_iota(index, shape, 0)
         cols = _red.broadcasted_iota(index, shape, 1)
         return ew.convert_element_type(ew.eq(ew.add(rows, np.array(k, index)), cols), dtype)
-    return jax_jnp.eye(N, M, k, dtype=dtype)
+    return staged_constant(jax_jnp.eye(N, M, k, dtype=dtype))
 
 
 def identity(n, dtype=None):
@@ -476,8 +483,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
     if (_staged(device) and not isinstance(out_sharding, jax.sharding.Sharding)
             and all(isinstance(v, (int, float, np.integer, np.floating)) for v in given)):
         return _staged_arange(start, stop, step, dtype, out_sharding)
-    return jax_jnp.arange(start, stop, step, dtype=dtype, device=device,
-                          out_sharding=out_sharding)
+    return staged_constant(jax_jnp.arange(start, stop, step, dtype=dtype, device=device,
+                                          out_sharding=out_sharding))
 
 
 def _staged_arange(start, stop, step, dtype, out_sharding):
@@ -510,7 +517,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         delta = ew.div(ew.sub(stop_, start_), max(div, 1))
         out = ew.add(ew.mul(steps, delta), start_)
         return (out, delta) if retstep else out
-    return jax_jnp.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    out = jax_jnp.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    return tuple(map(staged_constant, out)) if retstep else staged_constant(out)
 
 
 def _like(fn, a, dtype, shape):
@@ -557,10 +565,6 @@ def ones_like(a, dtype=None, shape=None):
 def full_like(a, fill_value, dtype=None, shape=None):
     return _filled_like(a, fill_value, dtype, shape, "full_like",
                         lambda shape, dtype: full(shape, fill_value, dtype))
-
-
-def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)
-    return to_array(object, dtype, "array")
 
 
 def astype(x, dtype):

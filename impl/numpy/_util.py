@@ -40,6 +40,18 @@ def asarray(a, dtype=None):
     return to_array(a, dtype, "asarray")
 
 
+def staged_constant(x):
+    """`x`, a concrete array a jax.numpy function made, as JAX gives it: inside a
+    transformation the transformation's value (under jit a literal or a constant of the
+    program, with no equation: a tracer whose methods stage equations and whose repr is
+    a tracer's), outside any the array itself. A conversion to its own type does it:
+    staging answers it with the value, the other transformations hand it on."""
+    if core.current_trace() is core.eval_trace or isinstance(x, Tracer):
+        return x
+    aval = get_aval(x)
+    return ew.convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
 def to_array(x, dtype, fun_name):
     """`asarray` for the public function `fun_name` (named in JAX's dtype warnings)."""
     if dtype is not None:
