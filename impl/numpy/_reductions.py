@@ -11,6 +11,7 @@ from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import reductions as red
+from impl.numpy._jax_calls import staged_as_in_jax
 from impl.numpy._util import (asarray, canonicalize_axes, canonicalize_axis, check_no_out,
                               flat_or_axis, mask_where, strong)
 
@@ -160,21 +161,25 @@ def _cumulative(name, fn, a, axis, dtype, out=None, nan_to=None, promote_integer
     return ew.convert_element_type(out, result)
 
 
+@staged_as_in_jax
 def cumsum(a, axis=None, dtype=None, out=None):
     """Running sums along `axis` (of the flattened array if None)."""
     return _cumulative("cumsum", red.cumsum, a, axis, dtype, out)
 
 
+@staged_as_in_jax
 def cumprod(a, axis=None, dtype=None, out=None):
     """Running products along `axis` (of the flattened array if None)."""
     return _cumulative("cumprod", red.cumprod, a, axis, dtype, out)
 
 
+@staged_as_in_jax
 def nancumsum(a, axis=None, dtype=None, out=None):
     """Running sums with NaNs counted as zero."""
     return _cumulative("nancumsum", red.cumsum, a, axis, dtype, out, nan_to=0)
 
 
+@staged_as_in_jax
 def nancumprod(a, axis=None, dtype=None, out=None):
     """Running products with NaNs counted as one."""
     return _cumulative("nancumprod", red.cumprod, a, axis, dtype, out, nan_to=1)
@@ -295,10 +300,10 @@ def _logical(reduce_fn, name, a, axis, out, keepdims, where):
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
-    """Whether every element along `axis` is true (the minimum of the booleans)."""
-    return _logical(red.reduce_min, "all", a, axis, out, keepdims, where)
+    """Whether every element along `axis` is true."""
+    return _logical(red.reduce_and, "all", a, axis, out, keepdims, where)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
-    """Whether some element along `axis` is true (the maximum of the booleans)."""
-    return _logical(red.reduce_max, "any", a, axis, out, keepdims, where)
+    """Whether some element along `axis` is true."""
+    return _logical(red.reduce_or, "any", a, axis, out, keepdims, where)

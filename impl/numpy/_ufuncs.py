@@ -384,15 +384,21 @@ def where(condition, x, y):
     cond = _as_bool(condition)
     x, y = promote(_scalar(x), _scalar(y))
     from impl.numpy._util import broadcast_shapes, broadcast_sharding, broadcast_to
-    shape = broadcast_shapes(get_aval(cond).shape, get_aval(x).shape, get_aval(y).shape)
-    sharding = broadcast_sharding((cond, x, y), shape)
+    # A scalar predicate selects whole cases, unbroadcast (as JAX's where leaves it).
+    operands = (x, y) if get_aval(cond).ndim == 0 else (cond, x, y)
+    shape = broadcast_shapes(*(get_aval(a).shape for a in operands))
+    sharding = broadcast_sharding(operands, shape)
     # As JAX's where: operands whose shapes differ are all broadcast to the result's
     # sharding, those of the result's shape too (a predicate without it would not meet
     # the cases sharded alike).
-    retype = sharding is not None and len({get_aval(a).shape for a in (cond, x, y)}) > 1
-    cond, x, y = (broadcast_to(a, shape, out_sharding=sharding) if get_aval(a).shape != shape
-                  else reshard(a, sharding) if retype and not _typed_as(a, sharding)
-                  else a for a in (cond, x, y))
+    retype = sharding is not None and len({get_aval(a).shape for a in operands}) > 1
+    operands = [broadcast_to(a, shape, out_sharding=sharding) if get_aval(a).shape != shape
+                else reshard(a, sharding) if retype and not _typed_as(a, sharding)
+                else a for a in operands]
+    if len(operands) == 3:
+        cond, x, y = operands
+    else:
+        x, y = operands
     return ew.select_n(cond, y, x)
 
 

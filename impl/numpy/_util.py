@@ -174,6 +174,9 @@ def broadcast_to(array, shape, *, out_sharding=None):
         if d != 1 and d != shape[nd + i]:
             raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} and "
                              f"requested shape {shape}")
+    if aval.explicit_sharding is None and out_sharding is None:
+        # one broadcast, size-1 axes growing in it, as JAX's broadcast_to stages it
+        return sh.broadcast_in_dim(x, shape, tuple(range(nd, len(shape))))
     # size-1 axes that grow are dropped first, then broadcast.
     keep = [i for i, d in enumerate(aval.shape) if d == shape[nd + i]]
     if len(keep) != aval.ndim:
@@ -235,6 +238,13 @@ def broadcast_operands(op, *args):
             raise TypeError(f"{op} got incompatible shapes for broadcasting: "
                             f"{', '.join(map(str, shapes))}.") from None
     sharding = broadcast_sharding(args, shape, op)
+    if sharding is None and op is not None:
+        # As JAX's elementwise functions: operands of lower rank get leading axes of size
+        # 1, and the operation itself broadcasts axes of size 1 (and scalars).
+        rank = len(shape)
+        return [a if get_aval(a).ndim in (0, rank) else sh.broadcast_in_dim(
+            a, (1,) * (rank - get_aval(a).ndim) + get_aval(a).shape,
+            tuple(range(rank - get_aval(a).ndim, rank))) for a in args]
     return [a if get_aval(a).shape == shape or not get_aval(a).shape
             else broadcast_to(a, shape, out_sharding=sharding) for a in args]
 

@@ -118,11 +118,13 @@ def unbroadcast(ct, aval):
     if ct_aval.shape != aval.shape:
         if aval.ndim == 0:
             ct = reduce_sum(ct, tuple(range(ct_aval.ndim)))
-        else:   # size-1 axes broadcast: summed, and kept
+        else:   # size-1 axes broadcast: summed, and kept (by a reshape, as JAX's)
             axes = tuple(i for i, (c, a) in enumerate(zip(ct_aval.shape, aval.shape))
                          if c != a)
-            ct = broadcast_in_dim(reduce_sum(ct, axes), aval.shape,
-                                  tuple(i for i in range(aval.ndim) if i not in axes))
+            ct = (reshape(reduce_sum(ct, axes), aval.shape)
+                  if aval.explicit_sharding is None and ct_aval.explicit_sharding is None
+                  else broadcast_in_dim(reduce_sum(ct, axes), aval.shape,
+                                        tuple(i for i in range(aval.ndim) if i not in axes)))
     if get_aval(ct).dtype != aval.dtype and aval.dtype != core.float0:
         ct = convert_element_type(ct, aval.dtype)
     ct_sharding, want = get_aval(ct).explicit_sharding, core.cotangent_sharding(aval)

@@ -177,6 +177,35 @@ reduce_prod_p = define("reduce_prod",
                        sharding_rule=sharding_rules.drop_axes("axes"))
 
 
+
+def _logical_reduction_dtype(name, dtype):
+    if dtype != np.bool_ and np.dtype(dtype).kind not in "iu":
+        raise TypeError("logical reduction requires operand dtype bool or int, got "
+                        f"{np.dtype(dtype).name}.")
+
+
+# or / and of booleans (bitwise of integers) along axes, as jnp.any / jnp.all stage them
+reduce_or_p = define("reduce_or", abstract_eval=_reduce_aval("reduce_or",
+                                                             _logical_reduction_dtype),
+                     lowering=lambda x, *, axes: lax.reduce_or(x, axes), jvp=ad.zero_jvp,
+                     batching=batching.reducer, sharding_rule=sharding_rules.drop_axes("axes"))
+reduce_and_p = define("reduce_and", abstract_eval=_reduce_aval("reduce_and",
+                                                               _logical_reduction_dtype),
+                      lowering=lambda x, *, axes: lax.reduce_and(x, axes), jvp=ad.zero_jvp,
+                      batching=batching.reducer,
+                      sharding_rule=sharding_rules.drop_axes("axes"))
+
+
+def reduce_or(operand, axes):
+    axes = _canonical_axes(axes, get_aval(operand).ndim)
+    return reduce_or_p.bind(operand, axes=axes) if axes else operand
+
+
+def reduce_and(operand, axes):
+    axes = _canonical_axes(axes, get_aval(operand).ndim)
+    return reduce_and_p.bind(operand, axes=axes) if axes else operand
+
+
 # ------------------------------------------------------------- argmax / argmin
 
 def _argminmax_aval(name):
