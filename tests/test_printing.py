@@ -112,6 +112,23 @@ PROGRAMS = {
             N.array(x, N.int32), J.grad(lambda x: N.array(x).sum())(x),
             J.vmap(N.array)(x)))(N.ones(2)),
         (np.ones(2, np.float32),)),
+    "jnp functions JAX stages as calls print as jit calls, a long one printed once first": (
+        lambda J, N, L: lambda x: (N.cumsum(x), N.cumsum(x, axis=1), N.cumprod(x, 0),
+                                   N.nancumsum(x), N.linalg.norm(x), N.linalg.norm(x[0]),
+                                   N.where(x > 1, x, 0.)),
+        (np.arange(6, dtype=np.float32).reshape(2, 3),)),
+    "var and std: calls named _var and _std, their program printed once first": (
+        lambda J, N, L: lambda x: (N.var(x), N.var(x, axis=0, ddof=1), N.std(x, axis=1)),
+        (np.arange(6, dtype=np.float32).reshape(2, 3),)),
+    "any and all of booleans: reduce_or and reduce_and": (
+        lambda J, N, L: lambda x: (N.any(x > 1), N.all(x > 1, axis=0), (x > 1).any(),
+                                   N.any(x > 1, keepdims=True)),
+        (np.arange(6, dtype=np.float32).reshape(2, 3),)),
+    "broadcasting: lower ranks get leading axes, the operation broadcasts axes of size 1": (
+        lambda J, N, L: lambda a, b, c: (a * b, a + b[0], N.where(a > 0, a, b), c * b,
+                                         N.broadcast_to(a, (2, 3)),
+                                         J.grad(lambda a: (a * b).sum())(a)),
+        (np.ones((1, 3), np.float32), np.ones((2, 3), np.float32), np.ones(3, np.float32))),
     "vmap of debug.print slices each element": (
         lambda J, N, L: J.vmap(lambda x: J.debug.print("x={x}", x=x)),
         (np.ones(2, np.float32),)),

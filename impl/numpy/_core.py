@@ -24,18 +24,12 @@ from impl.primitives.sharding import reshard
 from impl.numpy import _ufuncs as uf
 from impl.numpy._jax_calls import staged_as_in_jax
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axes,
-                              canonicalize_axis, check_arraylike, check_no_out, mask_where,
-                              promote, result_dtype, staged_constant, strong)
+                              canonicalize_axis, check_arraylike, check_no_out,
+                              keep_reduced_axes, mask_where, promote, result_dtype,
+                              staged_constant, strong)
 
 
 # ------------------------------------------------------------------ reductions
-
-def _keepdims(out, x_shape, axes):
-    """A reduction's result with its reduced axes kept (of size 1), as JAX's
-    expand_dims stages it: a broadcast."""
-    shape = tuple(1 if i in axes else d for i, d in enumerate(x_shape))
-    return sh.broadcast_in_dim(out, shape, tuple(i for i in range(len(shape)) if i not in axes))
-
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
         promote_integers=True):
@@ -55,7 +49,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     res = sh.reduce_sum(mask_where(x, where, 0), axes)
     if initial is not None:
         res = ew.add(res, initial)
-    return strong(_keepdims(res, aval.shape, axes) if keepdims else res)
+    return strong(keep_reduced_axes(res, aval.shape, axes) if keepdims else res)
 
 
 def _count(aval, axes, where, keepdims, dtype):
@@ -90,14 +84,6 @@ def _correction(ddof, correction):
     if ddof != 0:
         raise ValueError("ddof and correction can't be provided simultaneously.")
     return correction
-
-
-@staged_as_in_jax
-def _where(condition, x, y):
-    return uf.where(condition, x, y)
-
-
-staged_where = _where   # jnp.where's select, a call named _where as in JAX's programs
 
 
 def _optional_axes(axis):
@@ -154,7 +140,7 @@ def _var(a, *, axis=None, dtype=None, correction=0, keepdims=False, where=None,
                         ew.convert_element_type(correction, compute))
     result = sum(centered, axes, dtype=compute, keepdims=keepdims, where=where)
     result = ew.convert_element_type(ew.div(result, normalizer), dtype)
-    return staged_where(uf.greater(normalizer, 0), result, np.nan)
+    return uf.staged_where(uf.greater(normalizer, 0), result, np.nan)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
@@ -624,7 +610,7 @@ def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axi
         bounds[axis] = 0
         out = sh.broadcast_in_dim(np.zeros((), dtype), tuple(bounds), ())
     if dtype.kind in "iu" and get_aval(out).dtype.kind not in "iu":
-        out = ew.floor(out)
+        out = ew.floor_p.bind(out)
     result = ew.convert_element_type(out, dtype)
     return (result, delta) if retstep else result
 

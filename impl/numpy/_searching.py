@@ -85,7 +85,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if size is not None or fill_value is not None:
         raise ValueError("size and fill_value arguments cannot be used in three-term "
                          "where function.")
-    return c.staged_where(condition, x, y)
+    return uf.staged_where(condition, x, y)
 
 
 def flatnonzero(a, *, size=None, fill_value=None):

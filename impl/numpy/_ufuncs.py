@@ -14,6 +14,7 @@ from impl.primitives import elementwise as ew
 from impl.primitives.special import exp2_p
 from impl.primitives import sharding_rules
 from impl.primitives.sharding import reshard
+from impl.numpy._jax_calls import staged_as_in_jax
 from impl.numpy._util import asarray, broadcast_arrays, broadcast_operands, promote  # noqa: F401
 
 
@@ -400,6 +401,14 @@ def where(condition, x, y):
     else:
         x, y = operands
     return ew.select_n(cond, y, x)
+
+
+@staged_as_in_jax
+def _where(condition, x, y):
+    return where(condition, x, y)
+
+
+staged_where = _where   # jnp.where's select, a call named _where as in JAX's programs
 
 
 def _typed_as(x, sharding):

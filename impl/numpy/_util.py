@@ -184,6 +184,13 @@ def broadcast_to(array, shape, *, out_sharding=None):
     return sh.broadcast_in_dim(x, shape, tuple(nd + i for i in keep), out_sharding=out_sharding)
 
 
+def keep_reduced_axes(out, x_shape, axes):
+    """A reduction's result with its reduced `axes` kept, of size 1 (keepdims=True), as
+    JAX's expand_dims stages it: a broadcast."""
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x_shape))
+    return sh.broadcast_in_dim(out, shape, tuple(i for i in range(len(shape)) if i not in axes))
+
+
 def broadcast_sharding(args, shape, op=None):
     """The sharding operands broadcast together to `shape` share over Explicit mesh
     axes (each result axis sharded as the operands that have it at full size are), so
