@@ -664,8 +664,12 @@ def _shared_programs(top):
 
 def _jaxpr_doc(jaxpr, namer):
     name = namer.shared.get(id(jaxpr))
-    if name is not None:
+    if name is not None:   # printed once, before the program
         return pp.text(name)
+    return _jaxpr_body_doc(jaxpr, namer)
+
+
+def _jaxpr_body_doc(jaxpr, namer):
     read = {v.id for e in jaxpr.eqns for v in e.invars if type(v) is Var}
     read.update(v.id for v in jaxpr.outvars if type(v) is Var)
     unread = frozenset(v.id for e in jaxpr.eqns for v in e.outvars if v.id not in read)
@@ -709,11 +713,10 @@ def pretty_print_jaxpr(jaxpr: Jaxpr, *, source_info=False, print_shapes=True,
     if use_color is None:
         use_color = _jax_default_use_color()
     namer = _Namer(print_shapes=print_shapes, custom_rules=custom_pp_eqn_rules)
-    docs = []
-    for name, shared in _shared_programs(jaxpr):
-        docs.append(pp.concat([pp.text(f"let {name} = "), _jaxpr_doc(shared, namer),
-                               pp.text(" in"), pp.brk()]))
-        namer.shared[id(shared)] = name
+    shared = _shared_programs(jaxpr)
+    namer.shared.update((id(program), name) for name, program in shared)
+    docs = [pp.concat([pp.text(f"let {name} = "), _jaxpr_body_doc(program, namer),
+                       pp.text(" in"), pp.brk()]) for name, program in shared]
     docs.append(_jaxpr_doc(jaxpr, namer))
     return pp.format(pp.concat(docs), width=width, use_color=use_color)
 

@@ -22,6 +22,7 @@ STAGED_AS_CALLS = {
     "_var": ("axis", "dtype", "keepdims"), "_std": ("axis", "dtype", "keepdims"),
     "norm": ("ord", "axis", "keepdims"),
     "_linspace": ("num", "endpoint", "retstep", "dtype", "axis"),
+    "hypot": (),
 }
 
 

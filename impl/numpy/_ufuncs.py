@@ -436,10 +436,19 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     return where(ew.eq_p.bind(x, float("-inf")), info.min if neginf is None else neginf, x)
 
 
-@compiled_when_eager
-def hypot(x, y):
-    x, y = _float_pair(x, y, "hypot")
-    return sqrt(add(square(x), square(y)))
+@staged_as_in_jax
+def hypot(x1, x2):
+    """sqrt(x1**2 + x2**2) as JAX computes it: the larger magnitude times
+    sqrt(1 + ratio**2), so that no square overflows (inf where either is inf)."""
+    x1, x2 = _float_pair(x1, x2, "hypot")
+    x1, x2 = ew.abs_p.bind(x1), ew.abs_p.bind(x2)
+    inf = np.asarray(np.inf, get_aval(x1).dtype)
+    at_inf = ew.or_p.bind(ew.eq_p.bind(x1, inf), ew.eq_p.bind(x2, inf))
+    big, small = ew.max_p.bind(x1, x2), ew.min_p.bind(x1, x2)
+    big_is_zero = equal(big, 0)
+    ratio = ew.div_p.bind(small, _where(equal(big, 0), np.ones((), get_aval(big).dtype), big))
+    x = _where(big_is_zero, big, multiply(big, ew.sqrt_p.bind(add(1, ew.square(ratio)))))
+    return _where(at_inf, inf, x)
 
 
 @compiled_when_eager
