@@ -590,6 +590,7 @@ ROUNDED_AS_JAX = {
     "log10": (lambda m: m.numpy.log10, 0.05),
     "hypot": (lambda m: lambda x: m.numpy.hypot(x, np.float32(0.7) * x - np.float32(0.3)),
               -0.4),
+    "logaddexp": (lambda m: lambda x: m.numpy.logaddexp(x, np.float32(0.7) * x - 1), -3.0),
 }
 
 

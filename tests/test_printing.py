@@ -117,6 +117,10 @@ PROGRAMS = {
                                    N.nancumsum(x), N.linalg.norm(x), N.linalg.norm(x[0]),
                                    N.where(x > 1, x, 0.)),
         (np.arange(6, dtype=np.float32).reshape(2, 3),)),
+    "hypot (its _where program shared) and logaddexp (a custom_jvp function) as JAX's": (
+        lambda J, N, L: lambda x, y: (N.hypot(x, y), N.logaddexp(x, y),
+                                      J.grad(N.logaddexp, argnums=(0, 1))(x, y)),
+        (F, np.float32(2.5))),
     "var and std: calls named _var and _std, their program printed once first": (
         lambda J, N, L: lambda x: (N.var(x), N.var(x, axis=0, ddof=1), N.std(x, axis=1)),
         (np.arange(6, dtype=np.float32).reshape(2, 3),)),

@@ -14,6 +14,7 @@ from impl.primitives import elementwise as ew
 from impl.primitives.special import exp2_p
 from impl.primitives import sharding_rules
 from impl.primitives.sharding import reshard
+from impl.custom_derivatives import custom_jvp
 from impl.numpy._jax_calls import staged_as_in_jax
 from impl.numpy._util import asarray, broadcast_arrays, broadcast_operands, promote  # noqa: F401
 
@@ -358,8 +359,47 @@ def _float_pair(x, y, op):
             for a in (x, y)]
 
 
-@compiled_when_eager
+def _logaddexp_real(x1, x2):
+    # JAX's program: max(x1, x2) + log1p(exp(-|x1 - x2|)), and x1 + x2 where the
+    # difference is NaN (both infinite alike, or a NaN)
+    x1, x2 = _float_pair(x1, x2, "logaddexp")
+    amax = ew.max_p.bind(x1, x2)
+    delta = ew.sub(x1, x2)
+    undefined, both = ew.ne_p.bind(delta, delta), ew.add(x1, x2)
+    return ew.select_n(undefined, ew.add(amax, ew.log1p_p.bind(ew.exp_p.bind(
+        ew.neg(ew.abs_p.bind(delta))))), both)
+
+
+_logaddexp_real.__name__ = "logaddexp"   # the name JAX's programs show
+_logaddexp_real = custom_jvp(_logaddexp_real)
+
+
+def _without_inf(x):
+    return ew.select_n(ew.eq_p.bind(x, np.asarray(np.inf, get_aval(x).dtype)), x,
+                       np.zeros((), get_aval(x).dtype))
+
+
+@_logaddexp_real.defjvp
+def _logaddexp_jvp(primals, tangents):
+    """JAX's rule: each tangent times exp(x - out), infinities counting as 0 there, so a
+    tie gives each argument 1/2."""
+    x1, x2 = _float_pair(*primals, "logaddexp")
+    t1, t2 = (ew.convert_element_type(t, get_aval(x1).dtype) for t in tangents)
+    out = _logaddexp_real(x1, x2)
+    return out, ew.add(
+        multiply(t1, ew.exp_p.bind(ew.sub(_without_inf(x1), _without_inf(out)))),
+        multiply(t2, ew.exp_p.bind(ew.sub(_without_inf(x2), _without_inf(out)))))
+
+
 def logaddexp(x, y):
+    from impl.numpy._util import result_dtype
+    if inexact_dtype(result_dtype(_scalar(x), _scalar(y))[0]).kind != "c":
+        return _logaddexp_real(x, y)
+    return _logaddexp_complex(x, y)
+
+
+@compiled_when_eager
+def _logaddexp_complex(x, y):
     x, y = _float_pair(x, y, "logaddexp")
     amax = maximum(x, y)
     delta = subtract(x, y)
