@@ -349,18 +349,22 @@ def _staged_calls(api, np_):
         "cumsum": lambda s, t: np_.cumsum(x * s, axis=1).ravel() + np_.cumprod(x * t),
         "norm": lambda s, t: (np_.linalg.norm(x * s), np_.linalg.norm(v * t, ord=1)),
     }
+    smooth = {k: f for k, f in fs.items() if k not in ("linspace int dtype",
+                                                        "linspace num 1 and 0")}
     s, t = np.float32(0.3), np.float32(2.5)
-    out = {}
-    for name, f in fs.items():
-        out[name] = f(s, t)
-        out[name + " jit"] = api.jit(f)(s, t)
-        if name not in ("linspace int dtype", "linspace num 1 and 0"):
-            scalar = lambda s, t, f=f: sum(np_.sum(o) for o in jax.tree_util.tree_leaves(f(s, t)))
-            out[name + " grad"] = api.grad(scalar, argnums=(0, 1))(s, t)
-            out[name + " vmap"] = api.vmap(f)(np_.asarray([s, t]), np_.asarray([t, s]))
-    return out
+
+    def total(s, t):
+        return sum(np_.sum(o) for f in smooth.values()
+                   for o in jax.tree_util.tree_leaves(f(s, t)))
+
+    return {"eager": {k: f(s, t) for k, f in fs.items()},
+            "jit": api.jit(lambda s, t: {k: f(s, t) for k, f in fs.items()})(s, t),
+            "grad": api.jit(api.grad(total, argnums=(0, 1)))(s, t),
+            "vmap": api.jit(api.vmap(lambda s, t: {k: f(s, t) for k, f in smooth.items()}))(
+                np_.asarray([s, t]), np_.asarray([t, s]))}
 
 
+@pytest.mark.slow
 def test_functions_jax_stages_as_calls_compute_as_jax():
     """linspace, var, std, cumsum and norm run as JAX's programs (staged as calls named
     as JAX's): values, derivatives and vmap equal to JAX's to float32 rounding."""
