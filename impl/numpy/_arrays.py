@@ -314,7 +314,7 @@ def tri(N, M=None, k=0, dtype=None):
     # JAX's default here is float32, also with x64 enabled.
     dtype = core.canonical_dtype(np.float32 if dtype is None else dtype)
     return conv.asarray(np.tri(operator_index(N, "tri", "N"), operator_index(M, "tri", "M"),
-                          operator_index(k, "tri", "k"), dtype=dtype))
+                               operator_index(k, "tri", "k"), dtype=dtype))
 
 
 # ----------------------------------------------------------- float helpers

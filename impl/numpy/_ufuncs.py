@@ -16,7 +16,8 @@ from impl.primitives import sharding_rules
 from impl.primitives.sharding import reshard
 from impl.custom_derivatives import custom_jvp
 from impl.numpy._jax_calls import staged_as_in_jax
-from impl.numpy._util import asarray, broadcast_arrays, broadcast_operands, promote  # noqa: F401
+from impl.numpy._util import (asarray, broadcast_arrays, broadcast_operands, promote,  # noqa: F401
+                              result_dtype)
 
 
 def inexact_dtype(dtype):
@@ -62,7 +63,6 @@ def _scalar(x):
 
 
 def _float_result(x, y):
-    from impl.numpy._util import result_dtype
     dtype, weak = result_dtype(x, y)
     return inexact_dtype(dtype), weak
 
@@ -392,7 +392,6 @@ def _logaddexp_jvp(primals, tangents):
 
 
 def logaddexp(x, y):
-    from impl.numpy._util import result_dtype
     if inexact_dtype(result_dtype(_scalar(x), _scalar(y))[0]).kind != "c":
         return _logaddexp_real(x, y)
     return _logaddexp_complex(x, y)
@@ -485,7 +484,7 @@ def hypot(x1, x2):
     inf = np.asarray(np.inf, get_aval(x1).dtype)
     at_inf = ew.or_p.bind(ew.eq_p.bind(x1, inf), ew.eq_p.bind(x2, inf))
     big, small = ew.max_p.bind(x1, x2), ew.min_p.bind(x1, x2)
-    big_is_zero = equal(big, 0)
+    big_is_zero = equal(big, 0)   # (compared twice, as in JAX's program)
     ratio = ew.div_p.bind(small, _where(equal(big, 0), np.ones((), get_aval(big).dtype), big))
     x = _where(big_is_zero, big, multiply(big, ew.sqrt_p.bind(add(1, ew.square(ratio)))))
     return _where(at_inf, inf, x)

@@ -104,19 +104,22 @@ def _canonical_axes(axes, ndim):
     return tuple(sorted(_normalize_axis(a, ndim) for a in axes))
 
 
-def reduce_max(operand, axes):
+def _reduced(prim, operand, axes):
+    """`prim` over `axes` (any order, negative ones from the end); none: the operand."""
     axes = _canonical_axes(axes, get_aval(operand).ndim)
-    return reduce_max_p.bind(operand, axes=axes) if axes else operand
+    return prim.bind(operand, axes=axes) if axes else operand
+
+
+def reduce_max(operand, axes):
+    return _reduced(reduce_max_p, operand, axes)
 
 
 def reduce_min(operand, axes):
-    axes = _canonical_axes(axes, get_aval(operand).ndim)
-    return reduce_min_p.bind(operand, axes=axes) if axes else operand
+    return _reduced(reduce_min_p, operand, axes)
 
 
 def reduce_prod(operand, axes):
-    axes = _canonical_axes(axes, get_aval(operand).ndim)
-    return reduce_prod_p.bind(operand, axes=axes) if axes else operand
+    return _reduced(reduce_prod_p, operand, axes)
 
 
 def _make_chooser_jvp(prim):
@@ -197,13 +200,11 @@ reduce_and_p = define("reduce_and", abstract_eval=_reduce_aval("reduce_and",
 
 
 def reduce_or(operand, axes):
-    axes = _canonical_axes(axes, get_aval(operand).ndim)
-    return reduce_or_p.bind(operand, axes=axes) if axes else operand
+    return _reduced(reduce_or_p, operand, axes)
 
 
 def reduce_and(operand, axes):
-    axes = _canonical_axes(axes, get_aval(operand).ndim)
-    return reduce_and_p.bind(operand, axes=axes) if axes else operand
+    return _reduced(reduce_and_p, operand, axes)
 
 
 # ------------------------------------------------------------- argmax / argmin
