@@ -261,3 +261,18 @@ def test_arrays_made_inside_jit_have_no_concrete_value():
     want, got = _concrete_value_errors(jax, jjnp), _concrete_value_errors(impl, inp)
     assert all(want.values())
     assert got == want
+
+
+def _reshape_error(J, N):
+    try:
+        J.jit(lambda x: x.reshape(N.array(x.shape).prod()))(N.ones((2, 3)))
+    except TypeError as e:
+        return str(e).splitlines()[0]
+    return None
+
+
+def test_reshape_to_a_traced_size_is_jax_type_error():
+    # the thinking-in-JAX notebook's cell: JAX's TypeError, word for word
+    want, got = _reshape_error(jax, jjnp), _reshape_error(impl, inp)
+    assert want is not None and "JitTracer(int32[])" in want
+    assert got == want

@@ -190,8 +190,9 @@ def reshape(a, shape, order="C", *, out_sharding=None):
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     if isinstance(shape, core.Tracer) or any(isinstance(d, core.Tracer) for d in shape):
+        shown = [shape] if isinstance(shape, core.Tracer) and not shape.aval.ndim else shape
         raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
-                        f"got {shape}.\nIf using `jit`, try using `static_argnums` or "
+                        f"got {shown}.\nIf using `jit`, try using `static_argnums` or "
                         "applying `jit` to smaller subfunctions.")
     shape = [int(d) for d in shape]
     total = get_aval(x).size
