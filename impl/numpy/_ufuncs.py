@@ -391,13 +391,13 @@ def _logaddexp_jvp(primals, tangents):
         multiply(t2, ew.exp_p.bind(ew.sub(_without_inf(x2), _without_inf(out)))))
 
 
+@compiled_when_eager
 def logaddexp(x, y):
     if inexact_dtype(result_dtype(_scalar(x), _scalar(y))[0]).kind != "c":
         return _logaddexp_real(x, y)
     return _logaddexp_complex(x, y)
 
 
-@compiled_when_eager
 def _logaddexp_complex(x, y):
     x, y = _float_pair(x, y, "logaddexp")
     amax = maximum(x, y)
