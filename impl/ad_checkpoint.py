@@ -61,31 +61,33 @@ dots_with_no_batch_dims_saveable = checkpoint_dots_with_no_batch_dims = _DotsSav
 
 class _Names:
     """Save the values named (by `checkpoint_name`) in `names` (or, with
-    `exclude=True`, the values named otherwise); `unnamed` says what to do with the
-    results of every other equation."""
+    `exclude=True`, the values named otherwise), and no other result."""
 
-    def __init__(self, names, exclude, unnamed):
-        self.names, self.exclude, self.unnamed = frozenset(names), exclude, unnamed
+    def __init__(self, names, exclude):
+        self.names, self.exclude = frozenset(names), exclude
 
     def __call__(self, prim, *avals, **params):
         if prim is not name_p:
-            return self.unnamed
+            return False
         return (params["name"] in self.names) != self.exclude
 
 
 def save_only_these_names(*names):
     """Save only values named with one of `names`."""
-    return _Names(names, exclude=False, unnamed=False)
+    return _Names(names, exclude=False)
 
 
 def save_any_names_but_these(*names):
     """Save only named values, except those named with one of `names`."""
-    return _Names(names, exclude=True, unnamed=False)
+    return _Names(names, exclude=True)
 
 
 def save_anything_except_these_names(*names):
-    """Save every value except those named with one of `names`."""
-    return _Names(names, exclude=True, unnamed=True)
+    """Save every value, as JAX 0.10.2's policy of this name does: its `names` do not
+    restrict what is saved there (a named value is saved under its name too), and impl
+    follows JAX's behaviour rather than the name."""
+    del names
+    return everything_saveable
 
 
 def save_from_both_policies(policy_1, policy_2):

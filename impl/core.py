@@ -16,6 +16,7 @@ import itertools
 import os
 import sys
 import sysconfig
+import collections
 import threading
 import weakref
 from typing import Any, Callable
@@ -526,6 +527,7 @@ class _Namer:
 
     def __init__(self, print_shapes=True, custom_rules=True):
         self.names = {}
+        self.shared = {}     # id of a program printed once, before the program -> its name
         self.fresh = 0
         self.print_shapes = print_shapes     # variables' types after their names
         self.custom_rules = custom_rules     # pp_params_rules, else every parameter
@@ -621,7 +623,53 @@ def _eqn_doc(eqn, namer, unread=frozenset()):
     return pp.concat([outs, pp.text(" = "), *rhs])
 
 
+def _programs_in_params(params):
+    for value in params.values():
+        for v in value if isinstance(value, tuple) else (value,):
+            if isinstance(v, Jaxpr):
+                yield v
+            elif isinstance(v, ClosedJaxpr):
+                yield v.jaxpr
+
+
+def _shared_programs(top):
+    """The nested programs JAX prints once, before the program (`let name = {...} in`),
+    by JAX's rule: those reached more than once, counting one of more than 10 equations
+    twice, in the order reached, each named by the `name` parameter of the first equation
+    holding it ("jaxpr" without one; a repeated name numbered)."""
+    counts, programs, names = collections.Counter(), {}, {}
+    queue = collections.deque([top])
+    while queue:
+        jaxpr = queue.popleft()
+        programs[id(jaxpr)] = jaxpr
+        counts[id(jaxpr)] += 1 + (jaxpr is not top and len(jaxpr.eqns) > 10)
+        for eqn in jaxpr.eqns:
+            name = eqn.params.get("name")
+            for sub in _programs_in_params(eqn.params):
+                queue.append(sub)
+                if name is not None:
+                    names.setdefault(id(sub), str(name).strip("<>"))
+    shared, used = [], collections.Counter()
+    for key, count in counts.items():
+        if count == 1:
+            continue
+        name = names.get(key, "jaxpr")
+        if used[name]:
+            used[name] += 1
+            name += str(used[name] - 1)
+        used[name] += 1
+        shared.append((name, programs[key]))
+    return shared
+
+
 def _jaxpr_doc(jaxpr, namer):
+    name = namer.shared.get(id(jaxpr))
+    if name is not None:   # printed once, before the program
+        return pp.text(name)
+    return _jaxpr_body_doc(jaxpr, namer)
+
+
+def _jaxpr_body_doc(jaxpr, namer):
     read = {v.id for e in jaxpr.eqns for v in e.invars if type(v) is Var}
     read.update(v.id for v in jaxpr.outvars if type(v) is Var)
     unread = frozenset(v.id for e in jaxpr.eqns for v in e.outvars if v.id not in read)
@@ -665,7 +713,12 @@ def pretty_print_jaxpr(jaxpr: Jaxpr, *, source_info=False, print_shapes=True,
     if use_color is None:
         use_color = _jax_default_use_color()
     namer = _Namer(print_shapes=print_shapes, custom_rules=custom_pp_eqn_rules)
-    return pp.format(_jaxpr_doc(jaxpr, namer), width=width, use_color=use_color)
+    shared = _shared_programs(jaxpr)
+    namer.shared.update((id(program), name) for name, program in shared)
+    docs = [pp.concat([pp.text(f"let {name} = "), _jaxpr_body_doc(program, namer),
+                       pp.text(" in"), pp.brk()]) for name, program in shared]
+    docs.append(_jaxpr_doc(jaxpr, namer))
+    return pp.format(pp.concat(docs), width=width, use_color=use_color)
 
 
 # ------------------------------------------------------------------------ primitives
@@ -1294,6 +1347,16 @@ class Tracer:
 
     def __float__(self):
         return float(self._number("float"))
+
+    def item(self, *args):
+        return np.asarray(self._concrete(
+            "Abstract tracer value encountered where concrete value is expected: {}",
+            detail="This occurred in the item() method of jax.Array")).item(*args)
+
+    def tolist(self):
+        return np.asarray(self._concrete(
+            "Abstract tracer value encountered where concrete value is expected: {}",
+            detail="The tolist() method was called on a traced array.")).tolist()
 
     def __int__(self):
         return int(self._number("int"))

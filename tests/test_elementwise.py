@@ -588,7 +588,23 @@ ROUNDED_AS_JAX = {
     "arccosh": (lambda m: m.numpy.arccosh, 1.15),
     "arctanh": (lambda m: m.numpy.arctanh, 0.05),
     "log10": (lambda m: m.numpy.log10, 0.05),
+    "hypot": (lambda m: lambda x: m.numpy.hypot(x, np.float32(0.7) * x - np.float32(0.3)),
+              -0.4),
+    "logaddexp": (lambda m: lambda x: m.numpy.logaddexp(x, np.float32(0.7) * x - 1), -3.0),
 }
+
+
+def test_hypot_is_jax_program():
+    """jnp.hypot computes as JAX's (staged as a call named hypot): eagerly too, without
+    overflow for large operands, with JAX's derivative at 0."""
+    x = np.array([3e38, 1e-30, 0.0, -2.5, np.inf, 1.0], np.float32)
+    y = np.array([3e37, 3e-30, 0.0, 1e-3, np.nan, -np.inf], np.float32)
+    got, want = impl.numpy.hypot(x, y), jax.numpy.hypot(x, y)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert float(got[0]) < np.inf
+    for f in (impl.grad(impl.numpy.hypot, argnums=(0, 1)), jax.grad(jax.numpy.hypot,
+                                                                   argnums=(0, 1))):
+        assert [float(g) for g in f(0.0, 0.0)] == [0.5, 0.5]
 
 
 @pytest.mark.parametrize("name", sorted(ROUNDED_AS_JAX))

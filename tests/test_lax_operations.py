@@ -175,9 +175,21 @@ def test_derivatives_jax_lacks_raise_as_jax(fn, exc):
                 assert str(got) == str(want)
 
 
-def test_bitwise_reductions_refuse_integers_by_name():
-    with pytest.raises(TypeError, match="reduce_and"):
-        ilax.reduce_and(np.array([3, 5], np.int32), (0,))
+def test_logical_reductions_of_integers_and_booleans_as_jax():
+    ints = np.array([[3, 5, 6], [7, 1, 12]], np.int32)
+    bools = ints > 4
+    for name in ("reduce_and", "reduce_or"):
+        for x in (ints, bools):
+            for axes in ((0,), (1,), (0, 1)):
+                got = getattr(ilax, name)(x, axes)
+                want = getattr(jlax, name)(x, axes)
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        for lib in (ilax, jlax):   # floats are JAX's TypeError
+            with pytest.raises(TypeError, match="logical reduction"):
+                getattr(lib, name)(np.ones(2, F32), (0,))
+    with pytest.raises(TypeError, match="reduce_xor"):   # integer xor: not yet in impl
+        ilax.reduce_xor(ints, (0,))
 
 
 def test_unsupported_parameters_raise_naming_them():

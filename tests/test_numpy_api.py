@@ -331,3 +331,57 @@ def test_gradient_through_complex_rounding_as_jax():
     def loss(np_):
         return lambda x: np_.real(np_.round(x * (1 + 1j)) + x * x)
     np.testing.assert_allclose(impl.grad(loss(inp))(1.3), jax.grad(loss(jnp))(1.3))
+
+
+def _staged_calls(api, np_):
+    x = np_.asarray(np.array([[0.5, -1.25, 2.0], [3.5, 0.25, -0.75]], np.float32))
+    v = np_.asarray(np.array([1.5, -2.0, 0.5], np.float32))
+    fs = {
+        "linspace": lambda s, t: np_.linspace(s, t, 7),
+        "linspace no endpoint, retstep": lambda s, t: np_.linspace(s, t, 4, endpoint=False,
+                                                                   retstep=True),
+        "linspace of vectors along axis 1": lambda s, t: np_.linspace(s * v, t * v, 5, axis=1),
+        "linspace int dtype": lambda s, t: np_.linspace(s, t * 10, 6, dtype=np.int32),
+        "linspace num 1 and 0": lambda s, t: (np_.linspace(s, t, 1), np_.linspace(s, t, 0)),
+        "var": lambda s, t: (np_.var(x * s), np_.var(x * t, axis=0, ddof=1),
+                             np_.var(x * s, axis=1, keepdims=True)),
+        "std": lambda s, t: np_.std(x * s + t, axis=0),
+        "cumsum": lambda s, t: np_.cumsum(x * s, axis=1).ravel() + np_.cumprod(x * t),
+        "norm": lambda s, t: (np_.linalg.norm(x * s), np_.linalg.norm(v * t, ord=1)),
+    }
+    smooth = {k: f for k, f in fs.items() if k not in ("linspace int dtype",
+                                                        "linspace num 1 and 0")}
+    s, t = np.float32(0.3), np.float32(2.5)
+
+    def total(s, t):
+        return sum(np_.sum(o) for f in smooth.values()
+                   for o in jax.tree_util.tree_leaves(f(s, t)))
+
+    return {"eager": {k: f(s, t) for k, f in fs.items()},
+            "jit": api.jit(lambda s, t: {k: f(s, t) for k, f in fs.items()})(s, t),
+            "grad": api.jit(api.grad(total, argnums=(0, 1)))(s, t),
+            "vmap": api.jit(api.vmap(lambda s, t: {k: f(s, t) for k, f in smooth.items()}))(
+                np_.asarray([s, t]), np_.asarray([t, s]))}
+
+
+@pytest.mark.slow
+def test_functions_jax_stages_as_calls_compute_as_jax():
+    """linspace, var, std, cumsum and norm run as JAX's programs (staged as calls named
+    as JAX's): values, derivatives and vmap equal to JAX's to float32 rounding."""
+    want, got = _staged_calls(jax, jnp), _staged_calls(impl, inp)
+    assert want.keys() == got.keys()
+    for name in want:
+        assert_tree_close(got[name], want[name], tol=dict(rtol=2e-6, atol=1e-6),
+                          exact_non_float=True)
+
+
+def test_var_of_complex_values_is_real_as_jax():
+    z = np.array([1 + 2j, -0.5 + 1j, 3 - 1j], np.complex64)
+    for fn in ("var", "std"):
+        got, want = getattr(inp, fn)(z), getattr(jnp, fn)(z)
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    with pytest.raises(ValueError):
+        jnp.var(z, dtype=np.float32)
+    with pytest.raises(ValueError):
+        inp.var(z, dtype=np.float32)

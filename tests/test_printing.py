@@ -98,6 +98,41 @@ PROGRAMS = {
         lambda J, N, L: lambda a, n: L.fori_loop(0, n, lambda i, c: c + N.ones(a.shape) * 3. + a,
                                                  a + N.ones(a.shape)),
         (np.ones(4, np.float32), 5)),
+    "arrays made inside a transformation are its constants, their methods staged": (
+        lambda J, N, L: lambda x: (N.array(x.shape).prod() * x, N.asarray(3).astype(N.float32),
+                                   N.asarray(3) + x, N.array([1., 2.]) * x[0, 0],
+                                   N.asarray(np.arange(3.)) + 1, N.float32(3) * x, N.zeros(()) + x,
+                                   N.full((), 2) + x, N.array([1, 2]), N.asarray(2.),
+                                   N.array(True), N.ones(()) * x, N.arange(3.).mean()),
+        (np.ones((2, 3), np.float32),)),
+    "jnp.array and jnp.copy copy a traced or concrete array with an equation": (
+        lambda J, N, L: (lambda c: lambda x: (
+            N.array(x), N.copy(x), N.array(x, copy=False), N.asarray(x), x.copy(),
+            N.array(c) * x, N.asarray(c) * x, N.asarray(c, dtype=N.int32),
+            N.array(x, N.int32), J.grad(lambda x: N.array(x).sum())(x),
+            J.vmap(N.array)(x)))(N.ones(2)),
+        (np.ones(2, np.float32),)),
+    "jnp functions JAX stages as calls print as jit calls, a long one printed once first": (
+        lambda J, N, L: lambda x: (N.cumsum(x), N.cumsum(x, axis=1), N.cumprod(x, 0),
+                                   N.nancumsum(x), N.linalg.norm(x), N.linalg.norm(x[0]),
+                                   N.where(x > 1, x, 0.)),
+        (np.arange(6, dtype=np.float32).reshape(2, 3),)),
+    "hypot (its _where program shared) and logaddexp (a custom_jvp function) as JAX's": (
+        lambda J, N, L: lambda x, y: (N.hypot(x, y), N.logaddexp(x, y),
+                                      J.grad(N.logaddexp, argnums=(0, 1))(x, y)),
+        (F, np.float32(2.5))),
+    "var and std: calls named _var and _std, their program printed once first": (
+        lambda J, N, L: lambda x: (N.var(x), N.var(x, axis=0, ddof=1), N.std(x, axis=1)),
+        (np.arange(6, dtype=np.float32).reshape(2, 3),)),
+    "any and all of booleans: reduce_or and reduce_and": (
+        lambda J, N, L: lambda x: (N.any(x > 1), N.all(x > 1, axis=0), (x > 1).any(),
+                                   N.any(x > 1, keepdims=True)),
+        (np.arange(6, dtype=np.float32).reshape(2, 3),)),
+    "broadcasting: lower ranks get leading axes, the operation broadcasts axes of size 1": (
+        lambda J, N, L: lambda a, b, c: (a * b, a + b[0], N.where(a > 0, a, b), c * b,
+                                         N.broadcast_to(a, (2, 3)),
+                                         J.grad(lambda a: (a * b).sum())(a)),
+        (np.ones((1, 3), np.float32), np.ones((2, 3), np.float32), np.ones(3, np.float32))),
     "vmap of debug.print slices each element": (
         lambda J, N, L: J.vmap(lambda x: J.debug.print("x={x}", x=x)),
         (np.ones(2, np.float32),)),
@@ -179,4 +214,65 @@ def test_tracers_print_as_jax(capsys):
     want = _printed_tracers(jax, jjnp, capsys)
     got = _printed_tracers(impl, inp, capsys)
     assert "JitTracer(~int" in want and "GradTracer(" in want
+    assert got == want
+
+
+def _made_inside_jit(J, N, capsys):
+    @J.jit
+    def f(x):
+        shape = N.array(x.shape)
+        print(shape, N.asarray(3).astype(N.float32), N.float32(2), shape.prod(),
+              N.zeros(()), N.full((), 2), N.array(np.arange(2.)) + 1, N.copy(x))
+        return x * shape.prod()
+    out = f(N.ones((2, 3)))
+    print(out)
+    # outside any transformation the same calls make concrete arrays
+    c = N.ones(2)
+    print(type(N.array([1, 2])).__name__, N.array(c) is c, N.asarray(c) is c,
+          N.copy(c) is c, N.array(c, copy=False) is c, N.float32(2))
+    return capsys.readouterr().out
+
+
+def test_arrays_made_inside_jit_print_as_jax_tracers(capsys):
+    want = _made_inside_jit(jax, jjnp, capsys)
+    got = _made_inside_jit(impl, inp, capsys)
+    assert "JitTracer(int64[2])" in want and "ArrayImpl" in want   # (tests run with x64)
+    assert got == want
+
+
+def _concrete_value_errors(J, N):
+    attempts = {"int": lambda x: int(N.array(3)), "bool": lambda x: bool(N.array(True)),
+                "item": lambda x: N.array(x.shape).prod().item(),
+                "tolist": lambda x: N.array([1, 2]).tolist(),
+                "numpy": lambda x: np.asarray(N.array([1, 2])),
+                "reshape": lambda x: N.reshape(x, N.array([3, 1])),
+                "zeros": lambda x: N.zeros(N.array(3))}
+    raised = {}
+    for name, fn in attempts.items():
+        try:
+            J.jit(fn)(N.ones(3))
+            raised[name] = None
+        except Exception as e:   # noqa: BLE001  (the exception type is compared)
+            raised[name] = type(e).__name__
+    return raised
+
+
+def test_arrays_made_inside_jit_have_no_concrete_value():
+    want, got = _concrete_value_errors(jax, jjnp), _concrete_value_errors(impl, inp)
+    assert all(want.values())
+    assert got == want
+
+
+def _reshape_error(J, N):
+    try:
+        J.jit(lambda x: x.reshape(N.array(x.shape).prod()))(N.ones((2, 3)))
+    except TypeError as e:
+        return str(e).splitlines()[0]
+    return None
+
+
+def test_reshape_to_a_traced_size_is_jax_type_error():
+    # the thinking-in-JAX notebook's cell: JAX's TypeError, word for word
+    want, got = _reshape_error(jax, jjnp), _reshape_error(impl, inp)
+    assert want is not None and "[JitTracer(int64[])]" in want   # (tests run with x64)
     assert got == want

@@ -85,6 +85,34 @@ def test_print_saved_residuals_prints_as_jax(capsys):
     assert got.splitlines() == want.splitlines()
 
 
+def _name_policies(J, N, A):
+    def f(W1, W2, x):
+        h = A.checkpoint_name(N.sin(N.dot(W1, x)), 'a')
+        g = A.checkpoint_name(N.cos(N.dot(W2, h)), 'b')
+        return N.sum(N.tanh(g) * h)
+
+    P = J.checkpoint_policies
+    W1, W2, x = N.ones((3, 3)), N.ones((3, 3)) * 0.5, N.ones(3)
+    for policy in (P.save_anything_except_these_names('a'),
+                   P.save_anything_except_these_names('a', 'b'),
+                   P.save_only_these_names('a'), P.save_only_these_names('a', 'b'),
+                   P.save_any_names_but_these('a'), P.save_any_names_but_these(),
+                   P.save_from_both_policies(P.dots_saveable, P.save_only_these_names('b'))):
+        A.print_saved_residuals(J.checkpoint(f, policy=policy), W1, W2, x)
+        print("--")
+
+
+def test_name_policies_save_what_jax_saves(capsys):
+    # JAX 0.10.2's save_anything_except_these_names saves every value, named ones under
+    # their names included.
+    _name_policies(*APIS["jax"])
+    want = capsys.readouterr().out
+    _name_policies(*APIS["impl"])
+    got = capsys.readouterr().out
+    assert "named 'a'" in want.split("--")[0]
+    assert got.splitlines() == want.splitlines()
+
+
 def test_saved_residuals_of_a_jitted_function_name_it():
     # JAX keeps saved_residuals out of its public ad_checkpoint module.
     from jax._src import ad_checkpoint as jax_internal

@@ -30,6 +30,11 @@ dce_fully_used: set = set()
 # save: rule(trace, args, **params) -> outputs (known values, or the trace's tracers
 # for what only the recomputation computes), or None to evaluate it as usual.
 recomputed_known_rules: dict = {}
+# How staging answers a primitive without recording an equation, as JAX's forwarding
+# and constant-folding rules do (a conversion to its operand's own type is the operand;
+# of a scalar constant, a literal of the new type):
+#   rule(trace, args, **params) -> outputs (the trace's tracers), or None to stage it.
+staging_rules: dict = {}
 # Primitives with side effects (host callbacks): dead-code removal keeps them.
 effectful: set = set()
 # Effectful primitives a checkpoint's recomputation runs again unless its policy saves
@@ -111,6 +116,18 @@ class JaxprTrace(core.Trace):
         """`x` as one of this trace's tracers (a known value becomes a constant)."""
         return x if self.is_own(x) else DynamicJaxprTracer(self, self.get_var(x))
 
+    def scalar_constant(self, x):
+        """The value of `x` when it is a rank-0 constant of the program being staged (a
+        literal, Python or NumPy scalar or concrete array), else None."""
+        if self.is_own(x):
+            return x.var.val if type(x.var) is Literal else None
+        if isinstance(x, Tracer) or np.ndim(x) != 0:
+            return None
+        return x
+
+    def new_literal(self, value, aval):
+        return DynamicJaxprTracer(self, Literal(value, aval))
+
     def bind_known(self, prim, args, params):
         """Run `prim` on known values: on the parent trace. Partial-evaluation rules
         bind the known half of a split primitive through this method."""
@@ -130,7 +147,13 @@ class JaxprTrace(core.Trace):
         return self.stage(prim, args, params)
 
     def stage(self, prim, args, params):
-        """Record `prim` applied to `args` (own tracers or constants) as an equation."""
+        """Record `prim` applied to `args` (own tracers or constants) as an equation,
+        unless the primitive's staging rule answers without one."""
+        rule = staging_rules.get(prim)
+        if rule is not None:
+            out = rule(self, args, **params)
+            if out is not None:
+                return out
         invars = [self.get_var(x) for x in args]
         out_avals = core.abstract_eval(prim, [v.aval for v in invars], params)
         return self.add_eqn(prim, invars, out_avals, params)

@@ -19,7 +19,7 @@ from impl.primitives.indexing import (GatherDimensionNumbers, concatenate,
                                       dynamic_update_slice_in_dim, dynamic_update_slice_p,
                                       gather, slice_in_dim)
 from impl.primitives.linalg import dot_general
-from impl.primitives.reductions import reduce_max, reduce_min
+from impl.primitives import reductions as red
 from impl.primitives.shape import broadcast_in_dim, expand_dims, reduce_sum, reshape, squeeze
 from impl.primitives.sharding_rules import canonical_out_sharding
 
@@ -238,13 +238,11 @@ def _check_bool(name, x):
 
 
 def reduce_and(operand, axes):
-    _check_bool("reduce_and", operand)
-    return reduce_min(operand, tuple(axes))
+    return red.reduce_and(operand, tuple(axes))
 
 
 def reduce_or(operand, axes):
-    _check_bool("reduce_or", operand)
-    return reduce_max(operand, tuple(axes))
+    return red.reduce_or(operand, tuple(axes))
 
 
 def reduce_xor(operand, axes):

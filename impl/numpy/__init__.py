@@ -3,7 +3,7 @@ import numpy as _np
 from numpy import inf, nan, pi, e, newaxis  # noqa: F401
 from jax.numpy import dtype, iinfo, finfo, promote_types, result_type  # noqa: F401
 
-from impl.numpy._util import asarray, broadcast_to, broadcast_shapes  # noqa: F401,E402
+from impl.numpy._util import broadcast_to, broadcast_shapes  # noqa: F401,E402
 from impl.numpy._ufuncs import *  # noqa: F401,F403,E402
 from impl.numpy._ufuncs import abs, round  # noqa: F401,E402
 from impl.numpy._core import *  # noqa: F401,F403,E402
@@ -27,6 +27,8 @@ from impl.numpy._math import *  # noqa: F401,F403,E402
 from impl.numpy._manipulation import *  # noqa: F401,F403,E402
 from impl.numpy._polynomials import *  # noqa: F401,F403,E402
 from impl.numpy._more import *  # noqa: F401,F403,E402
+# after the star imports, which bring the internal converter of the same name
+from impl.numpy._converters import array, asarray  # noqa: F401,E402
 
 # Exported: the public names above that jax.numpy also has (nothing impl-only).
 import jax.numpy as _jax_numpy  # noqa: E402

@@ -13,6 +13,7 @@ from impl.lax import fori_loop
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
 from impl.numpy._indexing import concatenate, stack, take
+from impl.numpy import _converters as conv
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axis,
                               promote)
 from impl.primitives import elementwise as ew
@@ -312,8 +313,8 @@ def tri(N, M=None, k=0, dtype=None):
     M = N if M is None else M
     # JAX's default here is float32, also with x64 enabled.
     dtype = core.canonical_dtype(np.float32 if dtype is None else dtype)
-    return asarray(np.tri(operator_index(N, "tri", "N"), operator_index(M, "tri", "M"),
-                          operator_index(k, "tri", "k"), dtype=dtype))
+    return conv.asarray(np.tri(operator_index(N, "tri", "N"), operator_index(M, "tri", "M"),
+                               operator_index(k, "tri", "k"), dtype=dtype))
 
 
 # ----------------------------------------------------------- float helpers
@@ -358,4 +359,4 @@ def copy(a, order=None):
     """A copy of `a` (arrays are immutable, so the same values)."""
     if order not in (None, "K", "C"):
         raise NotImplementedError(f"copy: order={order!r} is not supported")
-    return c.array(asarray(a), copy=True)
+    return conv.array(a, copy=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import operator
 import string
 import warnings
 
@@ -13,23 +14,22 @@ import opt_einsum as _opt_einsum
 
 from impl import core
 from impl.core import get_aval
+from impl.primitives import complex_parts as cp
 from impl.primitives import elementwise as ew
+from impl.primitives import indexing as ix
 from impl.primitives import shape as sh
 from impl.primitives import linalg as _lg
 from impl.primitives import reductions as _red
 from impl.primitives.sharding import reshard
 from impl.numpy import _ufuncs as uf
-from impl.numpy._util import (asarray, broadcast_to, canonicalize_axes, canonicalize_axis,
-                              check_no_out, mask_where, promote, result_dtype, strong,
-                              to_array)
+from impl.numpy._jax_calls import staged_as_in_jax
+from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axes,
+                              canonicalize_axis, check_arraylike, check_no_out,
+                              keep_reduced_axes, mask_where, promote, result_dtype,
+                              staged_constant, strong)
 
 
 # ------------------------------------------------------------------ reductions
-
-def _keepdims(out, x_shape, axes):
-    shape = tuple(1 if i in axes else d for i, d in enumerate(x_shape))
-    return sh.reshape(out, shape)
-
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
         promote_integers=True):
@@ -49,7 +49,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     res = sh.reduce_sum(mask_where(x, where, 0), axes)
     if initial is not None:
         res = ew.add(res, initial)
-    return strong(_keepdims(res, aval.shape, axes) if keepdims else res)
+    return strong(keep_reduced_axes(res, aval.shape, axes) if keepdims else res)
 
 
 def _count(aval, axes, where, keepdims, dtype):
@@ -86,26 +86,79 @@ def _correction(ddof, correction):
     return correction
 
 
+def _optional_axes(axis):
+    """An axis argument as a static one: a sequence becomes a tuple."""
+    return tuple(axis) if isinstance(axis, (list, tuple)) else axis
+
+
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
     check_no_out("var", out)
-    ddof = _correction(ddof, correction)
-    x = _inexact(asarray(a), None)
-    aval = get_aval(x)
+    return _var(asarray(a), axis=_optional_axes(axis), dtype=dtype,
+                correction=_correction(ddof, correction), keepdims=keepdims, where=where,
+                a_mean=mean)
+
+
+def _var_dtypes(a_dtype, dtype):
+    """The dtype `var` computes in and the one it returns, as JAX's: the given dtype, else
+    an inexact one (a complex input's variance is real); half precision computes in
+    float32."""
+    if dtype is not None:
+        dtype = core.user_dtype(dtype, "var")
+        if dtype.kind != "c" and np.dtype(a_dtype).kind == "c":
+            raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
+                             "computing the variance of an array of complex values. The "
+                             "semantics of numpy.var seem unclear in this case. Please "
+                             "comment on https://github.com/jax-ml/jax/issues/2283 if this "
+                             "behavior is important to you.")
+        compute = dtype
+    elif not core.is_float_dtype(a_dtype):
+        dtype = compute = uf.inexact_dtype(a_dtype)
+    else:
+        dtype, compute = cp.real_dtype_of(a_dtype), np.dtype(a_dtype)
+    if compute in (np.dtype(np.float16), np.dtype(jax_jnp.bfloat16)):
+        compute = np.dtype(np.float32)
+    return compute, np.dtype(dtype)
+
+
+@staged_as_in_jax
+def _var(a, *, axis=None, dtype=None, correction=0, keepdims=False, where=None,
+         a_mean=None):
+    compute, dtype = _var_dtypes(get_aval(a).dtype, dtype)
+    a = ew.convert_element_type(a, compute)
+    aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
-    centre = _mean(x, axes, dtype=dtype, keepdims=True, where=where) if mean is None else mean
-    centered = uf.subtract(x, centre)
-    sq = ew.mul(centered, centered)
-    n = _count(aval, axes, where, keepdims, aval.dtype)
-    out_ = uf.true_divide(sum(sq, axes, keepdims=keepdims, where=where), uf.subtract(n, ddof))
-    return out_ if dtype is None else ew.convert_element_type(out_, dtype)
+    centre = (_mean(a, axes, dtype=compute, keepdims=True, where=where) if a_mean is None
+              else ew.convert_element_type(asarray(a_mean), compute))
+    centered = ew.sub(a, centre)
+    if compute.kind == "c":
+        centered = cp.real(ew.mul(centered, cp.conj(centered)))
+        compute = get_aval(centered).dtype
+    else:
+        centered = ew.square(centered)
+    normalizer = ew.sub(_count(aval, axes, where, keepdims, compute),
+                        ew.convert_element_type(correction, compute))
+    result = sum(centered, axes, dtype=compute, keepdims=keepdims, where=where)
+    result = ew.convert_element_type(ew.div(result, normalizer), dtype)
+    return uf.staged_where(uf.greater(normalizer, 0), result, np.nan)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
     check_no_out("std", out)
-    return ew.sqrt(var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
-                       correction=correction))
+    return _std(asarray(a), axis=_optional_axes(axis), dtype=dtype,
+                correction=_correction(ddof, correction), keepdims=keepdims, where=where,
+                mean=mean)
+
+
+@staged_as_in_jax
+def _std(a, *, axis=None, dtype=None, correction=0, keepdims=False, where=None, mean=None):
+    if dtype is not None:
+        dtype = core.user_dtype(dtype, "std")
+        if not core.is_float_dtype(dtype):
+            raise ValueError(f"dtype argument to jnp.std must be inexact; got {dtype}")
+    return ew.sqrt(_var(a, axis=axis, dtype=dtype, correction=correction,
+                        keepdims=keepdims, where=where, a_mean=mean))
 
 
 _mean = mean
@@ -136,6 +189,11 @@ def reshape(a, shape, order="C", *, out_sharding=None):
         raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
+    if isinstance(shape, core.Tracer) or any(isinstance(d, core.Tracer) for d in shape):
+        shown = [shape] if isinstance(shape, core.Tracer) and not shape.aval.ndim else shape
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {shown}.\nIf using `jit`, try using `static_argnums` or "
+                        "applying `jit` to smaller subfunctions.")
     shape = [int(d) for d in shape]
     total = get_aval(x).size
     # JAX reports a bad shape as a TypeError, except for a NumPy array (NumPy's ValueError).
@@ -415,14 +473,16 @@ def _zeros(shape, dtype, device, out_sharding, fun_name):
     dtype = core.user_dtype(dtype or float, fun_name)
     if _staged(device, _static_shape(shape)):
         return _filled(_static_shape(shape), 0, dtype, out_sharding)
-    return jax_jnp.zeros(shape, dtype, device=device, out_sharding=out_sharding)
+    return staged_constant(jax_jnp.zeros(shape, dtype, device=device,
+                                         out_sharding=out_sharding))
 
 
 def ones(shape, dtype=None, *, device=None, out_sharding=None):
     dtype = core.user_dtype(dtype or float, "ones")
     if _staged(device, _static_shape(shape)):
         return _filled(_static_shape(shape), 1, dtype, out_sharding)
-    return jax_jnp.ones(shape, dtype, device=device, out_sharding=out_sharding)
+    return staged_constant(jax_jnp.ones(shape, dtype, device=device,
+                                        out_sharding=out_sharding))
 
 
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
@@ -440,7 +500,8 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
                                        out_sharding=out_sharding)
         return _filled(_static_shape(shape), fill_value, core.user_dtype(dtype, "full"),
                        out_sharding)
-    return jax_jnp.full(shape, fill_value, dtype, device=device, out_sharding=out_sharding)
+    return staged_constant(jax_jnp.full(shape, fill_value, dtype, device=device,
+                                        out_sharding=out_sharding))
 
 
 def empty(shape, dtype=None):
@@ -460,7 +521,7 @@ def _eye(N, M, k, dtype, fun_name):
         rows = _red.broadcasted_iota(index, shape, 0)
         cols = _red.broadcasted_iota(index, shape, 1)
         return ew.convert_element_type(ew.eq(ew.add(rows, np.array(k, index)), cols), dtype)
-    return jax_jnp.eye(N, M, k, dtype=dtype)
+    return staged_constant(jax_jnp.eye(N, M, k, dtype=dtype))
 
 
 def identity(n, dtype=None):
@@ -476,8 +537,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
     if (_staged(device) and not isinstance(out_sharding, jax.sharding.Sharding)
             and all(isinstance(v, (int, float, np.integer, np.floating)) for v in given)):
         return _staged_arange(start, stop, step, dtype, out_sharding)
-    return jax_jnp.arange(start, stop, step, dtype=dtype, device=device,
-                          out_sharding=out_sharding)
+    return staged_constant(jax_jnp.arange(start, stop, step, dtype=dtype, device=device,
+                                          out_sharding=out_sharding))
 
 
 def _staged_arange(start, stop, step, dtype, out_sharding):
@@ -502,15 +563,57 @@ def _staged_arange(start, stop, step, dtype, out_sharding):
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
-    if isinstance(start, core.Tracer) or isinstance(stop, core.Tracer):
-        dt = core.canonical_dtype(dtype or np.float64)
-        div = (num - 1) if endpoint else num
-        steps = jax_jnp.arange(num, dtype=dt)
-        start_, stop_ = asarray(start), asarray(stop)
-        delta = ew.div(ew.sub(stop_, start_), max(div, 1))
-        out = ew.add(ew.mul(steps, delta), start_)
-        return (out, delta) if retstep else out
-    return jax_jnp.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    if isinstance(num, core.Tracer) or isinstance(axis, core.Tracer):
+        raise core.ConcretizationTypeError(
+            "linspace requires concrete num and axis (they determine the shape)")
+    return _linspace(start, stop, operator.index(num), endpoint, retstep, dtype,
+                     operator.index(axis))
+
+
+@staged_as_in_jax
+def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """`num` points from start to stop, computed as JAX's linspace computes them (each
+    point a weighted sum of the bounds, so float32 recovers them exactly)."""
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    check_arraylike("linspace", start, stop)
+    start, stop = asarray(start), asarray(stop)
+    if dtype is None:
+        dtype = uf.inexact_dtype(result_dtype(start, stop)[0])
+    else:
+        dtype = core.user_dtype(dtype, "linspace")
+    compute = uf.inexact_dtype(dtype)
+    start = ew.convert_element_type(start, compute)
+    stop = ew.convert_element_type(stop, compute)
+    bounds = list(broadcast_shapes(get_aval(start).shape, get_aval(stop).shape))
+    start_b, stop_b = broadcast_to(start, tuple(bounds)), broadcast_to(stop, tuple(bounds))
+    axis = len(bounds) + axis + 1 if axis < 0 else axis
+    bounds.insert(axis, 1)
+    div = num - 1 if endpoint else num
+    if num > 1:
+        delta = ew.div(ew.sub(stop, start), np.asarray(div, compute))
+        iota_shape = [1] * len(bounds)
+        iota_shape[axis] = div
+        real = cp.real_dtype_of(compute)
+        step = ew.convert_element_type(
+            ew.div(sh.reshape(_red.broadcasted_iota(real, (div,), 0), tuple(iota_shape)),
+                   np.asarray(div, real)), compute)
+        out = uf.add(uf.multiply(sh.reshape(start_b, tuple(bounds)), uf.subtract(1, step)),
+                     uf.multiply(sh.reshape(stop_b, tuple(bounds)), step))
+        if endpoint:
+            out = ix.concatenate([out, sh.expand_dims(stop_b, (axis,))], axis)
+    elif num == 1:
+        delta = (np.asarray(np.nan, compute) if endpoint
+                 else ew.convert_element_type(ew.sub(stop, start), compute))
+        out = sh.reshape(start_b, tuple(bounds))
+    else:
+        delta = np.asarray(np.nan, compute)
+        bounds[axis] = 0
+        out = sh.broadcast_in_dim(np.zeros((), dtype), tuple(bounds), ())
+    if dtype.kind in "iu" and get_aval(out).dtype.kind not in "iu":
+        out = ew.floor_p.bind(out)
+    result = ew.convert_element_type(out, dtype)
+    return (result, delta) if retstep else result
 
 
 def _like(fn, a, dtype, shape):
@@ -557,10 +660,6 @@ def ones_like(a, dtype=None, shape=None):
 def full_like(a, fill_value, dtype=None, shape=None):
     return _filled_like(a, fill_value, dtype, shape, "full_like",
                         lambda shape, dtype: full(shape, fill_value, dtype))
-
-
-def array(object, dtype=None, copy=True):  # noqa: A002  (JAX's parameter name)
-    return to_array(object, dtype, "array")
 
 
 def astype(x, dtype):

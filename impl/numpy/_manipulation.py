@@ -13,6 +13,7 @@ from impl.core import get_aval
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
 from impl.numpy._indexing import concatenate, flip, joined_arrays, split, take
+from impl.numpy import _converters as conv
 from impl.numpy._util import asarray, broadcast_to, canonicalize_axis
 from impl.primitives import indexing as ix
 from impl.primitives import shape as sh
@@ -413,17 +414,17 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
 # ------------------------------------------------------------ constant constructors
 
 def frombuffer(buffer, dtype=float, count=-1, offset=0):
-    return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+    return conv.asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
 
 
 def fromstring(string, dtype=float, count=-1, *, sep):
-    return asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
+    return conv.asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
 
 
 def load(file, *args, **kwargs):
     """np.load, with the arrays it reads as impl (JAX) arrays."""
     out = np.load(file, *args, **kwargs)
-    return asarray(out) if isinstance(out, np.ndarray) else out
+    return conv.asarray(out) if isinstance(out, np.ndarray) else out
 
 
 class _Grid:
@@ -436,8 +437,8 @@ class _Grid:
     def __getitem__(self, key):
         out = self._numpy_grid[key]
         if self._sparse and isinstance(out, (list, tuple)):
-            return [asarray(o) for o in out]
-        return asarray(out)
+            return [conv.asarray(o) for o in out]
+        return conv.asarray(out)
 
 
 mgrid = _Grid(np.mgrid, sparse=False)

@@ -11,16 +11,14 @@ from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.primitives import shape as sh
 from impl.primitives import reductions as red
-from impl.numpy._util import (asarray, canonicalize_axes, canonicalize_axis, check_no_out,
+from impl.numpy._jax_calls import staged_as_in_jax
+from impl.numpy import _ufuncs as uf
+from impl.numpy._util import (asarray, keep_reduced_axes, canonicalize_axes, canonicalize_axis, check_no_out,
                               flat_or_axis, mask_where, strong)
 
 __all__ = ["max", "amax", "min", "amin", "prod", "argmax", "argmin", "cumsum", "cumprod",
            "sort", "argsort", "all", "any", "nancumsum", "nancumprod", "cumulative_sum",
            "cumulative_prod", "lexsort"]
-
-
-def _keepdims(out, shape, axes):
-    return sh.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
 # ----------------------------------------------------------------- max / min
@@ -52,7 +50,7 @@ def _extremum(name, reduce_fn, combine_prim, a, axis, out, keepdims, initial, wh
     res = reduce_fn(x, axes)
     if initial is not None:
         res = combine_prim.bind(res, np.asarray(initial, aval.dtype))
-    return strong(_keepdims(res, aval.shape, axes) if keepdims else res)
+    return strong(keep_reduced_axes(res, aval.shape, axes) if keepdims else res)
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
@@ -97,7 +95,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     res = red.reduce_prod(mask_where(x, where, 1), axes)
     if initial is not None:
         res = ew.mul(res, np.asarray(initial, get_aval(res).dtype))
-    return _keepdims(res, aval.shape, axes) if keepdims else res
+    return keep_reduced_axes(res, aval.shape, axes) if keepdims else res
 
 
 # ------------------------------------------------------------ argmax / argmin
@@ -115,7 +113,7 @@ def _arg_extremum(fn, a, axis, keepdims):
     if aval.shape[ax] == 0:
         raise ValueError("attempt to get argmax/argmin of an empty sequence")
     res = fn(x, ax, index_dtype)
-    return _keepdims(res, aval.shape, (ax,)) if keepdims else res
+    return keep_reduced_axes(res, aval.shape, (ax,)) if keepdims else res
 
 
 def argmax(a, axis=None, out=None, keepdims=None):
@@ -144,7 +142,7 @@ def _cumulative(name, fn, a, axis, dtype, out=None, nan_to=None, promote_integer
     axis = canonicalize_axis(0 if axis is None else axis, get_aval(x).ndim)
     aval = get_aval(x)
     if nan_to is not None and core.is_float_dtype(aval.dtype):
-        x = ew.select_n(ew.ne_p.bind(x, x), x, np.asarray(nan_to, aval.dtype))
+        x = uf.staged_where(ew.ne_p.bind(x, x), np.asarray(nan_to, aval.dtype), x)
     if dtype is None:
         result = (promoted_integer(aval.dtype) if promote_integers or aval.dtype == np.bool_
                   else aval.dtype)
@@ -160,21 +158,25 @@ def _cumulative(name, fn, a, axis, dtype, out=None, nan_to=None, promote_integer
     return ew.convert_element_type(out, result)
 
 
+@staged_as_in_jax
 def cumsum(a, axis=None, dtype=None, out=None):
     """Running sums along `axis` (of the flattened array if None)."""
     return _cumulative("cumsum", red.cumsum, a, axis, dtype, out)
 
 
+@staged_as_in_jax
 def cumprod(a, axis=None, dtype=None, out=None):
     """Running products along `axis` (of the flattened array if None)."""
     return _cumulative("cumprod", red.cumprod, a, axis, dtype, out)
 
 
+@staged_as_in_jax
 def nancumsum(a, axis=None, dtype=None, out=None):
     """Running sums with NaNs counted as zero."""
     return _cumulative("nancumsum", red.cumsum, a, axis, dtype, out, nan_to=0)
 
 
+@staged_as_in_jax
 def nancumprod(a, axis=None, dtype=None, out=None):
     """Running products with NaNs counted as one."""
     return _cumulative("nancumprod", red.cumprod, a, axis, dtype, out, nan_to=1)
@@ -291,14 +293,14 @@ def _logical(reduce_fn, name, a, axis, out, keepdims, where):
     aval = get_aval(x)
     axes = canonicalize_axes(axis, aval.ndim)
     res = reduce_fn(mask_where(x, where, name == "all"), axes)
-    return _keepdims(res, aval.shape, axes) if keepdims else res
+    return keep_reduced_axes(res, aval.shape, axes) if keepdims else res
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
-    """Whether every element along `axis` is true (the minimum of the booleans)."""
-    return _logical(red.reduce_min, "all", a, axis, out, keepdims, where)
+    """Whether every element along `axis` is true."""
+    return _logical(red.reduce_and, "all", a, axis, out, keepdims, where)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
-    """Whether some element along `axis` is true (the maximum of the booleans)."""
-    return _logical(red.reduce_max, "any", a, axis, out, keepdims, where)
+    """Whether some element along `axis` is true."""
+    return _logical(red.reduce_or, "any", a, axis, out, keepdims, where)

@@ -46,8 +46,8 @@ class _ScalarMeta(type):
         return not cls == other
 
     def __call__(cls, x):
-        from impl.numpy._util import to_array
-        return to_array(x, cls.dtype, "asarray")
+        from impl.numpy._converters import asarray
+        return asarray(x, cls.dtype)
 
     def __instancecheck__(cls, instance):
         return isinstance(instance, cls.dtype.type)

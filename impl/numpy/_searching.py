@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from impl import core
-from impl.api import jit
 from impl.core import Tracer, get_aval
 from impl.numpy import _core as c
 from impl.numpy import _indexing as ix
@@ -86,13 +85,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if size is not None or fill_value is not None:
         raise ValueError("size and fill_value arguments cannot be used in three-term "
                          "where function.")
-    return _where(condition, x, y)
-
-
-@jit
-def _where(condition, x, y):
-    # a program of its own, staged as a call named _where, as JAX stages its where
-    return uf.where(condition, x, y)
+    return uf.staged_where(condition, x, y)
 
 
 def flatnonzero(a, *, size=None, fill_value=None):

@@ -14,7 +14,10 @@ from impl.primitives import elementwise as ew
 from impl.primitives.special import exp2_p
 from impl.primitives import sharding_rules
 from impl.primitives.sharding import reshard
-from impl.numpy._util import asarray, broadcast_arrays, broadcast_operands, promote  # noqa: F401
+from impl.custom_derivatives import custom_jvp
+from impl.numpy._jax_calls import staged_as_in_jax
+from impl.numpy._util import (asarray, broadcast_arrays, broadcast_operands, promote,  # noqa: F401
+                              result_dtype)
 
 
 def inexact_dtype(dtype):
@@ -60,7 +63,6 @@ def _scalar(x):
 
 
 def _float_result(x, y):
-    from impl.numpy._util import result_dtype
     dtype, weak = result_dtype(x, y)
     return inexact_dtype(dtype), weak
 
@@ -357,8 +359,46 @@ def _float_pair(x, y, op):
             for a in (x, y)]
 
 
+def _logaddexp_real(x1, x2):
+    # JAX's program: max(x1, x2) + log1p(exp(-|x1 - x2|)), and x1 + x2 where the
+    # difference is NaN (both infinite alike, or a NaN)
+    x1, x2 = _float_pair(x1, x2, "logaddexp")
+    amax = ew.max_p.bind(x1, x2)
+    delta = ew.sub(x1, x2)
+    undefined, both = ew.ne_p.bind(delta, delta), ew.add(x1, x2)
+    return ew.select_n(undefined, ew.add(amax, ew.log1p_p.bind(ew.exp_p.bind(
+        ew.neg(ew.abs_p.bind(delta))))), both)
+
+
+_logaddexp_real.__name__ = "logaddexp"   # the name JAX's programs show
+_logaddexp_real = custom_jvp(_logaddexp_real)
+
+
+def _without_inf(x):
+    return ew.select_n(ew.eq_p.bind(x, np.asarray(np.inf, get_aval(x).dtype)), x,
+                       np.zeros((), get_aval(x).dtype))
+
+
+@_logaddexp_real.defjvp
+def _logaddexp_jvp(primals, tangents):
+    """JAX's rule: each tangent times exp(x - out), infinities counting as 0 there, so a
+    tie gives each argument 1/2."""
+    x1, x2 = _float_pair(*primals, "logaddexp")
+    t1, t2 = (ew.convert_element_type(t, get_aval(x1).dtype) for t in tangents)
+    out = _logaddexp_real(x1, x2)
+    return out, ew.add(
+        multiply(t1, ew.exp_p.bind(ew.sub(_without_inf(x1), _without_inf(out)))),
+        multiply(t2, ew.exp_p.bind(ew.sub(_without_inf(x2), _without_inf(out)))))
+
+
 @compiled_when_eager
 def logaddexp(x, y):
+    if inexact_dtype(result_dtype(_scalar(x), _scalar(y))[0]).kind != "c":
+        return _logaddexp_real(x, y)
+    return _logaddexp_complex(x, y)
+
+
+def _logaddexp_complex(x, y):
     x, y = _float_pair(x, y, "logaddexp")
     amax = maximum(x, y)
     delta = subtract(x, y)
@@ -384,16 +424,30 @@ def where(condition, x, y):
     cond = _as_bool(condition)
     x, y = promote(_scalar(x), _scalar(y))
     from impl.numpy._util import broadcast_shapes, broadcast_sharding, broadcast_to
-    shape = broadcast_shapes(get_aval(cond).shape, get_aval(x).shape, get_aval(y).shape)
-    sharding = broadcast_sharding((cond, x, y), shape)
+    # A scalar predicate selects whole cases, unbroadcast (as JAX's where leaves it).
+    operands = (x, y) if get_aval(cond).ndim == 0 else (cond, x, y)
+    shape = broadcast_shapes(*(get_aval(a).shape for a in operands))
+    sharding = broadcast_sharding(operands, shape)
     # As JAX's where: operands whose shapes differ are all broadcast to the result's
     # sharding, those of the result's shape too (a predicate without it would not meet
     # the cases sharded alike).
-    retype = sharding is not None and len({get_aval(a).shape for a in (cond, x, y)}) > 1
-    cond, x, y = (broadcast_to(a, shape, out_sharding=sharding) if get_aval(a).shape != shape
-                  else reshard(a, sharding) if retype and not _typed_as(a, sharding)
-                  else a for a in (cond, x, y))
+    retype = sharding is not None and len({get_aval(a).shape for a in operands}) > 1
+    operands = [broadcast_to(a, shape, out_sharding=sharding) if get_aval(a).shape != shape
+                else reshard(a, sharding) if retype and not _typed_as(a, sharding)
+                else a for a in operands]
+    if len(operands) == 3:
+        cond, x, y = operands
+    else:
+        x, y = operands
     return ew.select_n(cond, y, x)
+
+
+@staged_as_in_jax
+def _where(condition, x, y):
+    return where(condition, x, y)
+
+
+staged_where = _where   # jnp.where's select, a call named _where as in JAX's programs
 
 
 def _typed_as(x, sharding):
@@ -421,10 +475,19 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     return where(ew.eq_p.bind(x, float("-inf")), info.min if neginf is None else neginf, x)
 
 
-@compiled_when_eager
-def hypot(x, y):
-    x, y = _float_pair(x, y, "hypot")
-    return sqrt(add(square(x), square(y)))
+@staged_as_in_jax
+def hypot(x1, x2):
+    """sqrt(x1**2 + x2**2) as JAX computes it: the larger magnitude times
+    sqrt(1 + ratio**2), so that no square overflows (inf where either is inf)."""
+    x1, x2 = _float_pair(x1, x2, "hypot")
+    x1, x2 = ew.abs_p.bind(x1), ew.abs_p.bind(x2)
+    inf = np.asarray(np.inf, get_aval(x1).dtype)
+    at_inf = ew.or_p.bind(ew.eq_p.bind(x1, inf), ew.eq_p.bind(x2, inf))
+    big, small = ew.max_p.bind(x1, x2), ew.min_p.bind(x1, x2)
+    big_is_zero = equal(big, 0)   # (compared twice, as in JAX's program)
+    ratio = ew.div_p.bind(small, _where(equal(big, 0), np.ones((), get_aval(big).dtype), big))
+    x = _where(big_is_zero, big, multiply(big, ew.sqrt_p.bind(add(1, ew.square(ratio)))))
+    return _where(at_inf, inf, x)
 
 
 @compiled_when_eager

@@ -41,6 +41,18 @@ def asarray(a, dtype=None):
     return to_array(a, dtype, "asarray")
 
 
+def staged_constant(x):
+    """`x`, a concrete array a jax.numpy function made, as JAX gives it: inside a
+    transformation the transformation's value (under jit a literal or a constant of the
+    program, with no equation: a tracer whose methods stage equations and whose repr is
+    a tracer's), outside any the array itself. A conversion to its own type does it:
+    staging answers it with the value, the other transformations hand it on."""
+    if core.current_trace() is core.eval_trace or isinstance(x, Tracer):
+        return x
+    aval = get_aval(x)
+    return ew.convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
 def to_array(x, dtype, fun_name):
     """`asarray` for the public function `fun_name` (named in JAX's dtype warnings)."""
     if dtype is not None:
@@ -187,11 +199,21 @@ def broadcast_to(array, shape, *, out_sharding=None):
         if d != 1 and d != shape[nd + i]:
             raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} and "
                              f"requested shape {shape}")
+    if aval.explicit_sharding is None and out_sharding is None:
+        # one broadcast, size-1 axes growing in it, as JAX's broadcast_to stages it
+        return sh.broadcast_in_dim(x, shape, tuple(range(nd, len(shape))))
     # size-1 axes that grow are dropped first, then broadcast.
     keep = [i for i, d in enumerate(aval.shape) if d == shape[nd + i]]
     if len(keep) != aval.ndim:
         x = sh.reshape(x, tuple(aval.shape[i] for i in keep))
     return sh.broadcast_in_dim(x, shape, tuple(nd + i for i in keep), out_sharding=out_sharding)
+
+
+def keep_reduced_axes(out, x_shape, axes):
+    """A reduction's result with its reduced `axes` kept, of size 1 (keepdims=True), as
+    JAX's expand_dims stages it: a broadcast."""
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x_shape))
+    return sh.broadcast_in_dim(out, shape, tuple(i for i in range(len(shape)) if i not in axes))
 
 
 def broadcast_sharding(args, shape, op=None):
@@ -248,6 +270,13 @@ def broadcast_operands(op, *args):
             raise TypeError(f"{op} got incompatible shapes for broadcasting: "
                             f"{', '.join(map(str, shapes))}.") from None
     sharding = broadcast_sharding(args, shape, op)
+    if sharding is None and op is not None:
+        # As JAX's elementwise functions: operands of lower rank get leading axes of size
+        # 1, and the operation itself broadcasts axes of size 1 (and scalars).
+        rank = len(shape)
+        return [a if get_aval(a).ndim in (0, rank) else sh.broadcast_in_dim(
+            a, (1,) * (rank - get_aval(a).ndim) + get_aval(a).shape,
+            tuple(range(rank - get_aval(a).ndim, rank))) for a in args]
     return [a if get_aval(a).shape == shape or not get_aval(a).shape
             else broadcast_to(a, shape, out_sharding=sharding) for a in args]
 

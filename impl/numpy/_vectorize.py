@@ -11,6 +11,7 @@ from impl import core
 from impl.api import vmap
 from impl.core import get_aval
 from impl.numpy import _core as c
+from impl.numpy import _converters as conv
 from impl.numpy._util import asarray, broadcast_to
 
 __all__ = ["vectorize", "indices", "tril_indices", "triu_indices",
@@ -85,7 +86,7 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
 def indices(dimensions, dtype=None, sparse=False):
     dtype = np.dtype(dtype or _index_dtype())
     grids = np.indices(tuple(dimensions), dtype=dtype, sparse=sparse)
-    return tuple(asarray(g) for g in grids) if sparse else asarray(grids)
+    return tuple(conv.asarray(g) for g in grids) if sparse else conv.asarray(grids)
 
 
 def _index_dtype():
@@ -93,15 +94,15 @@ def _index_dtype():
 
 
 def tril_indices(n, k=0, m=None):
-    return tuple(asarray(i.astype(_index_dtype())) for i in np.tril_indices(n, k, m))
+    return tuple(conv.asarray(i.astype(_index_dtype())) for i in np.tril_indices(n, k, m))
 
 
 def triu_indices(n, k=0, m=None):
-    return tuple(asarray(i.astype(_index_dtype())) for i in np.triu_indices(n, k, m))
+    return tuple(conv.asarray(i.astype(_index_dtype())) for i in np.triu_indices(n, k, m))
 
 
 def diag_indices(n, ndim=2):
-    return tuple(asarray(i.astype(_index_dtype())) for i in np.diag_indices(n, ndim))
+    return tuple(conv.asarray(i.astype(_index_dtype())) for i in np.diag_indices(n, ndim))
 
 
 def tril_indices_from(arr, k=0):

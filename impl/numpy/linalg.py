@@ -18,6 +18,7 @@ from impl.numpy import _arrays
 from impl.numpy import _core as c
 from impl.numpy import _reductions as red
 from impl.numpy import _ufuncs as uf
+from impl.numpy._jax_calls import staged_as_in_jax
 from impl.numpy._util import asarray, broadcast_shapes, broadcast_to, canonicalize_axes, promote
 from impl.primitives import elementwise as ew
 from impl.primitives import indexing as ix
@@ -145,6 +146,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     return _matrix_norm_axes(x, ord, (nd - 2, nd - 1), keepdims)
 
 
+@staged_as_in_jax
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector norms (one axis) and matrix norms (two axes), as numpy.linalg.norm."""
     x = _float(x)

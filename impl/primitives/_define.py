@@ -107,7 +107,7 @@ def _build(rule, prim):
 
 
 def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching,
-           transpose=None, partial_eval=None, dce=None, dce_fully_used=False,
+           transpose=None, partial_eval=None, staging=None, dce=None, dce_fully_used=False,
            recomputed_known=None, impl=None, multiple_results=False,
            collective=False, effectful=False, operands=None,
            sharding_rule=None, unreduced_rule=None, vma_rule=None, operand_dtypes=None,
@@ -126,6 +126,8 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
         some arguments.
     partial_eval: `(trace, args, **params) -> outs` for call-like primitives that must
         be split, not staged whole, when some inputs are known.
+    staging: `(trace, args, **params) -> outs or None`, how staging answers the
+        primitive without an equation where JAX's forwarding or constant folding does.
     dce: `(used_outputs, eqn) -> eqn`, for equations that dead-code removal may rewrite
         when only some of their outputs are used (also when all are, if
         `dce_fully_used`).
@@ -195,7 +197,8 @@ def define(name: str, *, abstract_eval, lowering: Callable | None, jvp, batching
                                  else _checked_eager(prim, lowering))
     for table, rule in ((ad.jvp_rules, jvp), (ad.transpose_rules, transpose),
                         (_batching.batching_rules, batching),
-                        (pe.partial_eval_rules, partial_eval), (pe.dce_rules, dce)):
+                        (pe.partial_eval_rules, partial_eval), (pe.staging_rules, staging),
+                        (pe.dce_rules, dce)):
         if rule is not None:
             table[prim] = _build(rule, prim)
     if dce_fully_used:

@@ -123,8 +123,9 @@ def _jit_printed_params(eqn, namer):
     """As JAX prints a jit call: its name and program, whose variables are named as the
     call's arguments and results; shardings only where some are given."""
     program = eqn.params["jaxpr"]
-    namer.suggest(program.jaxpr.invars, eqn.invars)
-    namer.suggest(program.jaxpr.outvars, eqn.outvars)
+    if id(program.jaxpr) not in namer.shared:   # (a shared one is printed first)
+        namer.suggest(program.jaxpr.invars, eqn.invars)
+        namer.suggest(program.jaxpr.outvars, eqn.outvars)
     shown = [("name", eqn.params["name"]), ("jaxpr", program)]
     return shown + [(k, eqn.params[k]) for k in ("in_shardings", "out_shardings")
                     if any(s is not None for s in eqn.params[k])]

@@ -118,11 +118,13 @@ def unbroadcast(ct, aval):
     if ct_aval.shape != aval.shape:
         if aval.ndim == 0:
             ct = reduce_sum(ct, tuple(range(ct_aval.ndim)))
-        else:   # size-1 axes broadcast: summed, and kept
+        else:   # size-1 axes broadcast: summed, and kept (by a reshape, as JAX's)
             axes = tuple(i for i, (c, a) in enumerate(zip(ct_aval.shape, aval.shape))
                          if c != a)
-            ct = broadcast_in_dim(reduce_sum(ct, axes), aval.shape,
-                                  tuple(i for i in range(aval.ndim) if i not in axes))
+            ct = (reshape(reduce_sum(ct, axes), aval.shape)
+                  if aval.explicit_sharding is None and ct_aval.explicit_sharding is None
+                  else broadcast_in_dim(reduce_sum(ct, axes), aval.shape,
+                                        tuple(i for i in range(aval.ndim) if i not in axes)))
     if get_aval(ct).dtype != aval.dtype and aval.dtype != core.float0:
         ct = convert_element_type(ct, aval.dtype)
     ct_sharding, want = get_aval(ct).explicit_sharding, core.cotangent_sharding(aval)
@@ -637,11 +639,77 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
                                         weak_type=x.aval.weak_type)]
 
 
+def _folded_scalar(value, new_dtype):
+    """A scalar constant converted now (NumPy's conversion, the real part of a complex
+    number for a real type); None where that would not be the program's conversion (a
+    NaN or infinity to an integer type, a value NumPy cannot convert)."""
+    new_dtype = np.dtype(new_dtype)
+    try:
+        value = np.asarray(value)
+        if value.dtype.kind == "c" and new_dtype.kind != "c":
+            value = value.real
+        if new_dtype.kind in "biu" and value.dtype.kind == "f" and not np.isfinite(value):
+            return None
+        return value.astype(new_dtype)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _convert_staging(trace, args, *, new_dtype, weak_type=False):
+    """As JAX stages a conversion: to the operand's own type it is the operand (this is
+    how a constant made inside a transformation enters the program, with no
+    equation), and of a scalar constant it is folded into a literal."""
+    x, = args
+    aval = get_aval(x)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return trace.instantiate(x)
+    value = trace.scalar_constant(x)
+    if value is None:
+        return None
+    folded = _folded_scalar(value, new_dtype)
+    if folded is None:
+        return None
+    out_aval = core.abstract_eval(convert_element_type_p, [aval],
+                                  dict(new_dtype=new_dtype, weak_type=weak_type))
+    if weak_type:
+        # a literal's value is what evaluation reads: a weak one must be a Python
+        # scalar (of the default dtype of its kind), as JAX's folding makes it
+        folded = folded.item()
+        if get_aval(folded) != out_aval:
+            return None
+    return trace.new_literal(folded, out_aval)
+
+
 convert_element_type_p = define(
     "convert_element_type", abstract_eval=_convert_aval, lowering=_convert_lower,
     jvp=_convert_jvp, transpose=_convert_transpose, batching=batching.vectorized,
+    staging=_convert_staging,
     sharding_rule=sharding_rules.same_as_operand,
     unreduced_rule=sharding_rules.keeps_unreduced)
+
+
+# ------------------------------------------------------------------------ copy
+
+def _copy_transpose(ct, x):
+    return [None if type(ct) is Zero else copy_p.bind(ct)]
+
+
+# A new array of the operand's values (jnp.array(x) and jnp.copy(x) bind it, as in JAX,
+# which stages and prints it).
+def _copy_lower(x):
+    return jax.numpy.array(x, copy=True)
+
+
+copy_p = define("copy", abstract_eval=lambda x: x, lowering=_copy_lower, jvp=ad.linear_jvp,
+                transpose=_copy_transpose, batching=batching.vectorized,
+                sharding_rule=sharding_rules.same_as_operand,
+                unreduced_rule=sharding_rules.keeps_unreduced)
+
+
+def copy(x):
+    if core.current_trace() is core.eval_trace and not isinstance(x, core.Tracer):
+        return _copy_lower(x)   # an array needs no type check: JAX's copy at once
+    return copy_p.bind(x)
 
 
 def _zeros(aval):

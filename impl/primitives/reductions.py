@@ -104,19 +104,22 @@ def _canonical_axes(axes, ndim):
     return tuple(sorted(_normalize_axis(a, ndim) for a in axes))
 
 
-def reduce_max(operand, axes):
+def _reduced(prim, operand, axes):
+    """`prim` over `axes` (any order, negative ones from the end); none: the operand."""
     axes = _canonical_axes(axes, get_aval(operand).ndim)
-    return reduce_max_p.bind(operand, axes=axes) if axes else operand
+    return prim.bind(operand, axes=axes) if axes else operand
+
+
+def reduce_max(operand, axes):
+    return _reduced(reduce_max_p, operand, axes)
 
 
 def reduce_min(operand, axes):
-    axes = _canonical_axes(axes, get_aval(operand).ndim)
-    return reduce_min_p.bind(operand, axes=axes) if axes else operand
+    return _reduced(reduce_min_p, operand, axes)
 
 
 def reduce_prod(operand, axes):
-    axes = _canonical_axes(axes, get_aval(operand).ndim)
-    return reduce_prod_p.bind(operand, axes=axes) if axes else operand
+    return _reduced(reduce_prod_p, operand, axes)
 
 
 def _make_chooser_jvp(prim):
@@ -175,6 +178,33 @@ reduce_prod_p = define("reduce_prod",
                        lowering=lambda x, *, axes: lax.reduce_prod(x, axes),
                        jvp=_reduce_prod_jvp, batching=batching.reducer,
                        sharding_rule=sharding_rules.drop_axes("axes"))
+
+
+
+def _logical_reduction_dtype(name, dtype):
+    if dtype != np.bool_ and np.dtype(dtype).kind not in "iu":
+        raise TypeError("logical reduction requires operand dtype bool or int, got "
+                        f"{np.dtype(dtype).name}.")
+
+
+# or / and of booleans (bitwise of integers) along axes, as jnp.any / jnp.all stage them
+reduce_or_p = define("reduce_or", abstract_eval=_reduce_aval("reduce_or",
+                                                             _logical_reduction_dtype),
+                     lowering=lambda x, *, axes: lax.reduce_or(x, axes), jvp=ad.zero_jvp,
+                     batching=batching.reducer, sharding_rule=sharding_rules.drop_axes("axes"))
+reduce_and_p = define("reduce_and", abstract_eval=_reduce_aval("reduce_and",
+                                                               _logical_reduction_dtype),
+                      lowering=lambda x, *, axes: lax.reduce_and(x, axes), jvp=ad.zero_jvp,
+                      batching=batching.reducer,
+                      sharding_rule=sharding_rules.drop_axes("axes"))
+
+
+def reduce_or(operand, axes):
+    return _reduced(reduce_or_p, operand, axes)
+
+
+def reduce_and(operand, axes):
+    return _reduced(reduce_and_p, operand, axes)
 
 
 # ------------------------------------------------------------- argmax / argmin

@@ -58,6 +58,13 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions, out_shard
     if type(ct) is Zero:
         return [None]
     in_shape = x.aval.shape
+    if x.aval.explicit_sharding is None:
+        # As JAX transposes it: summed over every axis but the operand's axes of other
+        # sizes than 1, those of size 1 put back as a broadcast.
+        unit = tuple(i for i, n in enumerate(in_shape) if n == 1)
+        kept = {d for i, d in enumerate(broadcast_dimensions) if i not in unit}
+        summed = reduce_sum(ct, tuple(d for d in range(len(shape)) if d not in kept))
+        return [expand_dims(summed, unit) if unit else summed]
     new_axes = tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
     stretched = tuple(d for i, d in enumerate(broadcast_dimensions)
                       if in_shape[i] == 1 and shape[d] != 1)
