@@ -1001,6 +1001,13 @@ def _more_ops():
         # that are not all finite (a relu, not smooth at 0)
         Unary("relu_by_is_finite", "jnp.where(jnp.isfinite(jnp.log(jnp.maximum({0}, 0.0))), {0}, 0.0)",
               lambda lo, hi: (max(lo, 0.0), max(hi, 0.0)), smooth=False),
+        Unary("copy", "jnp.copy({0})", lambda lo, hi: (lo, hi), linear=True),
+        # x, or x flipped where a boolean reduction along the axis says so: the values
+        # stay the operand's, their order is chosen by jnp.any / jnp.all
+        AlongAxis("flip_unless_any_positive", "jnp.where(jnp.any({x} > 0, axis={axis}, "
+                  "keepdims=True), {x}, jnp.flip({x}, axis={axis}))"),
+        AlongAxis("flip_unless_all_positive", "jnp.where(jnp.all({x} > 0, axis={axis}, "
+                  "keepdims=True), {x}, jnp.flip({x}, axis={axis}))"),
         Clamp(),
         Astype(),
         Binary("arctan2", "arctan2", lambda t, u: (-math.pi / 2, math.pi / 2), partner_ok=lambda u: u.lo >= MARGIN),

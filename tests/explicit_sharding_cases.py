@@ -279,6 +279,9 @@ def case_reduction_rules():
         ("prod", lambda lib, np_: lambda a: (a.prod(1), a.prod(0)), (W,), ("derivatives",)),
         ("mean and var", lambda lib, np_: lambda a: (a.mean(0), np_.var(a, axis=1)), (A,)),
         ("argmax", lambda lib, np_: lambda a: a.argmax(0), (W,)),
+        ("any and all choosing values", lambda lib, np_: lambda a: np_.where(
+            np_.any(a > 0, axis=0) & np_.all(a < 5, axis=0), a.sum(0), a.max(0)), (W,)),
+        ("copy", lambda lib, np_: lambda a: np_.copy(a) * 2.0, (W,)),
     ])
 
 

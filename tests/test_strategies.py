@@ -145,7 +145,7 @@ def test_prng_cases_draw_the_samplers_only_on_request():
 
 def test_every_op_appears_across_a_few_hundred_draws():
     seen = set()
-    for program in sample(S.random_programs(custom_rules=True, forward_only_ops=True), 300, seed=2):
+    for program in sample(S.random_programs(custom_rules=True, forward_only_ops=True), 400, seed=2):
         seen.update(program.ops)
     assert seen == set(S.OP_NAMES), f"never drawn: {set(S.OP_NAMES) - seen}"
 
