@@ -184,15 +184,26 @@ def _shard_map_lowering(*args, jaxpr, mesh, in_specs, out_specs, axis_names, che
     return list(mapped(*args))
 
 
+def _arguments_typed_by_specs(mesh, manual):
+    """Whether an argument's sharding type must be its in_spec (JAX's API checks it): on
+    a mesh whose axes are all Explicit and all manual."""
+    return (frozenset(mesh.axis_names) == frozenset(manual)
+            and all(t == jax.sharding.AxisType.Explicit for t in mesh.axis_types))
+
+
+def _full_rank_spec(spec, ndim):
+    """`spec` with one entry per dimension, as a type's spec has."""
+    return P(*spec.partitions + (None,) * (ndim - len(spec)), unreduced=spec.unreduced,
+             reduced=spec.reduced)
+
+
 def _placed_as_spec(mesh, axis_names, spec, x):
-    # where JAX's API checks the argument's type (_check_specs_match_types)
-    if (frozenset(mesh.axis_names) != frozenset(axis_names)
-            or any(t != jax.sharding.AxisType.Explicit for t in mesh.axis_types)):
+    if not _arguments_typed_by_specs(mesh, axis_names):
         return x
     want = _jax_spec(mesh, spec)
     have = jax.typeof(x).sharding.spec
     if (want.unreduced or want.reduced or have.unreduced or have.reduced
-            or have == P(*want.partitions + (None,) * (x.ndim - len(want)))):
+            or have == _full_rank_spec(want, x.ndim)):
         return x   # (a cast to or from unreduced or reduced is not a placement)
     return jax.reshard(x, NamedSharding(mesh, want))
 
@@ -553,12 +564,10 @@ def _check_specs_match_types(mesh, manual, specs, avals):
     """On a mesh whose axes are all Explicit and all manual, each argument must be
     sharded (unreduced and reduced axes included) as its in_spec says (JAX's
     ValueError): shard_map does not reshard."""
-    if (frozenset(mesh.axis_names) != frozenset(manual)
-            or any(t != jax.sharding.AxisType.Explicit for t in mesh.axis_types)):
+    if not _arguments_typed_by_specs(mesh, manual):
         return
     for spec, aval in zip(specs, avals):
-        want = P(*spec.partitions + (None,) * (aval.ndim - len(spec)), unreduced=spec.unreduced,
-                 reduced=spec.reduced)
+        want = _full_rank_spec(spec, aval.ndim)
         have = aval.sharding.spec
         if have != want:
             raise ValueError(
