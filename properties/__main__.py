@@ -126,7 +126,7 @@ def parse(argv):
         args.workers = "1" if args.hunt is not None else default_workers()
     if args.workers not in ("0", "1") and importlib.util.find_spec("xdist") is None:
         p.error(f"-n {args.workers} needs pytest-xdist, which is not installed "
-                "(pip install pytest-xdist, or the project's [test] extra); "
+                "(pip install pytest-xdist, a dependency of this package); "
                 "without -n the laws run in one process")
     return args
 
