@@ -767,6 +767,22 @@ def _match_vma(args):
     return out
 
 
+def always_raises(exc_type: type[Exception], message: str) -> Callable:
+    """A rule for a transformation the primitive refuses (as JAX's does): every call
+    raises `exc_type(message)`. Declared so that tools reading the rule tables know it
+    never computes anything (a mutation of it could change nothing)."""
+    def rule(*args, **params):
+        raise exc_type(message)
+    rule.always_raises = True
+    return rule
+
+
+def no_results(*avals, **params) -> list:
+    """Abstract evaluation of a primitive that has a side effect and no results (host
+    callbacks): its rules have no tangent, cotangent or batched value to produce."""
+    return []
+
+
 class RuleMaker:
     """A rule that can only be built once its primitive exists (a linear primitive's
     jvp re-binds the primitive on tangents); `impl.primitives._define` builds it."""

@@ -960,18 +960,23 @@ class Clamp(Op):
 
 
 class Astype(Op):
-    """Mixed precision: a float32 value scaled in float64 and converted back (exact), so
-    the dtype conversion's rules meet differentiated, batched values."""
+    """Mixed precision, exact, so the dtype conversion's rules meet differentiated,
+    batched values: a float32 value scaled in float64 and converted back; a float64 one
+    rounded to float32 and back, plus the rounding error outside differentiation (the
+    value is the operand's, its derivative the two conversions' rules)."""
 
     name, linear, category = "astype", True, "elementwise unary"
 
     def accepts(self, t, ctx):
-        return t.dtype == "float32"
+        return t.dtype in ("float32", "float64")
 
     def make(self, draw, ctx, a):
-        t = ctx.values[a]
-        expr = f"(0.5 * {ctx.name(a)}.astype(jnp.float64)).astype(jnp.float32)"
-        return Node(self.name, (a,), expr, t.with_(lo=0.5 * t.lo, hi=0.5 * t.hi))
+        t, x = ctx.values[a], ctx.name(a)
+        if t.dtype == "float32":
+            expr = f"(0.5 * {x}.astype(jnp.float64)).astype(jnp.float32)"
+            return Node(self.name, (a,), expr, t.with_(lo=0.5 * t.lo, hi=0.5 * t.hi))
+        rounded = f"{x}.astype(jnp.float32).astype(jnp.float64)"
+        return Node(self.name, (a,), f"{rounded} + lax.stop_gradient({x} - {rounded})", t)
 
 
 def _more_ops():

@@ -133,14 +133,36 @@ def test_a_mutation_takes_effect_only_where_its_change_applies(mutants):
         _, t = impl.jvp(impl.numpy.sort, (x,), (x,))   # one operand: nothing to swap it with
     np.testing.assert_array_equal(np.asarray(t), [1.0, 2.0, 3.0])
     assert changes == []
-    # a call that raises counts as a change, even where the true rule raises alike (pure_callback
-    # has no derivative): such a run is not the true rules' run unless the rerun shows it
-    import jax
-    f = lambda x: impl.pure_callback(np.sin, jax.ShapeDtypeStruct((), np.float32), x)  # noqa: E731
-    with mutation.applied(_mutant(mutants, "jvp:pure_callback:scale"), lambda: changes.append(1)):
-        with pytest.raises(ValueError, match="JVP"):
+    # a call that raises counts as a change, even where the true rule raises alike (polygamma
+    # has no derivative in m): such a run is not the true rules' run unless the rerun shows it
+    f = lambda m: impl.lax.polygamma(m, np.float32(1.5))  # noqa: E731
+    with mutation.applied(_mutant(mutants, "jvp:polygamma:scale"), lambda: changes.append(1)):
+        with pytest.raises(ValueError, match="with respect to m"):
             impl.jvp(f, (np.float32(1.0),), (np.float32(1.0),))
     assert changes
+
+
+def test_rules_declared_to_compute_nothing_get_no_mutants(mutants):
+    """A rule declared always raising, and every rule of a primitive declared without
+    results, has no mutant: each would be equivalent by its declaration."""
+    from impl import core
+    from impl.interpreters import ad
+    from impl.primitives._define import define
+
+    raising = define("mutation_test_raising", abstract_eval=lambda x: x, lowering=lambda x: x,
+                     jvp=core.always_raises(ValueError, "no derivative"), batching=None)
+    silent = define("mutation_test_silent", abstract_eval=core.no_results, operands=1,
+                    lowering=lambda x: [], jvp=lambda primals, tangents: ([], []), batching=None,
+                    multiple_results=True)
+    assert mutation.not_mutated("jvp", raising, ad.jvp_rules[raising])
+    assert mutation._operators("jvp", raising, ad.jvp_rules[raising]) == []
+    assert mutation.not_mutated("jvp", silent, ad.jvp_rules[silent])
+    assert not mutation.not_mutated("jvp", raising, lambda primals, tangents: (primals[0], tangents[0]))
+    not_mutated = mutation.rules_not_mutated()
+    assert "jvp:io_callback" in not_mutated and "transpose:while" in not_mutated
+    assert "batching:debug_print" in not_mutated
+    names = {m.name for m in mutants}
+    assert not any(n.rsplit(":", 1)[0] in not_mutated for n in names)
 
 
 def test_siblings_order_the_laws_by_their_kills():

@@ -51,7 +51,7 @@ def _host_call_batch(prim):
 
 def _define_host_call(name, lowering):
     return define(
-        name, abstract_eval=lambda *avals, **params: [], lowering=lowering,
+        name, abstract_eval=core.no_results, lowering=lowering,
         jvp=RuleMaker(_host_call_jvp), batching=RuleMaker(_host_call_batch),
         transpose=lambda cts, *args, **params: [None] * len(args),
         multiple_results=True, effectful=True, replayed_by_remat=True,
@@ -136,15 +136,15 @@ def _inspect_sharding_lower(x, *, callback):
     return []
 
 
-def _inspect_sharding_batch(axis_data, vals, dims, **params):
-    raise NotImplementedError(
-        "inspect_array_sharding (visualize_array_sharding) under vmap: the examples of a "
-        "batch are not arrays placed on devices; inspect the batched array outside vmap "
-        "(JAX 0.10.2 fails with an IndexError)")
+_inspect_sharding_batch = core.always_raises(
+    NotImplementedError,
+    "inspect_array_sharding (visualize_array_sharding) under vmap: the examples of a "
+    "batch are not arrays placed on devices; inspect the batched array outside vmap "
+    "(JAX 0.10.2 fails with an IndexError)")
 
 
 inspect_sharding_p = define(
-    "inspect_sharding", abstract_eval=lambda x, *, callback: [],
+    "inspect_sharding", abstract_eval=core.no_results, operands=1,
     lowering=_inspect_sharding_lower,
     jvp=lambda primals, tangents, **params: (inspect_sharding_p.bind(*primals, **params), []),
     batching=_inspect_sharding_batch, transpose=lambda cts, x, **params: [None],
@@ -201,9 +201,9 @@ def _pure_callback_batch(axis_data, vals, dims, *, callback, result_avals, vmap_
         f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
 
 
-def _pure_callback_jvp(primals, tangents, **params):
-    raise ValueError("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to "
-                     "use callbacks while taking gradients.")
+_pure_callback_jvp = core.always_raises(
+    ValueError, "Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use "
+    "callbacks while taking gradients.")
 
 
 pure_callback_p = define(
@@ -235,12 +235,8 @@ def _io_callback_batch(axis_data, vals, dims, *, callback, result_avals, ordered
     return outs, [0] * len(outs)
 
 
-def _io_callback_jvp(primals, tangents, **params):
-    raise ValueError("IO callbacks do not support JVP.")
-
-
-def _io_callback_transpose(cts, *args, **params):
-    raise ValueError("IO callbacks do not support transpose.")
+_io_callback_jvp = core.always_raises(ValueError, "IO callbacks do not support JVP.")
+_io_callback_transpose = core.always_raises(ValueError, "IO callbacks do not support transpose.")
 
 
 io_callback_p = define(

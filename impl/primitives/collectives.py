@@ -698,10 +698,8 @@ def _cast_aval(name, source, target):
 
 
 def _refuse_vmap(name):
-    def rule(axis_data, vals, dims, **params):
-        raise NotImplementedError(f"vmap of {name} (a collective of unreduced or reduced "
-                                  "manual axes) is not supported, as in JAX")
-    return rule
+    return core.always_raises(NotImplementedError, f"vmap of {name} (a collective of unreduced "
+                              "or reduced manual axes) is not supported, as in JAX")
 
 
 def _define_cast(name, source, target, lowering=None):

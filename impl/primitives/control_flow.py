@@ -456,10 +456,10 @@ def _while_partial_eval(trace, args, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     return _merge(carry_uk, known_outs, _pick(carry_uk, staged))
 
 
-def _while_transpose(cts, *args, **params):
-    raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or "
-                     "lax.fori_loop with dynamic start/stop values. Try using lax.scan, "
-                     "or using fori_loop with static start/stop.")
+_while_transpose = core.always_raises(
+    ValueError, "Reverse-mode differentiation does not work for lax.while_loop or "
+    "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or using fori_loop "
+    "with static start/stop.")
 
 
 def _live_carries(body, n_consts, used_carry, used_ys=(), extra=None):

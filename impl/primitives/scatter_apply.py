@@ -51,8 +51,7 @@ def _scatter_apply_lower(operand, indices, updates, *, update_jaxpr, dimension_n
                                  unique_indices=unique_indices, mode=mode)
 
 
-def _scatter_apply_jvp(primals, tangents, **params):
-    raise NotImplementedError("scatter_apply JVP not implemented")
+_scatter_apply_jvp = core.always_raises(NotImplementedError, "scatter_apply JVP not implemented")
 
 
 # (No operand dtype contract to declare: the updates are made of the operand's dtype.)

@@ -96,16 +96,29 @@ def families():
     return out
 
 
+def not_mutated(table, prim, rule):
+    """Why ``prim``'s rule in ``table`` gets no mutants -- every one would be equivalent by
+    what its declaration says -- or None."""
+    from impl import core
+    if getattr(rule, "always_raises", False):
+        return "the rule always raises (declared with core.always_raises)"
+    if core.abstract_eval_rules.get(prim) is core.no_results:
+        return "the primitive has no results (declared with core.no_results)"
+    qual = getattr(rule, "__qualname__", "")
+    if table == "jvp" and ("defjvp_zero" in qual or "zero_jvp" in qual):
+        return "the tangent is symbolically zero"
+    return None
+
+
 def _operators(table, prim, rule):
     """The mutation operators that apply to ``prim``'s rule in ``table``."""
     from impl.primitives._define import operand_counts
-    qual = getattr(rule, "__qualname__", "")
+    if not_mutated(table, prim, rule):
+        return []
     axis = ["axis_off_by_one"] if _has_axis_param(prim) else []
     operands = operand_counts[prim.name]   # None: any number of operands
     binary = operands is None or operands >= 2
     if table == "jvp":
-        if "defjvp_zero" in qual or "zero_jvp" in qual:
-            return []  # the tangent is symbolically zero: every mutant would be equivalent
         return ["scale", "drop_first"] + (["drop_last", "swap"] if binary else []) + axis
     if table == "transpose":
         return ["scale", "drop_first"] + (["swap"] if binary else []) + axis
@@ -133,19 +146,27 @@ def _has_axis_param(prim):
     return False
 
 
-def generate():
-    """Every mutant of impl's jvp, transpose and batching tables (impl's own primitives:
-    tests that define primitives share the tables in their process)."""
+def _own_rules():
+    """(table, primitive, rule) of impl's own primitives (tests that define primitives share
+    the tables in their process)."""
     from properties.primitives import impl_primitives
-    fams, own = families(), set(impl_primitives())
-    out = []
-    for table, rules in _tables().items():
-        for prim, rule in rules.items():
-            if prim.name not in own:
-                continue
-            for op in _operators(table, prim, rule):
-                out.append(Mutant(table, prim.name, op, fams.get(prim.name, "other")))
+    own = set(impl_primitives())
+    return [(table, prim, rule) for table, rules in _tables().items()
+            for prim, rule in rules.items() if prim.name in own]
+
+
+def generate():
+    """Every mutant of impl's jvp, transpose and batching tables."""
+    fams = families()
+    out = [Mutant(table, prim.name, op, fams.get(prim.name, "other"))
+           for table, prim, rule in _own_rules() for op in _operators(table, prim, rule)]
     return sorted(out, key=lambda m: m.name)
+
+
+def rules_not_mutated():
+    """{"table:primitive": why} for the rules that get no mutants."""
+    return {f"{table}:{prim.name}": why for table, prim, rule in _own_rules()
+            if (why := not_mutated(table, prim, rule))}
 
 
 # ------------------------------------------------------------------ operators
@@ -906,7 +927,7 @@ def wilson(k, n, z=1.96):
 
 
 def report(results, report_dir="reports", profile="quick", seconds=None, total=None, workers=None, planned=None,
-           notes=()):
+           notes=(), not_mutated=None):
     """Write mutation.json and mutation.md; return their paths. ``total`` mutants were
     generated and ``planned`` chosen; when ``results`` cover fewer (a run cut short: a
     random prefix of the shuffled list), the kill rate is given with its 95% Wilson interval."""
@@ -932,7 +953,7 @@ def report(results, report_dir="reports", profile="quick", seconds=None, total=N
             "seconds": seconds, "workers": workers,
             "reachable": {"mutants": len(drawn), "killed": sum(r["killed"] for r in drawn)},
             "without_effect": without_effect,
-            "planned": planned, "notes": list(notes),
+            "planned": planned, "notes": list(notes), "rules_not_mutated": not_mutated or {},
             "kill_rate_ci95": list(wilson(k, n)) if planned and n < planned else None,
             "kill_rate_non_equivalent_ci95": list(wilson(k, n - equivalent)) if planned and n < planned else None,
             "results": results}
@@ -998,6 +1019,13 @@ def _markdown(data):
     lines += [f"Of the mutants of primitives some strategy draws, {reach['killed']} of {reach['mutants']} were "
               f"killed ({100.0 * reach['killed'] / max(reach['mutants'], 1):.1f}%); the other "
               f"{n - reach['mutants']} mutate primitives no strategy draws yet, which no law can reach.", ""]
+    if data.get("rules_not_mutated"):
+        by_why = {}
+        for rule, why in sorted(data["rules_not_mutated"].items()):
+            by_why.setdefault(why, []).append(f"`{rule}`")
+        lines += [f"{len(data['rules_not_mutated'])} rules get no mutants, each of which would be equivalent by "
+                  f"the rule's or the primitive's declaration:", ""]
+        lines += [f"- {why}: {', '.join(rules)}" for why, rules in by_why.items()] + [""]
     if data.get("without_effect"):
         lines += [f"{len(data['without_effect'])} survivors ran every law without the mutation changing a result: "
                   f"impl never called the rule on the drawn cases, or called it where the change does not apply "
@@ -1105,7 +1133,7 @@ def main(argv=None):
                   jax_cache=args.jax_cache and os.path.abspath(os.path.expanduser(args.jax_cache)),
                   fast_compile=args.fast_compile)
     paths = report(results, args.report_dir, args.profile, time.perf_counter() - start, len(mutants), args.workers,
-                   len(chosen))
+                   len(chosen), not_mutated=rules_not_mutated())
     killed = sum(r["killed"] for r in results)
     print(f"{killed} of {len(results)} mutants killed; reports: {paths[0]}, {paths[1]}")
     return 0
