@@ -525,8 +525,8 @@ class CustomCase(Case):
                 "def jvp_rule(np_, primals, tangents):\n    (w, x), (tw, tx) = primals, tangents\n"
                 "    return primal(np_, w, x), dh(np_, w * x) * (x * tw + w * tx) + tw\n\n\n"
                 f"def fwd(np_, w, x):{'  # its primal output is not F' if self.bad_fwd else ''}\n"
-                f"    return {out}, (w, x)\n\n\n"
-                "def bwd(np_, res, g):\n    w, x = res\n    d = dh(np_, w * x)\n"
+                f"    return {out}, (w, x, dh(np_, w * x))\n\n\n"
+                "def bwd(np_, res, g):\n    w, x, d = res\n"
                 "    return g * (d * x + 1.0), g * d * w\n")
 
     def describe(self):
