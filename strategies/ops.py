@@ -873,7 +873,8 @@ class Select(Op):
         u = ctx.values[b]
         x, y = ctx.name(a), ctx.name(b)
         c = draw(st.sampled_from(CONSTANTS))
-        pred = (f"jnp.logical_or(jnp.logical_and({x} <= {y}, {x} != {c!r}), "
+        # floor(x - c) != 0: false on [c, c + 1), so it differs between the examples of a batch
+        pred = (f"jnp.logical_or(jnp.logical_and({x} <= {y}, jnp.floor({x} - {c!r}) != 0.0), "
                 f"jnp.logical_xor({x} > 0.0, jnp.logical_not({y} < {c!r})))")
         out = ValueType(broadcast_shapes(t.shape, u.shape), t.dtype, min(t.lo, u.lo), max(t.hi, u.hi),
                         t.deps | u.deps)
