@@ -1255,8 +1255,9 @@ PREAMBLES.update(MATRIX_PREAMBLES)
 
 def _square_matrix(draw, ctx, a):
     """Source of a batch of n x n matrices with entries in [-1, 1] built from
-    value ``a``: the value itself when its last two axes are square, else its
-    last axis times a constant matrix; with the batch shape and n."""
+    value ``a``: the value itself when its last two axes are square, else a
+    constant matrix whose rows its last axis scales (so that row pivoting depends
+    on the value); with the batch shape and n."""
     t = ctx.values[a]
     x = ctx.name(a)
     if t.rank >= 2 and t.shape[-1] == t.shape[-2]:
@@ -1264,7 +1265,7 @@ def _square_matrix(draw, ctx, a):
     else:
         n = t.shape[-1]
         const, cmax = ctx.const_literal(draw, (n, n), t.dtype)
-        text, batch, raw = f"{x}[..., None, :] * {const}", t.shape[:-1], t.bound * cmax
+        text, batch, raw = f"{x}[..., :, None] * {const}", t.shape[:-1], t.bound * cmax
     scale = _power_of_two_below(raw, 1.0)
     return (text if scale == 1.0 else f"{scale!r} * {text}"), batch, t.shape[-1]
 
