@@ -102,6 +102,10 @@ OPEN_GAPS: dict[str, str] = {
             "with one device only an untiled psum_scatter of an unreduced value shows the dimension "
             "scattered (a size-1 one beside a larger one); the quick profile's focused cases seldom "
             "draw it (strategies.manual)"),
+    "batching:ge:shift_batch": ("ge is bound by abs's derivative (the sign of its operand): a shifted batch "
+                                "shows only under vmap of grad where abs's operand changes sign between a "
+                                "batch's examples; the quick profile's focused cases seldom draw one (the "
+                                "default profile kills it)"),
     "batching:pmax:move_batch_axis": ("needs pmax over the outer of two named vmaps on a value batched "
                                       "along the inner one; the quick profile's focused cases draw none "
                                       "(the default profile kills it)"),
