@@ -233,6 +233,38 @@ def case_values_off_the_mesh_and_replicated_on_it():
     ])
 
 
+def case_cotangent_of_reshard_of_a_value_off_the_mesh():
+    """The cotangent of reshard goes back off any mesh when its operand is off it (a
+    NumPy argument), as JAX's: jit of grad or vjp without a mesh in context returns it
+    (on one device), and with one its values, types and placement are JAX's, eagerly
+    and under jit; an out_sharding naming an Auto axis is JAX's ValueError."""
+    mixed = jax.make_mesh((4, 2), ("X", "Y"), axis_types=(jax.sharding.AxisType.Explicit,
+                                                          jax.sharding.AxisType.Auto))
+    x = base.rs(8, 4, seed=7)
+
+    def make(lib):
+        def loss(a):
+            return (lib.sharding.reshard(a, NamedSharding(MESH, P("X", "Y"))) ** 2).sum()
+        outs = [lib.jit(lib.grad(loss))(x), lib.jit(lambda a: lib.vjp(loss, a)[1](
+            np.float32(1.0))[0])(x), lib.jit(lib.grad(loss))(lib.numpy.asarray(x))]
+        with jax.set_mesh(MESH):
+            outs += [lib.grad(loss)(x), lib.jit(lib.grad(loss))(x),
+                     lib.jit(lib.grad(lambda a: (lib.sharding.reshard(a, P("X")) ** 2).sum()))(x)]
+        return outs
+    got, want = both_programs(make)
+    check_typed(got, want)
+    for g, w in zip(got, want):
+        assert str(impl.typeof(g)) == str(jax.typeof(w)), (impl.typeof(g), jax.typeof(w))
+    with jax.set_mesh(mixed):
+        a = jax.device_put(x, P("X", "Y"))
+        for bad in [lambda lib, np_: lib.sharding.reshard(a, P("Y")),
+                    lambda lib, np_: np_.dot(a, a.T, out_sharding=P("Y")),
+                    lambda lib, np_: np_.zeros((8,), out_sharding=P("Y")),
+                    lambda lib, np_: a.at[0].set(1.0, out_sharding=P("Y"))]:
+            base.raises(ValueError, lambda: bad(jax, jnp), match="Auto or Manual")
+            base.raises(ValueError, lambda: bad(impl, inp), match="Auto or Manual")
+
+
 # ------------------------------------------------------------ rules x transformations
 
 def case_elementwise_and_broadcasting_rules():
@@ -282,6 +314,13 @@ def case_reduction_rules():
         ("any and all choosing values", lambda lib, np_: lambda a: np_.where(
             np_.any(a > 0, axis=0) & np_.all(a < 5, axis=0), a.sum(0), a.max(0)), (W,)),
         ("copy", lambda lib, np_: lambda a: np_.copy(a) * 2.0, (W,)),
+        # (not differentiated: JAX's jvp of reduce halves the sharded axis, which its
+        # slicing rule refuses)
+        ("reduce with a computation of two operands, over a sharded axis",
+         lambda lib, np_: lambda a, b: lib.lax.reduce(
+             (a, b), (np.float32(1.0), np.float32(0.0)),
+             lambda p, q: (p[0] * q[0] - p[1] * q[1], p[0] * q[1] + p[1] * q[0]), (0,)),
+         (W, W * 0.5), ("derivatives",)),
     ])
 
 
