@@ -372,6 +372,10 @@ def case_control_flow_rules():
             0, 3, lambda i, c: np_.cos(c) * a, a), (W,)),
         ("scan over an unsharded axis", lambda lib, np_: lambda b: lib.lax.scan(
             lambda c, x: (c + x, c * x), np_.zeros((4,), out_sharding=P("Y")), b), (B,)),
+        ("custom_linear_solve: x typed as b", lambda lib, np_: lambda a, b: (
+            lib.lax.custom_linear_solve(lambda v: (a * a + 1.0) * v, b,
+                                        lambda _, r: r / (a * a + 1.0), symmetric=True)),
+         (W, W * 0.5)),
     ])
 
 
