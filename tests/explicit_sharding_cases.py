@@ -230,6 +230,10 @@ def case_values_off_the_mesh_and_replicated_on_it():
             lambda w, r: lib.lax.select(r > 0, w, w))(W, on_mesh)),
         ("concatenating a sharded and a replicated operand", lambda lib, np_: lib.make_jaxpr(
             lambda w, r: np_.concatenate([w, r]))(W, on_mesh)),
+        # (a program impl would drop unused, before JAX's lowering saw the update's mesh)
+        ("updating a replicated value by one off the mesh", lambda lib, np_: lib.make_jaxpr(
+            lambda r: lib.lax.dynamic_update_slice(r, np_.asarray([[2.0] * 4], np.float32),
+                                                   (0, 0)))(on_mesh)),
     ])
 
 

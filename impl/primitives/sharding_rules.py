@@ -451,12 +451,22 @@ def dynamic_slice(x, *indices, slice_sizes):
     return _keep_if_divisible("dynamic_slice", x, slice_sizes)
 
 
-def dynamic_update_slice(x, update, *indices):
-    if x.explicit_sharding != update.explicit_sharding:
+def check_update_typed_as_operand(x, update):
+    """dynamic_update_slice takes an update typed as its operand, its mesh included (one
+    replicated on a mesh differs from one off any mesh), where a mesh with Explicit axes
+    is in context or in the types, as JAX's rule; run by its abstract evaluation, since
+    values no Explicit axis shards do not reach the sharding rule."""
+    if x.sharding == update.sharding:
+        return
+    meshes = (get_abstract_mesh(), x.sharding.mesh, update.sharding.mesh)
+    if any(not m.empty and m._any_axis_explicit for m in meshes):
         raise ShardingTypeError(
             "dynamic_update_slice operand sharding must be equal to update sharding, got "
             f"operand sharding {x.str_short()} and update sharding {update.str_short()}.")
-    return spec(x)
+
+
+def dynamic_update_slice(x, update, *indices):
+    return spec(x)   # the update's type is the operand's (check_update_typed_as_operand)
 
 
 def _gather_error(operand, indices):
