@@ -350,6 +350,10 @@ def jax_explicit_sharding(x):
     if aval is None:
         return None
     sharding = aval.sharding
+    if sharding.mesh.empty and not isinstance(x, jax.core.Tracer):
+        # an array's type is its placement's, as JAX's typeof has it: JAX's own aval of
+        # a result whose type was off any mesh keeps no mesh while XLA placed it on one
+        return explicit_sharding_of(getattr(x, "sharding", None), aval.ndim)
     spec = sharding.spec
     if sharding.mesh.empty or (all(e is None for e in spec.partitions)
                                and not spec.unreduced and not spec.reduced):
@@ -924,6 +928,8 @@ def _with_explicit_shardings(prim, avals, params, out):
             "Reshard them first (impl.reshard(x, P())) or use a mesh with Auto axes.")
     specs = rule(*avals, **params)
     mesh = common_mesh(avals)
+    if isinstance(specs, jax.sharding.NamedSharding) and specs.mesh.empty:
+        mesh = specs.mesh   # a result off any mesh (the cotangent of a value off it)
     if prim.multiple_results:
         shardings = [_typed_sharding(s, mesh, o, prim, avals) for o, s in zip(out, specs)]
     else:

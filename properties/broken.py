@@ -586,6 +586,19 @@ def reshard_ignored(base):
     return {"sharding": _Patched(base.sharding, {"reshard": lambda x, out_sharding: x})}
 
 
+def out_sharding_ignored(base):
+    """jnp.dot, matmul, einsum and lax.dot_general accept out_sharding= and ignore it:
+    values stay right, results are typed by the operands (or refused, where only
+    out_sharding= says how a sharded contraction is split)."""
+    def dropping(fn):
+        def call(*args, out_sharding=None, **kw):
+            return fn(*args, **kw)
+        return call
+    np_, lax = base.numpy, base.lax
+    return {"numpy": _Patched(np_, {n: dropping(getattr(np_, n)) for n in ("dot", "matmul", "einsum")}),
+            "lax": _Patched(lax, {"dot_general": dropping(lax.dot_general)})}
+
+
 def spmd_axis_name_ignored(base):
     """vmap accepts spmd_axis_name and ignores it."""
     def vmap(f, in_axes=0, out_axes=0, spmd_axis_name=None, **kw):
@@ -806,9 +819,10 @@ BREAKS = {f.__name__: f for f in (
     control_flow_derivative_damped, collectives_wrong, collectives_derivative_damped,
     collectives_transpose_wrong, extrema_by_gather, checkpoint_damped, chunked_vmap, chunks_reordered,
     reduce_axes_by_psum, reduce_axes_mean, piles_by_loop, piles_shifted, materialized_symbolic_zeros,
-    jit_drops_shardings, reshard_ignored, spmd_axis_name_ignored, custom_vjp_by_transposed_bwd,
-    custom_vjp_residuals_constant, grad_strong_types, jit_strong_types, extra_calls, jit_retraces,
-    exceptions_changed, vjp_not_pytree, custom_jvp_calls_primal, custom_vjp_calls_primal,
+    jit_drops_shardings, reshard_ignored, out_sharding_ignored, spmd_axis_name_ignored,
+    custom_vjp_by_transposed_bwd, custom_vjp_residuals_constant, grad_strong_types,
+    jit_strong_types, extra_calls, jit_retraces, exceptions_changed, vjp_not_pytree,
+    custom_jvp_calls_primal, custom_vjp_calls_primal,
     jit_rejects_python_scalars, jit_refuses_static_argnames)}
 
 

@@ -230,7 +230,43 @@ def case_values_off_the_mesh_and_replicated_on_it():
             lambda w, r: lib.lax.select(r > 0, w, w))(W, on_mesh)),
         ("concatenating a sharded and a replicated operand", lambda lib, np_: lib.make_jaxpr(
             lambda w, r: np_.concatenate([w, r]))(W, on_mesh)),
+        # (a program impl would drop unused, before JAX's lowering saw the update's mesh)
+        ("updating a replicated value by one off the mesh", lambda lib, np_: lib.make_jaxpr(
+            lambda r: lib.lax.dynamic_update_slice(r, np_.asarray([[2.0] * 4], np.float32),
+                                                   (0, 0)))(on_mesh)),
     ])
+
+
+def case_cotangent_of_reshard_of_a_value_off_the_mesh():
+    """The cotangent of reshard goes back off any mesh when its operand is off it (a
+    NumPy argument), as JAX's: jit of grad or vjp without a mesh in context returns it
+    (on one device), and with one its values, types and placement are JAX's, eagerly
+    and under jit; an out_sharding naming an Auto axis is JAX's ValueError."""
+    mixed = jax.make_mesh((4, 2), ("X", "Y"), axis_types=(jax.sharding.AxisType.Explicit,
+                                                          jax.sharding.AxisType.Auto))
+    x = base.rs(8, 4, seed=7)
+
+    def make(lib):
+        def loss(a):
+            return (lib.sharding.reshard(a, NamedSharding(MESH, P("X", "Y"))) ** 2).sum()
+        outs = [lib.jit(lib.grad(loss))(x), lib.jit(lambda a: lib.vjp(loss, a)[1](
+            np.float32(1.0))[0])(x), lib.jit(lib.grad(loss))(lib.numpy.asarray(x))]
+        with jax.set_mesh(MESH):
+            outs += [lib.grad(loss)(x), lib.jit(lib.grad(loss))(x),
+                     lib.jit(lib.grad(lambda a: (lib.sharding.reshard(a, P("X")) ** 2).sum()))(x)]
+        return outs
+    got, want = both_programs(make)
+    check_typed(got, want)
+    for g, w in zip(got, want):
+        assert str(impl.typeof(g)) == str(jax.typeof(w)), (impl.typeof(g), jax.typeof(w))
+    with jax.set_mesh(mixed):
+        a = jax.device_put(x, P("X", "Y"))
+        for bad in [lambda lib, np_: lib.sharding.reshard(a, P("Y")),
+                    lambda lib, np_: np_.dot(a, a.T, out_sharding=P("Y")),
+                    lambda lib, np_: np_.zeros((8,), out_sharding=P("Y")),
+                    lambda lib, np_: a.at[0].set(1.0, out_sharding=P("Y"))]:
+            base.raises(ValueError, lambda: bad(jax, jnp), match="Auto or Manual")
+            base.raises(ValueError, lambda: bad(impl, inp), match="Auto or Manual")
 
 
 # ------------------------------------------------------------ rules x transformations
@@ -282,6 +318,13 @@ def case_reduction_rules():
         ("any and all choosing values", lambda lib, np_: lambda a: np_.where(
             np_.any(a > 0, axis=0) & np_.all(a < 5, axis=0), a.sum(0), a.max(0)), (W,)),
         ("copy", lambda lib, np_: lambda a: np_.copy(a) * 2.0, (W,)),
+        # (not differentiated: JAX's jvp of reduce halves the sharded axis, which its
+        # slicing rule refuses)
+        ("reduce with a computation of two operands, over a sharded axis",
+         lambda lib, np_: lambda a, b: lib.lax.reduce(
+             (a, b), (np.float32(1.0), np.float32(0.0)),
+             lambda p, q: (p[0] * q[0] - p[1] * q[1], p[0] * q[1] + p[1] * q[0]), (0,)),
+         (W, W * 0.5), ("derivatives",)),
     ])
 
 
@@ -333,6 +376,10 @@ def case_control_flow_rules():
             0, 3, lambda i, c: np_.cos(c) * a, a), (W,)),
         ("scan over an unsharded axis", lambda lib, np_: lambda b: lib.lax.scan(
             lambda c, x: (c + x, c * x), np_.zeros((4,), out_sharding=P("Y")), b), (B,)),
+        ("custom_linear_solve: x typed as b", lambda lib, np_: lambda a, b: (
+            lib.lax.custom_linear_solve(lambda v: (a * a + 1.0) * v, b,
+                                        lambda _, r: r / (a * a + 1.0), symmetric=True)),
+         (W, W * 0.5)),
     ])
 
 

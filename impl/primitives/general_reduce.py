@@ -28,6 +28,7 @@ from impl.core import ShapedArray, get_aval
 from impl.interpreters import ad, batching, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
+from impl.primitives import sharding_rules
 from impl.primitives._define import define
 from impl.primitives.indexing import pad, slice_in_dim
 from impl.primitives.shape import broadcast_in_dim, reshape, squeeze, transpose
@@ -135,9 +136,16 @@ def _reduce_batch(axis_data, vals, dims, *, jaxpr, dimensions):
     return outs, [0] * n
 
 
+def _reduce_sharding(*avals, jaxpr, dimensions):
+    """Each result: its operand's spec without the reduced axes (XLA combines the parts
+    of a sharded one), as JAX's."""
+    drop = sharding_rules.drop_axes("dimensions")
+    return [drop(x, dimensions=dimensions) for x in avals[:len(avals) // 2]]
+
+
 reduce_p = define("reduce", abstract_eval=_reduce_aval, lowering=_reduce_lower,
                   impl=_reduce_eager, jvp=_reduce_jvp, batching=_reduce_batch,
-                  multiple_results=True)
+                  sharding_rule=_reduce_sharding, multiple_results=True)
 
 
 # ------------------------------------------------------------ the computation

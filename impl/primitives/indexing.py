@@ -409,6 +409,7 @@ def _dynamic_update_slice_aval(operand, update, *indices):
                         f"operand shape {operand.shape}")
     _DYNAMIC_UPDATE_SLICE_DTYPES.check_lenient("dynamic_update_slice",
                                                (operand, update, *indices))
+    sharding_rules.check_update_typed_as_operand(operand, update)
     return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
 
 

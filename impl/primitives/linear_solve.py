@@ -138,4 +138,5 @@ def _solve_batch(axis_data, vals, dims, *, programs, const_counts):
 custom_linear_solve_p = define(
     "custom_linear_solve", abstract_eval=_solve_aval, lowering=_solve_lower,
     impl=_solve_eval, jvp=_solve_jvp, transpose=_solve_transpose, batching=_solve_batch,
-    multiple_results=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL)
+    multiple_results=True, vma_rule=core.TYPED_BY_ABSTRACT_EVAL,
+    sharding_rule=core.TYPED_BY_ABSTRACT_EVAL)   # x has b's type, as in JAX

@@ -172,12 +172,15 @@ def _reshard_rule(x, *, out_sharding):
 
 
 def _reshard_transpose(ct, x, *, out_sharding):
-    """The cotangent goes back to the operand's sharding."""
+    """The cotangent goes back to the operand's sharding: replicated over the operand's
+    mesh, or off any mesh as the operand is (so a jit without a mesh in context can
+    return it, as JAX's)."""
     if type(ct) is Zero:
         return [None]
     back = core.cotangent_sharding(x.aval)
     if back is None:
-        back = NamedSharding(out_sharding.mesh, P(*[None] * x.aval.ndim))
+        mesh = out_sharding.mesh if x.aval.on_mesh else core.EMPTY_MESH
+        back = NamedSharding(mesh, P(*[None] * x.aval.ndim))
     return [reshard_p.bind(ct, out_sharding=back)]
 
 
@@ -190,7 +193,17 @@ def _reshard_batch(axis_data, vals, dims, *, out_sharding):
         spec=out_sharding.spec.update(partitions=entries))), d
 
 
+try:  # JAX's own reshard primitive: its API refuses the empty mesh its transpose uses
+    from jax._src.pjit import reshard_p as _jax_reshard_p
+except ImportError:  # pragma: no cover
+    _jax_reshard_p = None
+
+
 def _reshard_lower(x, *, out_sharding):
+    if out_sharding.mesh.empty and _jax_reshard_p is not None:
+        # off any mesh: the type drops the mesh, the value stays where XLA put it
+        with jax.sharding.use_abstract_mesh(out_sharding.mesh):
+            return _jax_reshard_p.bind(x, dst_sharding=out_sharding, concrete_mesh=None)
     return jax.sharding.reshard(x, out_sharding)
 
 

@@ -13,7 +13,7 @@ compare their operands' shardings leave out, as JAX's do.
 """
 from __future__ import annotations
 
-from jax.sharding import NamedSharding, PartitionSpec, Sharding, get_abstract_mesh
+from jax.sharding import NamedSharding, PartitionSpec, get_abstract_mesh
 
 from impl.core import (ShardingTypeError, common_mesh, cotangent_sharding, current_manual_axes,
                        explicit_sharding_of, get_aval, shape_str, tracked_vma_axes)
@@ -349,27 +349,22 @@ def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
                              "not allowed. Please pass a NamedSharding instance or enter into "
                              f"a mesh context via `jax.set_mesh`. Got {out_sharding}")
         out_sharding = NamedSharding(mesh, out_sharding)
-    if isinstance(out_sharding, Sharding) and not isinstance(out_sharding, NamedSharding):
-        # JAX places such results on the given devices; impl types only named shardings
-        raise NotImplementedError(f"{what}: impl supports NamedSharding and PartitionSpec "
-                                  f"here, not {type(out_sharding).__name__}")
     if not isinstance(out_sharding, NamedSharding):
-        raise TypeError(f"{what} must be a NamedSharding, a PartitionSpec or None, got "
-                        f"{out_sharding!r}")
+        raise TypeError(f"{what} only supports instances of `NamedSharding` or "
+                        f"`PartitionSpec`. Got {out_sharding} of type: {type(out_sharding)}")
     given = out_sharding.spec
     if len(given.partitions) > ndim:
         raise ValueError(f"{what} {given} has more entries than the result has "
                          f"axes ({ndim})")
     mesh = out_sharding.mesh
     explicit = set(mesh.explicit_axes) if not mesh.empty else set()
-    others = ({n for e in given.partitions for n in entry_names(e)
-               if n is not PartitionSpec.UNCONSTRAINED} | given.unreduced
-              | given.reduced) - explicit
-    if others:
-        raise NotImplementedError(
-            f"{what}={given} names mesh axes {sorted(others)} that are not "
-            "Explicit: impl takes out_sharding over Explicit axes only (place the result "
-            "with jax.device_put or lax.with_sharding_constraint)")
+    for name in [n for e in given.partitions for n in entry_names(e)
+                 if n is not PartitionSpec.UNCONSTRAINED] + sorted(given.unreduced | given.reduced):
+        if name not in explicit:   # an Auto or Manual axis: the partitioner's, not a type
+            raise ValueError(
+                f"PartitionSpec passed to {what} cannot contain axis names that are of type "
+                f"Auto or Manual. Got PartitionSpec: {given} with axis name: {name} of type: "
+                f"{mesh._name_to_type.get(name)}")
     typed = explicit_sharding_of(out_sharding, ndim)
     entries = PartitionSpec(*[None] * ndim) if typed is None else typed.spec
     # A concrete mesh stays in the parameter (the type holds its abstract mesh): eager
@@ -456,12 +451,22 @@ def dynamic_slice(x, *indices, slice_sizes):
     return _keep_if_divisible("dynamic_slice", x, slice_sizes)
 
 
-def dynamic_update_slice(x, update, *indices):
-    if x.explicit_sharding != update.explicit_sharding:
+def check_update_typed_as_operand(x, update):
+    """dynamic_update_slice takes an update typed as its operand, its mesh included (one
+    replicated on a mesh differs from one off any mesh), where a mesh with Explicit axes
+    is in context or in the types, as JAX's rule; run by its abstract evaluation, since
+    values no Explicit axis shards do not reach the sharding rule."""
+    if x.sharding == update.sharding:
+        return
+    meshes = (get_abstract_mesh(), x.sharding.mesh, update.sharding.mesh)
+    if any(not m.empty and m._any_axis_explicit for m in meshes):
         raise ShardingTypeError(
             "dynamic_update_slice operand sharding must be equal to update sharding, got "
             f"operand sharding {x.str_short()} and update sharding {update.str_short()}.")
-    return spec(x)
+
+
+def dynamic_update_slice(x, update, *indices):
+    return spec(x)   # the update's type is the operand's (check_update_typed_as_operand)
 
 
 def _gather_error(operand, indices):

@@ -125,6 +125,27 @@ np.testing.assert_array_equal(np.asarray(ct), np.ones((4, 2)))
         raise ValueError(run.stderr.strip().splitlines()[-1])
 
 
+def _at_update_of_resharded_replicated_value():
+    import subprocess
+    import sys
+    source = """
+import os
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+import jax, numpy as np
+from jax.sharding import AxisType, PartitionSpec as P
+mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
+x = np.arange(8.0, dtype=np.float32)
+with jax.set_mesh(mesh):
+    f = jax.jit(lambda a: jax.sharding.reshard(a, P("x")).at[0].set(-1.0, out_sharding=P()))
+    got = f(jax.device_put(x, P()))   # JAX: [-1, 1, 2, 3, 0, 5, 6, 7]
+np.testing.assert_array_equal(np.asarray(got), [-1.0, 1, 2, 3, 4, 5, 6, 7])
+"""
+    run = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
+                         timeout=300)
+    if run.returncode:
+        raise ValueError(run.stderr.strip().splitlines()[-1])
+
+
 def _checkpoint_saveable_policy_complex():
     import jax
     from jax import lax
@@ -209,6 +230,11 @@ EAGER_UNREDUCED_PSUM = JaxBug(
     "shard_map of a value unreduced over a manual axis fails eagerly (AssertionError in its "
     "lowering; under jit it works: one_device_shard_map_matches_reference evaluates under jit)",
     _eager_unreduced_psum, "avoided")
+AT_UPDATE_OF_RESHARDED_VALUE = JaxBug(
+    "jit of an .at[] update given out_sharding= of a replicated value resharded inside the "
+    "program writes the operand's first element into the first element of the other blocks "
+    "(explicit_sharding_matches_jax discards such at[] updates on JAX)",
+    _at_update_of_resharded_replicated_value, "avoided")
 CHECKPOINT_SAVEABLE_POLICY_COMPLEX = JaxBug(
     "grad of checkpoint with policy everything_saveable or save_anything_except_these_names "
     "raises TypeError on a complex intermediate value (strategies.stacks draws those policies "
