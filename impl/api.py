@@ -962,24 +962,14 @@ class _JittedFunction(StagedFunction):
         self.dispatcher = self._make_dispatcher()
 
     def _make_dispatcher(self):
-        fun = self.fun
-
-        @boundary_method
-        def call_uncompiled(*args, **kwargs):
-            # The dispatcher calls this instead under jax.disable_jit().
-            __tracebackhide__ = True  # noqa: F841  (pytest and IPython hide this frame)
-            try:
-                return fun(*args, **kwargs)
-            except Exception as e:
-                filter_at_boundary(e, sys._getframe())
-                raise
-
-        # The dispatcher's signature is that of `fun` (through __wrapped__).
-        functools.update_wrapper(call_uncompiled, fun)
+        # Under jax.disable_jit() the dispatcher calls the Python function, through a
+        # wrapper of its own (whose __wrapped__ gives the dispatcher fun's signature).
+        call_uncompiled = api_boundary(self.fun)
         # JAX's own resolution of the static arguments, as its dispatcher has them.
         jit_info = self._compiled._jit_info
-        dispatcher = dispatch.dispatcher(fun, self.name, call_uncompiled, self._cache_miss,
-                                         jit_info.static_argnums, jit_info.static_argnames)
+        dispatcher = dispatch.dispatcher(self.fun, self.name, call_uncompiled,
+                                         self._cache_miss, jit_info.static_argnums,
+                                         jit_info.static_argnames)
         # Set after the wrapper copied fun.__dict__ (another jitted function has these).
         dispatcher.lower = self.lower
         dispatcher.trace = self.trace
