@@ -14,12 +14,11 @@ import jax
 import numpy as np
 from jax import tree_util
 from jax._src import config as jax_config
-from jax._src.config import disable_jit as _disable_jit
 
 from impl import core
 from impl._traceback_util import api_boundary, boundary_method, filter_at_boundary
 from impl.core import ShapedArray, Tracer, float0, get_aval
-from impl.interpreters import ad, batching, lowering
+from impl.interpreters import ad, batching, dispatch, lowering
 from impl.interpreters import partial_eval as pe
 from impl.interpreters.ad import Zero
 from impl.primitives import collectives, mapping
@@ -932,47 +931,67 @@ _eval_trace = core.eval_trace
 
 
 class _JittedFunction(StagedFunction):
-    """A function staged to the IR and compiled by XLA as one program."""
+    """A function staged to the IR and compiled by XLA as one program.
+
+    What `jit` returns is not this object but its `dispatcher`: a jax.jit C++ dispatch
+    object of its own, so that a cached call outside impl's transformations runs no
+    Python at all, as a call of JAX's jitted functions does. The dispatcher hands every
+    call it cannot answer from its cache to `_cache_miss` (Python): a first call, a call
+    while an impl transformation is active (`core.transforming` keys its cache), an impl
+    tracer or an argument that is no array. That is where impl's staging and errors
+    are."""
 
     def __init__(self, fun, static_argnums, static_argnames, inline=False, in_shardings=None,
                  out_shardings=None, **jax_jit_options):
-        # update_wrapper first: it copies fun.__dict__, which may hold a `fun` attribute
-        # (custom_jvp/custom_vjp objects, or functions wrapping them) that must not
-        # replace the function being jitted.
-        functools.update_wrapper(self, fun)
         super().__init__(fun, static_argnums, static_argnames)
         # Options about the compiled executable (donation, devices, compiler flags,
         # shardings) are jax.jit's own: impl hands them over unchanged.
         shardings = {k: v for k, v in (("in_shardings", in_shardings),
                                        ("out_shardings", out_shardings)) if v is not None}
         def run(*args, **kwargs):
-            # Under jax.disable_jit() jax.jit calls this with the arguments themselves
-            # instead of tracing it (except while lowering): run the Python function.
-            if _disable_jit.value and not self._lowering:
-                return self.fun(*args, **kwargs)
+            # jax.jit only traces this (calls go to the dispatcher): lowering, compiling
+            # and `lower` run impl's staging through it.
             return self._lower_and_run(*args, **kwargs)
         run.__name__ = run.__qualname__ = self.name   # JAX names the program after it
         self._compiled = jax.jit(run, static_argnums=static_argnums,
                                  static_argnames=static_argnames, inline=inline,
                                  **shardings, **jax_jit_options)
-        self._lowering = 0
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
         self.inline = inline
+        self.dispatcher = self._make_dispatcher()
+
+    def _make_dispatcher(self):
+        # Under jax.disable_jit() the dispatcher calls the Python function, through a
+        # wrapper of its own (whose __wrapped__ gives the dispatcher fun's signature).
+        call_uncompiled = api_boundary(self.fun)
+        # JAX's own resolution of the static arguments, as its dispatcher has them.
+        jit_info = self._compiled._jit_info
+        dispatcher = dispatch.dispatcher(self.fun, self.name, call_uncompiled,
+                                         self._cache_miss, jit_info.static_argnums,
+                                         jit_info.static_argnames)
+        # Set after the wrapper copied fun.__dict__ (another jitted function has these).
+        dispatcher.lower = self.lower
+        dispatcher.trace = self.trace
+        dispatcher.eval_shape = self.eval_shape
+        dispatcher.clear_cache = self.clear_cache
+        return dispatcher
+
+    def __call__(self, *args, **kwargs):
+        return self.dispatcher(*args, **kwargs)
 
     @boundary_method
-    def __call__(self, *args, **kwargs):
-        # The hot path of every jitted call: outside any transformation, straight into
-        # jax.jit's own (C++) dispatch; jax.disable_jit() is handled by `run`.
+    def _cache_miss(self, *args, **kwargs):
+        """What the dispatcher calls for a call its cache has no executable for: the
+        result, the executable for its cache (JAX's own, from jax.jit's cache miss) or
+        None (calls like this one come back here), and whether to recompile."""
         __tracebackhide__ = True  # noqa: F841  (pytest and IPython hide this frame)
         try:
             if _trace_state.trace is not _eval_trace:
-                return self._bind(args, kwargs)
+                return self._bind(args, kwargs), None, False
             try:
-                return self._compiled(*args, **kwargs)
+                return self._compiled._cache_miss(*args, **kwargs)
             except TypeError:
-                if _disable_jit.value:   # the error is the Python function's own
-                    raise
                 for x in tree_util.tree_leaves((args, kwargs)):
                     if isinstance(x, Tracer):
                         raise core.escaped_tracer_error(x) from None
@@ -1004,8 +1023,6 @@ class _JittedFunction(StagedFunction):
                         "jit.") from None
 
     def _bind(self, args, kwargs):
-        if _disable_jit.value:   # jax.disable_jit(): run the Python function
-            return self.fun(*args, **kwargs)
         if self.inline and self.in_shardings is None and self.out_shardings is None:
             return self.fun(*args, **kwargs)   # trace into the enclosing transformation
         try:
@@ -1044,11 +1061,7 @@ class _JittedFunction(StagedFunction):
                      for s in flat)
 
     def lower(self, *args, **kwargs):
-        self._lowering += 1   # jax.jit traces `run` even under jax.disable_jit()
-        try:
-            return self._compiled.lower(*args, **kwargs)
-        finally:
-            self._lowering -= 1
+        return self._compiled.lower(*args, **kwargs)
 
     @boundary_method
     def trace(self, *args, **kwargs):
@@ -1057,10 +1070,17 @@ class _JittedFunction(StagedFunction):
         staged, _ = self.stage(args, kwargs)
         return Traced(self, staged, args, kwargs)
 
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return self
-        return functools.partial(self, obj)
+    def eval_shape(self, *args, **kwargs):
+        """JAX's `jit(f).eval_shape(*args, **kwargs)`: the shapes and dtypes of the
+        result (`jax.ShapeDtypeStruct`s), without running anything."""
+        return self.trace(*args, **kwargs).out_info
+
+    def clear_cache(self):
+        """Forget the executables and traces of this function, as JAX's
+        `jit(f).clear_cache()` does: the next call traces it again."""
+        self.dispatcher._clear_cache()
+        self._compiled.clear_cache()
+        self._traces.clear()
 
 
 class Traced:
@@ -1222,7 +1242,7 @@ def jit(fun: Callable | None = None, /, *, static_argnums=None, static_argnames=
     if backend is not None:
         executable_options["backend"] = backend
     return _JittedFunction(fun, nums, names, inline=inline, in_shardings=in_shardings,
-                           out_shardings=out_shardings, **executable_options)
+                           out_shardings=out_shardings, **executable_options).dispatcher
 
 
 # ------------------------------------------------------------------ make_jaxpr

@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 import jax
 from jax import dtypes as jax_dtypes
+from jax._src.config import config_ext as jax_config_ext
 
 from impl import _pretty as pp
 
@@ -1145,6 +1146,21 @@ class _TraceState(threading.local):
 
 _state = _TraceState()
 
+# Whether an impl transformation is active in this thread, as a value of JAX's
+# configuration that keys jax.jit's C++ dispatch cache: a jitted function's call is that
+# dispatch with no Python of impl's in front of it (api.jit), so only this key keeps a
+# call made under impl's transformations (its arguments concrete arrays or not) from
+# reusing the executable of an eager call, and sends it to impl's staging instead.
+transforming = jax_config_ext.Config("impl_transforming", False, include_in_jit_key=True)
+
+
+def _make_current(trace):
+    prev = _state.trace
+    _state.trace = trace
+    if (prev is eval_trace) is not (trace is eval_trace):
+        transforming.set_local(trace is not eval_trace)
+    return prev
+
 
 def current_trace():
     return _state.trace
@@ -1159,12 +1175,11 @@ class set_current_trace:
         self.trace = trace
 
     def __enter__(self):
-        self.prev = _state.trace
-        _state.trace = self.trace
+        self.prev = _make_current(self.trace)
         return self.trace
 
     def __exit__(self, *exc):
-        _state.trace = self.prev
+        _make_current(self.prev)
         return False
 
 
@@ -1174,7 +1189,7 @@ class new_trace(set_current_trace):
     __slots__ = ()
 
     def __exit__(self, *exc):
-        _state.trace = self.prev
+        _make_current(self.prev)
         self.trace.alive = False
         return False
 
