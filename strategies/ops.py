@@ -926,6 +926,24 @@ class AtUpdate(Op):
                     (("indices", tuple(idx)), ("unique", bool(flag))))
 
 
+class AtApply(Op):
+    """``x.at[indices].apply(jnp.sin)`` with constant indices along axis 0, of a stopped
+    gradient (``apply`` has no derivative, in JAX as in impl): under vmap and jit its
+    scatter meets batched and staged values."""
+
+    name, smooth, category = "at_apply", False, "slicing"
+
+    def accepts(self, t, ctx):
+        return t.rank >= 1
+
+    def make(self, draw, ctx, a):
+        t = ctx.values[a]
+        idx = draw(st.lists(st.integers(0, t.shape[0] - 1), min_size=1, max_size=3))
+        expr = f"jnp.asarray(lax.stop_gradient({ctx.name(a)})).at[jnp.asarray({idx!r})].apply(jnp.sin)"
+        return Node(self.name, (a,), expr, t.with_(lo=min(t.lo, -1.0), hi=max(t.hi, 1.0)),
+                    (("indices", tuple(idx)),))
+
+
 def _at_ops():
     return [
         AtUpdate("at_set", "set", lambda t, u, n: (min(t.lo, u.lo), max(t.hi, u.hi)), linear=True, unique=True),
@@ -969,7 +987,8 @@ class Astype(Op):
     name, linear, category = "astype", True, "elementwise unary"
 
     def accepts(self, t, ctx):
-        return t.dtype in ("float32", "float64")
+        # the float64 form's stopped gradient has no transpose: linear programs leave it out
+        return t.dtype == "float32" or (t.dtype == "float64" and not ctx.linear)
 
     def make(self, draw, ctx, a):
         t, x = ctx.values[a], ctx.name(a)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from .ops import (ComplexProduct, CustomVmap, LinearSolve, Op, OptimizationBarrier,
+from .ops import (AtApply, ComplexProduct, CustomVmap, LinearSolve, Op, OptimizationBarrier,
                   PureCallback, ReducePrecision, TridiagonalSolve, base_ops)
 
 
@@ -277,9 +277,7 @@ PRIMITIVES: dict[str, Drawn | Exempt] = {
     "checkpoint": family("remat"),
     "name": family("remat"),
     # primitives.scatter_apply
-    "scatter_apply": exempt(
-        "not drawn yet: x.at[].apply(func) has no derivative (as in JAX), so only the vmap and jit "
-        "laws would apply; tests/test_scatter_update.py covers it against JAX"),
+    "scatter_apply": op(AtApply()),
     # primitives.shape
     "broadcast_in_dim": op("broadcast_to"),
     "reduce_sum": op("sum"),
