@@ -399,11 +399,12 @@ def test_ci_mutants_are_killed_by_the_laws_alone(tmp_path):
 
 @pytest.mark.slow
 def test_the_whole_mutation_run_kills_nine_in_ten(tmp_path):
-    """Nightly: every mutant (about 18 minutes on 2 idle cores). Nine in ten of the mutants
-    not shown equivalent (no law can kill one that is: the ledger gives each one's reason);
-    the report gives the rate of all generated as well."""
+    """Nightly: every mutant (about 15 minutes on 2 idle cores). Nine in ten of all generated,
+    and of those not shown equivalent (no law can kill one that is: the ledger gives each
+    one's reason)."""
     data = _run_cli(tmp_path, "-n", "2", "--profile", "quick")
-    assert data["mutants"] >= 30 and data["kill_rate_non_equivalent"] >= 0.9
+    assert data["mutants"] >= 30 and data["killed"] >= 0.9 * data["mutants"]
+    assert data["kill_rate_non_equivalent"] >= 0.9
     assert all(s["why"] for s in data["survivors"])
 
 

@@ -106,6 +106,14 @@ OPEN_GAPS: dict[str, str] = {
                                 "shows only under vmap of grad where abs's operand changes sign between a "
                                 "batch's examples; the quick profile's focused cases seldom draw one (the "
                                 "default profile kills it)"),
+    **_each(_ops("batching", "io_callback", ("move_batch_axis", "shift_batch")),
+            "not drawn: JAX refuses an io_callback where checkpoint's partial evaluation meets it "
+            "(NotImplementedError: effects not supported), so an op drawing it into every law's "
+            "programs fails the remat laws on JAX; tests/test_toplevel.py checks its vmap against JAX"),
+    "batching:name:move_batch_axis": ("shows only where a named (checkpoint_name) value batched beside "
+                                      "an axis of size > 1 reaches the output; remat_matches_no_remat's "
+                                      "focused cases in the quick profile move it past axes of size one "
+                                      "only (the mutation never applies)"),
     "batching:pmax:move_batch_axis": ("needs pmax over the outer of two named vmaps on a value batched "
                                       "along the inner one; the quick profile's focused cases draw none "
                                       "(the default profile kills it)"),
