@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 
+import jax
 import numpy as np
 from jax import dtypes as jax_dtypes
 
@@ -82,13 +83,21 @@ def _fill_scalar(fill_value, dtype):
     return ew.convert_element_type(value, dtype, weak_type=weak)
 
 
+def _fill_sharding(sharding, ndim, what):
+    """`sharding=` of full and full_like as an equation parameter. JAX also takes other
+    shardings there (placing the result on their devices); impl types named ones only."""
+    if isinstance(sharding, jax.sharding.Sharding) and not isinstance(sharding, jax.sharding.NamedSharding):
+        raise NotImplementedError(f"{what}: impl supports NamedSharding and PartitionSpec here, "
+                                  f"not {type(sharding).__name__}")
+    return canonical_out_sharding(sharding, ndim, what)
+
+
 def full(shape, fill_value, dtype=None, *, sharding=None):
     """An array of `shape` filled with `fill_value` (weakly typed for a Python scalar
     without `dtype`, as in JAX)."""
     shape = tuple(int(d) for d in shape)
     return broadcast_in_dim(_fill_scalar(fill_value, dtype), shape, (),
-                            out_sharding=canonical_out_sharding(sharding, len(shape),
-                                                                "full sharding"))
+                            out_sharding=_fill_sharding(sharding, len(shape), "full sharding"))
 
 
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
@@ -99,7 +108,7 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
         value = ew.convert_element_type(value, aval.dtype, weak_type=True)
     shape = aval.shape if shape is None else tuple(shape)
     return ew.vary_as(broadcast_in_dim(value, shape, (),
-                                       out_sharding=canonical_out_sharding(
+                                       out_sharding=_fill_sharding(
                                            sharding, len(shape), "full_like sharding")), aval)
 
 
