@@ -1353,6 +1353,30 @@ def case_unreduced_and_reduced_axes_under_differentiation():
     assert not failures, "\n".join(failures)
 
 
+def case_out_sharding_of_another_sharding_type_as_jax():
+    """A sharding other than a NamedSharding or PartitionSpec as `out_sharding=`: JAX's
+    TypeError, word for word, from each API that takes it."""
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    x = np.ones((2, 2), np.float32)
+    calls = {
+        "dot": lambda lib, np_: np_.dot(x, x, out_sharding=one),
+        "reshape": lambda lib, np_: np_.reshape(x, (4,), out_sharding=one),
+        "einsum": lambda lib, np_: np_.einsum("ij,jk->ik", x, x, out_sharding=one),
+        "reshard": lambda lib, np_: lib.sharding.reshard(x, one),
+        "zeros": lambda lib, np_: np_.zeros((2,), out_sharding=one),
+        "arange": lambda lib, np_: np_.arange(2, out_sharding=one),
+    }
+    for name, make in calls.items():
+        raised = []
+        for lib, np_ in ((jax, jnp), (impl, inp)):
+            try:
+                make(lib, np_)
+                raised.append(None)
+            except Exception as e:  # noqa: BLE001 - compared below
+                raised.append((type(e), str(e)))
+        assert raised[0] is not None and raised[0] == raised[1], (name, raised)
+
+
 def case_unreduced_and_reduced_refusals_as_jax():
     """Where JAX refuses unreduced or reduced operands, impl raises the same type."""
     sums = lambda lib, np_: _partial_sums(lib, np_, LHS, RHS_X)

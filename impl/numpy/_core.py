@@ -9,7 +9,7 @@ import warnings
 import jax
 import numpy as np
 import jax.numpy as jax_jnp
-from jax.sharding import PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 import opt_einsum as _opt_einsum
 
 from impl import core
@@ -320,7 +320,14 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
 
 
 def _spec_of(out_sharding):
-    return out_sharding if isinstance(out_sharding, PartitionSpec) else out_sharding.spec
+    """The spec of einsum's `out_sharding=` (a PartitionSpec or a NamedSharding)."""
+    if isinstance(out_sharding, PartitionSpec):
+        return out_sharding
+    if isinstance(out_sharding, NamedSharding):
+        return out_sharding.spec
+    raise TypeError("`out_sharding` argument of einsum only supports instances of "
+                    f"`NamedSharding` or `PartitionSpec`. Got {out_sharding} of type: "
+                    f"{type(out_sharding)}")
 
 
 def _spec_entries(out_sharding):

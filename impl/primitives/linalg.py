@@ -30,7 +30,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (tuple(int(a) for a in lb), tuple(int(a) for a in rb)))
     if out_sharding is not None:
         ndim = (get_aval(lhs).ndim + get_aval(rhs).ndim - 2 * len(dn[0][0]) - len(dn[1][0]))
-        out_sharding = sharding_rules.canonical_out_sharding(out_sharding, ndim)
+        out_sharding = sharding_rules.canonical_out_sharding(
+            out_sharding, ndim, "`out_sharding` argument of dot_general")
         return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
                                   preferred_element_type=preferred_element_type,
                                   out_sharding=out_sharding)

@@ -130,7 +130,8 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
         raise NotImplementedError("impl.lax.reshape: dimensions= is not supported "
                                   f"(got {dimensions!r}); transpose first")
     new_sizes = tuple(int(d) for d in new_sizes)
-    out_sharding = sharding_rules.canonical_out_sharding(out_sharding, len(new_sizes))
+    out_sharding = sharding_rules.canonical_out_sharding(out_sharding, len(new_sizes),
+                                                         "`out_sharding` argument of reshape")
     aval = get_aval(operand)
     if aval.shape == new_sizes and (out_sharding is None
                                     or out_sharding == aval.explicit_sharding):

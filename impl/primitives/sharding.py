@@ -223,7 +223,7 @@ def reshard(xs, out_shardings):
     outs = []
     for x, s in zip(leaves, flat):
         s = sharding_rules.canonical_out_sharding(
-            check_sharding_leaf(s, "reshard"), get_aval(x).ndim, "reshard out_shardings")
+            check_sharding_leaf(s, "reshard"), get_aval(x).ndim, "`out_sharding` argument of reshard")
         outs.append(reshard_p.bind(x, out_sharding=s))
     return jax.tree_util.tree_unflatten(tree, outs)
 
