@@ -981,22 +981,20 @@ class Clamp(Op):
 class Astype(Op):
     """Mixed precision, exact, so the dtype conversion's rules meet differentiated,
     batched values: a float32 value scaled in float64 and converted back; a float64 one
-    rounded to float32 and back, plus the rounding error outside differentiation (the
-    value is the operand's, its derivative the two conversions' rules)."""
+    converted to complex128 and its real part taken (no rounding, so tangents and
+    cotangents keep float64 precision)."""
 
     name, linear, category = "astype", True, "elementwise unary"
 
     def accepts(self, t, ctx):
-        # the float64 form's stopped gradient has no transpose: linear programs leave it out
-        return t.dtype == "float32" or (t.dtype == "float64" and not ctx.linear)
+        return t.dtype in ("float32", "float64")
 
     def make(self, draw, ctx, a):
         t, x = ctx.values[a], ctx.name(a)
         if t.dtype == "float32":
             expr = f"(0.5 * {x}.astype(jnp.float64)).astype(jnp.float32)"
             return Node(self.name, (a,), expr, t.with_(lo=0.5 * t.lo, hi=0.5 * t.hi))
-        rounded = f"{x}.astype(jnp.float32).astype(jnp.float64)"
-        return Node(self.name, (a,), f"{rounded} + lax.stop_gradient({x} - {rounded})", t)
+        return Node(self.name, (a,), f"jnp.real({x}.astype(jnp.complex128))", t)
 
 
 def _more_ops():
