@@ -113,10 +113,13 @@ class CustomWrapperCase(Case):
             return ["    f = backend.jit(f)"]
         if self.staging == "checkpoint":
             return ["    f = backend.checkpoint(f)"]
-        if self.staging == "cond":   # a traced predicate, true unless x0 holds a NaN
+        if self.staging == "cond":
+            # a traced predicate, true unless x0 holds a NaN; of no input where the body is
+            # linear, as linear_transpose takes only linear uses of its inputs
+            pred = "jnp.asarray(True)" if self.weights else "jnp.all(x0 == x0)"
             return ["    custom = f", "",
                     f"    def f({params}):",
-                    "        return lax.cond(jnp.all(x0 == x0), custom, custom, " + params + ")"]
+                    f"        return lax.cond({pred}, custom, custom, " + params + ")"]
         return []
 
     def make(self, backend, seen=None):
