@@ -21,6 +21,7 @@ from impl.primitives import shape as sh
 from impl.primitives import linalg as _lg
 from impl.primitives import reductions as _red
 from impl.primitives.sharding import reshard
+from impl.primitives import sharding_rules
 from impl.numpy import _ufuncs as uf
 from impl.numpy._jax_calls import staged_as_in_jax
 from impl.numpy._util import (asarray, broadcast_shapes, broadcast_to, canonicalize_axes,
@@ -325,9 +326,7 @@ def _spec_of(out_sharding):
         return out_sharding
     if isinstance(out_sharding, NamedSharding):
         return out_sharding.spec
-    raise TypeError("`out_sharding` argument of einsum only supports instances of "
-                    f"`NamedSharding` or `PartitionSpec`. Got {out_sharding} of type: "
-                    f"{type(out_sharding)}")
+    raise sharding_rules.not_a_named_sharding("`out_sharding` argument of einsum", out_sharding)
 
 
 def _spec_entries(out_sharding):

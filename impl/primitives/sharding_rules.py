@@ -335,6 +335,13 @@ def triangular_solve(a, b, *, left_side, transpose_a, **params):
 
 # ------------------------------------------------------------------ out_sharding=
 
+def not_a_named_sharding(what, out_sharding):
+    """JAX's TypeError for an `out_sharding=` that is neither a NamedSharding nor a
+    PartitionSpec (`what`: how JAX names the parameter, "`out_sharding` argument of f")."""
+    return TypeError(f"{what} only supports instances of `NamedSharding` or `PartitionSpec`. "
+                     f"Got {out_sharding} of type: {type(out_sharding)}")
+
+
 def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
     """A user's `out_sharding=` (a PartitionSpec read against the mesh in context, or a
     NamedSharding) as an equation parameter: a NamedSharding over the user's mesh (the
@@ -350,8 +357,7 @@ def canonical_out_sharding(out_sharding, ndim, what="out_sharding"):
                              f"a mesh context via `jax.set_mesh`. Got {out_sharding}")
         out_sharding = NamedSharding(mesh, out_sharding)
     if not isinstance(out_sharding, NamedSharding):
-        raise TypeError(f"{what} only supports instances of `NamedSharding` or "
-                        f"`PartitionSpec`. Got {out_sharding} of type: {type(out_sharding)}")
+        raise not_a_named_sharding(what, out_sharding)
     given = out_sharding.spec
     if len(given.partitions) > ndim:
         raise ValueError(f"{what} {given} has more entries than the result has "
