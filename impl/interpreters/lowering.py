@@ -16,6 +16,7 @@ import numpy as np
 from jax._src.array import ArrayImpl
 
 from impl import core
+from impl.interpreters import dispatch
 from impl.core import Literal
 
 lowering_rules: dict = {}
@@ -136,11 +137,12 @@ def staging_for_jax():
 def compiled_when_eager(fn):
     """`fn` (an array function over impl's primitives, of one or two array parameters)
     that, called outside every transformation with concrete jax arrays as its required
-    arguments and nothing else, runs as one jax.jit-compiled program (cached by jax.jit
-    per argument types), as jax.numpy's functions are jitted: an eager call then costs
-    jax.jit's dispatch, not impl's type rules and one JAX dispatch per primitive. Any
-    other call, and a call whose compiled path fails (the error is then raised by `fn`
-    itself, as impl reports it), runs `fn`.
+    arguments and nothing else, runs as one jax.jit-compiled program, as jax.numpy's
+    functions are jitted: an eager call then costs jax.jit's C++ dispatch and no Python
+    (the function returned is a dispatcher of `impl.interpreters.dispatch`), not impl's
+    type rules and one JAX dispatch per primitive. Any other call, and a call whose
+    compiled path fails (the error is then raised by `fn` itself, as impl reports it),
+    runs `fn`.
 
     `.with_argument_check(check)`: the same function (sharing the compiled programs)
     calling `check(args, kwargs)` before `fn` on the path that runs `fn` (arrays alone
@@ -148,60 +150,38 @@ def compiled_when_eager(fn):
     def staged(*args):
         with staging_for_jax():
             return fn(*args)
-    staged.__name__ = staged.__qualname__ = fn.__name__
+    # Named as the jax.numpy function it is (the dispatcher's repr shows it).
+    fn.__qualname__ = staged.__name__ = staged.__qualname__ = fn.__name__
     params = inspect.signature(fn).parameters.values()
     arity = sum(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
                 for p in params)
-    if arity not in _EAGER_COMPILED:
+    if arity not in (1, 2):
         raise TypeError(f"compiled_when_eager: {fn.__name__} has {arity} required "
                         "parameters; one or two are supported")
-    return _EAGER_COMPILED[arity](fn, jax.jit(staged, inline=True), None)
+    return _eager_dispatcher(fn, jax.jit(staged, inline=True), arity, None)
 
 
-# One wrapper per arity, its parameters spelled out: this check runs on every eager call
-# of an elementwise function, where unpacking *args would cost a noticeable fraction of
-# jax.jit's own dispatch. Positional-only, so no keyword of `fn` is captured.
-_NOT_GIVEN = object()
-
-
-def _eager_compiled_1(fn, compiled, check_arguments):
+def _eager_dispatcher(fn, compiled, arity, check_arguments):
     state, eval_trace = core._state, core.eval_trace
 
+    # A function of this dispatcher alone (the dispatch cache is weak on it), also what
+    # runs under jax.disable_jit(). The dispatcher's signature is its, so fn's.
     @functools.wraps(fn)
-    def eager_compiled(x=_NOT_GIVEN, /, *rest, **kwargs):
-        if (type(x) is ArrayImpl and not rest and not kwargs
-                and state.trace is eval_trace):
-            try:
-                return compiled(x)
-            except Exception:
-                pass
-        args = rest if x is _NOT_GIVEN else (x, *rest)
+    def run_fn(*args, **kwargs):
         if check_arguments is not None:
             check_arguments(args, kwargs)
         return fn(*args, **kwargs)
 
-    eager_compiled.with_argument_check = lambda check: _eager_compiled_1(fn, compiled, check)
-    return eager_compiled
-
-
-def _eager_compiled_2(fn, compiled, check_arguments):
-    state, eval_trace = core._state, core.eval_trace
-
-    @functools.wraps(fn)
-    def eager_compiled(x=_NOT_GIVEN, y=_NOT_GIVEN, /, *rest, **kwargs):
-        if (type(x) is ArrayImpl and type(y) is ArrayImpl and not rest and not kwargs
-                and state.trace is eval_trace):
+    def cache_miss(*args, **kwargs):
+        if (len(args) == arity and not kwargs and state.trace is eval_trace
+                and all(type(a) is ArrayImpl for a in args)):
             try:
-                return compiled(x, y)
+                return compiled._cache_miss(*args)
             except Exception:
                 pass
-        args = tuple(a for a in (x, y) if a is not _NOT_GIVEN) + rest
-        if check_arguments is not None:
-            check_arguments(args, kwargs)
-        return fn(*args, **kwargs)
+        # Calls like this one come back here: their executable is not cached.
+        return run_fn(*args, **kwargs), None, False
 
-    eager_compiled.with_argument_check = lambda check: _eager_compiled_2(fn, compiled, check)
-    return eager_compiled
-
-
-_EAGER_COMPILED = {1: _eager_compiled_1, 2: _eager_compiled_2}
+    out = dispatch.dispatcher(fn, fn.__name__, run_fn, cache_miss)
+    out.with_argument_check = lambda check: _eager_dispatcher(fn, compiled, arity, check)
+    return out

@@ -41,5 +41,6 @@ del _jax_numpy
 from impl.numpy._util import ACCEPT_SEQUENCES as _accept, checking_arguments as _check  # noqa: E402
 import types as _types  # noqa: E402
 globals().update({_n: _check(globals()[_n]) for _n in __all__
-                  if _n not in _accept and isinstance(globals()[_n], _types.FunctionType)})
+                  if _n not in _accept and (isinstance(globals()[_n], _types.FunctionType)
+                                            or hasattr(globals()[_n], "with_argument_check"))})
 del _accept, _check, _types
