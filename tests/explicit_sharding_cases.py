@@ -1365,6 +1365,12 @@ def case_out_sharding_of_another_sharding_type_as_jax():
         "reshard": lambda lib, np_: lib.sharding.reshard(x, one),
         "zeros": lambda lib, np_: np_.zeros((2,), out_sharding=one),
         "arange": lambda lib, np_: np_.arange(2, out_sharding=one),
+        "uniform": lambda lib, np_: lib.random.uniform(lib.random.key(0), (2,),
+                                                       out_sharding=one),
+        "gamma": lambda lib, np_: lib.random.gamma(lib.random.key(0), 1.0, (2,),
+                                                   out_sharding=one),
+        "permutation": lambda lib, np_: lib.random.permutation(lib.random.key(0), 3,
+                                                               out_sharding=one),
     }
     for name, make in calls.items():
         raised = []
