@@ -185,10 +185,12 @@ def programs(*, smooth=False, linear=False, dtype=None, max_ops=6, dense=False, 
 
 
 #: ops whose jvp is the derivative wherever finite differences see one: every op
-#: but those whose gradient is stopped by definition (stop_gradient; nextafter, zeta
-#: and pure_callback, drawn of a stopped gradient: JAX defines no derivative for them)
+#: but those whose gradient is stopped by definition (stop_gradient; nextafter, zeta,
+#: pure_callback and `.at[].apply`, drawn of a stopped gradient: JAX defines no
+#: derivative for them)
 PIECEWISE_OPS = tuple(o for o in _real.VOCABULARY
-                      if o not in ("stop_gradient", "nextafter", "zeta", "pure_callback")
+                      if o not in ("stop_gradient", "nextafter", "zeta", "pure_callback",
+                                   "scatter_apply")
                       and o not in _real.CUSTOM_KINDS)
 
 
