@@ -409,7 +409,8 @@ def bits(key, shape=(), dtype=None, *, out_sharding=None):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
     shape = _canonical_shape(shape)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('bits', out_sharding, lambda d: prng.random_bits(d, dtype.itemsize * 8, shape), data)
+    return _drawn("bits", out_sharding,
+                  lambda d: prng.random_bits(d, dtype.itemsize * 8, shape), data)
 
 
 # ---------------------------------------------------------------- uniform
@@ -421,7 +422,7 @@ def uniform(key, shape=(), dtype=None, minval=0., maxval=1., *, out_sharding=Non
     shape = _canonical_shape(shape)
     _check_float_dtype("uniform", dtype)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('uniform', out_sharding, lambda d, lo, hi: _uniform(d, lo, hi, shape, dtype),
+    return _drawn("uniform", out_sharding, lambda d, lo, hi: _uniform(d, lo, hi, shape, dtype),
                   data, minval, maxval)
 
 
@@ -466,7 +467,7 @@ def normal(key, shape=(), dtype=None, *, out_sharding=None):
     dtype = _user_dtype(dtype, float)
     _check_float_dtype("normal", dtype, complex_ok=True)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('normal', out_sharding, lambda d: _normal(d, shape, dtype), data)
+    return _drawn("normal", out_sharding, lambda d: _normal(d, shape, dtype), data)
 
 
 @jit(static_argnums=(1, 2))
@@ -500,8 +501,8 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=
     data, _ = _unwrap("truncated_normal", key)
     dtype = _user_dtype(dtype, float)
     _check_float_dtype("truncated_normal", dtype)
-    return _drawn('truncated_normal', out_sharding, lambda d, lo, hi: _truncated_normal(d, lo, hi, shape, dtype),
-                  data, lower, upper)
+    return _drawn("truncated_normal", out_sharding,
+                  lambda d, lo, hi: _truncated_normal(d, lo, hi, shape, dtype), data, lower, upper)
 
 
 @jit(static_argnums=(3, 4))
@@ -535,8 +536,9 @@ def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
     dtype = core.get_aval(p).dtype if core.valid_jaxtype(p) else jnp.asarray(p).dtype
     if dtype.kind != "f":
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
-    return _drawn('bernoulli', out_sharding, lambda d, q: _bernoulli(d, lax.convert_element_type(q, dtype),
-                                                        shape, mode), data, p)
+    return _drawn("bernoulli", out_sharding,
+                  lambda d, q: _bernoulli(d, lax.convert_element_type(q, dtype), shape, mode),
+                  data, p)
 
 
 @jit(static_argnums=(2, 3))
@@ -576,7 +578,7 @@ def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
                               int(info.max) + 1)
         return jnp.astype(_randint(data, minval, maxval, shape, sampling), dtype)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('randint', out_sharding, draw, data, minval, maxval)
+    return _drawn("randint", out_sharding, draw, data, minval, maxval)
 
 
 def _convert_and_clip_integer(val, dtype):
@@ -644,14 +646,14 @@ def permutation(key, x, axis=0, independent=False, *, out_sharding=None):
         if core.get_aval(x).dtype.kind not in "iu":
             raise TypeError("x must be an integer or at least 1-dimensional")
         n = operator.index(x) if not isinstance(x, core.Tracer) else int(x)
-        return _drawn('permutation', out_sharding, lambda d: _shuffle(d, jnp.arange(n), axis), data)
+        return _drawn("permutation", out_sharding, lambda d: _shuffle(d, jnp.arange(n), axis), data)
 
     def draw(data, x):
         if independent or ndim == 1:
             return _shuffle(data, x, axis)
         order = _shuffle(data, jnp.arange(jnp.shape(x)[axis]), 0)
         return jnp.take(x, order, axis, unique_indices=True)
-    return _drawn('permutation', out_sharding, draw, data, x)
+    return _drawn("permutation", out_sharding, draw, data, x)
 
 
 def _canonical_axis(axis, ndim):
@@ -760,7 +762,7 @@ def gumbel(key, shape=(), dtype=None, mode=None, *, out_sharding=None):
     if mode not in ("highest", "high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('gumbel', out_sharding, lambda d: _gumbel(d, shape, dtype, mode), data)
+    return _drawn("gumbel", out_sharding, lambda d: _gumbel(d, shape, dtype, mode), data)
 
 
 @jit(static_argnums=(1, 2, 3))
@@ -853,7 +855,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *,
         # The k draws of each distribution become the leading axes of the result.
         indices = jnp.moveaxis(indices, -1, 0)
         return jnp.reshape(indices, shape)
-    return _drawn('categorical', out_sharding, draw, data, logits)
+    return _drawn("categorical", out_sharding, draw, data, logits)
 
 
 # ------------------------------------------------ more continuous distributions
@@ -1041,7 +1043,7 @@ def geometric(key, p, shape=None, dtype=None, *, out_sharding=None):
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
     shape = (_broadcast_shapes(jnp.shape(p)) if shape is None else
              _checked_param_shape("geometric", shape, p))
-    return _drawn('geometric', out_sharding, lambda d, q: _geometric(d, q, shape, dtype), data, p)
+    return _drawn("geometric", out_sharding, lambda d, q: _geometric(d, q, shape, dtype), data, p)
 
 
 def _checked_param_shape(name, shape, *params):
@@ -1069,7 +1071,7 @@ def rademacher(key, shape=(), dtype=None, *, out_sharding=None):
     dtype = _user_dtype(dtype, int)
     shape = _canonical_shape(shape)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('rademacher', out_sharding, lambda d: _rademacher(d, shape, dtype), data)
+    return _drawn("rademacher", out_sharding, lambda d: _rademacher(d, shape, dtype), data)
 
 
 @jit(static_argnums=(1, 2))
@@ -1086,7 +1088,7 @@ def maxwell(key, shape=(), dtype=None, *, out_sharding=None):
     _check_float_dtype("maxwell", dtype)
     shape = _canonical_shape(shape)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('maxwell', out_sharding, lambda d: _maxwell(d, shape, dtype), data)
+    return _drawn("maxwell", out_sharding, lambda d: _maxwell(d, shape, dtype), data)
 
 
 @jit(static_argnums=(1, 2))
@@ -1173,7 +1175,8 @@ def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
     if shape is not None:
         shape = _canonical_shape(shape)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('dirichlet', out_sharding, lambda d, a: _dirichlet(d, a, shape, dtype), data, alpha)
+    return _drawn("dirichlet", out_sharding, lambda d, a: _dirichlet(d, a, shape, dtype), data,
+                  alpha)
 
 
 @jit(static_argnums=(2, 3))
@@ -1239,7 +1242,8 @@ def generalized_normal(key, p, shape=(), dtype=None, *, out_sharding=None):
     _check_float_dtype("gamma", dtype)   # JAX fails in its gamma draw
     shape = _canonical_shape(shape)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('generalized_normal', out_sharding, lambda d, q: _generalized_normal(d, q, shape, dtype), data, p)
+    return _drawn("generalized_normal", out_sharding,
+                  lambda d, q: _generalized_normal(d, q, shape, dtype), data, p)
 
 
 @jit(static_argnums=(2, 3))
@@ -1259,7 +1263,7 @@ def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
     _check_float_dtype("gamma", dtype)
     d = _concrete_index(d, "ball", "d")
     shape = _canonical_shape(shape)
-    return _drawn('ball', out_sharding, lambda k, q: _ball(k, q, d, shape, dtype), data, p)
+    return _drawn("ball", out_sharding, lambda k, q: _ball(k, q, d, shape, dtype), data, p)
 
 
 def _concrete_index(value, fun_name, what):
@@ -1292,7 +1296,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
     n = _concrete_index(n, "orthogonal", "n")
     m = n if m is None else _concrete_index(m, "orthogonal", "m")
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('orthogonal', out_sharding, lambda d: _orthogonal(d, n, m, shape, dtype), data)
+    return _drawn("orthogonal", out_sharding, lambda d: _orthogonal(d, n, m, shape, dtype), data)
 
 
 @jit(static_argnums=(1, 2, 3, 4))
@@ -1319,7 +1323,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     if shape is not None:
         shape = _canonical_shape(shape)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
-    return _drawn('multivariate_normal', out_sharding, lambda d, mu, sigma: _multivariate_normal(
+    return _drawn("multivariate_normal", out_sharding, lambda d, mu, sigma: _multivariate_normal(
         d, mu, sigma, shape, dtype, method), data, mean, cov)
 
 
@@ -1380,7 +1384,7 @@ def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
     _check_arraylike("poisson", lam)
     out_sharding = _replicated_when_unshaped(out_sharding, shape)
     shape = jnp.shape(lam) if shape is None else _canonical_shape(shape)
-    return _drawn('poisson', out_sharding, lambda d, rate: prng.random_poisson_p.bind(
+    return _drawn("poisson", out_sharding, lambda d, rate: prng.random_poisson_p.bind(
         d, jnp.astype(jnp.broadcast_to(rate, shape), np.float32), dtype=dtype), data, lam)
 
 
