@@ -97,7 +97,14 @@ def _drawn(name, out_sharding, draw, *arrays):
         return draw(*arrays)
     if not isinstance(out_sharding, (P, NamedSharding)):
         raise not_a_named_sharding(f"`out_sharding` argument of {name}", out_sharding)
+    # Trailing None entries say nothing (JAX accepts P("x", None, None) for a vector draw).
     spec = out_sharding if isinstance(out_sharding, P) else out_sharding.spec
+    entries = tuple(spec)
+    while entries and entries[-1] is None:
+        entries = entries[:-1]
+    if len(entries) < len(spec):
+        spec = spec.update(partitions=entries)
+        out_sharding = spec if isinstance(out_sharding, P) else out_sharding.update(spec=spec)
     target = canonical_out_sharding(out_sharding, len(spec), name)
     return auto_axes(draw, axes=tuple(target.mesh.abstract_mesh.explicit_axes),
                      out_sharding=target)(*arrays)

@@ -990,6 +990,7 @@ def case_random_draws_with_out_sharding():
                     lib.random.normal(k, (8, 4), out_sharding=P("X", "Y")),
                     lib.random.gamma(k, a, out_sharding=P(None, "Y")),
                     lib.random.permutation(k, 8, out_sharding=P("X")),
+                    lib.random.uniform(k, (8,), out_sharding=P("X", None, None)),
                     lib.random.normal(k), lib.random.bernoulli(k, a * 0.1))
     got, want = base.both(make)
     check_typed(got, want, rtol=1e-6, atol=1e-6)
