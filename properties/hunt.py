@@ -88,7 +88,10 @@ def write_summary(directory, backend, groups, rounds, stopped, reference=None):
     lines += ["| round | laws | pytest status |", "|---|---|---|"]
     lines += [f"| {i} | {', '.join(r['laws'])} | {r['status']} |"
               for i, r in enumerate(rounds, 1)]
-    lines.append("")
+    lines += ["", "pytest status: 0 every law passed or was skipped; 1 a law failed; 2 the "
+              "round was stopped when its share of the time was up (what it checked is in "
+              "its report, its failures in the database); -N the stop reached the process "
+              "while it was exiting, by signal N (its report is complete).", ""]
     for r in rows:
         lines += [f"## `{r['group']}` ({r['whose']}, {r['count']} failures)", "",
                   "```", r["message"].strip()[:3000], "```", "",
