@@ -285,7 +285,9 @@ def _manual_case(draw, dtype, max_steps, ops, batched, require):
     w = draw(_arrays.arrays(dt, shape, unique=True))
     batch = None
     if batched and all(MANUAL_OPS[s.op].vmappable for s in steps):
-        size = draw(st.integers(2, 3))
+        # three first (hypothesis' simplest draw): a batch of two hides a batching rule
+        # that shifts its examples by one wherever the program applies it twice
+        size = draw(st.sampled_from((3, 2)))
         big_a = draw(_arrays.batched_arrays(size, dt, shape))
         big_w = draw(_arrays.batched_arrays(size, dt, shape)) if draw(st.booleans()) else None
         batch = (big_a, big_w)
