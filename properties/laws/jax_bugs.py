@@ -9,8 +9,11 @@ compares JAX's result with an independent reference and raises when they differ.
 ``handled`` says how the laws live with the bug: ``"filtered"`` -- the law discards
 exactly the affected cases on JAX and on backends built on it (:func:`built_on_jax`;
 the predicates are in ``named.KNOWN_JAX_BUGS``,
-keyed by the bug's description); ``"avoided"`` -- the strategies never draw the
-failing form, or the law skips that one check on JAX.
+keyed by the bug's description); ``"recognised"`` -- a crash whose message holds the
+bug's ``error`` text discards the case there, in every law (``Law.__call__``; a crash
+inside XLA cannot be told from its program more precisely than by its message);
+``"avoided"`` -- the strategies never draw the failing form, or the law skips that one
+check on JAX.
 """
 from __future__ import annotations
 
@@ -37,11 +40,19 @@ def built_on_jax(backend):
 class JaxBug:
     description: str
     reproduce: Callable[[], None]   # raises (AssertionError or JAX's own error) while the bug lives
-    handled: str                    # "filtered" or "avoided"
+    handled: str                    # "filtered", "recognised" or "avoided"
+    error: str = ""                 # "recognised": text of the crash's message that marks it
 
     def __post_init__(self):
-        if self.handled not in ("filtered", "avoided"):
-            raise ValueError(f"JaxBug.handled is 'filtered' or 'avoided', got {self.handled!r}")
+        if self.handled not in ("filtered", "recognised", "avoided"):
+            raise ValueError("JaxBug.handled is 'filtered', 'recognised' or 'avoided', "
+                             f"got {self.handled!r}")
+        if (self.handled == "recognised") != bool(self.error):
+            raise ValueError("JaxBug.error is given exactly for a 'recognised' bug")
+
+    def recognises(self, exc):
+        """Whether ``exc`` is this bug's crash."""
+        return self.handled == "recognised" and self.error in str(exc)
 
 
 def _all_to_all_of_unbatched():
@@ -112,6 +123,21 @@ def _clz_of_negative_constant():
     # clz of an argument, not a constant, gives 0 in JAX too)
     bits = np.binary_repr(np.int32(-2), width=32)
     assert got == len(bits) - len(bits.lstrip("0")), got
+
+
+def _fft_layout_after_scatter_and_linalg():
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    def f(x):   # x of shape (2, 1, 1): two 1x1 matrices L, solving L y = 1
+        m = jnp.fft.fft(x, axis=0).real.at[jnp.array([0])].set(0.25) + 2.0
+        return lax.linalg.triangular_solve(m, jnp.ones((2, 1, 1)), left_side=True, lower=True).sum()
+    got = jax.jit(jax.grad(f))(np.zeros((2, 1, 1), np.float32))  # XLA CPU: RET_CHECK in fft_thunk
+    # f = 1/2.25 + 1/(x0 - x1 + 2) (the fft's second row is x0 - x1): at 0 the gradient is
+    # (-1/4, 1/4), which JAX's eager grad gives
+    np.testing.assert_allclose(np.ravel(got), [-0.25, 0.25], rtol=1e-6)
 
 
 def _shard_map_all_to_all_transpose():
@@ -226,6 +252,14 @@ DYNAMIC_UPDATE_SLICE_OF_OWN_SLICE = JaxBug(
     "jit of a dynamic_update_slice whose update is a slice of its own operand, then reshaped, gives "
     "a wrong value on CPU (strategies.ops.DynamicUpdateSlice draws updates independent of the operand)",
     _dynamic_update_slice_of_own_slice, "avoided")
+FFT_LAYOUT_AFTER_SCATTER_AND_LINALG = JaxBug(
+    "jit of grad of an fft along the leading axis of an array whose other axes have size 1, "
+    "scattered into and then given to a linalg routine (cholesky, qr, inv, triangular_solve, "
+    "eigh), fails in XLA:CPU's fft (RET_CHECK on the operand's layout)",
+    _fft_layout_after_scatter_and_linalg, "recognised",
+    error="fft_thunk.cc:168) LayoutUtil::IsMonotonicWithDim0Major")
+#: the bugs every law recognises by their crash's message
+RECOGNISED = (FFT_LAYOUT_AFTER_SCATTER_AND_LINALG,)
 CLZ_OF_NEGATIVE_CONSTANT = JaxBug(
     "jit of lax.clz of a negative int8/int16/int32 constant gives bits - 64 instead of 0 (XLA's "
     "constant folding; strategies.ops draws clz of the integer's bits as uint32)",

@@ -108,13 +108,32 @@ def declared_jax_bugs():
 
 
 @pytest.mark.xfail(strict=True, raises=(AssertionError, ValueError, IndexError, TypeError,
-                           NotImplementedError),
+                           NotImplementedError, RuntimeError),
                    reason="a bug in JAX 0.10.2")
 @pytest.mark.parametrize("bug", sorted(declared_jax_bugs(), key=lambda b: (b.handled == "avoided",
                                                                          b.description)),
                          ids=lambda bug: bug.description)
 def test_known_jax_bug(bug):
     bug.reproduce()
+
+
+def test_a_crash_of_a_recognised_jax_bug_is_filtered_on_jax_only():
+    from properties.laws import Law
+    from properties.laws.jax_bugs import RECOGNISED
+    (bug,) = RECOGNISED
+
+    def crashes(backend, case):
+        raise RuntimeError(f"INTERNAL: RET_CHECK failure (external/xla/{bug.error}(x))")
+
+    def crashes_otherwise(backend, case):
+        raise RuntimeError("INTERNAL: RET_CHECK failure (external/xla/other.cc:1)")
+    law = Law(crashes, cases=lambda: None)
+    with pytest.raises(CaseFiltered, match="known JAX bug"):
+        law(load_backend("jax"), None)
+    with pytest.raises(RuntimeError):   # another backend's crash is its own (or inherited)
+        law(load_backend("impl"), None)
+    with pytest.raises(RuntimeError):   # another crash of JAX is a finding
+        Law(crashes_otherwise, cases=lambda: None)(load_backend("jax"), None)
 
 
 def test_known_jax_bugs_are_the_ones_the_laws_filter():
