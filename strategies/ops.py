@@ -991,6 +991,9 @@ class Astype(Op):
 
     def make(self, draw, ctx, a):
         t, x = ctx.values[a], ctx.name(a)
+        # the method of the backend's array: an input may be a NumPy array, whose own
+        # astype would compute (and promote) with NumPy's rules
+        x = f"jnp.asarray({x})"
         if t.dtype == "float32":
             expr = f"(0.5 * {x}.astype(jnp.float64)).astype(jnp.float32)"
             return Node(self.name, (a,), expr, t.with_(lo=0.5 * t.lo, hi=0.5 * t.hi))

@@ -140,6 +140,24 @@ def _fft_layout_after_scatter_and_linalg():
     np.testing.assert_allclose(np.ravel(got), [-0.25, 0.25], rtol=1e-6)
 
 
+def _reduce_jvp_with_a_zero_tangent():
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    def f(x):   # the complex product of (1 + x/8) + i c over x's two elements, c constant
+        re, im = 1.0 + 0.125 * x, jnp.asarray([0.5, 1.0], jnp.float32)
+        r = lax.reduce((re, im), (jnp.float32(1), jnp.float32(0)),
+                       lambda p, q: (p[0] * q[0] - p[1] * q[1], p[0] * q[1] + p[1] * q[0]), (0,))
+        return r[0] + 0.5 * r[1]
+    x = np.array([0.5, 1.0], np.float32)
+    _, t = jax.jvp(f, (x,), (np.ones(2, np.float32),))   # JAX: TypeError (reshape of a Zero)
+    # by hand: re = (17/16, 9/8); d re_i = 1/8; d Re = (9/8 + 17/16) / 8 = 35/128,
+    # d Im = (1 + 1/2) / 8 = 3/16, so the tangent is 35/128 + 3/32 = 47/128
+    np.testing.assert_allclose(float(t), 47 / 128, rtol=1e-6)
+
+
 def _shard_map_all_to_all_transpose():
     import subprocess
     import sys
@@ -258,8 +276,14 @@ FFT_LAYOUT_AFTER_SCATTER_AND_LINALG = JaxBug(
     "eigh), fails in XLA:CPU's fft (RET_CHECK on the operand's layout)",
     _fft_layout_after_scatter_and_linalg, "recognised",
     error="fft_thunk.cc:168) LayoutUtil::IsMonotonicWithDim0Major")
+REDUCE_JVP_WITH_A_ZERO_TANGENT = JaxBug(
+    "jvp of lax.reduce of several operands, one of them with a symbolic-zero tangent (a "
+    "constant, or computed by piecewise-constant ops), raises TypeError: its jvp rule "
+    "reshapes the Zero", _reduce_jvp_with_a_zero_tangent, "recognised",
+    error="Error interpreting argument to reshape as a JAX value. The problematic value is "
+          "of type <class 'jax._src.ad_util.Zero'>")
 #: the bugs every law recognises by their crash's message
-RECOGNISED = (FFT_LAYOUT_AFTER_SCATTER_AND_LINALG,)
+RECOGNISED = (FFT_LAYOUT_AFTER_SCATTER_AND_LINALG, REDUCE_JVP_WITH_A_ZERO_TANGENT)
 CLZ_OF_NEGATIVE_CONSTANT = JaxBug(
     "jit of lax.clz of a negative int8/int16/int32 constant gives bits - 64 instead of 0 (XLA's "
     "constant folding; strategies.ops draws clz of the integer's bits as uint32)",
