@@ -8,15 +8,19 @@ each failure's exception the case it failed on and whether the reference
 backend shares it (:func:`attach`), so an entry has the case's runnable
 program and says whose the failure is.
 
-A failure's *cause* -- law, primitives of the minimal case, the check of the
-law that failed (the line of the law's code: it fixes the transformation stack)
-and the exception type -- groups failures across runs (``python -m properties
---hunt``); ``properties.repro`` writes a group's smallest case as a script.
+A failure's *cause* -- law, the check of the law that failed (the line of the
+law's code: it fixes the transformation stack), the exception type, and the
+primitives of the minimal case for a law's own failure (wrong values), or the
+crash's message for any other exception (the message names what broke, while the
+programs that reach it differ in every other op) -- groups failures across runs
+(``python -m properties --hunt``); ``properties.repro`` writes a group's smallest
+case as a script.
 """
 from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import os
 import pickle
 import re
@@ -101,7 +105,7 @@ def entry(exc, law="", case=None, *, whose="own", note=""):
         "program": program, "case_pickle": _pickled(case),
         "cause": {"law": law, "exception": type(exc).__name__,
                   "primitives": list(case_primitives(case)) if case is not None else [],
-                  "check": failing_check(exc)},
+                  "check": failing_check(exc), "crash": crash_signature(exc)},
         "whose": whose, "reference": reference,
         "reference_result": info.get("reference_result", ""), "note": note}
 
@@ -129,10 +133,23 @@ def failure_entries(exc, law="", last_case=None):
     return [entry(e, law, last_case if single else None) for e in excs]
 
 
+def crash_signature(exc):
+    """What identifies a crash's cause in its message (its first line, numbers and
+    addresses left out); "" for a law's own failure (an AssertionError)."""
+    if isinstance(exc, AssertionError):
+        return ""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return re.sub(r"0x[0-9a-fA-F]+|\d+", "#", first)[:300]
+
+
 def cause_key(cause):
-    """A file-name-safe key of a cause: law, check, exception, primitives."""
-    parts = [cause["law"], cause["check"].split(":")[0].split(".")[-1], cause["exception"],
-             "-".join(cause["primitives"]) or "none"]
+    """A file-name-safe key of a cause: law, check, exception, and the primitives of a
+    law's own failure or the first words and a digest of a crash's message."""
+    crash = cause.get("crash", "")
+    what = ("-".join(cause["primitives"]) or "none") if not crash else (
+        "_".join(re.findall(r"[A-Za-z]+", crash)[:4]) + "-"
+        + hashlib.sha1(crash.encode()).hexdigest()[:8])
+    parts = [cause["law"], cause["check"].split(":")[0].split(".")[-1], cause["exception"], what]
     key = "__".join(re.sub(r"[^A-Za-z0-9_.-]+", "_", p) for p in parts if p)
     return key[:150]
 

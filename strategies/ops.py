@@ -1151,7 +1151,10 @@ class Pool(Op):
         lo, hi = (count * min(t.lo, 0.0), count * max(t.hi, 0.0)) if summing else (t.lo, t.hi)
         pad_text = repr(padding) if isinstance(padding, str) else repr((padding,) * t.rank)
         dil = f", window_dilation={tuple(dilation)!r}" if any(d > 1 for d in dilation) else ""
-        expr = (f"lax.reduce_window({ctx.name(a)}, {self.init}, {self.computation}, {tuple(window)!r}, "
+        # the initial value in the operand's dtype: with float64 on, a bare Python float is
+        # float64, which lax.reduce_window accepts only where it recognises the computation
+        init = f"{ctx.name(a)}.dtype.type({self.init})"
+        expr = (f"lax.reduce_window({ctx.name(a)}, {init}, {self.computation}, {tuple(window)!r}, "
                 f"{tuple(strides)!r}, {pad_text}{dil})")
         return Node(self.name, (a,), expr, t.with_(shape=shape, lo=lo, hi=hi),
                     (("window", tuple(window)), ("strides", tuple(strides)), ("padding", padding)))

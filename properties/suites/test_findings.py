@@ -137,6 +137,20 @@ def test_failures_group_by_cause_keeping_the_smallest_program():
     assert sorted((g["program"], g["count"]) for g in groups.values()) == [("xx", 3), ("y", 1)]
 
 
+def test_crashes_group_by_their_message_and_wrong_values_by_their_primitives():
+    def entry(primitives, exc=TypeError("reshape of a Zero at 0x7f12 position 0")):
+        return {"program": "p", "whose": "own", "message": findings.message(exc),
+                "cause": {"law": "l", "exception": type(exc).__name__, "primitives": primitives,
+                          "check": "a.b:1", "crash": findings.crash_signature(exc)}}
+    crashes = findings.group([entry(["clz", "reduce"]), entry(["shift_left", "reduce"]),
+                              entry(["reduce"], TypeError("reshape of a Zero at 0x7f99 position 1"))])
+    assert [g["count"] for g in crashes.values()] == [3]
+    other = findings.group([entry(["reduce"]), entry(["reduce"], TypeError("another crash"))])
+    assert len(other) == 2
+    wrong = AssertionError("law l failed: max error 0.5")
+    assert len(findings.group([entry(["sin"], wrong), entry(["cos"], wrong)])) == 2
+
+
 def test_coverage_counts_the_strategies_reach_events_per_law():
     def tagged(x):
         event(f"reach: parity {x % 2}")
