@@ -126,10 +126,23 @@ def pytest_configure(config):
             _stop_on_signals()
 
 
+#: set once the tests are over: a stop arriving while the reports are written (a hunt's
+#: round reaching its share of the time then) is recorded, not raised, so that it does
+#: not cut the writing short
+_finishing = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    global _finishing
+    _finishing = True
+
+
 def _interrupt(signum, frame):
     name = signal.Signals(signum).name
     request_stop(name)
-    raise KeyboardInterrupt(name)
+    if not _finishing:
+        raise KeyboardInterrupt(name)
 
 
 def _stop_on_signals():
