@@ -281,9 +281,19 @@ def result_types_agree_across_transformations(backend, case):
         if isinstance(o, Raised):
             continue  # valid_programs_run_under_equivalent_stacks' concern
         _, ((s, d, w),) = o
+        if label == "vmap, per example" and _weak_update_on_jax(backend, case):
+            w = weak   # JAX's own departure (jax_bugs.DYNAMIC_UPDATE_SLICE_WEAK_UNDER_VMAP)
         if (s, d, w) != (shape, dtype, weak):
             fail(case, f"{label}: {'~' if w else ''}{d}{list(s)}, eagerly "
                        f"{'~' if weak else ''}{dtype}{list(shape)}")
+
+
+def _weak_update_on_jax(backend, case):
+    """Whether JAX's weak type of a batched dynamic_update_slice of a weak operand is
+    what this case meets (a backend built on JAX, a weak input, the op drawn)."""
+    from .jax_bugs import built_on_jax
+    return (built_on_jax(backend) and any(case.weak)
+            and any(n.op == "dynamic_update_slice" for n in case.program.nodes))
 
 
 def valid_programs_run_under_equivalent_stacks(backend, case):

@@ -158,6 +158,21 @@ def _reduce_jvp_with_a_zero_tangent():
     np.testing.assert_allclose(float(t), 47 / 128, rtol=1e-6)
 
 
+def _dynamic_update_slice_weak_under_vmap():
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def f(x):   # a weakly typed operand, a strongly typed update
+        x = jnp.asarray(x)
+        return lax.dynamic_update_slice(x, jnp.asarray(0.25, x.dtype), ())
+    with jax.enable_x64(True):
+        eager, batched = f(0.5), jax.vmap(f)(jnp.broadcast_to(0.5, (1,)))
+        # eagerly and under jit the result is strongly typed, as the update makes it
+        assert not jax.typeof(eager).weak_type and not jax.typeof(jax.jit(f)(0.5)).weak_type
+        assert jax.typeof(batched).weak_type == jax.typeof(eager).weak_type, jax.typeof(batched)
+
+
 def _shard_map_all_to_all_transpose():
     import subprocess
     import sys
@@ -270,6 +285,11 @@ DYNAMIC_UPDATE_SLICE_OF_OWN_SLICE = JaxBug(
     "jit of a dynamic_update_slice whose update is a slice of its own operand, then reshaped, gives "
     "a wrong value on CPU (strategies.ops.DynamicUpdateSlice draws updates independent of the operand)",
     _dynamic_update_slice_of_own_slice, "avoided")
+DYNAMIC_UPDATE_SLICE_WEAK_UNDER_VMAP = JaxBug(
+    "vmap of lax.dynamic_update_slice of a weakly typed operand by a strongly typed update "
+    "gives a weakly typed result, where eager evaluation and jit give a strong one "
+    "(result_types_agree_across_transformations compares only shape and dtype under vmap "
+    "on JAX for such programs)", _dynamic_update_slice_weak_under_vmap, "avoided")
 FFT_LAYOUT_AFTER_SCATTER_AND_LINALG = JaxBug(
     "jit of grad of an fft along the leading axis of an array whose other axes have size 1, "
     "scattered into and then given to a linalg routine (cholesky, qr, inv, triangular_solve, "
