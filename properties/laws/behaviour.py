@@ -20,6 +20,7 @@ import numpy as np
 
 from ..backends import LawSkipped, MissingName
 from ._common import CaseFiltered, differential, discard, fail
+from .jax_bugs import built_on_jax
 
 
 # --- what is compared ---------------------------------------------------------------------
@@ -291,7 +292,6 @@ def result_types_agree_across_transformations(backend, case):
 def _weak_update_on_jax(backend, case):
     """Whether JAX's weak type of a batched dynamic_update_slice of a weak operand is
     what this case meets (a backend built on JAX, a weak input, the op drawn)."""
-    from .jax_bugs import built_on_jax
     return (built_on_jax(backend) and any(case.weak)
             and any(n.op == "dynamic_update_slice" for n in case.program.nodes))
 
