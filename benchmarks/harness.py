@@ -5,6 +5,7 @@
     python -m benchmarks.harness --laws jit_matches_eager --backends impl --repeats 5
     python -m benchmarks.harness --cache off warm --json harness.json
     python -m benchmarks.harness --compile default       # XLA's optimising compiles
+    python -m benchmarks.harness --fresh-mlir-contexts   # JAX's fresh MLIR context per program
 
 One measurement is one law on one backend under a hypothesis profile (``quick`` by default:
 derandomized, so the cases are the ones ``python -m properties --profile quick`` draws: the
@@ -22,7 +23,9 @@ Persistent compilation cache (``--cache``, see properties/compilation_cache.py):
   repeated run of the derandomized quick profile pays.
 
 XLA compiles without optimising, as in ``python -m properties`` (``--compile fast``, see
-properties/xla_options.py), or with its defaults (``--compile default``).
+properties/xla_options.py), or with its defaults (``--compile default``); JAX lowers into
+shared MLIR contexts, as in ``python -m properties`` (properties/mlir_contexts.py), or into a
+fresh one per program, JAX's own way (``--fresh-mlir-contexts``).
 
 Repeats go round-robin over backends, laws and modes, so drift in the machine's load hits all
 of them alike.  Reported per law and backend: the median examples per CPU-second over the
@@ -49,12 +52,15 @@ MODES = ("off", "cold", "warm")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_child(law_name, backend_name, profile, jax_cache, compile_mode="fast"):
+def run_child(law_name, backend_name, profile, jax_cache, compile_mode="fast",
+              shared_contexts=True):
     """In the child: run one law test as the plugin makes it; return its numbers (the
     record's seconds and CPU-seconds, from the first example to the verdict)."""
-    from properties import compilation_cache, profiles, xla_options
+    from properties import compilation_cache, mlir_contexts, profiles, xla_options
     if compile_mode == "fast":
         xla_options.fast_compile()
+    if shared_contexts:
+        mlir_contexts.reuse()
     if jax_cache:
         compilation_cache.enable(jax_cache)
     profiles.select(profile)
@@ -74,15 +80,20 @@ def run_child(law_name, backend_name, profile, jax_cache, compile_mode="fast"):
         error = f"{type(exc).__name__}: {str(exc)[:300]}"
     record = run.record
     return {"law": law_name, "backend": backend_name, "profile": profile,
-            "compile": compile_mode, "examples": record.examples, "outcome": record.outcome,
+            "compile": compile_mode,
+            "mlir_contexts": "shared" if shared_contexts else "fresh",
+            "examples": record.examples, "outcome": record.outcome,
             "error": error,
             "cpu_seconds": record.cpu_seconds, "seconds": record.seconds}
 
 
-def measure(law_name, backend_name, profile, jax_cache, compile_mode="fast"):
+def measure(law_name, backend_name, profile, jax_cache, compile_mode="fast",
+            shared_contexts=True):
     """One measurement in a fresh interpreter (the numbers ``run_child`` returns)."""
     cmd = [sys.executable, "-m", "benchmarks.harness", "--child", law_name, backend_name,
            "--profile", profile, "--compile", compile_mode]
+    if not shared_contexts:
+        cmd += ["--fresh-mlir-contexts"]
     if jax_cache:
         cmd += ["--jax-cache", jax_cache]
     env = dict(os.environ)
@@ -98,7 +109,8 @@ def rate(sample):
     return sample["examples"] / sample["cpu_seconds"] if sample["cpu_seconds"] > 0 else 0.0
 
 
-def collect(laws, backends, modes, repeats, profile, log=print, compile_mode="fast"):
+def collect(laws, backends, modes, repeats, profile, log=print, compile_mode="fast",
+            shared_contexts=True):
     """Samples: a list of dicts (run_child's, with ``mode`` and ``repeat``)."""
     samples = []
     for repeat in range(repeats):
@@ -110,9 +122,10 @@ def collect(laws, backends, modes, repeats, profile, log=print, compile_mode="fa
                         # warm reads what cold wrote; alone, it first fills the folder itself
                         try:
                             if mode == "warm" and "cold" not in modes:
-                                measure(law, backend, profile, folder, compile_mode)
+                                measure(law, backend, profile, folder, compile_mode,
+                                        shared_contexts)
                             s = measure(law, backend, profile, None if mode == "off" else folder,
-                                        compile_mode)
+                                        compile_mode, shared_contexts)
                         except RuntimeError as exc:  # a crashed child: said, not counted
                             log(f"  [{repeat + 1}/{repeats}] {backend:<4} {mode:<4} {law}: {exc}")
                             continue
@@ -182,28 +195,35 @@ def main(argv=None):
     p.add_argument("--compile", default="fast", choices=("fast", "default"),
                    help="XLA compiling without optimising, as python -m properties does "
                         "(fast, the default), or with XLA's defaults")
+    p.add_argument("--fresh-mlir-contexts", dest="shared_contexts", action="store_false",
+                   help="JAX lowers every program into a fresh MLIR context, its own way (by "
+                        "default they are shared, as python -m properties does)")
     p.add_argument("--json", default=None, metavar="PATH", help="write the samples and summary")
     p.add_argument("--child", nargs=2, metavar=("LAW", "BACKEND"), help=argparse.SUPPRESS)
     p.add_argument("--jax-cache", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        print(json.dumps(run_child(*args.child, args.profile, args.jax_cache, args.compile)))
+        print(json.dumps(run_child(*args.child, args.profile, args.jax_cache, args.compile,
+                                   args.shared_contexts)))
         return 0
     from benchmarks.ratios import machine_line
 
     laws = single_device_laws() if args.all else (args.laws or list(DEFAULT_LAWS))
     modes = [m for m in MODES if m in args.cache]
     machine = machine_line("cpu")
-    print(f"harness throughput, profile {args.profile}, {args.compile} compiling, "
-          f"{args.repeats} repeats; {machine}", flush=True)
+    contexts = "shared" if args.shared_contexts else "fresh"
+    print(f"harness throughput, profile {args.profile}, {args.compile} compiling, {contexts} "
+          f"MLIR contexts, {args.repeats} repeats; {machine}", flush=True)
     samples = collect(laws, args.backends, modes, args.repeats, args.profile,
-                      log=lambda line: print(line, flush=True), compile_mode=args.compile)
+                      log=lambda line: print(line, flush=True), compile_mode=args.compile,
+                      shared_contexts=args.shared_contexts)
     summary = summarize(samples)
     print("\nexamples per CPU-second: median [95% interval]")
     print("\n".join(table(summary, laws, args.backends, modes)))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"machine": machine, "profile": args.profile, "compile": args.compile,
+                       "mlir_contexts": contexts,
                        "repeats": args.repeats,
                        "samples": samples,
                        "summary": [{"backend": b, "mode": m, "law": law, "median": med,

@@ -3,7 +3,7 @@
     python -m properties [--backend B] [--reference R] [--profile P] [-k EXPR] [-n WORKERS]
                          [--report-dir DIR] [--database DIR|redis://HOST:PORT]
                          [--time-limit MINUTES] [--jax-cache DIR | --no-jax-cache]
-                         [--fast-compile | --no-fast-compile]
+                         [--fast-compile | --no-fast-compile] [--fresh-mlir-contexts]
                          [-- extra pytest args]
     python -m properties --hunt MINUTES [same options]
     python -m properties --list [--markdown]
@@ -23,7 +23,8 @@ shares is reported as inherited from it.  JAX's persistent compilation cache is 
 (default ``jax-cache`` in the cache folder; ``--no-jax-cache``: none), so a repeated
 run reads its compiled programs from disk, and XLA compiles without optimising
 (``--no-fast-compile``: with XLA's defaults, which a hunt uses unless ``--fast-compile``;
-properties/xla_options.py).
+properties/xla_options.py), and JAX lowers the programs into shared MLIR contexts
+(``--fresh-mlir-contexts``: a fresh one per program, JAX's way; properties/mlir_contexts.py).
 It runs the law suites (``suites/test_*_laws.py``); ``--self-check`` adds the
 harness' own tests (the negative tests that break each law on purpose, the
 checkers' and the harness' tests), which do not depend on the backend.
@@ -41,7 +42,7 @@ import importlib.util
 import os
 import sys
 
-from . import process
+from . import mlir_contexts, process
 from .profiles import PROFILES
 
 SUITES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suites")
@@ -104,6 +105,10 @@ def parse(argv):
                            help="compile with XLA's default optimisations (the default of "
                                 "--hunt: bugs of the optimised programs users run are found "
                                 "too)")
+    p.add_argument("--fresh-mlir-contexts", dest="reuse_mlir_contexts", action="store_false",
+                   help="let JAX lower every program into a fresh MLIR context, as it does by "
+                        "default (the harness shares them: a third less CPU time; see "
+                        "properties/mlir_contexts.py)")
     p.add_argument("--self-check", action="store_true",
                    help="also run the harness' own tests: negative tests, checkers, harness")
     p.add_argument("--list", action="store_true", help="list the declared laws and exit")
@@ -170,6 +175,8 @@ def command(args):
         cmd += ["--jax-cache", os.path.abspath(args.jax_cache)]
     if args.fast_compile:
         cmd += ["--fast-compile"]
+    if args.reuse_mlir_contexts:
+        cmd += ["--reuse-mlir-contexts"]
     if args.keyword:
         cmd += ["-k", args.keyword]
     if args.workers not in ("0", "1"):
@@ -187,6 +194,11 @@ def main(argv=None):
     env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(cache_dir(), "hypothesis"))
     if not args.jax_cache:  # --no-jax-cache wins over $PROPERTIES_JAX_CACHE in the plugin
         env.pop("PROPERTIES_JAX_CACHE", None)
+    # the laws' subprocesses (the 8-device laws) read it from the environment
+    if args.reuse_mlir_contexts:
+        env[mlir_contexts.ENVIRONMENT_VARIABLE] = "1"
+    else:
+        env.pop(mlir_contexts.ENVIRONMENT_VARIABLE, None)
     if args.hunt is not None:
         from .hunt import hunt
         return hunt(args, command, env)

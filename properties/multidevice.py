@@ -122,6 +122,9 @@ def main(argv=None):
         # re-run with the flag in place before JAX starts its backend
         return subprocess.call([sys.executable, "-m", "properties.multidevice"] + list(argv or sys.argv[1:]),
                                env=_environment())
+    from . import mlir_contexts
+    if os.environ.get(mlir_contexts.ENVIRONMENT_VARIABLE) == "1":
+        mlir_contexts.reuse()
     import jax
     if jax.device_count() < 8:
         print(f"only {jax.device_count()} devices despite XLA_FLAGS={os.environ.get('XLA_FLAGS')!r}",

@@ -1,10 +1,13 @@
-"""How the laws evaluate: float64 references staged out by jax.jit, and JAX's persistent
-compilation cache that the CLI and the plugin turn on (properties/compilation_cache.py)."""
+"""How the laws evaluate: float64 references staged out by jax.jit, and what the CLI and the
+plugin turn on to compile faster: JAX's persistent compilation cache
+(properties/compilation_cache.py), XLA's unoptimised compiles (properties/xla_options.py) and
+shared MLIR contexts (properties/mlir_contexts.py)."""
 import importlib
 import json
 import os
 import subprocess
 import sys
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -111,6 +114,71 @@ def test_fast_compiling_adds_its_flags_and_keeps_the_users():
     assert mine["XLA_FLAGS"].split() == ["--xla_force_host_platform_device_count=8",
                                          "--xla_backend_optimization_level=2",
                                          "--xla_cpu_use_fusion_emitters=false"]
+
+
+@pytest.fixture
+def shared_contexts():
+    from properties import mlir_contexts
+    was_reusing = mlir_contexts.reusing()
+    mlir_contexts.restore()
+    yield mlir_contexts
+    mlir_contexts.restore()
+    if was_reusing:  # the session's (--reuse-mlir-contexts) stays as it was
+        mlir_contexts.reuse()
+
+
+def test_shared_mlir_contexts_are_handed_out_per_thread_and_renewed(shared_contexts):
+    from jax._src.interpreters import mlir
+    own = mlir.make_ir_context
+    assert shared_contexts.reuse(per_context=2) and shared_contexts.reusing()
+    first, second, third = (mlir.make_ir_context() for _ in range(3))
+    assert first is second and third is not first  # a fresh one after two lowerings
+    elsewhere = []
+    thread = threading.Thread(target=lambda: elsewhere.append(mlir.make_ir_context()))
+    thread.start()
+    thread.join()
+    assert elsewhere[0] is not third   # a thread lowers into a context of its own
+    assert shared_contexts.reuse() and mlir.make_ir_context.make is own   # not stacked
+    shared_contexts.restore()
+    assert mlir.make_ir_context is own and not shared_contexts.reusing()
+    assert mlir.make_ir_context() is not mlir.make_ir_context()   # JAX's own: always fresh
+    with pytest.raises(ValueError, match="per_context"):
+        shared_contexts.reuse(per_context=0)
+
+
+def test_shared_mlir_contexts_lower_the_same_programs_to_the_same_values(shared_contexts):
+    x = np.linspace(-2.0, 2.0, 7)
+    programs = [lambda a: jnp.sin(a) * 2.5 + a, lambda a: jnp.cumsum(a[::-1]) @ a,
+                lambda a: jax.lax.fori_loop(0, 3, lambda i, c: c * a + i, a)]
+
+    def lowered_and_values():
+        # fresh functions: nothing comes from the in-memory caches of the other run
+        fns = [jax.jit(lambda a, f=f: f(a)) for f in programs]
+        return ([f.lower(x).as_text() for f in fns], [np.asarray(f(x)) for f in fns],
+                np.asarray(jnp.tanh(x + 0.125)))   # an eager op too
+
+    fresh_texts, fresh_values, fresh_eager = lowered_and_values()
+    shared_contexts.reuse(per_context=2)   # contexts renewed within the run as well
+    shared_texts, shared_values, shared_eager = lowered_and_values()
+    shared_contexts.restore()
+    assert shared_texts == fresh_texts
+    for a, b in zip(shared_values, fresh_values):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(shared_eager, fresh_eager)
+
+
+@pytest.mark.parametrize("argv, env", [([], "1"), (["--fresh-mlir-contexts"], None)])
+def test_cli_shares_mlir_contexts_unless_asked_not_to(argv, env, monkeypatch, tmp_path):
+    cli = importlib.import_module("properties.__main__")
+    from properties import mlir_contexts, process
+    seen = {}
+    monkeypatch.setattr(process, "run", lambda cmd, env=None, **_: seen.update(cmd=cmd, env=env)
+                        or 0)
+    monkeypatch.setenv(mlir_contexts.ENVIRONMENT_VARIABLE, "1")
+    cli.main(argv + ["--report-dir", str(tmp_path), "-k", "nothing"])
+    assert ("--reuse-mlir-contexts" in seen["cmd"]) is (env == "1")
+    # the 8-device laws' subprocess reads the environment
+    assert seen["env"].get(mlir_contexts.ENVIRONMENT_VARIABLE) == env
 
 
 _FAST_AND_DEFAULT = """
