@@ -776,7 +776,8 @@ def _alarm(signum, frame):
 def _start_worker(jax_cache=None, fast_compile=True):
     """In each worker, before JAX starts a backend: 8 host devices for the 8-device laws,
     XLA compiling without optimising (``fast_compile``: properties/xla_options.py; the
-    programs are tiny and run a few times each), float64 on as in every law run, SIGALRM
+    programs are tiny and run a few times each), JAX lowering into shared MLIR contexts,
+    float64 on as in every law run, SIGALRM
     to stop a mutant out of time, and JAX's persistent compilation cache in the folder
     ``jax_cache`` (None: none). The cache is sound across mutants: a mutant changes impl's
     rules, so the programs they derive, and JAX keys an entry on the lowered program
@@ -790,6 +791,8 @@ def _start_worker(jax_cache=None, fast_compile=True):
         from properties import xla_options
         xla_options.fast_compile()
     import properties  # noqa: F401
+    from properties import mlir_contexts
+    mlir_contexts.reuse()   # as a law run lowers: a third less CPU (properties/mlir_contexts.py)
     if jax_cache:
         from properties import compilation_cache
         compilation_cache.enable(jax_cache)
