@@ -15,7 +15,7 @@ grow).  The lowered programs are the same text, compiled to the same executables
 the same persistent-cache keys; only where MLIR keeps them changes.  JAX's own public API
 has no such setting, so this replaces a function of JAX's internal module
 ``jax._src.interpreters.mlir``; where a JAX release lacks it, :func:`reuse` changes
-nothing and says so.
+nothing and returns False.
 
 Nothing here runs at import: the CLI (``python -m properties``; ``--fresh-mlir-contexts``
 keeps JAX's behaviour) and the pytest plugin (``--reuse-mlir-contexts``, or
