@@ -180,3 +180,21 @@ def test_scalar_types_name_dtypes_as_jax():
         assert inp.zeros(2, t).dtype == jjnp.zeros(2, jt).dtype
     assert inp.bool is inp.bool_ and inp.single is inp.float32
     assert inp.issubdtype(inp.float32, inp.floating) and not isinstance(1.0, inp.float32)
+
+
+def test_broadcasting_nothing_or_equal_shapes_as_jax():
+    """broadcast_arrays of no operand is an empty list; operands of one shape (the
+    shortcut elementwise functions take) keep it, promoted together."""
+    assert inp.broadcast_arrays() == [] == jjnp.broadcast_arrays()
+    x, y = np.ones((2, 3), np.float32), np.arange(6, dtype=np.int32).reshape(2, 3)
+    for got, want in zip(inp.broadcast_arrays(x, y), jjnp.broadcast_arrays(x, y)):
+        assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    for fn in ("add", "multiply", "subtract", "arctan2"):
+        got = impl.jit(getattr(inp, fn))(x, x)
+        want = jax.jit(getattr(jjnp, fn))(x, x)
+        assert (got.shape, got.dtype, got.weak_type) == (want.shape, want.dtype, want.weak_type)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(TypeError, match="incompatible shapes"):
+        impl.jit(inp.multiply)(x, np.ones((3, 2), np.float32))
+    with pytest.raises(TypeError, match="incompatible shapes"):
+        jax.jit(jjnp.multiply)(x, np.ones((3, 2), np.float32))

@@ -342,8 +342,8 @@ def _respec(out_sharding, entries):
 
 
 def _bcast_pair(a, b):
-    from impl.numpy._util import broadcast_arrays
-    return broadcast_arrays(a, b)
+    from impl.numpy._util import broadcast_promoted
+    return broadcast_promoted(a, b)
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):

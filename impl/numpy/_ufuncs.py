@@ -198,13 +198,9 @@ def isfinite(x):
 def _logical_on_bools(prim, bool_prim):
     """As in JAX, + of booleans is `or` and * of booleans is `and` (XLA has no boolean
     add or multiply)."""
-    numeric = _binary(prim)
-
     def fn(x, y):
         x, y = broadcast_operands(prim.name, _scalar(x), _scalar(y))
-        if get_aval(x).dtype == np.bool_:
-            return bool_prim.bind(x, y)
-        return numeric(x, y)
+        return (bool_prim if get_aval(x).dtype == np.bool_ else prim).bind(x, y)
     fn.__name__ = prim.name
     return compiled_when_eager(fn)
 

@@ -252,16 +252,29 @@ def broadcast_sharding(args, shape, op=None):
 
 
 def broadcast_arrays(*args):
+    """jax.numpy.broadcast_arrays: the operands broadcast to their common shape, each
+    keeping its own dtype."""
+    args = [asarray(a) for a in args]
+    if not args:
+        return []
+    shape = broadcast_shapes(*(get_aval(a).shape for a in args))
+    sharding = broadcast_sharding(args, shape)
+    return [broadcast_to(a, shape, out_sharding=sharding) for a in args]
+
+
+def broadcast_promoted(*args):
     """Promote then broadcast operands; rank-0 operands are left for the primitive."""
     return broadcast_operands(None, *args)
 
 
 def broadcast_operands(op, *args):
-    """broadcast_arrays for the operands of the elementwise operation `op`: shapes that
+    """broadcast_promoted for the operands of the elementwise operation `op`: shapes that
     do not broadcast are a TypeError naming the operation, as jax.lax reports them."""
     args = promote(*args)
     shapes = [get_aval(a).shape for a in args]
-    if op is None:
+    if shapes and all(s == shapes[0] for s in shapes):   # nothing to broadcast (common)
+        shape = shapes[0]
+    elif op is None:
         shape = broadcast_shapes(*shapes)
     else:
         try:

@@ -10,7 +10,8 @@ from impl.primitives import elementwise as ew
 from impl.numpy import _core as c
 from impl.numpy import _ufuncs as uf
 from impl.numpy._reductions import max as _max
-from impl.numpy._util import asarray, broadcast_shapes, broadcast_to, canonicalize_axes
+from impl.numpy._util import (asarray, broadcast_promoted, broadcast_shapes, broadcast_to,
+                              canonicalize_axes)
 
 from impl.scipy.special._gamma import (  # noqa: E402
     gammaln, digamma, gammasgn, gamma, loggamma, betaln, beta, betainc, gammainc, gammaincc,
@@ -39,7 +40,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
         a = uf.where(where, a, -np.inf)
     if b is not None:
         b = asarray(b) if not isinstance(b, core.Tracer) else b
-        a, b = uf.broadcast_arrays(a, b)
+        a, b = broadcast_promoted(a, b)
         shape = broadcast_shapes(get_aval(a).shape, get_aval(b).shape)
         a, b = broadcast_to(a, shape), broadcast_to(b, shape)
     nd = get_aval(a).ndim

@@ -6,12 +6,12 @@ from __future__ import annotations
 from impl.core import get_aval
 from impl.primitives import elementwise as ew
 from impl.numpy._ufuncs import inexact_dtype
-from impl.numpy._util import asarray, broadcast_arrays, result_dtype
+from impl.numpy._util import asarray, broadcast_promoted, result_dtype
 
 
 def inexact_args(*args):
     """The arguments broadcast together, in their common floating dtype."""
-    return promote_inexact(*broadcast_arrays(*args))
+    return promote_inexact(*broadcast_promoted(*args))
 
 
 def promote_inexact(*args):
