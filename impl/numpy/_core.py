@@ -401,8 +401,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
                                                                  tuple(b_batch))),
                           precision=precision, preferred_element_type=preferred_element_type,
                           out_sharding=out_sharding)
-    order = batch_pos + a_free + b_free   # the result's axes by NumPy's position
-    out = sh.transpose(out, tuple(sorted(range(len(order)), key=order.__getitem__)))
+    out = sh.transpose(out, core.argsort(batch_pos + a_free + b_free))
     return sh.expand_dims(out, tuple(both_squeezed)) if both_squeezed else out
 
 

@@ -1,7 +1,6 @@
 """dot_general: batched tensor contraction, with its bilinear AD rules."""
 from __future__ import annotations
 
-import numpy as np
 from jax import lax
 
 from impl import core
@@ -59,13 +58,13 @@ def _transpose_lhs(ct, x, y, *, dimension_numbers, precision=None,
     else:
         ct_y_free = list(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
     dims = ((tuple(ct_y_free), tuple(y_free)), (tuple(range(nb)), tuple(y_batch)))
-    x_contract_in_y_order = [x_contract[i] for i in np.argsort(y_contract)]
+    x_contract_in_y_order = [x_contract[i] for i in core.argsort(y_contract)]
     layout = list(x_batch) + x_free + x_contract_in_y_order
     out = dot_general(ct, y, dims, precision=precision,
                       preferred_element_type=preferred_element_type,
                       out_sharding=sharding_rules.cotangent_sharding_in_layout(
                           x.aval, layout, ct, y))
-    out = transpose(out, tuple(int(i) for i in np.argsort(layout)))
+    out = transpose(out, core.argsort(layout))
     dtype = x.aval.dtype
     if get_aval(out).dtype != dtype:
         from impl.primitives.elementwise import convert_element_type

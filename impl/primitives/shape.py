@@ -212,7 +212,7 @@ transpose_p = define(
     "transpose", abstract_eval=_transpose_aval,
     lowering=lambda x, *, permutation: lax.transpose(x, permutation),
     jvp=ad.linear_jvp,
-    transpose=lambda ct, x, *, permutation: [transpose(ct, tuple(np.argsort(permutation)))],
+    transpose=lambda ct, x, *, permutation: [transpose(ct, core.argsort(permutation))],
     batching=_transpose_batch, sharding_rule=sharding_rules.transpose,
     unreduced_rule=sharding_rules.keeps_unreduced)
 
