@@ -48,7 +48,11 @@ _clock = CLOCKS["wall"]
 
 
 def _calibrate(fn, min_time):
-    """Calls per repeat so one repeat lasts at least ``min_time`` seconds."""
+    """Calls per repeat so one repeat lasts at least ``min_time`` seconds.  A first call
+    runs untimed: it may fill caches (a first trace, a first compile), and timed, it could
+    make a repeat a single call, which would then also time what the other backend's
+    repeat just left behind (a trace right after JAX's took a third longer)."""
+    fn()
     number = 1
     while True:
         start = _clock()
