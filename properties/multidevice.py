@@ -122,9 +122,11 @@ def main(argv=None):
         # re-run with the flag in place before JAX starts its backend
         return subprocess.call([sys.executable, "-m", "properties.multidevice"] + list(argv or sys.argv[1:]),
                                env=_environment())
-    from . import mlir_contexts
+    from . import compilation_cache, mlir_contexts
     if os.environ.get(mlir_contexts.ENVIRONMENT_VARIABLE) == "1":
         mlir_contexts.reuse()
+    if os.environ.get("PROPERTIES_JAX_CACHE"):   # the law run's persistent cache, if any
+        compilation_cache.enable(os.environ["PROPERTIES_JAX_CACHE"])
     import jax
     if jax.device_count() < 8:
         print(f"only {jax.device_count()} devices despite XLA_FLAGS={os.environ.get('XLA_FLAGS')!r}",

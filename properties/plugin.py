@@ -175,11 +175,13 @@ def pytest_runtest_teardown(item):
 
 def _use_compilation_cache(config):
     """--jax-cache: compiled programs are read from and written to that folder (every
-    process of the session, xdist workers included, before their first compile)."""
+    process of the session, xdist workers included, before their first compile, and the
+    8-device laws' subprocess, which reads $PROPERTIES_JAX_CACHE)."""
     path = config.getoption("--jax-cache")
     if path:
         from . import compilation_cache
         compilation_cache.enable(path)
+        os.environ["PROPERTIES_JAX_CACHE"] = path
 
 
 @pytest.fixture(scope="session")

@@ -167,6 +167,29 @@ def test_shared_mlir_contexts_lower_the_same_programs_to_the_same_values(shared_
     np.testing.assert_array_equal(shared_eager, fresh_eager)
 
 
+def test_the_persistent_cache_reaches_the_8_device_laws_subprocess(monkeypatch, tmp_path):
+    from properties import compilation_cache, plugin
+    enabled = []
+    monkeypatch.setattr(compilation_cache, "enable", enabled.append)
+    monkeypatch.delenv("PROPERTIES_JAX_CACHE", raising=False)
+
+    class Config:
+        def getoption(self, name):
+            return {"--jax-cache": str(tmp_path)}[name]
+
+    plugin._use_compilation_cache(Config())
+    assert enabled == [str(tmp_path)]
+    assert os.environ["PROPERTIES_JAX_CACHE"] == str(tmp_path)   # what children inherit
+    # and the 8-device subprocess writes its compiled programs there (a few seconds)
+    folder = tmp_path / "cache"
+    out = subprocess.run([sys.executable, "-m", "properties.multidevice", "-k",
+                          "spmd_axis_name_places_batch_axis", "--profile", "quick"],
+                         capture_output=True, text=True,
+                         env={**os.environ, "PROPERTIES_JAX_CACHE": str(folder)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert any(name.endswith("-cache") for name in os.listdir(folder))
+
+
 @pytest.mark.parametrize("argv, env", [([], "1"), (["--fresh-mlir-contexts"], None)])
 def test_cli_shares_mlir_contexts_unless_asked_not_to(argv, env, monkeypatch, tmp_path):
     cli = importlib.import_module("properties.__main__")
