@@ -42,7 +42,7 @@ import importlib.util
 import os
 import sys
 
-from . import mlir_contexts, process
+from . import compilation_cache, mlir_contexts, process
 from .profiles import PROFILES
 
 SUITES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suites")
@@ -58,7 +58,8 @@ def cache_dir():
 def jax_cache_dir():
     """JAX's persistent compilation cache: ``$PROPERTIES_JAX_CACHE``, else ``jax-cache`` in
     :func:`cache_dir` (never in the checkout)."""
-    return os.environ.get("PROPERTIES_JAX_CACHE") or os.path.join(cache_dir(), "jax-cache")
+    return (os.environ.get(compilation_cache.ENVIRONMENT_VARIABLE)
+            or os.path.join(cache_dir(), "jax-cache"))
 
 
 def parse(argv):
@@ -192,12 +193,11 @@ def main(argv=None):
         return 0
     env = dict(os.environ)
     env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(cache_dir(), "hypothesis"))
-    if not args.jax_cache:  # --no-jax-cache wins over $PROPERTIES_JAX_CACHE in the plugin
-        env.pop("PROPERTIES_JAX_CACHE", None)
-    # the laws' subprocesses (the 8-device laws) read it from the environment
-    if args.reuse_mlir_contexts:
-        env[mlir_contexts.ENVIRONMENT_VARIABLE] = "1"
-    else:
+    # the plugin's defaults come from the environment: --no-jax-cache and
+    # --fresh-mlir-contexts win over it
+    if not args.jax_cache:
+        env.pop(compilation_cache.ENVIRONMENT_VARIABLE, None)
+    if not args.reuse_mlir_contexts:
         env.pop(mlir_contexts.ENVIRONMENT_VARIABLE, None)
     if args.hunt is not None:
         from .hunt import hunt

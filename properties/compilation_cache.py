@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import os
 
+#: the folder, in the environment: the plugin's default, and what the law run's
+#: subprocesses (the 8-device laws) inherit
+ENVIRONMENT_VARIABLE = "PROPERTIES_JAX_CACHE"
 #: JAX caches only programs that took a second or more to compile by default;
 #: the laws' programs take milliseconds each, and there are thousands of them
 MIN_COMPILE_TIME_SECS = 0.0

@@ -125,8 +125,8 @@ def main(argv=None):
     from . import compilation_cache, mlir_contexts
     if os.environ.get(mlir_contexts.ENVIRONMENT_VARIABLE) == "1":
         mlir_contexts.reuse()
-    if os.environ.get("PROPERTIES_JAX_CACHE"):   # the law run's persistent cache, if any
-        compilation_cache.enable(os.environ["PROPERTIES_JAX_CACHE"])
+    if os.environ.get(compilation_cache.ENVIRONMENT_VARIABLE):   # the law run's, if any
+        compilation_cache.enable(os.environ[compilation_cache.ENVIRONMENT_VARIABLE])
     import jax
     if jax.device_count() < 8:
         print(f"only {jax.device_count()} devices despite XLA_FLAGS={os.environ.get('XLA_FLAGS')!r}",

@@ -37,7 +37,7 @@ import time
 import pytest
 from hypothesis import given, settings
 
-from . import mlir_contexts, profiles
+from . import compilation_cache, mlir_contexts, profiles
 from .backends import DEFAULT_BACKEND, enable_float64
 from .laws import LAWS, NIGHTLY
 from .laws import get as get_law
@@ -90,7 +90,8 @@ def pytest_addoption(parser):
                     help="write properties-<backend>.json and .md into DIR")
     group.addoption("--properties-progress", action="store_true",
                     help="print one line per law as it finishes (the CLI does)")
-    group.addoption("--jax-cache", default=os.environ.get("PROPERTIES_JAX_CACHE") or None,
+    group.addoption("--jax-cache",
+                    default=os.environ.get(compilation_cache.ENVIRONMENT_VARIABLE) or None,
                     metavar="DIR",
                     help="JAX's persistent compilation cache folder (default "
                          "$PROPERTIES_JAX_CACHE; unset: no persistent cache)")
@@ -115,8 +116,7 @@ def pytest_configure(config):
     if config.getoption("--fast-compile"):
         from . import xla_options
         xla_options.fast_compile()
-    if config.getoption("--reuse-mlir-contexts"):
-        mlir_contexts.reuse()
+    _use_mlir_contexts(config)
     _use_compilation_cache(config)
     db = config.getoption("--properties-db")
     seeded = config.getoption("--hypothesis-seed", None) is not None
@@ -173,15 +173,22 @@ def pytest_runtest_teardown(item):
         item.session.shouldstop = f"stopped by {StopRequest.reason}"
 
 
+def _use_mlir_contexts(config):
+    """--reuse-mlir-contexts: JAX lowers into shared MLIR contexts (every process of the
+    session, and the 8-device laws' subprocess, which reads the environment)."""
+    if config.getoption("--reuse-mlir-contexts"):
+        mlir_contexts.reuse()
+        os.environ[mlir_contexts.ENVIRONMENT_VARIABLE] = "1"
+
+
 def _use_compilation_cache(config):
     """--jax-cache: compiled programs are read from and written to that folder (every
     process of the session, xdist workers included, before their first compile, and the
-    8-device laws' subprocess, which reads $PROPERTIES_JAX_CACHE)."""
+    8-device laws' subprocess, which reads the environment)."""
     path = config.getoption("--jax-cache")
     if path:
-        from . import compilation_cache
         compilation_cache.enable(path)
-        os.environ["PROPERTIES_JAX_CACHE"] = path
+        os.environ[compilation_cache.ENVIRONMENT_VARIABLE] = path
 
 
 @pytest.fixture(scope="session")

@@ -167,25 +167,30 @@ def test_shared_mlir_contexts_lower_the_same_programs_to_the_same_values(shared_
     np.testing.assert_array_equal(shared_eager, fresh_eager)
 
 
-def test_the_persistent_cache_reaches_the_8_device_laws_subprocess(monkeypatch, tmp_path):
+def test_the_plugins_settings_reach_the_8_device_laws_subprocess(monkeypatch, tmp_path,
+                                                                 shared_contexts):
     from properties import compilation_cache, plugin
     enabled = []
     monkeypatch.setattr(compilation_cache, "enable", enabled.append)
-    monkeypatch.delenv("PROPERTIES_JAX_CACHE", raising=False)
+    for name in (compilation_cache.ENVIRONMENT_VARIABLE, shared_contexts.ENVIRONMENT_VARIABLE):
+        monkeypatch.delenv(name, raising=False)
 
     class Config:
         def getoption(self, name):
-            return {"--jax-cache": str(tmp_path)}[name]
+            return {"--jax-cache": str(tmp_path), "--reuse-mlir-contexts": True}[name]
 
     plugin._use_compilation_cache(Config())
-    assert enabled == [str(tmp_path)]
-    assert os.environ["PROPERTIES_JAX_CACHE"] == str(tmp_path)   # what children inherit
+    plugin._use_mlir_contexts(Config())
+    assert enabled == [str(tmp_path)] and shared_contexts.reusing()
+    # what children inherit
+    assert os.environ[compilation_cache.ENVIRONMENT_VARIABLE] == str(tmp_path)
+    assert os.environ[shared_contexts.ENVIRONMENT_VARIABLE] == "1"
     # and the 8-device subprocess writes its compiled programs there (a few seconds)
     folder = tmp_path / "cache"
     out = subprocess.run([sys.executable, "-m", "properties.multidevice", "-k",
                           "spmd_axis_name_places_batch_axis", "--profile", "quick"],
                          capture_output=True, text=True,
-                         env={**os.environ, "PROPERTIES_JAX_CACHE": str(folder)})
+                         env={**os.environ, compilation_cache.ENVIRONMENT_VARIABLE: str(folder)})
     assert out.returncode == 0, out.stderr[-2000:]
     assert any(name.endswith("-cache") for name in os.listdir(folder))
 
@@ -200,7 +205,7 @@ def test_cli_shares_mlir_contexts_unless_asked_not_to(argv, env, monkeypatch, tm
     monkeypatch.setenv(mlir_contexts.ENVIRONMENT_VARIABLE, "1")
     cli.main(argv + ["--report-dir", str(tmp_path), "-k", "nothing"])
     assert ("--reuse-mlir-contexts" in seen["cmd"]) is (env == "1")
-    # the 8-device laws' subprocess reads the environment
+    # the plugin's default is the environment's: --fresh-mlir-contexts takes it out
     assert seen["env"].get(mlir_contexts.ENVIRONMENT_VARIABLE) == env
 
 
