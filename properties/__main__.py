@@ -182,6 +182,10 @@ def command(args):
         cmd += ["-k", args.keyword]
     if args.workers not in ("0", "1"):
         cmd += ["-n", str(args.workers)]
+        if args.hunt is None:
+            # the laws of a file draw the same programs: one worker then compiles or
+            # reads each of them (a hunt spreads its few long tests instead)
+            cmd += ["--dist", "loadfile"]
     return cmd + list(args.pytest_args)
 
 

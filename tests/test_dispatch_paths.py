@@ -223,3 +223,16 @@ def test_a_jitted_method_binds_and_keeps_its_signature_as_jax():
     want, got = _jitted_method_and_signature(jax), _jitted_method_and_signature(impl)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1:] == want[1:]
+
+
+def test_zeros_off_any_mesh_reuse_the_eager_op_compiled_with_no_mesh(caplog):
+    """The zeros of a tangent or cotangent are made by the eager broadcast a user's call
+    compiles: with no mesh in context they enter none (JAX keys its compiled ops by the
+    mesh in context, so entering an empty one would compile the same op again)."""
+    aval = core.ShapedArray((7, 3), np.dtype(np.float32))
+    impl.lax.broadcast_in_dim(np.zeros((), np.float32), (7, 3), ())
+    caplog.set_level("WARNING")
+    with jax.log_compiles(True):
+        zeros = core.ops.zeros(aval)
+    assert not [r for r in caplog.records if "Compiling" in r.getMessage()]
+    np.testing.assert_array_equal(zeros, np.zeros((7, 3), np.float32))

@@ -717,7 +717,9 @@ def _zeros(aval):
     value computed from Python scalars stays weak, as in JAX), off any mesh when it is
     (the cotangent of an input from outside the mesh in context, as in JAX)."""
     with contextlib.ExitStack() as scope:
-        if not aval.on_mesh:
+        # entered only over a mesh: JAX keys its compiled ops by the mesh in context, so
+        # an empty one entered where none is would compile the same op again
+        if not aval.on_mesh and not jax.sharding.get_abstract_mesh().empty:
             scope.enter_context(jax.sharding.use_abstract_mesh(core.EMPTY_MESH))
         zeros = vary_as(broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, (),
                                          out_sharding=aval.explicit_sharding), aval)

@@ -201,6 +201,8 @@ def test_cli_runs_on_the_usable_cores_by_default(monkeypatch):
     assert cli.parse([]).workers == str(cli.DEFAULT_MAX_WORKERS)
     assert "-n" in cli.command(cli.parse([]))
     assert "-n" not in cli.command(cli.parse(["-n", "1"]))
+    assert "loadfile" in cli.command(cli.parse([]))
+    assert "--dist" not in cli.command(cli.parse(["--hunt", "5", "-n", "2"]))
     assert cli.parse(["--hunt", "5"]).workers == "1"
     assert cli.parse(["--hunt", "5", "-n", "2"]).workers == "2"
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
