@@ -77,7 +77,8 @@ def parse(argv):
     p.add_argument("-n", dest="workers", default=None,
                    help="pytest-xdist workers (a number or 'auto'; default: the usable cores, "
                         f"at most {DEFAULT_MAX_WORKERS}, and one process for --hunt; "
-                        "1: one process)")
+                        "1: one process; each law file goes to one worker, "
+                        "--dist loadfile, except in a hunt)")
     p.add_argument("--report-dir", default=os.environ.get("PROPERTIES_REPORT_DIR")
                    or os.path.join(cache_dir(), "reports"),
                    help="where properties-<backend>.{md,json} go (default: %(default)s)")
