@@ -8,7 +8,8 @@
 Both backends are set up side by side and their repeats are interleaved
 (impl, jax, jax, impl, ...) so drift in machine load hits both equally.
 Each repeat times ``number`` back-to-back calls (calibrated so a repeat
-lasts ``--min-time``).  The ratio reported is the median over repeats of
+lasts ``--min-time``); a compiled program's calls alternate one by one
+within the repeat instead.  The ratio reported is the median over repeats of
 impl/jax within a repeat (its two timings are a fraction of a second apart,
 so slow drift of the machine cancels), with a distribution-free 95% interval
 of that median; a target counts as met only when the whole interval is under it.
@@ -71,6 +72,37 @@ def _repeat(fn, number):
     return (_clock() - start) / number
 
 
+#: Calls whose calling thread is busy for less than this share of their wall time (the
+#: work runs on XLA's threads: a compiled program) are interleaved call by call within a
+#: repeat (impl, jax, jax, impl, ...). Their time drifts over tens of calls (measured on a
+#: 2-core VM: consecutive calls of a 5 ms program correlate at 0.5, and impl's and JAX's
+#: calls made side by side at 0.6), so pairing calls cancels more of the drift than
+#: pairing blocks. Calls that are Python on the calling thread (dispatch, tracing) keep
+#: whole blocks: right after the other backend's call, the caches that call filled would
+#: weigh on them (a trace right after JAX's took a tenth longer).
+INTERLEAVE_BELOW_CALLER_SHARE = 0.5
+
+
+def _caller_share(fn, number):
+    """The calling thread's CPU time over the wall time of ``number`` calls."""
+    wall, thread = time.perf_counter(), time.thread_time()
+    for _ in range(number):
+        fn()
+    return (time.thread_time() - thread) / max(time.perf_counter() - wall, 1e-9)
+
+
+def _interleaved_repeat(fns, order, number):
+    """{backend: seconds per call}: ``number`` rounds, each calling every backend once
+    in ``order`` (reversed every other round)."""
+    totals = dict.fromkeys(order, 0.0)
+    for k in range(number):
+        for b in (order if k % 2 == 0 else order[::-1]):
+            start = _clock()
+            fns[b]()
+            totals[b] += _clock() - start
+    return {b: t / number for b, t in totals.items()}
+
+
 def median_interval(values, confidence=0.95):
     """(low, high): a distribution-free interval for the median of ``values``,
     from the order statistics whose ranks the binomial(n, 1/2) law brackets."""
@@ -109,10 +141,17 @@ def measure_pair(case, repeats, min_time):
         fns = {b: pair[b].bound(objs[b]) for b in objs}
         numbers = {b: _calibrate(fns[b], min_time) for b in fns}
         samples = {b: [] for b in fns}
+        interleave = all(_caller_share(fns[b], numbers[b]) < INTERLEAVE_BELOW_CALLER_SHARE
+                         for b in fns)
         for i in range(repeats):
             # Alternate who goes first: the first of a pair pays for any
             # cache/branch-predictor state the other one left behind.
-            for b in (("impl", "jax") if i % 2 == 0 else ("jax", "impl")):
+            order = ("impl", "jax") if i % 2 == 0 else ("jax", "impl")
+            if interleave:
+                for b, t in _interleaved_repeat(fns, order, max(numbers.values())).items():
+                    samples[b].append(t)
+                continue
+            for b in order:
                 samples[b].append(_repeat(fns[b], numbers[b]))
         return samples
     finally:
@@ -207,7 +246,7 @@ def main(argv=None):
     parser.add_argument("--all", action="store_true", help="every time_ benchmark")
     parser.add_argument("-k", dest="only", help="only benchmarks whose name contains this")
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
-    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--repeats", type=int, default=31)
     parser.add_argument("--min-time", type=float, default=0.05, help="seconds per repeat")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="time repeats by wall clock (default) or by the process' CPU "
@@ -260,7 +299,9 @@ def main(argv=None):
         f"Load average (1/5/15 min) at the end: {load} -- other work shares these cores.",
         f"{args.repeats} interleaved repeats (>= {args.min_time}s of {args.clock} time "
         "each) per backend; "
-        "impl/jax is the median of the per-repeat ratios, with its 95% interval.",
+        "impl/jax is the median of the per-repeat ratios, with its 95% interval; "
+        "compiled programs (the calling thread busy under "
+        f"{INTERLEAVE_BELOW_CALLER_SHARE:.0%} of a call) alternate call by call.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",

@@ -6,9 +6,11 @@ operations at the same shapes: what remains is impl's per-call dispatch,
 which the Dispatch benchmark bounds.  Timings on a shared 2-core VM move by
 more than 5 % between runs; these counts do not.
 """
+import time
+
 import pytest
 
-from benchmarks import compiled
+from benchmarks import compiled, ratios
 from benchmarks.ratios import median_interval, verdict
 
 CASE_IDS = ["ScanLoop.time_jit[jax-cpu-forward]", "ScanLoop.time_jit[jax-cpu-grad]",
@@ -65,3 +67,26 @@ def test_median_interval_uses_the_binomial_ranks():
     assert verdict(0.98, 1.04, 1.05) == "meets target"
     assert verdict(1.06, 1.2, 1.05) == "misses target"
     assert verdict(1.0, 1.1, 1.05).startswith("undecided")
+
+
+def test_interleaved_repeats_alternate_single_calls_and_who_goes_first():
+    calls = []
+    fns = {b: (lambda b=b: calls.append(b)) for b in ("impl", "jax")}
+    per_call = ratios._interleaved_repeat(fns, ("impl", "jax"), 3)
+    assert calls == ["impl", "jax", "jax", "impl", "impl", "jax"]
+    assert set(per_call) == {"impl", "jax"}
+
+
+def test_a_call_waiting_on_other_threads_is_told_from_python_on_the_calling_thread():
+    """What picks call-by-call interleaving: a compiled program's call mostly waits for
+    XLA's threads (here: sleeps), while dispatch and tracing keep the caller busy."""
+    def waiting():
+        time.sleep(0.002)
+
+    def busy():
+        end = time.thread_time() + 0.002
+        while time.thread_time() < end:
+            pass
+
+    assert ratios._caller_share(waiting, 5) < ratios.INTERLEAVE_BELOW_CALLER_SHARE / 5
+    assert ratios._caller_share(busy, 5) > ratios._caller_share(waiting, 5) + 0.2
